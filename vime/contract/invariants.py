@@ -1,0 +1,450 @@
+"""Every invariant of the rollout contract, as data, under a permanent ``VIM###`` id.
+
+The linter (``vime_lint.static``: one rule per static id), the load-time check (VIM100), the
+runtime checker (``vime_lint.runtime``: one check per runtime id) and the rules page all read
+these records, so an id, its severity and its wording exist once. Ids are never reused: a
+retired invariant keeps its record with ``status="removed"``.
+
+Usage::
+
+    from vime.contract.invariants import INVARIANTS
+    inv = INVARIANTS["VIM108"]
+    inv.severity                                   # "error"
+    inv.render(where="samples[3][1].loss_mask", actual=17, expected=18)
+
+Source: CONTRACT.md §6 (ids, rules, severities, failure kinds); ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from vime.contract.errors import Severity, Violation
+
+__all__ = ["INVARIANTS", "Invariant", "Scope", "Boundary", "BOUNDARIES"]
+
+#: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
+Scope = Literal["static", "load", "runtime"]
+#: Runtime boundaries of CONTRACT.md §6b.
+Boundary = Literal["B0", "B1", "B2", "B3", "B4", "B5", "B6"]
+
+BOUNDARIES: MappingProxyType[str, str] = MappingProxyType({
+    "B0": "load_function (hook signatures)",
+    "B1": "call_rollout_fn (rollout function result)",
+    "B2": "each generate call",
+    "B3": "reward function results",
+    "B4": "other hook results",
+    "B5": "train output before conversion",
+    "B6": "eval output",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Invariant:
+    """One rule of the contract.
+
+    ``message_template`` is formatted with keyword fields by :meth:`render`; missing fields are
+    left as ``{name}`` rather than raising, so a consumer can pass what it has.
+    """
+
+    #: Permanent id, ``"VIM###"``.
+    id: str
+    #: ``"static"`` (vime-lint), ``"load"`` (load_function) or ``"runtime"`` (the checker).
+    scope: Scope
+    #: Default severity; some invariants report warnings for milder forms (see ``title``).
+    severity: Severity
+    #: Short name of the pattern (also the rule slug source), e.g. "loss-mask-length".
+    slug: str
+    #: One-line description of the rule.
+    title: str
+    #: Why it matters: the real failure it prevents.
+    rationale: str
+    #: The failure kind from the log of real user mistakes (CONTRACT.md §6).
+    bug_kind: str
+    #: Message template, formatted with keyword fields.
+    message_template: str
+    #: One line that says how to fix it.
+    fix: str
+    #: Runtime boundaries where it is checked (empty for static ones).
+    boundaries: tuple[Boundary, ...] = ()
+    #: Ids of the same fact checked at another time (static <-> runtime).
+    twins: tuple[str, ...] = ()
+    #: ``"stable"``, ``"preview"`` or ``"removed"`` (retired ids stay mapped, never reused).
+    status: str = "stable"
+
+    def render(self, **fields: Any) -> str:
+        """Format ``message_template``; unknown fields stay as ``{name}``."""
+        return self.message_template.format_map(_Keep(fields))
+
+    def violation(
+        self,
+        where: str,
+        *,
+        severity: Severity | None = None,
+        fix: str | None = None,
+        context: str = "",
+        **fields: Any,
+    ) -> Violation:
+        """Build a :class:`Violation` of this invariant at ``where``."""
+        return Violation(
+            id=self.id,
+            severity=severity or self.severity,
+            where=where,
+            message=self.render(**fields),
+            fix=self.fix if fix is None else fix,
+            context=context,
+        )
+
+
+class _Keep(dict[str, Any]):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _inv(id: str, scope: Scope, severity: Severity, slug: str, title: str, rationale: str,
+         bug_kind: str, message: str, fix: str, boundaries: tuple[Boundary, ...] = (),
+         twins: tuple[str, ...] = ()) -> Invariant:
+    return Invariant(id, scope, severity, slug, title, rationale, bug_kind, message, fix,
+                     boundaries, twins)
+
+
+_ALL: tuple[Invariant, ...] = (
+    # ---- 6a: static (vime-lint) -------------------------------------------------------------
+    _inv("VIM001", "static", "error", "rollout-function-signature",
+         "The rollout/eval function is a module-level plain `def (args, rollout_id, data_source, evaluation=False)`.",
+         "The manager calls it synchronously as fn(args, rollout_id, data_source, evaluation=...): "
+         "an async def returns an un-run coroutine, a missing parameter fails the first call.",
+         "signature drift (async, no data_source)",
+         "rollout function `{name}` {problem}",
+         "declare `def generate_rollout(args, rollout_id, data_source, evaluation=False)`",
+         twins=("VIM100",)),
+    _inv("VIM002", "static", "error", "evaluation-branch-missing",
+         "The rollout function reads or forwards `evaluation`, and the eval path returns eval output.",
+         "Eval steps call the same function with evaluation=True; ignoring it returns train "
+         "output, which call_rollout_fn rejects mid-run.",
+         "rejected by call_rollout_fn",
+         "rollout function `{name}` {problem}",
+         "branch on `evaluation` and return RolloutFnEvalOutput(data=...) on the eval path",
+         twins=("VIM101",)),
+    _inv("VIM003", "static", "error", "raw-rollout-return",
+         "The rollout function returns RolloutFnTrainOutput / RolloutFnEvalOutput.",
+         "A bare list or dict is only accepted with a DeprecationWarning; None, a tuple or a "
+         "generator fail with a TypeError at the first step.",
+         "runtime TypeError",
+         "rollout function `{name}` returns {actual} instead of {expected}",
+         "return RolloutFnTrainOutput(samples=groups) (train) or RolloutFnEvalOutput(data=...) (eval)",
+         twins=("VIM101",)),
+    _inv("VIM004", "static", "error", "hook-signature",
+         "Other hooks match their HookSpec (def/async def, arity, keywords).",
+         "A hook with the wrong arity or kind fails at its first call, often hours into a run; "
+         "a sync reward function's result is awaited and crashes.",
+         "signature vs call mode; async reward not awaited",
+         "{hook} `{name}` {problem}; expected `{expected}`",
+         "match the expected signature shown", twins=("VIM100",)),
+    _inv("VIM005", "static", "warning", "blocking-call-in-async",
+         "No blocking calls (requests, urlopen, time.sleep, subprocess) inside `async def`.",
+         "A blocking call stalls the event loop that drives every concurrent generate and "
+         "reward call, serialising the whole rollout.",
+         "blocking work on the event loop",
+         "blocking call `{call}` inside async def `{name}`",
+         "use an async client (httpx.AsyncClient), `await asyncio.sleep`, or `await asyncio.to_thread(...)`"),
+    _inv("VIM006", "static", "error", "sample-constructor",
+         "`Sample(...)` is built with keywords and known fields only.",
+         "Positional arguments bind to whatever field sits at that position, and field order "
+         "changes between releases; an unknown keyword raises TypeError at run time.",
+         "field order changes",
+         "`Sample(...)` {problem}",
+         "pass fields by keyword: Sample(prompt=..., label=...)", twins=("VIM105",)),
+    _inv("VIM007", "static", "error", "stale-status-api",
+         "`status` is set from `Sample.Status`, not strings; no `.truncated`/`.aborted` booleans.",
+         "A string status breaks `to_dict` (needs `.value`) and every `status ==` comparison; "
+         "`.truncated`/`.aborted` are fields of an old API that nothing reads.",
+         "to_dict needs .value",
+         "{problem}", "use Sample.Status.COMPLETED / TRUNCATED / ABORTED / FAILED",
+         twins=("VIM111",)),
+    _inv("VIM008", "static", "warning", "tokens-without-loss-mask",
+         "Code that grows `.tokens`/`.response_length` also updates `.loss_mask`/`.rollout_log_probs`.",
+         "Growing the response without the per-token lists leaves them one turn short, and the "
+         "trainer then masks or scores the wrong tokens.",
+         "loss_mask / log-prob length mismatch",
+         "`{name}` updates `.{field}` but never `.loss_mask` or `.rollout_log_probs`",
+         "use sample.append_response_tokens(...), which keeps all per-token lists in step",
+         twins=("VIM108", "VIM109")),
+    _inv("VIM009", "static", "warning", "status-from-finish-reason",
+         "A custom generate function derives `status` from the finish reason (`length`, `abort`).",
+         "A truncated or aborted response left COMPLETED is rewarded and trained as if finished.",
+         "status not set from finish reason",
+         "generate function `{name}` {problem}",
+         "map finish_reason length -> TRUNCATED and abort -> ABORTED (append_response_tokens with meta_info does it)",
+         twins=("VIM111",)),
+    _inv("VIM010", "static", "warning", "reward-arithmetic",
+         "Filters, reward post-processing and loggers read rewards through `get_reward_value(args)`.",
+         "`.reward` may be a dict read through --reward-key; arithmetic on it raises or, summed "
+         "as a dict, silently compares wrong values.",
+         "filter assumes numeric reward",
+         "arithmetic on `.reward` in `{name}`", "use sample.get_reward_value(args)",
+         twins=("VIM110",)),
+    _inv("VIM011", "static", "error", "reward-returns-none",
+         "A reward function returns a value on every path.",
+         "A path that falls through returns None, which training cannot normalise.",
+         "reward fn returns None",
+         "reward function `{name}` can return None ({problem})",
+         "return a float (or a dict with the --reward-key key) on every path",
+         twins=("VIM150",)),
+    _inv("VIM012", "static", "error", "slime-sglang-shapes",
+         "No slime/SGLang API shapes (`from slime`, `meta_info`, `output_token_logprobs`, `/generate`) and no `_private` vime imports.",
+         "Code ported from slime/SGLang parses response keys that vLLM never returns; private "
+         "imports break on any release.",
+         "SGLang response shape",
+         "{problem}", "use vime's public API and vLLM's token-in/token-out response fields"),
+    _inv("VIM013", "static", "warning", "getattr-on-group-element",
+         "No `getattr(x, 'status'|'reward', default)` on group elements; iterate leaves with `iter_samples`.",
+         "A group element may be a list of samples (fan-out); getattr with a default then "
+         "quietly answers the default and the check is always false.",
+         "aborted check false on nested group",
+         "`getattr(..., {attr!r}, ...)` on a group element", "iterate with vime.rollout.base_types.iter_samples(group)"),
+    _inv("VIM014", "static", "warning", "tensor-in-metadata",
+         "No numpy/torch values stored in `metadata`/`train_metadata`.",
+         "Metadata is dumped as JSON and sent between processes; arrays and tensors break both.",
+         "metadata not JSON-serialisable",
+         "{problem}", "store plain Python values (.item(), .tolist())", twins=("VIM116",)),
+    _inv("VIM015", "static", "warning", "unpicklable-hook",
+         "Hook targets are module-level `def`/`class` (no lambda, nested def, `partial`).",
+         "Hooks are loaded by dotted path in Ray actors; a lambda or nested function cannot be "
+         "named or pickled.",
+         "user callable not picklable",
+         "hook `{name}` is {problem}", "define the hook as a module-level function"),
+    _inv("VIM016", "static", "warning", "args-mutation",
+         "No attribute assignment on `args`.",
+         "`args` is the run's shared configuration, copied into every actor; state stashed on it "
+         "is lost or diverges between processes.",
+         "shared configuration",
+         "assignment to `args.{attr}` in `{name}`",
+         "keep runtime state in a module-level object or the data source"),
+    _inv("VIM017", "static", "warning", "group-expanded-twice",
+         "No `range(args.n_samples_per_prompt)` expansion of groups from `get_samples`.",
+         "get_samples already returns groups of n_samples_per_prompt copies; expanding again "
+         "multiplies the group size.",
+         "group expanded twice",
+         "groups from get_samples expanded again by n_samples_per_prompt in `{name}`",
+         "use the groups get_samples returns as they are", twins=("VIM103",)),
+    _inv("VIM018", "static", "warning", "retokenisation-drift",
+         "No decode -> re-template/encode of generated text inside a turn loop.",
+         "Re-encoding decoded text does not reproduce the sampled tokens, so training log-probs "
+         "drift from the sampler's.",
+         "retokenisation drift",
+         "generated text re-encoded in `{name}`", "keep token ids: append them with append_response_tokens"),
+    _inv("VIM019", "static", "warning", "config-aware",
+         "Configuration-aware checks: dict rewards without --reward-key; `.reward` set in generate with --custom-rm-path; `.label` read without --label-key.",
+         "These combinations train on a missing or ignored signal.",
+         "dict reward without reward_key; label missing",
+         "{problem}", "{fix_hint}"),
+    _inv("VIM020", "static", "error", "eval-data-keys",
+         "Eval data entries carry `rewards`, `truncated` and `samples`.",
+         "Eval logging averages `rewards` and reads `truncated`; a missing key fails the eval step.",
+         "upstream contract test",
+         "eval data `{dataset}` is missing {missing}",
+         "return {name: {'rewards': [...], 'truncated': [...], 'samples': [...]}}",
+         twins=("VIM130",)),
+    _inv("VIM021", "static", "error", "unawaited-coroutine",
+         "A call to a known async function (a hook, `generate`, an `async def` of the module) is awaited.",
+         "An un-awaited call returns a coroutine: the work never runs and the caller treats the "
+         "coroutine as the result.",
+         "coroutine returned instead of value",
+         "call to async function `{call}` is not awaited", "add `await` (or wrap it with asyncio.gather / create_task)",
+         twins=("VIM101", "VIM165")),
+    _inv("VIM022", "static", "warning", "mask-from-full-tokens",
+         "`loss_mask` / `rollout_log_probs` are sized by the response, not by the full `tokens`.",
+         "`tokens` holds the prompt too: a mask of len(tokens) trains or misaligns the prompt.",
+         "loss_mask length != response_length",
+         "`.{field}` built from len(...tokens) in `{name}`",
+         "size it by response_length (or use append_response_tokens)", twins=("VIM108", "VIM109")),
+    _inv("VIM090", "static", "warning", "bare-noqa",
+         "A `# noqa` comment names the codes it silences.",
+         "A bare noqa hides every finding on the line, including ones added later.",
+         "suppression hides new findings",
+         "bare `# noqa` does not silence vime-lint", "name the code: `# noqa: VIM003`"),
+    _inv("VIM091", "static", "warning", "unused-suppression",
+         "A suppression comment silences a finding that exists.",
+         "A stale suppression hides the next real finding on that line.",
+         "stale suppression",
+         "unused suppression of {codes}", "remove the code from the noqa comment"),
+    # ---- 6b: load time and run time ---------------------------------------------------------
+    _inv("VIM100", "load", "error", "hook-signature-at-load",
+         "Every loaded hook's signature matches its HookSpec (names alone only warn).",
+         "A wrong signature otherwise fails at the first call, after engines have started.",
+         "fail at start, not mid-run",
+         "{problem}", "change the definition to `{expected}`", boundaries=("B0",),
+         twins=("VIM001", "VIM004")),
+    _inv("VIM101", "runtime", "error", "rollout-result-type",
+         "The rollout function returns the output type of its mode (legacy list/dict warn).",
+         "Upstream wraps anything silently: a coroutine or None then fails far away.",
+         "coroutine returned instead of value",
+         "`{name}` ({mode}) returned {actual}; {hint}",
+         "return RolloutFnTrainOutput(samples=...) for train and RolloutFnEvalOutput(data=...) for eval",
+         boundaries=("B1",), twins=("VIM003", "VIM002")),
+    _inv("VIM102", "runtime", "error", "samples-shape",
+         "`samples` is non-empty, uniformly depth 2 or 3 (flat warns), every leaf a Sample.",
+         "The manager flattens by looking at the first element; mixed depths scramble samples.",
+         "filter assumes flat group",
+         "{problem}", "return list[list[Sample]] (groups of samples)", boundaries=("B5",)),
+    _inv("VIM103", "runtime", "error", "group-size",
+         "Each group has exactly n_samples_per_prompt elements.",
+         "Uneven groups silently change GRPO advantages (mean and std are per group).",
+         "uneven group sizes silently change GRPO advantages",
+         "has {actual} samples, expected n_samples_per_prompt={expected}",
+         "keep failed samples and set remove_sample=True instead of dropping them",
+         boundaries=("B5",), twins=("VIM017",)),
+    _inv("VIM104", "runtime", "error", "group-count",
+         "There are exactly rollout_batch_size groups (a warning for custom rollout functions).",
+         "A different count changes the step's batch size and the optimiser step count.",
+         "group expanded twice",
+         "has {actual} groups, expected rollout_batch_size={expected}",
+         "return exactly args.rollout_batch_size groups", boundaries=("B5",)),
+    _inv("VIM105", "runtime", "error", "field-type",
+         "Every Sample field has its contract type (an error for fields conversion reads).",
+         "A wrong type fails far away, inside tensor building or logging.",
+         "wrong types fail far away",
+         "is {actual}, expected {expected}", "store a value of the declared type",
+         boundaries=("B2", "B5"), twins=("VIM006",)),
+    _inv("VIM106", "runtime", "error", "tokens",
+         "`tokens` is a non-empty list of int (not bool), 0 <= t < vocab_size when known.",
+         "Token ids become a LongTensor; anything else fails or indexes out of range.",
+         "tensor building",
+         "{problem}", "store the prompt token ids followed by the response token ids",
+         boundaries=("B2", "B5")),
+    _inv("VIM107", "runtime", "error", "response-length",
+         "`response_length` is an int with 1 <= response_length <= len(tokens).",
+         "tokens[-0:] is the whole sequence: a zero length trains the prompt; a length equal to "
+         "len(tokens) with a prompt means the prompt is counted as response.",
+         "prompt vs response confusion",
+         "{problem}", "set response_length to the number of generated tokens at the end of tokens",
+         boundaries=("B2", "B5")),
+    _inv("VIM108", "runtime", "error", "loss-mask",
+         "`loss_mask` is None or has response_length entries, each 0 or 1.",
+         "A mask of the wrong length shifts which tokens are trained (or trains the prompt).",
+         "loss_mask length != response_length",
+         "{problem}", "extend loss_mask for every appended token, or use Sample.append_response_tokens()",
+         boundaries=("B2", "B5"), twins=("VIM008", "VIM022")),
+    _inv("VIM109", "runtime", "error", "rollout-log-probs",
+         "`rollout_log_probs` is None or has response_length finite entries <= 0.",
+         "Mismatched or placeholder log-probs corrupt importance ratios and PPO clipping.",
+         "log-prob length mismatch; never filled; placeholder log-prob",
+         "{problem}", "store one sampler log-prob per response token (append_response_tokens does it)",
+         boundaries=("B2", "B5"), twins=("VIM008", "VIM022")),
+    _inv("VIM110", "runtime", "error", "reward-value",
+         "`reward` is a finite real, or a dict holding a finite real under --reward-key.",
+         "None or a dict without --reward-key fails in normalisation or trains on garbage.",
+         "aborted sample with reward None; dict reward without reward_key",
+         "{problem}", "set a float reward, or pass --reward-key naming the dict key",
+         boundaries=("B2", "B3", "B5"), twins=("VIM010",)),
+    _inv("VIM111", "runtime", "error", "status",
+         "`status` is a Sample.Status; PENDING after generation and trainable ABORTED samples warn.",
+         "The status decides truncation flags, partial-rollout recycling and filters.",
+         "status not set from finish reason",
+         "{problem}", "set status from the finish reason with Sample.Status members",
+         boundaries=("B2", "B5"), twins=("VIM007", "VIM009")),
+    _inv("VIM112", "runtime", "error", "optional-columns",
+         "rollout_log_probs, teacher_log_probs, train_metadata, metadata['round_number']: all samples or none.",
+         "The first sample decides whether a column exists; a later sample without it crashes "
+         "conversion, a later one with it is silently ignored.",
+         "first sample decides the column",
+         "{field} is set on {present} of {total} samples", "set it on every sample or on none",
+         boundaries=("B5",)),
+    _inv("VIM113", "runtime", "error", "group-index",
+         "`group_index` is set on all samples or none; equal within a group, distinct across groups.",
+         "group_index is the normalisation key: mixing it up normalises across prompts.",
+         "normalisation key",
+         "{problem}", "keep the group_index that get_samples assigned", boundaries=("B5",)),
+    _inv("VIM114", "runtime", "error", "index-unique",
+         "`index` is unique across rollouts (fan-out siblings may share it).",
+         "index is the sort key and sample id; duplicates reorder and merge samples.",
+         "sort key",
+         "{problem}", "keep the index that get_samples assigned", boundaries=("B5",)),
+    _inv("VIM115", "runtime", "error", "rollout-id-rule",
+         "Fan-out siblings share a non-None rollout_id, group_index and reward.",
+         "Siblings are one rollout: normalisation counts it once by rollout_id.",
+         "fan-out siblings without shared rollout_id",
+         "{problem}", "set the same rollout_id (and reward) on every segment of one rollout",
+         boundaries=("B2", "B5")),
+    _inv("VIM116", "runtime", "warning", "metadata-json",
+         "`metadata` and `train_metadata` pass json.dumps.",
+         "Debug dumps and logging serialise them; arrays and objects break both.",
+         "metadata not JSON-serialisable",
+         "{problem}", "store plain Python values (.item(), .tolist())", boundaries=("B5",),
+         twins=("VIM014",)),
+    _inv("VIM117", "runtime", "warning", "constant-reward",
+         "Rewards are not all identical across the batch.",
+         "With identical rewards every advantage is zero: the step learns nothing.",
+         "constant reward, no signal",
+         "all {count} rewards equal {value}", "check the reward function and the labels",
+         boundaries=("B5",)),
+    _inv("VIM118", "runtime", "warning", "label-missing",
+         "A label-based --rm-type has --label-key set and labels present.",
+         "Without labels a label-based reward scores everything 0.",
+         "label missing for reward",
+         "{problem}", "pass --label-key naming the answer column", boundaries=("B5",)),
+    _inv("VIM119", "runtime", "warning", "metrics",
+         "`metrics` is None or a dict of finite reals with `/` in every key and no built-in clash.",
+         "Unqualified keys collide with built-in metrics and are overwritten.",
+         "log collisions",
+         "{problem}", "name metrics rollout/<module>/<name> (eval/<module>/<name>)",
+         boundaries=("B1",)),
+    _inv("VIM120", "runtime", "warning", "finalize-bypassed",
+         "With a sample filter or all-samples hook set, custom output goes through finalize_rollout_groups.",
+         "Otherwise the configured hooks silently never run.",
+         "custom rollout bypasses hooks",
+         "{problem}", "return through vime.rollout.base_types.finalize_rollout_groups(...)",
+         boundaries=("B5",)),
+    _inv("VIM130", "runtime", "error", "eval-data",
+         "Eval data maps names to dicts of `rewards` (finite reals), `truncated` (bools), `samples` of equal length.",
+         "Eval logging averages rewards per dataset; a missing key or uneven lists fail the eval step.",
+         "upstream contract test; logging averages rewards",
+         "{problem}", "return {name: {'rewards': [...], 'truncated': [...], 'samples': [...]}}",
+         boundaries=("B6",), twins=("VIM020",)),
+    _inv("VIM140", "runtime", "error", "generate-boundary",
+         "A generate call receives PENDING/ABORTED samples and returns a Sample or non-empty list of Samples.",
+         "Re-generating finished samples, or recycling aborted groups with stale tokens, trains "
+         "on corrupted sequences.",
+         "aborted groups recycled with stale tokens",
+         "{problem}", "return the sample (or a non-empty list of samples) you were given, grown",
+         boundaries=("B2",)),
+    _inv("VIM141", "runtime", "warning", "reward-preset-by-generate",
+         "Generate does not pre-set the reward while a reward model is configured.",
+         "A pre-set reward makes the configured reward model silently skip the sample.",
+         "custom RM silently skipped",
+         "{problem}", "leave sample.reward None in generate, or drop --custom-rm-path/--rm-type",
+         boundaries=("B2",)),
+    _inv("VIM150", "runtime", "error", "reward-result",
+         "A reward function returns a valid reward; a batch RM returns len(samples) of them.",
+         "None or a wrong count misaligns rewards with samples.",
+         "reward fn returns None; wrong number of rewards",
+         "{problem}", "return one float (or dict) per sample, in order", boundaries=("B3",),
+         twins=("VIM011",)),
+    _inv("VIM160", "runtime", "error", "dynamic-filter-result",
+         "The dynamic sampling filter returns DynamicFilterOutput (truthy values warn, None fails).",
+         "None is falsy and silently drops every group.",
+         "filter assumes numeric reward",
+         "{problem}", "return DynamicFilterOutput(keep=..., reason=...)", boundaries=("B4",)),
+    _inv("VIM161", "runtime", "error", "buffer-filter-result",
+         "The buffer filter returns <= num_samples groups of n_samples_per_prompt, removed from the buffer.",
+         "Groups left in the buffer are served twice: duplicated prompts.",
+         "duplicated prompts",
+         "{problem}", "pop the groups you return out of the buffer list", boundaries=("B4",)),
+    _inv("VIM162", "runtime", "error", "hook-result-shape",
+         "Sample hooks return a Sample or None; reward post-process two len(samples) lists; convert the required keys.",
+         "Shape errors otherwise surface inside conversion with no pointer to the hook.",
+         "shape errors at conversion",
+         "{problem}", "return the documented shape", boundaries=("B4",)),
+    _inv("VIM165", "runtime", "error", "sync-hook-returned-awaitable",
+         "A sync hook does not return an awaitable.",
+         "An async function registered where a sync one is called returns an un-run coroutine.",
+         "async reward not awaited",
+         "{hook} `{name}` returned {actual}", "declare it with plain def, or register it where async is expected",
+         boundaries=("B3", "B4"), twins=("VIM021",)),
+)
+
+#: Every invariant, keyed by id, in id order.
+INVARIANTS: MappingProxyType[str, Invariant] = MappingProxyType({i.id: i for i in _ALL})

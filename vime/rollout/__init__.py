@@ -1,0 +1,1 @@
+"""Rollout: data sources, rollout functions (default vLLM, SFT), rewards and filters."""

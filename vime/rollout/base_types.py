@@ -1,0 +1,190 @@
+"""Rollout outputs and the one place that calls a rollout function.
+
+Usage::
+
+    out = call_rollout_fn(generate_rollout, args, rollout_id, data_source, evaluation=False)
+    out.samples          # list[list[Sample]]: rollout_batch_size groups of n_samples_per_prompt
+    eval_out = call_rollout_fn(fn, args, rollout_id, data_source, evaluation=True)
+    eval_out.data        # {name: {"rewards": [...], "truncated": [...], "samples": [...]}}
+
+Source: CONTRACT.md §3 and §4 (call_rollout_fn table); upstream ``slime/rollout/base_types.py``
+(the two output classes); ours (strict result handling, finalize_rollout_groups).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from argparse import Namespace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from vime.contract.errors import ContractError
+from vime.contract.invariants import INVARIANTS
+from vime.utils.types import Sample
+
+__all__ = [
+    "RolloutFnEvalOutput",
+    "RolloutFnTrainOutput",
+    "call_rollout_fn",
+    "dotted_name",
+    "finalize_rollout_groups",
+    "iter_samples",
+]
+
+
+@dataclass
+class RolloutFnTrainOutput:
+    """A train step's output.
+
+    ``samples``: ``list[list[Sample]]``, ``rollout_batch_size`` groups of exactly
+    ``n_samples_per_prompt`` samples of one prompt, sorted by first ``index``; a group element
+    may itself be a non-empty ``list[Sample]`` (fan-out, depth 3). ``metrics``: flat
+    ``rollout/<module>/<name>`` -> number. ``on_accepted`` is called once after conversion.
+    """
+
+    samples: list[list[Sample]] | list[list[list[Sample]]]
+    metrics: dict[str, Any] | None = None
+    on_accepted: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    sample_refs: Any = field(default=None, repr=False, compare=False)
+    #: Set by finalize_rollout_groups (VIM120 reads it).
+    finalized: bool = field(default=False, repr=False, compare=False)
+
+
+@dataclass
+class RolloutFnEvalOutput:
+    """An eval step's output.
+
+    ``data``: ``{name: {"rewards": list[float], "truncated": list[bool], "samples":
+    list[Sample]}}``, one entry per eval dataset, equal-length lists (one item per generated
+    sample). ``metrics`` as for train.
+    """
+
+    data: dict[str, dict[str, Any]]
+    metrics: dict[str, Any] | None = None
+
+
+def iter_samples(value: Any) -> Iterator[Sample]:
+    """Yield the ``Sample`` leaves of any nesting of lists/tuples (groups, fan-out lists)."""
+    if isinstance(value, Sample):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from iter_samples(item)
+
+
+def dotted_name(fn: Any) -> str:
+    """``module.qualname`` of a callable (``repr`` if it has neither)."""
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    if module and qualname:
+        return f"{module}.{qualname}"
+    return repr(fn)
+
+
+def _describe(value: Any) -> str:
+    if inspect.iscoroutine(value):
+        return "a coroutine"
+    if inspect.isgenerator(value) or inspect.isasyncgen(value):
+        return "a generator"
+    if value is None:
+        return "None"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} item(s)"
+    return f"a {type(value).__module__}.{type(value).__qualname__}" if type(value).__module__ != "builtins" else f"a {type(value).__name__}"
+
+
+def call_rollout_fn(fn: Callable[..., Any], *args: Any, evaluation: bool, **kwargs: Any) -> (
+    RolloutFnTrainOutput | RolloutFnEvalOutput
+):
+    """Call ``fn(*args, **kwargs, evaluation=evaluation)`` and normalise its result.
+
+    Train mode accepts ``RolloutFnTrainOutput`` and, with a ``DeprecationWarning``, a bare list
+    (wrapped as ``samples``); eval mode accepts ``RolloutFnEvalOutput`` and, with a warning, a
+    bare dict (wrapped as ``data``).
+
+    Raises:
+        ContractError: VIM101, naming ``fn``'s dotted path, the mode and what it returned, for
+            an awaitable (closed first), generator, None, tuple, the other mode's output or
+            anything else.
+    """
+    result = fn(*args, **kwargs, evaluation=evaluation)
+    mode = "eval" if evaluation else "train"
+    name = dotted_name(fn)
+    inv = INVARIANTS["VIM101"]
+
+    def fail(hint: str, fix: str | None = None) -> ContractError:
+        return ContractError([inv.violation("rollout function", name=name, mode=mode, actual=_describe(result),
+                                            hint=hint, fix=fix)])
+
+    if evaluation:
+        if isinstance(result, RolloutFnEvalOutput) and isinstance(result.data, dict):
+            return result
+        if isinstance(result, dict):
+            warnings.warn(f"rollout function `{name}` returned a bare dict in eval mode; "
+                          "return RolloutFnEvalOutput(data=...) instead", DeprecationWarning,
+                          stacklevel=2)
+            return RolloutFnEvalOutput(data=result)
+    else:
+        if isinstance(result, RolloutFnTrainOutput) and isinstance(result.samples, list):
+            return result
+        if isinstance(result, list):
+            warnings.warn(f"rollout function `{name}` returned a bare list in train mode; "
+                          "return RolloutFnTrainOutput(samples=...) instead", DeprecationWarning,
+                          stacklevel=2)
+            return RolloutFnTrainOutput(samples=result)
+
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise fail("it is an async def; rollout functions are called synchronously",
+                   fix="declare it with plain `def` and run async work through "
+                   "vime.utils.async_utils.run(coro)")
+    if inspect.isgenerator(result) or inspect.isasyncgen(result):
+        raise fail("it contains `yield`; return the whole output at once",
+                   fix="build the list of groups and return RolloutFnTrainOutput(samples=groups)")
+    if evaluation and isinstance(result, (RolloutFnTrainOutput, list)):
+        raise fail("the eval path (evaluation=True) must return RolloutFnEvalOutput",
+                   fix="branch on `evaluation` and return RolloutFnEvalOutput(data=...)")
+    if not evaluation and isinstance(result, (RolloutFnEvalOutput, dict)):
+        raise fail("the train path (evaluation=False) must return RolloutFnTrainOutput")
+    expected = "RolloutFnEvalOutput" if evaluation else "RolloutFnTrainOutput"
+    if isinstance(result, (RolloutFnTrainOutput, RolloutFnEvalOutput)):
+        raise fail(f"its `{'data' if evaluation else 'samples'}` is {_describe(getattr(result, 'data' if evaluation else 'samples'))}, expected a {'dict' if evaluation else 'list'}")
+    raise fail(f"expected {expected}")
+
+
+def finalize_rollout_groups(
+    args: Namespace,
+    rollout_id: int,
+    groups: list[list[Sample]],
+    metrics: dict[str, Any] | None = None,
+    *,
+    controller: Any = None,
+) -> RolloutFnTrainOutput:
+    """Sort groups by first-leaf ``index`` (None as 0), run ``--rollout-sample-filter-path``
+    once, and return a finalised ``RolloutFnTrainOutput``.
+
+    Custom rollouts should return through this so the configured hooks run (VIM120).
+
+    Raises:
+        ContractError: the sample filter's path cannot be loaded or its signature is wrong.
+    """
+    def first_index(group: list[Sample]) -> int:
+        leaf = next(iter_samples(group), None)
+        return leaf.index if leaf is not None and leaf.index is not None else 0
+
+    groups = sorted(groups, key=first_index)
+    path = getattr(args, "rollout_sample_filter_path", None)
+    if path:
+        from vime.utils.misc import load_function
+
+        sample_filter = load_function(path, hook="rollout_sample_filter_path")
+        result = sample_filter(args, groups)
+        if inspect.iscoroutine(result):
+            result.close()
+            raise ContractError([INVARIANTS["VIM165"].violation(
+                dotted_name(sample_filter), hook="--rollout-sample-filter-path",
+                name=dotted_name(sample_filter), actual="a coroutine")])
+    return RolloutFnTrainOutput(samples=groups, metrics=metrics, finalized=True)
