@@ -12,7 +12,13 @@ Everything that checks user code reads from here:
 Source: CONTRACT.md §1.
 """
 
-from vime.contract.errors import ContractError, ContractWarning, Severity, Violation, format_violations
+from vime.contract.errors import (
+    ContractError,
+    ContractWarning,
+    Severity,
+    Violation,
+    format_violations,
+)
 from vime.contract.hooks import GROUP_RM_SPEC, HOOKS, HookSpec, hook_for_arg, hook_spec
 from vime.contract.invariants import BOUNDARIES, INVARIANTS, Invariant
 from vime.contract.sample import (

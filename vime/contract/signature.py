@@ -48,7 +48,7 @@ def params_from_callable(obj: Callable[..., Any]) -> tuple[list[Param], bool]:
     """
     target: Any = obj
     if inspect.isclass(obj):
-        target = obj.__init__  # type: ignore[misc]
+        target = obj.__init__
     sig = inspect.signature(target)
     params = [
         Param(

@@ -29,74 +29,6 @@ __all__ = ["MultimodalTypes", "ParamInfo", "RolloutBatch", "Sample"]
 
 
 @dataclass
-class _SpecInfo:
-    """Speculative-decoding counters, summed over a sample's generate calls."""
-
-    spec_accept_token_num: int = 0
-    spec_draft_token_num: int = 0
-    spec_verify_ct: int = 0
-    completion_token_num: int = 0
-
-    @property
-    def spec_accept_rate(self) -> float:
-        """Accepted / drafted tokens (0.0 with no drafts)."""
-        return self.spec_accept_token_num / self.spec_draft_token_num if self.spec_draft_token_num else 0.0
-
-    def add(self, meta_info: Mapping[str, Any], response_length: int = 0) -> None:
-        """Add one generate call's counters (``spec_accept_token_num``, ... in ``meta_info``)."""
-        self.spec_accept_token_num += int(meta_info.get("spec_accept_token_num", 0))
-        self.spec_draft_token_num += int(meta_info.get("spec_draft_token_num", 0))
-        self.spec_verify_ct += int(meta_info.get("spec_verify_ct", 0))
-        self.completion_token_num += int(meta_info.get("completion_tokens", response_length))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> _SpecInfo:
-        return _SpecInfo(**data)
-
-
-@dataclass
-class _PrefixCacheInfo:
-    """Prefix-cache counters in tokens, summed over a sample's generate calls."""
-
-    cached_tokens: int = 0
-    total_prompt_tokens: int = 0
-
-    @property
-    def prefix_cache_hit_rate(self) -> float:
-        """cached / prompt tokens (0.0 with no prompt tokens)."""
-        return self.cached_tokens / self.total_prompt_tokens if self.total_prompt_tokens else 0.0
-
-    def add(self, meta_info: Mapping[str, Any]) -> None:
-        """Add ``cached_tokens`` and ``prompt_tokens`` of one generate call."""
-        self.cached_tokens += int(meta_info.get("cached_tokens", 0) or 0)
-        self.total_prompt_tokens += int(meta_info.get("prompt_tokens", 0) or 0)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(vars(self))
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> _PrefixCacheInfo:
-        return _PrefixCacheInfo(**data)
-
-
-class _Status(Enum):
-    """Where a sample stands: see CONTRACT.md §2."""
-
-    PENDING = "pending"  #: not generated yet
-    COMPLETED = "completed"  #: stopped normally (EOS or a stop string)
-    TRUNCATED = "truncated"  #: hit the token budget; exported truncated=1
-    ABORTED = "aborted"  #: engine or rollout abort; partial-rollout candidate
-    FAILED = "failed"  #: recoverable environment, API or parsing failure
-
-
-_FINISH_TO_STATUS = {"length": _Status.TRUNCATED, "abort": _Status.ABORTED,
-                     "cancelled": _Status.ABORTED, "stop": _Status.COMPLETED}
-
-
-@dataclass
 class Sample:
     """One trajectory. Field meanings: ``vime.contract.sample.SAMPLE_FIELDS`` (CONTRACT.md §2).
 
@@ -104,9 +36,68 @@ class Sample:
     per response token, i.e. ``response_length`` entries; ``tokens`` is prompt then response.
     """
 
-    Status = _Status
-    SpecInfo = _SpecInfo
-    PrefixCacheInfo = _PrefixCacheInfo
+    @dataclass
+    class SpecInfo:
+        """Speculative-decoding counters, summed over a sample's generate calls."""
+
+        spec_accept_token_num: int = 0
+        spec_draft_token_num: int = 0
+        spec_verify_ct: int = 0
+        completion_token_num: int = 0
+
+        @property
+        def spec_accept_rate(self) -> float:
+            """Accepted / drafted tokens (0.0 with no drafts)."""
+            return self.spec_accept_token_num / self.spec_draft_token_num if self.spec_draft_token_num else 0.0
+
+        def add(self, meta_info: Mapping[str, Any], response_length: int = 0) -> None:
+            """Add one generate call's counters (``spec_accept_token_num``, ... in ``meta_info``)."""
+            self.spec_accept_token_num += int(meta_info.get("spec_accept_token_num", 0))
+            self.spec_draft_token_num += int(meta_info.get("spec_draft_token_num", 0))
+            self.spec_verify_ct += int(meta_info.get("spec_verify_ct", 0))
+            self.completion_token_num += int(meta_info.get("completion_tokens", response_length))
+
+        def to_dict(self) -> dict[str, Any]:
+            return dict(vars(self))
+
+        @staticmethod
+        def from_dict(data: Mapping[str, Any]) -> Sample.SpecInfo:
+            return Sample.SpecInfo(**data)
+
+
+    @dataclass
+    class PrefixCacheInfo:
+        """Prefix-cache counters in tokens, summed over a sample's generate calls."""
+
+        cached_tokens: int = 0
+        total_prompt_tokens: int = 0
+
+        @property
+        def prefix_cache_hit_rate(self) -> float:
+            """cached / prompt tokens (0.0 with no prompt tokens)."""
+            return self.cached_tokens / self.total_prompt_tokens if self.total_prompt_tokens else 0.0
+
+        def add(self, meta_info: Mapping[str, Any]) -> None:
+            """Add ``cached_tokens`` and ``prompt_tokens`` of one generate call."""
+            self.cached_tokens += int(meta_info.get("cached_tokens", 0) or 0)
+            self.total_prompt_tokens += int(meta_info.get("prompt_tokens", 0) or 0)
+
+        def to_dict(self) -> dict[str, Any]:
+            return dict(vars(self))
+
+        @staticmethod
+        def from_dict(data: Mapping[str, Any]) -> Sample.PrefixCacheInfo:
+            return Sample.PrefixCacheInfo(**data)
+
+
+    class Status(Enum):
+        """Where a sample stands: see CONTRACT.md §2."""
+
+        PENDING = "pending"  #: not generated yet
+        COMPLETED = "completed"  #: stopped normally (EOS or a stop string)
+        TRUNCATED = "truncated"  #: hit the token budget; exported truncated=1
+        ABORTED = "aborted"  #: engine or rollout abort; partial-rollout candidate
+        FAILED = "failed"  #: recoverable environment, API or parsing failure
 
     group_index: int | None = None
     index: int | None = None
@@ -132,15 +123,15 @@ class Sample:
     rollout_routed_experts: Any = None
     remove_sample: bool = False
     teacher_log_probs: list[float] | None = None
-    status: Sample.Status = _Status.PENDING
+    status: Sample.Status = Status.PENDING
     metadata: dict[str, Any] = field(default_factory=dict)
     generate_function_path: str | None = None
     custom_rm_path: str | None = None
     train_metadata: dict[str, Any] | None = None
     session_id: str | None = None
     non_generation_time: float = 0.0
-    spec_info: Sample.SpecInfo = field(default_factory=_SpecInfo)
-    prefix_cache_info: Sample.PrefixCacheInfo = field(default_factory=_PrefixCacheInfo)
+    spec_info: Sample.SpecInfo = field(default_factory=SpecInfo)
+    prefix_cache_info: Sample.PrefixCacheInfo = field(default_factory=PrefixCacheInfo)
 
     # ---- serialisation -----------------------------------------------------------------------
 
@@ -165,12 +156,12 @@ class Sample:
         if not isinstance(data, Mapping):
             raise ContractError(f"Sample.from_dict expects a mapping, got {type(data).__name__}")
         data = dict(data)
-        status = data.pop("status", _Status.PENDING)
-        if not isinstance(status, _Status):
+        status = data.pop("status", Sample.Status.PENDING)
+        if not isinstance(status, Sample.Status):
             try:
-                status = _Status(status)
+                status = Sample.Status(status)
             except ValueError:
-                allowed = ", ".join(repr(s.value) for s in _Status)
+                allowed = ", ".join(repr(s.value) for s in Sample.Status)
                 raise ContractError(
                     f"Sample.from_dict: status={status!r} is not a Sample.Status value; "
                     f"expected one of {allowed}"
@@ -180,10 +171,10 @@ class Sample:
         known = {k: data.pop(k) for k in list(data) if k in Sample.__dataclass_fields__}
         sample = Sample(**known, status=status)
         if spec is not None:
-            sample.spec_info = spec if isinstance(spec, _SpecInfo) else _SpecInfo.from_dict(spec)
+            sample.spec_info = spec if isinstance(spec, Sample.SpecInfo) else Sample.SpecInfo.from_dict(spec)
         if prefix is not None:
-            sample.prefix_cache_info = (prefix if isinstance(prefix, _PrefixCacheInfo)
-                                        else _PrefixCacheInfo.from_dict(prefix))
+            sample.prefix_cache_info = (prefix if isinstance(prefix, Sample.PrefixCacheInfo)
+                                        else Sample.PrefixCacheInfo.from_dict(prefix))
         for key, value in data.items():
             setattr(sample, key, value)
         return sample
@@ -307,7 +298,7 @@ class Sample:
         if tokens_added and version is not None:
             self.weight_versions.append(str(version))
         kind = finish.get("type") if isinstance(finish, Mapping) else finish
-        status = _FINISH_TO_STATUS.get(str(kind)) if kind is not None else None
+        status = _finish_to_status(kind)
         if status is not None:
             self.status = status
 
@@ -346,3 +337,13 @@ class MultimodalTypes(Enum):
     IMAGE = "image"
     VIDEO = "video"
     AUDIO = "audio"
+
+
+def _finish_to_status(kind: object) -> Sample.Status | None:
+    """vLLM finish reason -> status: length TRUNCATED, abort/cancelled ABORTED, stop COMPLETED."""
+    return {
+        "length": Sample.Status.TRUNCATED,
+        "abort": Sample.Status.ABORTED,
+        "cancelled": Sample.Status.ABORTED,
+        "stop": Sample.Status.COMPLETED,
+    }.get(str(kind)) if kind is not None else None

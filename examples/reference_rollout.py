@@ -1,0 +1,37 @@
+"""A rollout module written against the upstream vime contract (CONTRACT.md §12).
+
+It runs unchanged on vime, loads with the signature check, lints clean and passes the runtime
+checker. Use it as the smallest template for your own:
+
+    vime train --rollout-function-path examples.reference_rollout.generate_rollout \
+        --custom-rm-path examples.reference_rollout.reward_func ...
+    vime-lint rollout examples/reference_rollout.py
+"""
+
+from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+from vime.utils.types import Sample
+
+
+def generate_rollout(args, rollout_id, data_source, evaluation=False):
+    """Fill every sample of ``rollout_batch_size`` groups with a fixed 2-token response."""
+    groups = data_source.get_samples(args.rollout_batch_size)
+    for group in groups:
+        for k, sample in enumerate(group):
+            prompt_ids = [11, 12, 13]
+            sample.tokens = prompt_ids + [40 + k, 41]
+            sample.response_length = 2
+            sample.loss_mask = [1, 1]
+            sample.response = "ok"
+            sample.reward = float(k % 2)
+            sample.status = Sample.Status.COMPLETED
+    if evaluation:
+        flat = [s for group in groups for s in group]
+        return RolloutFnEvalOutput(data={"toy": {"rewards": [s.reward for s in flat],
+                                                 "truncated": [False] * len(flat),
+                                                 "samples": flat}})
+    return RolloutFnTrainOutput(samples=groups, metrics={"rollout/toy/groups": len(groups)})
+
+
+async def reward_func(args, sample, **kwargs):
+    """1.0 when the stripped response equals the label, else 0.0."""
+    return 1.0 if sample.response.strip() == sample.label else 0.0

@@ -1,0 +1,3 @@
+from vime.cli import main
+
+raise SystemExit(main())

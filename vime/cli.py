@@ -1,0 +1,48 @@
+"""The ``vime`` console script: ``vime train ...``, ``vime make-tiny-model OUT_DIR``, ``vime demo``.
+
+Each subcommand lives in its own module and is imported only when used, so ``vime --help``
+starts without torch, Ray or vLLM.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+__all__ = ["main"]
+
+#: subcommand -> (module with ``main(argv) -> int``, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("vime.train", "run RL or SFT training (see `vime train --help`)"),
+    "make-tiny-model": ("vime.utils.tiny_model", "build a tiny Qwen2 model + tokenizer locally"),
+    "demo": ("vime.demo", "the end-to-end demo that `make demo` runs"),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: vime COMMAND [ARGS...]", "", "commands:"]
+    lines += [f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``argv[0]`` to its module's ``main(argv[1:])``; exit 2 on an unknown command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        from vime import __version__
+
+        print(f"vime {__version__}")
+        return 0
+    entry = COMMANDS.get(argv[0])
+    if entry is None:
+        print(f"vime: error: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(entry[0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

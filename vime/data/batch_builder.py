@@ -1,0 +1,389 @@
+"""Samples -> training data: reward normalisation, loss masks, columns, optimiser steps.
+
+Usage::
+
+    flat = flatten_samples(output.samples)           # list[Sample], depth 2 or 3 in
+    data = BatchBuilder.convert(args, flat)           # dict of columns, one entry per sample
+    steps = split_into_steps(args, data)              # list[dict]: one per optimiser step
+
+``convert`` honours ``--custom-convert-samples-to-train-data-path`` (replaces everything) and
+``--custom-reward-post-process-path`` (replaces the reward computation). Otherwise rewards are
+normalised per prompt group for ``--advantage-estimator`` grpo / gspo / cispo /
+reinforce_plus_plus_baseline: ``r - mean`` and, for grpo / gspo / cispo with
+``--grpo-std-normalization`` (forced off when ``n_samples_per_prompt == 1``),
+``(r - mean) / (std + 1e-6)`` with the unbiased (n - 1) standard deviation, in float32.
+
+Source: CONTRACT.md §10 (columns, groups, steps); the formulas are those of the GRPO paper
+(Shao et al. 2024, "DeepSeekMath", outcome supervision) and of REINFORCE++ (Hu 2025); ours
+(rollout-id grouping, the undividable-group error, ``rollout_mask_sums``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from argparse import Namespace
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from vime.contract.errors import ContractError
+from vime.contract.invariants import INVARIANTS
+from vime.rollout.base_types import dotted_name, iter_samples
+from vime.utils.types import Sample
+
+__all__ = [
+    "BatchBuilder",
+    "EPS_STD",
+    "NORMALISED_ESTIMATORS",
+    "REQUIRED_COLUMNS",
+    "STD_ESTIMATORS",
+    "flatten_samples",
+    "global_batch_size",
+    "normalize_group_rewards",
+    "rollout_keys",
+    "split_into_steps",
+]
+
+#: Added to the group standard deviation before dividing (CONTRACT.md §10).
+EPS_STD = 1e-6
+#: Estimators whose rewards get the group mean subtracted.
+NORMALISED_ESTIMATORS = frozenset({"grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"})
+#: Estimators whose rewards are also divided by the group standard deviation.
+STD_ESTIMATORS = frozenset({"grpo", "gspo", "cispo"})
+#: Columns a custom convert hook must return (CONTRACT.md §5).
+REQUIRED_COLUMNS = ("tokens", "response_lengths", "rewards", "raw_reward", "truncated",
+                    "sample_indices", "loss_masks")
+#: Columns sliced per sample by :func:`split_into_steps` (others are copied as they are).
+_PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "rollout_log_probs",
+                                  "teacher_log_probs", "metadata", "round_number",
+                                  "multimodal_train_inputs")
+
+
+def flatten_samples(samples: Sequence[Any]) -> list[Sample]:
+    """The ``Sample`` leaves of a depth-2 (``list[list[Sample]]``) or depth-3 (fan-out) batch,
+    in order. A flat ``list[Sample]`` (legacy) is returned as a list."""
+    return list(iter_samples(samples))
+
+
+def rollout_keys(samples: Sequence[Sample]) -> list[Hashable]:
+    """One key per sample identifying its rollout: ``rollout_id``, else ``index``, else a fresh
+    key unique to that sample (fan-out segments share a key; everything else is its own)."""
+    fresh = itertools.count()
+    keys: list[Hashable] = []
+    for s in samples:
+        if s.rollout_id is not None:
+            keys.append(("rid", s.rollout_id))
+        elif s.index is not None:
+            keys.append(("idx", s.index))
+        else:
+            keys.append(("fresh", next(fresh)))
+    return keys
+
+
+def _numeric_ids(keys: Sequence[Hashable]) -> list[int]:
+    """``rollout_ids`` column: the rollout_id / index; a fresh int above all of them otherwise."""
+    used = [k[1] for k in keys if isinstance(k, tuple) and k[0] != "fresh"]
+    nxt = itertools.count(max(used, default=-1) + 1)
+    fresh: dict[Hashable, int] = {}
+    out = []
+    for k in keys:
+        assert isinstance(k, tuple)
+        if k[0] == "fresh":
+            out.append(fresh.setdefault(k, next(nxt)))
+        else:
+            out.append(int(k[1]))
+    return out
+
+
+def normalize_group_rewards(values: Sequence[float], *, divide_by_std: bool) -> list[float]:
+    """``r - mean(r)``, and with ``divide_by_std`` ``/ (std(r, ddof=1) + 1e-6)``, in float32.
+
+    Args:
+        values: one reward per unique rollout of one prompt group.
+        divide_by_std: divide by the unbiased (n - 1) standard deviation plus :data:`EPS_STD`.
+            A group of one rollout has ``r - mean = 0`` and stays 0.
+
+    Returns:
+        ``len(values)`` float32 values as Python floats.
+    """
+    arr = np.asarray(values, dtype=np.float32)
+    out = arr - arr.mean(dtype=np.float32)
+    if divide_by_std and arr.size > 1:
+        out = out / (arr.std(ddof=1, dtype=np.float32) + np.float32(EPS_STD))
+    return [float(x) for x in out.astype(np.float32)]
+
+
+def _where(s: Sample, i: int) -> str:
+    return f"samples[{i}] (index={s.index}, group_index={s.group_index})"
+
+
+def _raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
+    out = []
+    for s in samples:
+        value = s.get_reward_value(args)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ContractError([INVARIANTS["VIM110"].violation(
+                f"sample index={s.index}", problem=f"reward is {value!r}, expected a finite real")])
+        out.append(float(value))
+    return out
+
+
+def _normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
+                        keys: Sequence[Hashable]) -> list[float]:
+    """Group-normalise ``raw`` per CONTRACT.md §10; returns one value per sample."""
+    estimator = getattr(args, "advantage_estimator", "grpo")
+    if estimator not in NORMALISED_ESTIMATORS or not getattr(args, "rewards_normalization", True):
+        return [float(np.float32(r)) for r in raw]
+    n = int(getattr(args, "n_samples_per_prompt", 1) or 1)
+    divide = (estimator in STD_ESTIMATORS and bool(getattr(args, "grpo_std_normalization", True))
+              and n > 1)
+
+    # One value per unique rollout, first occurrence decides; segments must agree.
+    first: dict[Hashable, int] = {}
+    for i, k in enumerate(keys):
+        if k not in first:
+            first[k] = i
+            continue
+        j = first[k]
+        for name, a, b in (("group_index", samples[j].group_index, samples[i].group_index),
+                           ("reward", raw[j], raw[i])):
+            if a != b:
+                raise ContractError([INVARIANTS["VIM115"].violation(
+                    _where(samples[i], i),
+                    problem=f"is a segment of rollout {k[1]!r} (like samples[{j}]) but its "
+                    f"{name} is {b!r}, samples[{j}] has {a!r}")])
+    order = list(first)
+    has_group = [samples[first[k]].group_index is not None for k in order]
+    if any(has_group) and not all(has_group):
+        missing = has_group.index(False)
+        raise ContractError([INVARIANTS["VIM113"].violation(
+            _where(samples[first[order[missing]]], first[order[missing]]),
+            problem=f"has group_index=None while {sum(has_group)} of {len(order)} rollouts "
+            "have one; reward groups would mix prompts")])
+    groups: dict[Hashable, list[Hashable]] = {}
+    if all(has_group):
+        for k in order:
+            groups.setdefault(samples[first[k]].group_index, []).append(k)
+    else:
+        if len(order) % n:
+            raise ContractError([INVARIANTS["VIM113"].violation(
+                "samples", problem=f"no sample has group_index and the {len(order)} rollouts "
+                f"cannot be split into groups of n_samples_per_prompt={n}",
+                fix="keep the group_index that get_samples assigned (or return whole groups of "
+                "n_samples_per_prompt)")])
+        for g in range(len(order) // n):
+            groups[g] = order[g * n:(g + 1) * n]
+    value: dict[Hashable, float] = {}
+    for members in groups.values():
+        normed = normalize_group_rewards([raw[first[k]] for k in members], divide_by_std=divide)
+        value.update(zip(members, normed, strict=True))
+    return [value[k] for k in keys]
+
+
+def _check_reward_post_process(fn: Any, result: Any, n: int) -> tuple[list[float], list[float]]:
+    inv = INVARIANTS["VIM162"]
+    name = dotted_name(fn)
+    where = f"{name} (--custom-reward-post-process-path)"
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        raise ContractError([inv.violation(where, problem=f"returned {type(result).__name__}, "
+                                           "expected a pair (raw_rewards, rewards)")])
+    out = []
+    for label, seq in zip(("raw_rewards", "rewards"), result, strict=True):
+        try:
+            values = [float(v) for v in seq]
+        except (TypeError, ValueError) as exc:
+            raise ContractError([inv.violation(where, problem=f"{label} is not a sequence of "
+                                               f"reals: {exc}")]) from None
+        if len(values) != n:
+            raise ContractError([inv.violation(where, problem=f"{label} has {len(values)} "
+                                               f"entries, expected len(samples)={n}")])
+        bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
+        if bad is not None:
+            raise ContractError([inv.violation(where, problem=f"{label}[{bad}] is {values[bad]}, "
+                                               "expected a finite real")])
+        out.append(values)
+    return out[0], out[1]
+
+
+def _loss_mask(s: Sample, i: int) -> list[int]:
+    if s.loss_mask is None:
+        mask = [1] * s.response_length
+    else:
+        mask = [int(m) for m in s.loss_mask]
+        if len(mask) != s.response_length:
+            raise ContractError([INVARIANTS["VIM108"].violation(
+                f"samples[{i}].loss_mask", problem=f"has {len(mask)} entries, expected "
+                f"response_length={s.response_length} (index={s.index})")])
+    return [0] * len(mask) if s.remove_sample else mask
+
+
+def _optional_column(samples: Sequence[Sample], name: str, get: Any) -> list[Any] | None:
+    """The column if the first sample has it; every sample must then have it (VIM112)."""
+    if get(samples[0]) is None:
+        return None
+    values = [get(s) for s in samples]
+    missing = next((i for i, v in enumerate(values) if v is None), None)
+    if missing is not None:
+        present = sum(v is not None for v in values)
+        raise ContractError([INVARIANTS["VIM112"].violation(
+            f"samples[{missing}]", field=name, present=present, total=len(values))])
+    return values
+
+
+def _check_custom_convert(fn: Any, data: Any, n: int) -> dict[str, Any]:
+    inv = INVARIANTS["VIM162"]
+    where = f"{dotted_name(fn)} (--custom-convert-samples-to-train-data-path)"
+    if not isinstance(data, dict):
+        raise ContractError([inv.violation(where, problem=f"returned {type(data).__name__}, "
+                                           "expected a dict of columns")])
+    missing = [k for k in REQUIRED_COLUMNS if k not in data]
+    if missing:
+        raise ContractError([inv.violation(where, problem=f"the result lacks {missing}; "
+                                           f"required: {list(REQUIRED_COLUMNS)}")])
+    for key in REQUIRED_COLUMNS:
+        if len(data[key]) != n:
+            raise ContractError([inv.violation(where, problem=f"column {key!r} has "
+                                               f"{len(data[key])} entries, expected "
+                                               f"len(samples)={n}")])
+    return data
+
+
+class BatchBuilder:
+    """The default conversion of samples to training data (CONTRACT.md §10)."""
+
+    @staticmethod
+    def convert(args: Namespace, samples: Sequence[Sample]) -> dict[str, Any]:
+        """Turn flat samples into training columns, one entry per sample.
+
+        Args:
+            args: reads ``advantage_estimator``, ``rewards_normalization``,
+                ``grpo_std_normalization``, ``n_samples_per_prompt``, ``reward_key`` and the
+                two conversion hook paths.
+            samples: ``list[Sample]`` (flatten groups first with :func:`flatten_samples`).
+
+        Returns:
+            ``tokens`` (list[list[int]]), ``response_lengths`` (tokens), ``rewards``
+            (normalised, float32 values), ``raw_reward``, ``truncated`` (0/1),
+            ``sample_indices``, ``rollout_ids``, ``loss_masks`` (``response_length`` 0/1 each;
+            zeros for ``remove_sample``), ``rollout_mask_sums`` (mask tokens summed over the
+            rollout's segments: the loss denominator); when the first sample has them
+            ``rollout_log_probs``, ``teacher_log_probs``, ``metadata`` (``train_metadata``),
+            ``round_number``; ``multimodal_train_inputs`` when any sample has them.
+
+        Raises:
+            ContractError: empty ``samples``; VIM108 (mask length), VIM110 (reward), VIM112
+                (optional column on some samples only), VIM113 (mixed or undividable groups),
+                VIM115 (segments disagree), VIM162 (hook result shape).
+        """
+        samples = list(samples)
+        if not samples:
+            raise ContractError("BatchBuilder.convert: no samples to convert (the rollout "
+                                "returned an empty batch)")
+        from vime.utils.misc import load_function
+
+        convert_path = getattr(args, "custom_convert_samples_to_train_data_path", None)
+        keys = rollout_keys(samples)
+        ids = _numeric_ids(keys)
+        if convert_path:
+            fn = load_function(convert_path, hook="custom_convert_samples_to_train_data_path")
+            data = _check_custom_convert(fn, fn(args, samples), len(samples))
+            data.setdefault("rollout_ids", ids)
+            if "rollout_mask_sums" not in data:
+                data["rollout_mask_sums"] = _mask_sums(keys, data["loss_masks"])
+            return data
+
+        post_path = getattr(args, "custom_reward_post_process_path", None)
+        if post_path:
+            fn = load_function(post_path, hook="custom_reward_post_process_path")
+            raw, rewards = _check_reward_post_process(fn, fn(args, samples), len(samples))
+        else:
+            raw = _raw_rewards(args, samples)
+            rewards = _normalised_rewards(args, samples, raw, keys)
+        masks = [_loss_mask(s, i) for i, s in enumerate(samples)]
+        data: dict[str, Any] = {
+            "tokens": [list(s.tokens) for s in samples],
+            "response_lengths": [int(s.response_length) for s in samples],
+            "rewards": rewards,
+            "raw_reward": [s.metadata.get("raw_reward", r) if isinstance(s.metadata, dict) else r
+                           for s, r in zip(samples, raw, strict=True)],
+            "truncated": [1 if s.status == Sample.Status.TRUNCATED else 0 for s in samples],
+            "sample_indices": [s.index for s in samples],
+            "rollout_ids": ids,
+            "loss_masks": masks,
+            "rollout_mask_sums": _mask_sums(keys, masks),
+        }
+        optional = {
+            "rollout_log_probs": lambda s: s.rollout_log_probs,
+            "teacher_log_probs": lambda s: s.teacher_log_probs,
+            "metadata": lambda s: s.train_metadata,
+            "round_number": lambda s: (s.metadata or {}).get("round_number"),
+        }
+        for name, get in optional.items():
+            column = _optional_column(samples, name, get)
+            if column is not None:
+                data[name] = [list(v) if isinstance(v, list) else v for v in column]
+        if any(s.multimodal_train_inputs is not None for s in samples):
+            data["multimodal_train_inputs"] = [s.multimodal_train_inputs for s in samples]
+        return data
+
+
+def _mask_sums(keys: Sequence[Hashable], masks: Sequence[Sequence[int]]) -> list[int]:
+    total: dict[Hashable, int] = {}
+    for k, m in zip(keys, masks, strict=True):
+        total[k] = total.get(k, 0) + int(sum(m))
+    return [total[k] for k in keys]
+
+
+def global_batch_size(args: Namespace) -> int:
+    """Rollouts per optimiser step: ``--global-batch-size``, else ``rollout_batch_size *
+    n_samples_per_prompt // num_steps_per_rollout`` (CONTRACT.md §11).
+
+    Raises:
+        ValueError: the result is < 1 (names the arguments).
+    """
+    gbs = getattr(args, "global_batch_size", None)
+    if gbs is None:
+        steps = getattr(args, "num_steps_per_rollout", None) or 1
+        gbs = args.rollout_batch_size * (getattr(args, "n_samples_per_prompt", 1) or 1) // steps
+    if gbs < 1:
+        raise ValueError(f"--global-batch-size resolves to {gbs}; it must be >= 1 rollouts per "
+                         "optimiser step (set --global-batch-size or lower --num-steps-per-rollout)")
+    return int(gbs)
+
+
+def split_into_steps(args: Namespace, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cut converted data into optimiser steps of ``global_batch_size`` rollouts each.
+
+    A rollout's segments (equal ``rollout_ids``) always land in the same step. ``num_steps =
+    num_rollouts // global_batch_size``; the remainder is dropped with a ``UserWarning``.
+    Each step's dict has the per-sample columns sliced and ``total_lengths`` (tokens per
+    sample) added.
+
+    Raises:
+        ValueError: fewer rollouts than one global batch (names both numbers and the fix).
+    """
+    gbs = global_batch_size(args)
+    ids = data["rollout_ids"]
+    order: dict[Any, list[int]] = {}
+    for i, rid in enumerate(ids):
+        order.setdefault(rid, []).append(i)
+    rollouts = list(order.values())
+    num_steps = len(rollouts) // gbs
+    if num_steps < 1:
+        raise ValueError(f"the step has {len(rollouts)} rollouts, fewer than --global-batch-size="
+                         f"{gbs}; lower --global-batch-size or raise --rollout-batch-size")
+    dropped = len(rollouts) - num_steps * gbs
+    if dropped:
+        warnings.warn(f"{dropped} of {len(rollouts)} rollouts do not fill a global batch of {gbs} "
+                      "and are dropped this step", UserWarning, stacklevel=2)
+    steps = []
+    for k in range(num_steps):
+        rows = [i for r in rollouts[k * gbs:(k + 1) * gbs] for i in r]
+        step = {key: ([value[i] for i in rows] if key in _PER_SAMPLE else value)
+                for key, value in data.items()}
+        step["total_lengths"] = [len(t) for t in step["tokens"]]
+        steps.append(step)
+    return steps
