@@ -1,0 +1,166 @@
+"""Records shared by the linter: findings, fixes, test cases, hook bindings, options.
+
+Every record is a frozen slotted dataclass. Positions are 1-based lines and 0-based columns,
+like LibCST's ``CodeRange``; the output formats add 1 to columns.
+
+Usage::
+
+    Finding(code="VIM007", slug="status-string-assignment", severity="error",
+            message="...", path="r.py", line=3, col=4, end_line=3, end_col=30)
+
+Source: ours (the shape follows Fixit's ``LintViolation`` and Ruff's JSON output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from vime.contract import HookSpec, Severity
+
+__all__ = [
+    "Edit", "Finding", "HookBinding", "Invalid", "LintOptions", "LintResult", "ParseFailure",
+    "Valid",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """One text replacement: ``content`` replaces ``[start, end)`` (1-based lines, 0-based cols)."""
+
+    #: New text.
+    content: str
+    #: Start line (1-based) and column (0-based).
+    line: int
+    col: int
+    #: End line (1-based) and column (0-based), exclusive.
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One rule violation at a position of a file."""
+
+    #: The invariant id, ``"VIM###"``.
+    code: str
+    #: The rule's slug (``"status-string-assignment"``).
+    slug: str
+    #: ``"error"`` or ``"warning"``.
+    severity: Severity
+    #: What is wrong, with expected vs actual.
+    message: str
+    #: The file, as given on the command line (``"-"``-input uses ``--stdin-filename``).
+    path: str
+    #: Start position: 1-based line, 0-based column.
+    line: int
+    col: int
+    #: End position: 1-based line, 0-based column (exclusive).
+    end_line: int
+    end_col: int
+    #: How to fix it, one line.
+    fix_hint: str = ""
+    #: The fix's one-line title, or "" when the rule offers none.
+    fix_title: str = ""
+    #: True for a safe fix (applied by ``--fix``), False for an unsafe one (``--unsafe-fixes``).
+    fix_safe: bool = True
+    #: The fix as text edits of this file (empty when no fix is offered).
+    edits: tuple[Edit, ...] = ()
+
+    @property
+    def fixable(self) -> bool:
+        """True when a fix is offered."""
+        return bool(self.edits)
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """A file that could not be linted: not Python, not decodable, unreadable."""
+
+    path: str
+    #: 1-based line and column of the problem (0 when unknown).
+    line: int
+    col: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LintResult:
+    """The outcome of linting one source text."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    failure: ParseFailure | None = None
+    #: The source text after fixes (None: no fix was applied).
+    fixed_source: str | None = None
+    #: Number of fixes applied.
+    fixes_applied: int = 0
+    #: The source text as read (for the ``full`` format and ``--diff``).
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HookBinding:
+    """A function (or class) of a module that is a vime hook, and how it was found."""
+
+    #: The module-level name (``"generate_rollout"``).
+    function: str
+    #: The hook's contract.
+    spec: HookSpec
+    #: How it was found: ``"scripts/run.sh:12 (--rollout-function-path)"``, ``"pyproject.toml
+    #: [tool.vime_lint] hooks"``, ``"annotation `RolloutFunction`"``, ``"conventional name"``.
+    source: str
+    #: True when configuration names it (launch scripts, pyproject), False when guessed.
+    explicit: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class LintOptions:
+    """What the linter knows about the run configuration of the file it lints.
+
+    Usage::
+
+        LintOptions(hooks=(HookBinding("my_rollout", HOOKS["rollout_function_path"], "test"),),
+                    launch_flags=frozenset({"--eval-interval"}))
+    """
+
+    #: Hooks named by configuration for this file (discovery steps a and b).
+    hooks: tuple[HookBinding, ...] = ()
+    #: ``--flags`` seen in the repository's launch scripts and configs.
+    launch_flags: frozenset[str] = frozenset()
+    #: True when launch scripts were found (config-aware rules stay quiet otherwise).
+    launch_found: bool = False
+    #: Codes of enabled rules (None: all).
+    select: frozenset[str] | None = None
+
+    @property
+    def eval_configured(self) -> bool:
+        """True when launch scripts configure evaluation (VIM002 is then an error)."""
+        return bool(self.launch_flags & {"--eval-interval", "--eval-prompt-data", "--eval-config"})
+
+
+@dataclass(frozen=True, slots=True)
+class Valid:
+    """A snippet a rule must accept (a rule's test case and documentation example)."""
+
+    code: str
+    #: Options for the snippet (hooks, launch flags), as :class:`LintOptions` fields.
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A snippet a rule must report at ``line``/``col`` (1-based line, 0-based column).
+
+    ``fixed`` is the text after applying the rule's fixes (safe and unsafe), or None when the
+    rule offers no fix for this case.
+    """
+
+    code: str
+    line: int
+    col: int
+    fixed: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: Expected severity (None: the invariant's default).
+    severity: Severity | None = None
