@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "hook_spec", "hook_for_arg"]
+__all__ = ["HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
+           "hook_spec", "hook_for_arg"]
 
 HookMode = Literal["sync", "async", "either"]
 HookKind = Literal["function", "class"]
@@ -309,6 +310,13 @@ GROUP_RM_SPEC: HookSpec = HookSpec(
     doc="Scores a whole group: len(samples) rewards, in order.",
     renames=_d(sample="samples"), protocol="GroupRewardFunction",
     conventional_names=("batched_reward_func", "group_reward_func"),
+)
+
+#: Keys a ``--custom-convert-samples-to-train-data-path`` result must hold, each a column of
+#: ``len(samples)`` values (CONTRACT.md §5; VIM162).
+CONVERT_REQUIRED_KEYS: tuple[str, ...] = (
+    "tokens", "response_lengths", "rewards", "raw_reward", "truncated", "sample_indices",
+    "loss_masks",
 )
 
 _BY_ARG = {s.arg: s for s in _SPECS}

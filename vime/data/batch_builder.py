@@ -116,6 +116,10 @@ def normalize_group_rewards(values: Sequence[float], *, divide_by_std: bool) -> 
     return [float(x) for x in out.astype(np.float32)]
 
 
+def _label(key: Hashable) -> str:
+    return repr(key[1]) if isinstance(key, tuple) else repr(key)
+
+
 def _where(s: Sample, i: int) -> str:
     return f"samples[{i}] (index={s.index}, group_index={s.group_index})"
 
@@ -153,7 +157,7 @@ def _normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequenc
             if a != b:
                 raise ContractError([INVARIANTS["VIM115"].violation(
                     _where(samples[i], i),
-                    problem=f"is a segment of rollout {k[1]!r} (like samples[{j}]) but its "
+                    problem=f"is a segment of rollout {_label(k)} (like samples[{j}]) but its "
                     f"{name} is {b!r}, samples[{j}] has {a!r}")])
     order = list(first)
     has_group = [samples[first[k]].group_index is not None for k in order]
@@ -289,11 +293,11 @@ class BatchBuilder:
         ids = _numeric_ids(keys)
         if convert_path:
             fn = load_function(convert_path, hook="custom_convert_samples_to_train_data_path")
-            data = _check_custom_convert(fn, fn(args, samples), len(samples))
-            data.setdefault("rollout_ids", ids)
-            if "rollout_mask_sums" not in data:
-                data["rollout_mask_sums"] = _mask_sums(keys, data["loss_masks"])
-            return data
+            custom = _check_custom_convert(fn, fn(args, samples), len(samples))
+            custom.setdefault("rollout_ids", ids)
+            if "rollout_mask_sums" not in custom:
+                custom["rollout_mask_sums"] = _mask_sums(keys, custom["loss_masks"])
+            return custom
 
         post_path = getattr(args, "custom_reward_post_process_path", None)
         if post_path:

@@ -146,7 +146,7 @@ def _add_batch_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Record key of the tools list (or JSON string) -> metadata['tools'].")
     g.add_argument("--apply-chat-template", action="store_true",
                    help="Render prompts with the tokenizer's chat template at load time.")
-    g.add_argument("--apply-chat-template-kwargs", type=_json_dict, default="{}",
+    g.add_argument("--apply-chat-template-kwargs", type=_json_dict, default={},
                    help="JSON object of extra keyword arguments for apply_chat_template.")
     g.add_argument("--disable-rollout-global-dataset", dest="rollout_global_dataset",
                    action="store_false",
@@ -350,6 +350,13 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
                    help="Device of the trainer.")
     g.add_argument("--run-dir", type=str, default="runs/{time}",
                    help="Run folder for logs and metrics (`{time}` -> YYYYmmdd-HHMMSS).")
+    # added by the trainer (issue 7)
+    g.add_argument("--single-process", action="store_true",
+                   help="Run the rollout manager and the trainer in the `vime train` process "
+                        "instead of Ray actors (debugging; engines still run under Ray).")
+    g.add_argument("--no-rollout-engines", dest="rollout_engines", action="store_false",
+                   help="Start no vLLM engine: for rollout functions that do not generate "
+                        "(the SFT rollout needs none either way).")
     return g
 
 
@@ -626,9 +633,10 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         gbs = rollouts // steps
     elif steps is None:
         steps = max(1, rollouts // gbs)
-    elif gbs * steps != rollouts:
-        _fail("--global-batch-size", f"{gbs} x --num-steps-per-rollout {steps} != "
-              f"rollout_batch_size * n_samples_per_prompt = {rollouts}; set only one of them")
+    elif rollouts // gbs != steps:
+        _fail("--global-batch-size", f"{gbs} with --num-steps-per-rollout {steps} does not fit "
+              f"rollout_batch_size * n_samples_per_prompt = {rollouts} samples per rollout "
+              f"({rollouts} // {gbs} = {rollouts // gbs} steps); set only one of them")
     args.global_batch_size, args.num_steps_per_rollout = gbs, steps
 
     if training and args.num_rollout is None and args.num_epoch is None:

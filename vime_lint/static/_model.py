@@ -164,3 +164,22 @@ class Invalid:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: Expected severity (None: the invariant's default).
     severity: Severity | None = None
+
+
+def options_from_mapping(data: Mapping[str, Any]) -> LintOptions:
+    """Build :class:`LintOptions` from a test case's ``options`` mapping.
+
+    Keys: ``hooks`` (``{function: dest}``), ``launch_flags`` (list of ``--flags``).
+
+    Raises:
+        KeyError: an unknown key or hook dest.
+    """
+    from vime.contract import hook_spec
+
+    unknown = set(data) - {"hooks", "launch_flags"}
+    if unknown:
+        raise KeyError(f"unknown option(s) {sorted(unknown)}; known: hooks, launch_flags")
+    hooks = tuple(HookBinding(fn, hook_spec(dest), "test case options")
+                  for fn, dest in dict(data.get("hooks", {})).items())
+    flags = frozenset(data.get("launch_flags", ()))
+    return LintOptions(hooks=hooks, launch_flags=flags, launch_found=bool(flags or hooks))

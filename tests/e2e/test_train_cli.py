@@ -1,0 +1,111 @@
+"""`vime train` end to end through the console entry point (a subprocess per run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+HOOKS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "train_hooks"
+SFT = "vime.rollout.sft_rollout.generate_rollout"
+
+
+@pytest.fixture(scope="module")
+def sft_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """64 two-turn conversations ``"a+b="`` -> ``"The answer is c."`` as message lists."""
+    rng = random.Random(0)
+    path = tmp_path_factory.mktemp("sft") / "sft.jsonl"
+    with path.open("w") as fh:
+        for _ in range(64):
+            a, b = rng.randint(10, 99), rng.randint(10, 99)
+            fh.write(json.dumps({"input": [{"role": "user", "content": f"{a}+{b}="},
+                                           {"role": "assistant",
+                                            "content": f"The answer is {a + b}."}]}) + "\n")
+    return path
+
+
+def vime_train(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HOOKS_DIR),
+                                                       os.environ.get("PYTHONPATH", "")]),
+               COLUMNS="120")
+    return subprocess.run([sys.executable, "-m", "vime.cli", "train", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def metrics(run_dir: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def sft_args(model: Path, data: Path, run_dir: Path, *extra: str) -> list[str]:
+    return ["--hf-checkpoint", str(model), "--prompt-data", str(data),
+            "--rollout-function-path", SFT, "--loss-type", "sft_loss", "--rollout-batch-size", "8",
+            "--micro-batch-size", "4", "--lr", "3e-3", "--run-dir", str(run_dir), *extra]
+
+
+def test_sft_run_with_ray_actors(tiny_model_dir: Path, sft_data: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = vime_train(*sft_args(tiny_model_dir, sft_data, run_dir, "--num-rollout", "4"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = metrics(run_dir)
+    assert [r["rollout_id"] for r in records] == [0, 1, 2, 3]
+    losses = [float(r["train/sft_loss"]) for r in records]  # type: ignore[arg-type]
+    assert losses[-1] < losses[0] - 0.5
+    assert all(r["train/num_steps"] == 1.0 for r in records)
+    assert "vime train: summary" in proc.stderr and "metrics.jsonl" in proc.stderr
+
+
+def test_resume_sees_the_same_samples_and_losses(tiny_model_dir: Path, sft_data: Path,
+                                                 tmp_path: Path) -> None:
+    common = ["--rollout-shuffle", "--lr-warmup-steps", "4", "--single-process"]
+    full, first, second = tmp_path / "full", tmp_path / "first", tmp_path / "second"
+    dump = "{dir}/dump_{{rollout_id}}.pt"
+    proc = vime_train(*sft_args(tiny_model_dir, sft_data, full, "--num-rollout", "6", *common,
+                                "--save-debug-rollout-data", dump.format(dir=full)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = vime_train(*sft_args(tiny_model_dir, sft_data, first, "--num-rollout", "3", *common,
+                                "--save", str(tmp_path / "ckpt"), "--save-interval", "3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "ckpt" / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    proc = vime_train(*sft_args(tiny_model_dir, sft_data, second, "--num-rollout", "6", *common,
+                                "--load", str(tmp_path / "ckpt"),
+                                "--save-debug-rollout-data", dump.format(dir=second)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    import torch
+
+    for rid in (3, 4, 5):
+        a = torch.load(full / f"dump_{rid}.pt", weights_only=False)["samples"]
+        b = torch.load(second / f"dump_{rid}.pt", weights_only=False)["samples"]
+        assert [(s["index"], s["tokens"]) for s in a] == [(s["index"], s["tokens"]) for s in b]
+    assert not (second / "dump_2.pt").exists()
+    resumed = {r["rollout_id"]: r for r in metrics(second)}
+    assert sorted(resumed) == [3, 4, 5]
+    for r in metrics(full)[3:]:
+        assert resumed[r["rollout_id"]]["train/loss"] == r["train/loss"]
+        assert resumed[r["rollout_id"]]["train/lr"] == r["train/lr"]
+
+
+def test_contract_violation_stops_before_the_optimiser_step(tiny_model_dir: Path,
+                                                            tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--rollout-function-path",
+                      "vime_toy_rollout.broken_at_step_one", "--no-rollout-engines",
+                      "--rollout-batch-size", "2", "--n-samples-per-prompt", "2",
+                      "--num-rollout", "3", "--micro-batch-size", "2", "--lr", "1e-3",
+                      "--save", str(tmp_path / "ckpt"), "--save-interval", "1",
+                      "--run-dir", str(run_dir))
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "contract violation, stopped before the optimiser step" in proc.stderr
+    assert "VIM108 error: samples[0][1].loss_mask" in proc.stderr
+    assert "vime_toy_rollout.broken_at_step_one" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert [r["rollout_id"] for r in metrics(run_dir)] == [0]
+    assert (tmp_path / "ckpt" / "iter_0000000").is_dir()
+    assert not (tmp_path / "ckpt" / "iter_0000001").exists()

@@ -1,0 +1,1 @@
+"""The training side: losses, optimiser, the torch trainer (a Ray actor), weight export."""

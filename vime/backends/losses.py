@@ -1,0 +1,143 @@
+"""Per-token log probs and the two v1 losses: PPO-clip ``policy_loss`` and masked-NLL ``sft_loss``.
+
+Usage::
+
+    lp = token_log_probs(logits, input_ids)             # (B, T-1): log p(x_t | x_<t)
+    loss, stats = policy_loss(lp, old_lp, advantages, mask, denom, num_rollouts,
+                              eps_clip=0.2, eps_clip_high=0.28)
+    loss, stats = sft_loss(lp, mask, denom, num_rollouts)
+
+Reduction ("sum of sample means"): each sample's masked token losses are summed and divided by
+its rollout's mask sum (``rollout_mask_sums``: the trainable tokens over all segments of that
+rollout), then summed over the micro-batch and divided by the number of rollouts in the whole
+optimiser step. Micro-batch losses therefore add up to the step's mean-over-rollouts of the
+per-rollout token mean, and gradient accumulation needs no rescaling.
+
+Source: PPO-clip from Schulman et al. 2017 ("Proximal Policy Optimization Algorithms", eq. 7),
+with the asymmetric upper bound of DAPO (Yu et al. 2025); GSPO's sequence-level ratio from
+Zheng et al. 2025; the "k3" KL estimator from J. Schulman, "Approximating KL divergence" (2020);
+ours (reduction by ``rollout_mask_sums``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["entropy_from_logits", "kl_k3", "policy_loss", "sft_loss", "token_log_probs",
+           "reduce_sample_mean"]
+
+
+def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor,
+                    temperature: float = 1.0) -> torch.Tensor:
+    """Log prob of each next token under ``logits / temperature``.
+
+    Args:
+        logits: ``(B, T, V)`` float.
+        input_ids: ``(B, T)`` long.
+        temperature: divides the logits (> 0).
+
+    Returns:
+        ``(B, T - 1)`` natural-log probs; entry ``t`` is ``log p(input_ids[:, t + 1] | ...)``.
+    """
+    logits = logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    targets = input_ids[:, 1:].unsqueeze(-1)
+    return torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1)
+
+
+def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Entropy (nats) of the next-token distribution at every position but the last: ``(B, T-1)``."""
+    logits = logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    logp = torch.log_softmax(logits, dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def reduce_sample_mean(values: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor,
+                       num_rollouts: int) -> torch.Tensor:
+    """``sum_i sum_t values[i,t] * mask[i,t] / max(denom[i], 1) / num_rollouts``.
+
+    Args:
+        values, mask: ``(B, R)`` per response token (mask 0/1 float).
+        denom: ``(B,)`` the rollout's mask sum (``rollout_mask_sums``), tokens.
+        num_rollouts: rollouts in the optimiser step (>= 1).
+    """
+    per_sample = (values * mask).sum(-1) / denom.clamp(min=1).to(values.dtype)
+    return per_sample.sum() / max(int(num_rollouts), 1)
+
+
+def kl_k3(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
+    """Per-token KL(pi || ref) estimate ``exp(ref - lp) - (ref - lp) - 1`` (>= 0), ``(B, R)``."""
+    log_ratio = (ref_log_probs - log_probs).clamp(-20.0, 20.0)
+    return log_ratio.exp() - log_ratio - 1.0
+
+
+def policy_loss(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    denom: torch.Tensor,
+    num_rollouts: int,
+    *,
+    eps_clip: float = 0.2,
+    eps_clip_high: float | None = None,
+    sequence_level: bool = False,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """PPO-clip loss ``max(-A r, -A clip(r, 1 - eps, 1 + eps_high))`` per response token.
+
+    Args:
+        log_probs: ``(B, R)`` current policy log probs (with grad).
+        old_log_probs: ``(B, R)`` behaviour log probs (rollout or recomputed; no grad).
+        advantages: ``(B, R)`` per token (GRPO: the sample's normalised reward).
+        mask: ``(B, R)`` 0/1 loss mask; padding is 0.
+        denom: ``(B,)`` per-sample loss denominators (``rollout_mask_sums``).
+        num_rollouts: rollouts in the optimiser step.
+        eps_clip, eps_clip_high: the clip range (``eps_clip_high`` None = ``eps_clip``).
+        sequence_level: GSPO: the ratio of every token is the sample's geometric-mean ratio
+            ``exp(mean_t(lp - old))`` (its gradient still flows through each token).
+
+    Returns:
+        ``(loss, stats)``: a scalar tensor and float stats ``pg_loss``, ``pg_clipfrac``,
+        ``ppo_kl`` (masked token means over this micro-batch).
+    """
+    high = eps_clip if eps_clip_high is None else eps_clip_high
+    log_ratio = log_probs - old_log_probs.detach()
+    if sequence_level:
+        seq = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        log_ratio = seq.detach().unsqueeze(-1) + log_probs - log_probs.detach()
+    ratio = log_ratio.clamp(-20.0, 20.0).exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - eps_clip, 1.0 + high)
+    per_token = torch.maximum(unclipped, clipped)
+    loss = reduce_sample_mean(per_token, mask, denom, num_rollouts)
+    with torch.no_grad():
+        n = mask.sum().clamp(min=1)
+        stats = {
+            "pg_loss": float(loss.detach()),
+            "pg_clipfrac": float(((clipped > unclipped).float() * mask).sum() / n),
+            "ppo_kl": float((-(log_probs - old_log_probs) * mask).sum() / n),
+        }
+    return loss, stats
+
+
+def sft_loss(log_probs: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor,
+             num_rollouts: int) -> tuple[torch.Tensor, dict[str, Any]]:
+    """Masked negative log-likelihood of the response tokens.
+
+    Args:
+        log_probs: ``(B, R)`` log probs of the response tokens.
+        mask: ``(B, R)`` 0/1; denom ``(B,)``; num_rollouts as in :func:`policy_loss`.
+
+    Returns:
+        ``(loss, {"sft_loss": float, "sft_token_nll": float})``; ``sft_token_nll`` is the plain
+        masked token mean of this micro-batch.
+    """
+    loss = reduce_sample_mean(-log_probs, mask, denom, num_rollouts)
+    with torch.no_grad():
+        token_nll = float((-log_probs * mask).sum() / mask.sum().clamp(min=1))
+    return loss, {"sft_loss": float(loss.detach()), "sft_token_nll": token_nll}

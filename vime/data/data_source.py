@@ -1,0 +1,15 @@
+"""Upstream's newest import path for the data sources; re-exports ``vime.rollout.data_source``.
+
+Source: CONTRACT.md §1 (module map).
+"""
+
+from vime.rollout.data_source import (
+    DataSource,
+    RolloutDataSource,
+    RolloutDataSourceWithBuffer,
+    pop_first,
+    pop_oldest,
+)
+
+__all__ = ["DataSource", "RolloutDataSource", "RolloutDataSourceWithBuffer", "pop_first",
+           "pop_oldest"]

@@ -1,0 +1,398 @@
+"""``RolloutManager``: data source, hooks, engines, the rollout call, the contract check and
+conversion to training data, as one Ray actor (``RolloutManagerCore`` is the plain class).
+
+Usage::
+
+    core = RolloutManagerCore(args)                  # tests, --single-process
+    data, metrics = core.generate(rollout_id)        # data: BatchBuilder.convert columns
+    metrics = core.eval(rollout_id)
+    core.sync_weights("/run/weights/v000003")       # pause -> reload -> reset cache -> resume
+    core.save(rollout_id); core.load(rollout_id); core.shutdown()
+
+    manager = RolloutManager.remote(args)            # the same class as a Ray actor
+    data_ref, metrics_ref = manager.generate.options(num_returns=2).remote(rollout_id)
+
+Sequence of ``generate`` (CONTRACT.md §4 "Manager sequence"): samples from
+``--load-debug-rollout-data`` (``Sample.from_dict``) or ``call_rollout_fn(generate_rollout,
+args, rollout_id, data_source, evaluation=False)``; the runtime contract check
+(``vime_lint.runtime``, per ``--contract-check``; ``perf/contract_check_time``); flatten; the
+optional dump (``--save-debug-rollout-data``); ``log_rollout_data`` unless the custom logger
+returns True; stop with ``--debug-rollout-only``; conversion (``BatchBuilder.convert``);
+``on_accepted()``.
+
+Source: CONTRACT.md §4, §5, §10; upstream ``slime/ray/rollout.py`` (the sequence and names);
+ours (the plain-class core, the engine-free rollouts, the checker call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import random
+import time
+import warnings
+from argparse import Namespace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from vime.contract.errors import ContractError
+from vime.contract.hooks import HOOKS
+from vime.contract.invariants import INVARIANTS
+from vime.data.batch_builder import BatchBuilder, flatten_samples
+from vime.rollout.base_types import (
+    RolloutFnEvalOutput,
+    RolloutFnTrainOutput,
+    call_rollout_fn,
+    dotted_name,
+)
+from vime.utils.logging_utils import BUILTIN_ROLLOUT_METRICS, eval_metrics, rollout_metrics
+from vime.utils.misc import load_function
+from vime.utils.types import Sample
+
+__all__ = ["ENGINE_FREE_ROLLOUTS", "RolloutManager", "RolloutManagerCore", "create_rollout_manager",
+           "load_hooks", "needs_engines"]
+
+#: Rollout functions that never talk to an engine: no vLLM server is started for them.
+ENGINE_FREE_ROLLOUTS = frozenset({"vime.rollout.sft_rollout.generate_rollout"})
+
+
+def load_hooks(args: Namespace) -> dict[str, Any]:
+    """Load and load-time-check (VIM100) every configured ``--*-path`` hook of ``HOOKS``.
+
+    Returns:
+        ``dest -> callable`` (``list`` of callables for ``multiple`` hooks) for every hook
+        whose argument is set (defaults included).
+
+    Raises:
+        ContractError: a path cannot be imported or its signature breaks the contract; the
+            message names the argument and the path.
+    """
+    loaded: dict[str, Any] = {}
+    group_rm = bool(getattr(args, "group_rm", False))
+    for dest, spec in HOOKS.items():
+        value = getattr(args, dest, None)
+        if not value:
+            continue
+        kw = {"group_rm": group_rm} if dest == "custom_rm_path" else {}
+        if spec.multiple or isinstance(value, (list, tuple)):
+            loaded[dest] = [load_function(p, hook=dest, **kw) for p in value]
+        else:
+            loaded[dest] = load_function(value, hook=dest, **kw)
+    return loaded
+
+
+def needs_engines(args: Namespace) -> bool:
+    """False when no engine is needed: ``--no-rollout-engines``, an engine-free rollout function
+    (the SFT rollout) for train and eval, or ``--debug-train-only`` with
+    ``--load-debug-rollout-data``."""
+    if not getattr(args, "rollout_engines", True):
+        return False
+    if getattr(args, "debug_train_only", False) and getattr(args, "load_debug_rollout_data", None):
+        return False
+    paths = {args.rollout_function_path, getattr(args, "eval_function_path", None)
+             or args.rollout_function_path}
+    return not paths <= ENGINE_FREE_ROLLOUTS
+
+
+def _format_path(template: str, rollout_id: int | str) -> Path:
+    return Path(template.format(rollout_id=rollout_id))
+
+
+def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path: str,
+                    rollout_id: int) -> float:
+    """Run ``vime_lint.runtime.validate_rollout_output``; returns its time in seconds.
+
+    The checker honours ``--contract-check`` (off / warn / raise) and
+    ``--contract-check-interval`` itself; in ``raise`` mode it raises one ``ContractError``.
+    """
+    if getattr(args, "contract_check", "raise") == "off":
+        return 0.0
+    from vime_lint.runtime import validate_rollout_output
+
+    start = time.perf_counter()
+    validate_rollout_output(output, args, evaluation=evaluation, hook_path=hook_path,
+                            rollout_id=rollout_id, builtin_metric_keys=BUILTIN_ROLLOUT_METRICS)
+    return time.perf_counter() - start
+
+
+def _call_logger(fn: Any, dest: str, *call_args: Any) -> bool:
+    result = fn(*call_args)
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise ContractError([INVARIANTS["VIM165"].violation(
+            dotted_name(fn), hook=HOOKS[dest].arg, name=dotted_name(fn), actual="a coroutine")])
+    return bool(result)
+
+
+class RolloutManagerCore:
+    """The rollout side of a run, as a plain class (the Ray actor wraps it unchanged).
+
+    Args:
+        args: the full ``argparse.Namespace`` (configuration only).
+        start_engines: start (or attach to) engines when :func:`needs_engines` says so; tests
+            pass False to drive a manager without any.
+
+    Raises:
+        ContractError: a hook fails to load or its signature breaks the contract (VIM100).
+        EngineStartError, RouterStartError: engines or router failed to start (the log tail
+            is in the message); everything started is stopped again first.
+    """
+
+    def __init__(self, args: Namespace, *, start_engines: bool = True) -> None:
+        self.args = args
+        self.hooks = load_hooks(args)
+        self.generate_rollout = self.hooks["rollout_function_path"]
+        self.eval_rollout = self.hooks.get("eval_function_path", self.generate_rollout)
+        self.rollout_hook_path = args.rollout_function_path
+        self.eval_hook_path = getattr(args, "eval_function_path", None) or args.rollout_function_path
+        self.data_source = self.hooks["data_source_path"](args)
+        self.engines: Any = None
+        self.router: Any = None
+        if start_engines and needs_engines(args):
+            self._start_engines()
+
+    # ---- engines -------------------------------------------------------------------------
+
+    def _start_engines(self) -> None:
+        from vime.ray.engine import start_engines
+        from vime.ray.router import router_address
+
+        log_dir = Path(self.args.run_dir) / "logs"
+        try:
+            self.engines = start_engines(self.args, log_dir=log_dir)
+            ip, port, self.router = router_address(self.args, self.engines.urls, log_dir=log_dir)
+        except BaseException:
+            self.shutdown()
+            raise
+        self.args.vllm_router_ip, self.args.vllm_router_port = ip, port
+
+    @property
+    def engine_urls(self) -> list[str]:
+        """URLs of the engines (empty without engines)."""
+        return list(self.engines.urls) if self.engines is not None else []
+
+    def get_engine_urls(self) -> list[str]:
+        """:attr:`engine_urls` (callable through a Ray actor handle)."""
+        return self.engine_urls
+
+    def sync_weights(self, weights_dir: str) -> float:
+        """Reload every engine from ``weights_dir``: ``--custom-update-weight-post-write-path``
+        first, then pause -> reload -> reset prefix cache -> resume (``engine_control``).
+
+        Returns:
+            Seconds spent (0.0 without engines).
+        """
+        if self.engines is None:
+            return 0.0
+        hook = self.hooks.get("custom_update_weight_post_write_path")
+        if hook is not None:
+            hook(self.args, weights_dir, self.engines)
+        from vime.ray.engine_control import sync_weights
+
+        return float(sync_weights(self.engines.urls, weights_dir))
+
+    def shutdown(self) -> None:
+        """Stop the router and every engine vime started, and close the data source (idempotent;
+        errors while stopping are suppressed so that every part gets its turn)."""
+        if self.router is not None:
+            with contextlib.suppress(Exception):
+                self.router.stop()
+            self.router = None
+        if self.engines is not None:
+            with contextlib.suppress(Exception):
+                self.engines.shutdown()
+            self.engines = None
+        close = getattr(getattr(self, "data_source", None), "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+
+    # ---- rollout -------------------------------------------------------------------------
+
+    def num_rollouts_per_epoch(self) -> int:
+        """``len(data_source) // rollout_batch_size`` (prompts per epoch over groups per step).
+
+        Raises:
+            ValueError: the data source has no ``__len__`` or fewer prompts than one step.
+        """
+        try:
+            size = len(self.data_source)
+        except TypeError:
+            raise ValueError(f"--num-epoch needs a data source with __len__; "
+                             f"{dotted_name(type(self.data_source))} has none: use --num-rollout"
+                             ) from None
+        per_epoch = int(size) // int(self.args.rollout_batch_size)
+        if per_epoch < 1:
+            raise ValueError(f"--num-epoch: the data source has {size} prompts, fewer than one "
+                             f"--rollout-batch-size={self.args.rollout_batch_size}")
+        return per_epoch
+
+    def _load_debug(self, rollout_id: int) -> RolloutFnTrainOutput:
+        path = _format_path(self.args.load_debug_rollout_data, rollout_id)
+        import torch
+
+        if not path.is_file():
+            raise FileNotFoundError(f"--load-debug-rollout-data: {path} does not exist "
+                                    f"(rollout_id={rollout_id})")
+        payload = torch.load(path, weights_only=False)
+        flat = [Sample.from_dict(d) for d in payload["samples"]]
+        return RolloutFnTrainOutput(samples=flat)  # type: ignore[arg-type]  # flat dump
+
+    def _dump(self, rollout_id: int | str, samples: list[Sample], **extra: Any) -> None:
+        template = getattr(self.args, "save_debug_rollout_data", None)
+        if not template:
+            return
+        import torch
+
+        path = _format_path(template, rollout_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"rollout_id": rollout_id, "samples": [s.to_dict() for s in samples],
+                    **extra}, path)
+
+    def generate(self, rollout_id: int) -> tuple[dict[str, Any] | None, dict[str, float]]:
+        """One train rollout step.
+
+        Returns:
+            ``(data, metrics)``: ``data`` is ``BatchBuilder.convert``'s columns plus
+            ``total_lengths`` (None with ``--debug-rollout-only``); ``metrics`` holds the
+            rollout function's metrics, ``rollout/*`` built-ins, ``perf/rollout_time`` and
+            ``perf/contract_check_time`` (seconds).
+
+        Raises:
+            ContractError: the rollout output breaks the contract (VIM101, and with
+                ``--contract-check raise`` the runtime checks), or conversion fails.
+        """
+        args = self.args
+        set_id = getattr(self.data_source, "set_current_rollout_id", None)
+        if callable(set_id):
+            set_id(rollout_id)
+        start = time.perf_counter()
+        check_time = 0.0
+        if getattr(args, "load_debug_rollout_data", None):
+            output = self._load_debug(rollout_id)
+        else:
+            result = call_rollout_fn(self.generate_rollout, args, rollout_id, self.data_source,
+                                     evaluation=False)
+            assert isinstance(result, RolloutFnTrainOutput)
+            output = result
+            check_time = _contract_check(output, args, evaluation=False,
+                                         hook_path=self.rollout_hook_path, rollout_id=rollout_id)
+        rollout_time = time.perf_counter() - start - check_time
+        samples = flatten_samples(output.samples)
+        self._dump(rollout_id, samples)
+        metrics = dict(output.metrics or {})
+        logger = self.hooks.get("custom_rollout_log_function_path")
+        if logger is None or not _call_logger(logger, "custom_rollout_log_function_path",
+                                              rollout_id, args, samples, output.metrics or {},
+                                              rollout_time):
+            metrics.update(rollout_metrics(args, samples, rollout_time))
+        metrics["perf/rollout_time"] = rollout_time
+        metrics["perf/contract_check_time"] = check_time
+        if getattr(args, "debug_rollout_only", False):
+            return None, metrics
+        data = BatchBuilder.convert(args, samples)
+        data["total_lengths"] = [len(t) for t in data["tokens"]]
+        if output.on_accepted is not None:
+            output.on_accepted()
+        return data, metrics
+
+    def eval(self, rollout_id: int) -> dict[str, float]:
+        """One eval pass (``evaluation=True``): check, dump, ``log_eval_rollout_data``.
+
+        Returns:
+            ``eval/<name>`` (mean reward), ``eval/<name>-truncated_ratio``, pass@k with
+            ``--log-passrate``, the function's own metrics, ``perf/eval_time`` (seconds).
+        """
+        args = self.args
+        if getattr(args, "debug_train_only", False):
+            return {}
+        start = time.perf_counter()
+        output = call_rollout_fn(self.eval_rollout, args, rollout_id, self.data_source,
+                                 evaluation=True)
+        assert isinstance(output, RolloutFnEvalOutput)
+        check_time = _contract_check(output, args, evaluation=True,
+                                     hook_path=self.eval_hook_path, rollout_id=rollout_id)
+        eval_time = time.perf_counter() - start - check_time
+        flat = [s for entry in output.data.values() for s in entry.get("samples", [])]
+        self._dump(f"eval_{rollout_id}", flat)
+        metrics = dict(output.metrics or {})
+        logger = self.hooks.get("custom_eval_rollout_log_function_path")
+        if logger is None or not _call_logger(logger, "custom_eval_rollout_log_function_path",
+                                              rollout_id, args, output.data, output.metrics or {}):
+            metrics.update(eval_metrics(args, output.data))
+        metrics["perf/eval_time"] = eval_time
+        metrics["perf/eval_contract_check_time"] = check_time
+        return metrics
+
+    # ---- checkpoints ---------------------------------------------------------------------
+
+    def save(self, rollout_id: int) -> None:
+        """``data_source.save(rollout_id)`` and this process's RNG states into
+        ``<save>/iter_<rollout_id>/manager_state.pt``."""
+        import torch
+
+        from vime.backends import checkpoint as ckpt
+
+        self.data_source.save(rollout_id)
+        target = ckpt.iteration_dir(self.args.save, rollout_id)
+        target.mkdir(parents=True, exist_ok=True)
+        torch.save({"rollout_id": rollout_id, "rng": ckpt.get_rng_state()},
+                   target / "manager_state.pt")
+
+    def load(self, rollout_id: int) -> None:
+        """Restore what :meth:`save` wrote under ``--load`` (data source state and buffer, RNG).
+
+        Raises:
+            FileNotFoundError: ``manager_state.pt`` is missing (names the path).
+        """
+        import torch
+
+        from vime.backends import checkpoint as ckpt
+
+        path = ckpt.iteration_dir(self.args.load, rollout_id) / "manager_state.pt"
+        if not path.is_file():
+            raise FileNotFoundError(f"--load {self.args.load}: {path} is missing")
+        self.data_source.load(rollout_id)
+        ckpt.set_rng_state(torch.load(path, weights_only=False)["rng"])
+
+    def ping(self) -> bool:
+        """True (lets a caller wait until the actor is built)."""
+        return True
+
+
+def _seed_process(args: Namespace) -> None:
+    seed = int(getattr(args, "seed", 1234))
+    random.seed(seed)
+    with contextlib.suppress(ImportError):
+        import numpy as np
+
+        np.random.seed(seed % 2**32)
+
+
+class _ActorCore(RolloutManagerCore):
+    """The actor variant: seeds its process, keeps ``sys.path`` of the driver's cwd."""
+
+    def __init__(self, args: Namespace) -> None:
+        import sys
+
+        cwd = os.environ.get("VIME_DRIVER_CWD")
+        if cwd and cwd not in sys.path:
+            sys.path.insert(0, cwd)
+        _seed_process(args)
+        warnings.simplefilter("default")
+        super().__init__(args)
+
+
+def create_rollout_manager(args: Namespace) -> Any:
+    """Start the ``RolloutManager`` Ray actor (no CPU slot: vLLM and the trainer own the cores)
+    with the driver's working directory on its ``sys.path``; ``ray.init`` must have run."""
+    env = {"VIME_DRIVER_CWD": os.getcwd()}
+    return RolloutManager.options(runtime_env={"env_vars": env}).remote(args)
+
+
+#: The Ray actor: ``RolloutManager.remote(args)``; methods as on :class:`RolloutManagerCore`.
+RolloutManager: Any = ray.remote(num_cpus=0)(_ActorCore)

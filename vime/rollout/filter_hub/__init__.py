@@ -1,0 +1,13 @@
+"""Dynamic sampling filters for the default rollout (``--dynamic-sampling-filter-path``).
+
+Usage::
+
+    --dynamic-sampling-filter-path \
+        vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std
+
+Source: CONTRACT.md §1, §5.
+"""
+
+from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+
+__all__ = ["DynamicFilterOutput"]

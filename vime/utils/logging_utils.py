@@ -1,0 +1,211 @@
+"""Run metrics: built-in rollout/eval metrics, ``metrics.jsonl``, the rich progress line, the
+summary.
+
+Usage::
+
+    m = rollout_metrics(args, samples, rollout_time=1.2)   # rollout/*, perf/tokens_per_s
+    e = eval_metrics(args, output.data)                     # eval/<name>, eval/<name>-truncated_ratio
+    log = MetricsLog(run_dir)                               # <run_dir>/metrics.jsonl
+    log.write(rollout_id, {**m, **e})
+    with TrainProgress(total=10, start=0) as progress:
+        progress.advance(rollout_id, metrics)               # reward, tokens/s, step time
+    print_summary(log.records, run_dir)
+
+Each line of ``metrics.jsonl`` is one JSON object: ``{"rollout_id": int, "time": unix seconds,
+"<metric>": number, ...}``; non-finite values are written as null.
+
+Source: CONTRACT.md §3 (metric names ``eval/<name>``, ``-truncated_ratio``, ``--log-passrate``);
+pass@k: the unbiased estimator of Chen et al. 2021 ("Evaluating Large Language Models Trained on
+Code", eq. 1); ours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from argparse import Namespace
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vime.contract.errors import ContractError
+from vime.utils.types import Sample
+
+__all__ = ["BUILTIN_ROLLOUT_METRICS", "METRICS_FILE", "MetricsLog", "TrainProgress", "eval_metrics", "pass_at_k",
+           "print_summary", "rollout_metrics"]
+
+METRICS_FILE = "metrics.jsonl"
+#: Keys the manager sets on every train step (a user metric with one of these names clashes).
+BUILTIN_ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/response_len/mean",
+                           "rollout/response_len/max", "rollout/truncated_ratio",
+                           "rollout/num_samples", "rollout/response_tokens", "perf/tokens_per_s",
+                           "perf/rollout_time", "perf/contract_check_time", "perf/step_time",
+                           "perf/weight_sync_time")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return float(sum(values) / len(values)) if values else 0.0
+
+
+def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: float
+                    ) -> dict[str, float]:
+    """Built-in metrics of a train rollout.
+
+    Returns:
+        ``rollout/raw_reward`` (mean scalar reward; absent if a reward cannot be read),
+        ``rollout/response_len/mean`` and ``/max`` (tokens), ``rollout/truncated_ratio``,
+        ``rollout/num_samples``, ``rollout/response_tokens``, ``perf/tokens_per_s`` (response
+        tokens per second of ``rollout_time``).
+    """
+    lengths = [int(s.response_length) for s in samples]
+    out: dict[str, float] = {
+        "rollout/response_len/mean": _mean(lengths),
+        "rollout/response_len/max": float(max(lengths, default=0)),
+        "rollout/truncated_ratio": _mean([float(s.status == Sample.Status.TRUNCATED)
+                                          for s in samples]),
+        "rollout/num_samples": float(len(samples)),
+        "rollout/response_tokens": float(sum(lengths)),
+        "perf/tokens_per_s": sum(lengths) / rollout_time if rollout_time > 0 else 0.0,
+    }
+    try:
+        out["rollout/raw_reward"] = _mean([float(s.get_reward_value(args)) for s in samples])
+    except (ContractError, TypeError, ValueError):
+        pass  # conversion raises with the full message; logging does not duplicate it
+    return out
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for ``n`` samples of which ``c`` passed: ``1 - C(n-c, k) / C(n, k)``."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def eval_metrics(args: Namespace, data: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Built-in eval metrics per dataset ``name`` of ``RolloutFnEvalOutput.data``.
+
+    Returns:
+        ``eval/<name>`` (mean reward), ``eval/<name>-truncated_ratio`` (when ``truncated`` is
+        given) and with ``--log-passrate`` ``eval/<name>-pass@<k>`` for k = 1, 2, 4, ... up to
+        ``n_samples_per_eval_prompt`` (a sample passes when its reward is > 0; rewards are
+        taken in consecutive groups of ``n_samples_per_eval_prompt``).
+    """
+    out: dict[str, float] = {}
+    group = int(getattr(args, "n_samples_per_eval_prompt", 1) or 1)
+    for name, entry in data.items():
+        rewards = [float(r) for r in entry.get("rewards", [])]
+        out[f"eval/{name}"] = _mean(rewards)
+        if "truncated" in entry:
+            out[f"eval/{name}-truncated_ratio"] = _mean([float(bool(t))
+                                                         for t in entry["truncated"]])
+        if getattr(args, "log_passrate", False) and rewards and len(rewards) % group == 0:
+            k = 1
+            while k <= group:
+                vals = [pass_at_k(group, sum(r > 0 for r in rewards[i:i + group]), k)
+                        for i in range(0, len(rewards), group)]
+                out[f"eval/{name}-pass@{k}"] = _mean(vals)
+                k *= 2
+    return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f if math.isfinite(f) else None
+
+
+class MetricsLog:
+    """Appends one JSON object per rollout step to ``<run_dir>/metrics.jsonl``; keeps them in
+    ``records``."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / METRICS_FILE
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, rollout_id: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """Append ``{"rollout_id", "time", **metrics}`` (flushed); returns the record."""
+        record = {"rollout_id": int(rollout_id), "time": time.time(),
+                  **{str(k): _jsonable(v) for k, v in metrics.items()}}
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        self.records.append(record)
+        return record
+
+
+def _step_text(metrics: Mapping[str, Any]) -> str:
+    parts = []
+    for key, label, fmt in (("rollout/raw_reward", "reward", "{:.3f}"),
+                            ("train/loss", "loss", "{:.4f}"),
+                            ("perf/tokens_per_s", "tok/s", "{:,.0f}"),
+                            ("perf/step_time", "step", "{:.2f}s")):
+        value = metrics.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            parts.append(f"{label} {fmt.format(value)}")
+    return "  ".join(parts)
+
+
+class TrainProgress:
+    """A rich progress bar over rollout steps showing reward, loss, tokens/s and step time."""
+
+    def __init__(self, total: int, start: int = 0, *, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.console = console or Console(stderr=True)
+        self.progress = Progress(TextColumn("[bold]vime train"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
+                                 console=self.console, transient=False)
+        self.task = self.progress.add_task("train", total=total, completed=start, info="")
+
+    def __enter__(self) -> TrainProgress:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.stop()
+
+    def advance(self, rollout_id: int, metrics: Mapping[str, Any]) -> None:
+        """Mark ``rollout_id`` done and show its metrics."""
+        self.progress.update(self.task, completed=rollout_id + 1, info=_step_text(metrics))
+
+
+def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,
+                  console: Any = None, wall_time: float | None = None) -> None:
+    """Print a table: steps run, first/last reward and loss, mean step time, run folder."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(stderr=True)
+    table = Table(title="vime train: summary", show_header=True)
+    table.add_column("metric")
+    table.add_column("first", justify="right")
+    table.add_column("last", justify="right")
+    train = [r for r in records if "train/loss" in r or "rollout/raw_reward" in r]
+    for key in ("rollout/raw_reward", "train/loss", "perf/tokens_per_s", "perf/step_time"):
+        values = [r[key] for r in train if isinstance(r.get(key), (int, float))]
+        if values:
+            table.add_row(key, f"{values[0]:.4g}", f"{values[-1]:.4g}")
+    evals = sorted({k for r in records for k in r if k.startswith("eval/")})
+    for key in evals:
+        values = [r[key] for r in records if isinstance(r.get(key), (int, float))]
+        if values:
+            table.add_row(key, f"{values[0]:.4g}", f"{values[-1]:.4g}")
+    console.print(table)
+    tail = f"{len(train)} rollout step(s)"
+    if wall_time is not None:
+        tail += f" in {wall_time:.1f} s"
+    console.print(f"{tail}; metrics: {Path(run_dir) / METRICS_FILE}")

@@ -1,0 +1,350 @@
+"""Batch invariants of the train output (B5) and its metrics (B1): one function per id.
+
+Each ``check_vimXXX(shape, settings, info)`` looks at the whole step: group sizes (VIM103),
+group count (VIM104), all-or-none columns (VIM112), ``group_index`` (VIM113), ``index``
+(VIM114), the fan-out rollout-id rule (VIM115), JSON metadata (VIM116), constant rewards
+(VIM117), labels for label-based rewards (VIM118), ``finalize_rollout_groups`` (VIM120).
+``check_metrics`` is VIM119 (B1, also for eval output).
+
+Usage::
+
+    shape, found = read_shape(output.samples, settings)
+    info = OutputInfo(is_default_rollout=False, finalized=output.finalized)
+    for check in BATCH_CHECKS.values():
+        found += check(shape, settings, info)
+
+Source: CONTRACT.md §3 (shape, rollout-id rule), §6b (VIM103-VIM120); ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+from vime.contract.sample import OPTIONAL_COLUMNS
+from vime_lint.runtime.settings import CheckSettings
+from vime_lint.runtime.shape import Leaf, Shape
+from vime_lint.runtime.typecheck import describe_value
+from vime_lint.runtime.values import is_finite_real, json_problem, real_problem
+
+__all__ = [
+    "BATCH_CHECKS",
+    "LABEL_BASED_RM_TYPES",
+    "OutputInfo",
+    "RESERVED_METRIC_PREFIXES",
+    "check_metrics",
+]
+
+#: Built-in ``--rm-type`` values that compare the response with ``label`` (a ``boxed_``
+#: prefix keeps the base type's needs). Source: CONTRACT.md §5 (built-in RMs).
+LABEL_BASED_RM_TYPES: frozenset[str] = frozenset(
+    {"deepscaler", "dapo", "math", "f1", "gpqa", "ifbench"})
+
+#: Metric key prefixes that vime's own metrics use and a user metric must not take.
+RESERVED_METRIC_PREFIXES: tuple[str, ...] = ("perf/",)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputInfo:
+    """Facts about the train output besides its samples."""
+
+    #: The rollout is vime's default (VIM104 is an error; else a warning).
+    is_default_rollout: bool = False
+    #: The output came through ``finalize_rollout_groups`` (VIM120).
+    finalized: bool = False
+
+
+BatchCheck = Callable[[Shape, CheckSettings, OutputInfo], list[Violation]]
+
+
+def check_vim103(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM103: each group has exactly ``n_samples_per_prompt`` elements."""
+    n = s.n_samples_per_prompt
+    inv = INVARIANTS["VIM103"]
+    return [inv.violation(prefix, actual=len(group), expected=n)
+            for prefix, group in zip(shape.group_prefixes, shape.groups, strict=True)
+            if len(group) != n]
+
+
+def check_vim104(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM104: exactly ``rollout_batch_size`` groups (error for the default rollout, warning
+    for a custom one)."""
+    expected = s.rollout_batch_size
+    if expected is None or len(shape.groups) == expected:
+        return []
+    return [INVARIANTS["VIM104"].violation(
+        "samples", severity="error" if info.is_default_rollout else "warning",
+        actual=len(shape.groups), expected=expected)]
+
+
+def _has_column(leaf: Leaf, column: str) -> bool:
+    if column.startswith("metadata."):
+        meta = leaf.sample.metadata
+        return isinstance(meta, dict) and column.partition(".")[2] in meta
+    return getattr(leaf.sample, column, None) is not None
+
+
+def check_vim112(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM112: each column of ``OPTIONAL_COLUMNS`` is set on every sample or on none."""
+    out: list[Violation] = []
+    leaves = shape.leaves
+    if not leaves:
+        return out
+    for column in OPTIONAL_COLUMNS:
+        flags = [_has_column(leaf, column) for leaf in leaves]
+        present = sum(flags)
+        if 0 < present < len(flags):
+            first = flags[0]
+            odd = leaves[flags.index(not first)]
+            detail = (f"{leaves[0].loc.prefix} has it, {odd.loc.prefix} does not" if first
+                      else f"{leaves[0].loc.prefix} lacks it, {odd.loc.prefix} has it")
+            out.append(INVARIANTS["VIM112"].violation(
+                odd.loc.at(column), field=column, present=present, total=len(flags),
+                detail=detail))
+    return out
+
+
+def check_vim113(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM113: ``group_index`` on all samples or none; equal within a group, distinct across
+    groups."""
+    inv = INVARIANTS["VIM113"]
+    leaves = shape.leaves
+    set_flags = [leaf.sample.group_index is not None for leaf in leaves]
+    n_set = sum(set_flags)
+    if n_set == 0:
+        return []
+    if n_set < len(leaves):
+        odd = leaves[set_flags.index(False)]
+        return [inv.violation(odd.loc.at("group_index"), problem=f"is None but {n_set} of "
+                              f"{len(leaves)} samples have a group_index (all or none)")]
+    out: list[Violation] = []
+    owner: dict[Any, str] = {}
+    for prefix, group in zip(shape.group_prefixes, shape.groups, strict=True):
+        group_leaves = [leaf for rollout in group for leaf in rollout.leaves]
+        if not group_leaves:
+            continue
+        first = group_leaves[0].sample.group_index
+        other = next((leaf for leaf in group_leaves if leaf.sample.group_index != first), None)
+        if other is not None:
+            out.append(inv.violation(other.loc.at("group_index"), problem=(
+                f"is {other.sample.group_index} but {group_leaves[0].loc.prefix} of the same group "
+                f"has {first}")))
+            continue
+        if first in owner and shape.depth != 1:
+            out.append(inv.violation(prefix, problem=f"uses group_index={first}, already used by "
+                                     f"{owner[first]}: group_index must be distinct across groups"))
+        owner.setdefault(first, prefix)
+    return out
+
+
+def check_vim114(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM114: ``index`` unique across rollouts (fan-out siblings may share one); a mix of set
+    and None warns."""
+    inv = INVARIANTS["VIM114"]
+    out: list[Violation] = []
+    owner: dict[Any, str] = {}
+    missing: list[Leaf] = []
+    for group in shape.groups:
+        for rollout in group:
+            seen_here: set[Any] = set()
+            for leaf in rollout.leaves:
+                idx = leaf.sample.index
+                if idx is None:
+                    missing.append(leaf)
+                    continue
+                if idx in seen_here:
+                    continue
+                seen_here.add(idx)
+                if idx in owner:
+                    out.append(inv.violation(leaf.loc.at("index"), problem=(
+                        f"index={idx} is also used by {owner[idx]}: indices must be unique "
+                        "across rollouts")))
+                else:
+                    owner[idx] = rollout.prefix
+    if missing and owner:
+        out.append(inv.violation(missing[0].loc.at("index"), severity="warning", problem=(
+            f"is None on {len(missing)} of {len(shape.leaves)} samples while the others have "
+            "one")))
+    return out
+
+
+def check_vim115(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM115: the rollout-id rule. Fan-out siblings (a leaf list of > 1 samples) have equal
+    non-None ``rollout_id`` s and share ``group_index`` and ``reward``; distinct rollouts
+    reusing a ``rollout_id`` warn."""
+    inv = INVARIANTS["VIM115"]
+    out: list[Violation] = []
+    owner: dict[Any, str] = {}
+    for group in shape.groups:
+        for rollout in group:
+            leaves = rollout.leaves
+            out.extend(siblings_problems(leaves, rollout.prefix))
+            rid = leaves[0].sample.rollout_id
+            if rid is None:
+                continue
+            if rid in owner:
+                out.append(inv.violation(leaves[0].loc.at("rollout_id"), severity="warning",
+                                         problem=f"rollout_id={rid} is also used by "
+                                         f"{owner[rid]}, a different rollout"))
+            else:
+                owner[rid] = rollout.prefix
+    return out
+
+
+def siblings_problems(leaves: list[Leaf], prefix: str) -> list[Violation]:
+    """VIM115 on one fan-out list: equal non-None ``rollout_id``, same ``group_index`` and
+    ``reward``. A single leaf has no siblings and passes."""
+    if len(leaves) < 2:
+        return []
+    inv = INVARIANTS["VIM115"]
+    ids = [leaf.sample.rollout_id for leaf in leaves]
+    if None in ids:
+        k = ids.index(None)
+        return [inv.violation(leaves[k].loc.at("rollout_id"), problem=(
+            f"is None but {prefix} is a fan-out of {len(leaves)} samples: siblings must share "
+            "a non-None rollout_id"))]
+    first = leaves[0].sample
+    for leaf in leaves[1:]:
+        smp = leaf.sample
+        if smp.rollout_id != first.rollout_id:
+            return [inv.violation(leaf.loc.at("rollout_id"), problem=(
+                f"is {smp.rollout_id} but its sibling {leaves[0].loc.prefix} has "
+                f"{first.rollout_id}"))]
+        if smp.group_index != first.group_index:
+            return [inv.violation(leaf.loc.at("group_index"), problem=(
+                f"is {smp.group_index} but its sibling {leaves[0].loc.prefix} has "
+                f"{first.group_index}: fan-out siblings share group_index"))]
+        if smp.reward != first.reward:
+            return [inv.violation(leaf.loc.at("reward"), problem=(
+                f"is {smp.reward!r} but its sibling {leaves[0].loc.prefix} has {first.reward!r}: "
+                "fan-out siblings share the rollout's reward"))]
+    return []
+
+
+def check_vim116(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM116: ``metadata`` and ``train_metadata`` pass ``json.dumps`` (first bad path named)."""
+    inv = INVARIANTS["VIM116"]
+    out: list[Violation] = []
+    for leaf in shape.leaves:
+        for name in ("metadata", "train_metadata"):
+            value = getattr(leaf.sample, name, None)
+            if not value:
+                continue
+            problem = json_problem(value)
+            if problem is not None:
+                out.append(inv.violation(leaf.loc.at(name), problem=problem))
+    return out
+
+
+def _reward_value(leaf: Leaf, key: str | None) -> Any:
+    reward = leaf.sample.reward
+    if isinstance(reward, dict) and key:
+        return reward.get(key)
+    return reward
+
+
+def check_vim117(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM117: rewards are not all identical across the batch (warning; skipped for SFT)."""
+    if s.loss_type == "sft_loss" or len(shape.leaves) < 2:
+        return []
+    values = [_reward_value(leaf, s.reward_key) for leaf in shape.leaves]
+    if not all(map(is_finite_real, values)):
+        return []
+    if min(values) != max(values):
+        return []
+    return [INVARIANTS["VIM117"].violation("samples[*].reward", count=len(values),
+                                           value=values[0])]
+
+
+def _rm_type_of(leaf: Leaf, default: str | None) -> Any:
+    meta = leaf.sample.metadata
+    if isinstance(meta, dict) and meta.get("rm_type"):
+        return meta["rm_type"]
+    return default
+
+
+def _label_based(rm_type: Any) -> bool:
+    if not isinstance(rm_type, str):
+        return False
+    base = rm_type.removeprefix("boxed_")
+    return base in LABEL_BASED_RM_TYPES
+
+
+def check_vim118(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM118: a label-based ``--rm-type`` (or per-sample ``metadata["rm_type"]``) with
+    ``--label-key`` unset or every label None (warning)."""
+    needy = [leaf for leaf in shape.leaves if _label_based(_rm_type_of(leaf, s.rm_type))]
+    if not needy:
+        return []
+    inv = INVARIANTS["VIM118"]
+    rm = _rm_type_of(needy[0], s.rm_type)
+    if all(leaf.sample.label is None for leaf in needy):
+        return [inv.violation("samples[*].label", problem=(
+            f"is None on all {len(needy)} samples scored by the label-based reward "
+            f"{rm!r}; every reward will be 0"))]
+    if not s.label_key:
+        return [inv.violation("--label-key", problem=(
+            f"is not set but the reward {rm!r} compares responses with labels"))]
+    return []
+
+
+def check_vim120(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM120: with a sample filter or all-samples hook configured, a custom rollout's output
+    came through ``finalize_rollout_groups`` (warning)."""
+    if info.is_default_rollout or info.finalized:
+        return []
+    hooks = [arg for arg, path in (("--rollout-sample-filter-path", s.rollout_sample_filter_path),
+                                   ("--rollout-all-samples-process-path",
+                                    s.rollout_all_samples_process_path)) if path]
+    if not hooks:
+        return []
+    return [INVARIANTS["VIM120"].violation("output", problem=(
+        f"did not come through finalize_rollout_groups, so {' and '.join(hooks)} never ran"))]
+
+
+#: Every batch check of the train output, keyed by invariant id, in id order.
+BATCH_CHECKS: dict[str, BatchCheck] = {
+    "VIM103": check_vim103,
+    "VIM104": check_vim104,
+    "VIM112": check_vim112,
+    "VIM113": check_vim113,
+    "VIM114": check_vim114,
+    "VIM115": check_vim115,
+    "VIM116": check_vim116,
+    "VIM117": check_vim117,
+    "VIM118": check_vim118,
+    "VIM120": check_vim120,
+}
+
+
+def check_metrics(metrics: Any, *, where: str = "metrics",
+                  builtin_keys: Collection[str] = ()) -> list[Violation]:
+    """VIM119 (warning): ``metrics`` is None or a flat dict of finite reals (bools allowed)
+    whose keys contain ``/`` and clash with no built-in key (``builtin_keys``, or the
+    ``perf/`` prefix)."""
+    if metrics is None:
+        return []
+    inv = INVARIANTS["VIM119"]
+    if not isinstance(metrics, dict):
+        return [inv.violation(where, problem=f"is {describe_value(metrics)}, expected "
+                              "dict[str, number] or None")]
+    out: list[Violation] = []
+    for key, value in metrics.items():
+        at = f"{where}[{key!r}]"
+        if not isinstance(key, str):
+            out.append(inv.violation(at, problem=f"key is {describe_value(key)}, expected str"))
+            continue
+        if "/" not in key:
+            out.append(inv.violation(at, problem="key has no '/': it may collide with built-in "
+                                     "metrics"))
+        elif key in builtin_keys or key.startswith(RESERVED_METRIC_PREFIXES):
+            out.append(inv.violation(at, problem="key clashes with a built-in metric, which "
+                                     "overwrites it"))
+        if not (isinstance(value, bool) or is_finite_real(value)):
+            found = real_problem(value)
+            text = found[1] if found else f"is {describe_value(value)}"
+            out.append(inv.violation(at, problem=f"value {text}"))
+    return out

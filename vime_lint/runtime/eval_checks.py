@@ -1,0 +1,100 @@
+"""VIM130: the eval output's ``data`` (boundary B6).
+
+``data`` maps each eval dataset name to ``{"rewards": [...], "truncated": [...], "samples":
+[...]}``: finite-real rewards (dict rewards reduced by ``--eval-reward-key``, else
+``--reward-key``), bool truncation flags, ``Sample`` s, all three of equal length. Names
+that differ from the configured eval datasets (``args.eval_datasets``) warn.
+
+Usage::
+
+    check_eval_data(output.data, settings)     # list[Violation]
+
+Source: CONTRACT.md §3 ("Eval data"), §6b VIM130; ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+from vime.utils.types import Sample
+from vime_lint.runtime.settings import CheckSettings
+from vime_lint.runtime.typecheck import describe_value
+from vime_lint.runtime.values import reward_problem
+
+__all__ = ["EVAL_KEYS", "check_eval_data"]
+
+#: The keys of each eval dataset entry (CONTRACT.md §3).
+EVAL_KEYS: tuple[str, ...] = ("rewards", "truncated", "samples")
+
+
+def check_eval_data(data: Any, s: CheckSettings) -> list[Violation]:
+    """Every VIM130 finding for eval ``data`` (errors; name mismatches warn)."""
+    inv = INVARIANTS["VIM130"]
+    if not isinstance(data, dict):
+        return [inv.violation("data", problem=f"is {describe_value(data)}, expected "
+                              "dict[str, dict] (one entry per eval dataset)")]
+    out: list[Violation] = []
+    key = s.eval_key()
+    key_arg = "--eval-reward-key" if s.eval_reward_key else "--reward-key"
+    for name, entry in data.items():
+        at = f"data[{name!r}]"
+        if not isinstance(name, str):
+            out.append(inv.violation(at, problem=f"name is {describe_value(name)}, expected str"))
+        if not isinstance(entry, dict):
+            out.append(inv.violation(at, problem=f"is {describe_value(entry)}, expected "
+                                     "{'rewards': [...], 'truncated': [...], 'samples': [...]}"))
+            continue
+        missing = [k for k in EVAL_KEYS if k not in entry]
+        if missing:
+            out.append(inv.violation(at, problem=f"is missing {', '.join(map(repr, missing))}"))
+        lengths: dict[str, int] = {}
+        for k in EVAL_KEYS:
+            column = entry.get(k)
+            if k in missing:
+                continue
+            if not isinstance(column, list):
+                out.append(inv.violation(f"{at}[{k!r}]", problem=f"is {describe_value(column)}, "
+                                         "expected a list"))
+                continue
+            lengths[k] = len(column)
+            out.extend(_column_problems(k, column, f"{at}[{k!r}]", key, key_arg))
+        if len(set(lengths.values())) > 1:
+            sizes = ", ".join(f"{k}={n}" for k, n in lengths.items())
+            out.append(inv.violation(at, problem=f"has lists of different lengths ({sizes}); "
+                                     "expected one item per generated sample in each"))
+    if s.eval_dataset_names is not None:
+        configured = set(s.eval_dataset_names)
+        got = {n for n in data if isinstance(n, str)}
+        if got != configured:
+            out.append(inv.violation("data", severity="warning", problem=(
+                f"has datasets {sorted(got)}, configured eval datasets are "
+                f"{sorted(configured)}")))
+    return out
+
+
+def _column_problems(k: str, column: list[Any], at: str, key: str | None,
+                     key_arg: str) -> list[Violation]:
+    inv = INVARIANTS["VIM130"]
+    if k == "rewards":
+        for i, value in enumerate(column):
+            found = reward_problem(value, key, key_arg=key_arg)
+            if found is not None:
+                return [inv.violation(f"{at}[{i}]", severity=found[0], problem=found[1])]
+    elif k == "truncated":
+        if not set(map(type, column)) <= {bool}:
+            for i, value in enumerate(column):
+                if type(value) is bool or type(value).__name__ == "bool_":
+                    continue
+                if type(value) is int and value in (0, 1):
+                    return [inv.violation(f"{at}[{i}]", severity="warning",
+                                          problem=f"is {value} (int), expected a bool")]
+                return [inv.violation(f"{at}[{i}]", problem=f"is {describe_value(value)}, "
+                                      "expected a bool")]
+    elif k == "samples":
+        for i, value in enumerate(column):
+            if not isinstance(value, Sample):
+                return [inv.violation(f"{at}[{i}]", problem=f"is {describe_value(value)}, "
+                                      "expected a Sample")]
+    return []

@@ -1,0 +1,91 @@
+"""All findings for one rollout function result (B1 metrics, B5 train output, B6 eval output).
+
+Pure: no logging, no raising, no context; ``vime_lint.runtime.api.validate_rollout_output``
+adds the hook's name and step and applies ``--contract-check``; the ``vime-lint check``
+harness and the benchmark call this directly.
+
+Usage::
+
+    found = collect_rollout_output(output, CheckSettings.from_args(args), evaluation=False)
+
+Source: CONTRACT.md §3, §6b; ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+from vime_lint.runtime.batch_checks import BATCH_CHECKS, OutputInfo, check_metrics
+from vime_lint.runtime.eval_checks import check_eval_data
+from vime_lint.runtime.sample_checks import check_sample
+from vime_lint.runtime.settings import CheckSettings
+from vime_lint.runtime.shape import read_shape
+from vime_lint.runtime.typecheck import describe_value
+
+__all__ = ["collect_rollout_output", "collect_train_samples"]
+
+
+def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """B5: the shape (VIM102), every leaf (VIM105-VIM111) and the batch (VIM103-VIM120)."""
+    shape, found = read_shape(samples, s)
+    if shape is None:
+        return found
+    for leaf in shape.leaves:
+        leaf_found = check_sample(leaf.sample, leaf.loc, s, "train")
+        if leaf_found:
+            found.extend(leaf_found)
+    for check in BATCH_CHECKS.values():
+        found.extend(check(shape, s, info))
+    return found
+
+
+def collect_rollout_output(output: Any, s: CheckSettings, *, evaluation: bool,
+                           is_default_rollout: bool = False, full: bool = True,
+                           builtin_metric_keys: Collection[str] = (),
+                           name: str = "rollout function") -> list[Violation]:
+    """Every finding for a rollout result.
+
+    Args:
+        output: ``RolloutFnTrainOutput`` (train) or ``RolloutFnEvalOutput`` (eval); a bare
+            list/dict (legacy) is read as ``samples``/``data``.
+        s: the settings read from ``args``.
+        evaluation: which output is expected.
+        is_default_rollout: vime's own rollout (VIM104 is then an error).
+        full: False checks only B1 (metrics), for steps skipped by the interval.
+        builtin_metric_keys: metric names vime sets itself (VIM119 clashes).
+        name: the rollout function's dotted path, for VIM101 messages.
+
+    Returns:
+        ``list[Violation]`` in check order (shape, samples, batch).
+    """
+    inv = INVARIANTS["VIM101"]
+    if evaluation:
+        if isinstance(output, RolloutFnEvalOutput):
+            data, metrics = output.data, output.metrics
+        elif isinstance(output, dict):
+            data, metrics = output, None
+        else:
+            return [inv.violation("output", name=name, mode="eval",
+                                  actual=describe_value(output),
+                                  hint="expected RolloutFnEvalOutput")]
+        found = check_metrics(metrics, builtin_keys=builtin_metric_keys)
+        if full:
+            found.extend(check_eval_data(data, s))
+        return found
+    if isinstance(output, RolloutFnTrainOutput):
+        samples, metrics = output.samples, output.metrics
+        finalized = bool(getattr(output, "finalized", False))
+    elif isinstance(output, list):
+        samples, metrics, finalized = output, None, False
+    else:
+        return [inv.violation("output", name=name, mode="train",
+                              actual=describe_value(output), hint="expected RolloutFnTrainOutput")]
+    found = check_metrics(metrics, builtin_keys=builtin_metric_keys)
+    if full:
+        found.extend(collect_train_samples(
+            samples, s, OutputInfo(is_default_rollout=is_default_rollout, finalized=finalized)))
+    return found

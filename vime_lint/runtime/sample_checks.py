@@ -1,0 +1,354 @@
+"""Per-sample invariants VIM105-VIM111: one pure function per id, run on every leaf sample.
+
+Each ``check_vimXXX(sample, loc, settings, stage)`` returns the findings of its invariant for
+one ``Sample``: ``stage="generate"`` right after a generate call (boundary B2: no reward yet,
+ABORTED/FAILED may be empty), ``stage="train"`` on the train output (B5). Long per-token lists
+are checked with C-level builtins (``set(map(type, xs))``, ``min``/``max``, ``sum``), never a
+per-item Python loop; the slow scan that names the first bad item runs only on failure.
+
+Usage::
+
+    loc = Loc("samples[3][1]", index=13)
+    check_vim108(sample, loc, CheckSettings(), "train")
+    # [Violation("VIM108", "error", "samples[3][1].loss_mask (index=13)",
+    #            "has 17 entries, expected response_length=18", ...)]
+    check_sample(sample, loc, settings, "train")     # every per-sample invariant
+
+Source: CONTRACT.md §2 (fields), §6b (VIM105-VIM111); ours.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import cache
+from typing import Any, Literal
+
+from vime.contract.errors import Severity, Violation
+from vime.contract.invariants import INVARIANTS
+from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
+from vime.utils.types import Sample
+from vime_lint.runtime.locations import Loc
+from vime_lint.runtime.settings import CheckSettings
+from vime_lint.runtime.typecheck import describe_value, fast_accept, field_hint, field_type_problem
+from vime_lint.runtime.values import reward_problem
+
+__all__ = [
+    "OWNED_FIELDS",
+    "SAMPLE_CHECKS",
+    "Stage",
+    "check_sample",
+    "check_vim105",
+    "check_vim106",
+    "check_vim107",
+    "check_vim108",
+    "check_vim109",
+    "check_vim110",
+    "check_vim111",
+]
+
+#: ``"generate"``: right after a generate call (B2); ``"train"``: the train output (B5).
+Stage = Literal["generate", "train"]
+SampleCheck = Callable[[Sample, Loc, CheckSettings, Stage], list[Violation]]
+
+#: Tolerance above 0 for log-probs (float rounding), CONTRACT.md §6b VIM109.
+LOGPROB_EPS = 1e-6
+
+_INT = frozenset({int})
+_MASK_TYPES = frozenset({int, bool})
+_REAL = frozenset({float, int})
+
+
+# ---- VIM105: field types --------------------------------------------------------------------
+
+
+def _length_of(spec: FieldSpec, sample: Sample) -> int | None:
+    if spec.length_rule == "response_length":
+        return sample.response_length
+    if spec.length_rule == "response_length+1":
+        return sample.response_length + 1
+    if spec.length_rule == "tokens-1":
+        return len(sample.tokens) - 1 if isinstance(sample.tokens, list) else None
+    return None
+
+
+@cache
+def _generic_fields() -> tuple[tuple[FieldSpec, Callable[[Any], bool]], ...]:
+    return tuple((spec, fast_accept(field_hint(spec.name)))
+                 for spec in SAMPLE_FIELDS if spec.name not in OWNED_FIELDS)
+
+
+def check_vim105(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM105: every field not owned by a specific check has its ``SAMPLE_FIELDS`` type, and
+    per-token fields with a ``length_rule`` have that length. Error for fields conversion
+    reads, warning for the others."""
+    inv = INVARIANTS["VIM105"]
+    out: list[Violation] = []
+    for spec, accept in _generic_fields():
+        value = getattr(sample, spec.name, None)
+        severity: Severity = "error" if spec.read_by_conversion else "warning"
+        if not accept(value):
+            problem = field_type_problem(spec.name, value)
+            if problem is not None:
+                out.append(inv.violation(loc.at(spec.name), severity=severity, actual=problem,
+                                         expected=spec.hint))
+                continue
+        if spec.length_rule is not None and value is not None and hasattr(value, "__len__"):
+            expected = _length_of(spec, sample)
+            if expected is not None and isinstance(sample.response_length, int) and \
+                    len(value) != expected:
+                out.append(inv.violation(
+                    loc.at(spec.name), severity=severity,
+                    actual=f"of length {len(value)}",
+                    expected=f"length {expected} ({spec.length_rule})",
+                    fix=f"store one {spec.name} entry per response token"))
+    return out
+
+
+# ---- VIM106: tokens -------------------------------------------------------------------------
+
+
+def _first_bad_int(xs: list[Any]) -> int:
+    for i, x in enumerate(xs):
+        if type(x) is not int and (isinstance(x, bool) or not isinstance(x, int)):
+            return i
+    return -1
+
+
+def check_vim106(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM106: ``tokens`` is a non-empty ``list`` of ``int`` (not bool), each ``>= 0`` and
+    ``< vocab_size`` when the vocabulary size is known."""
+    inv = INVARIANTS["VIM106"]
+    toks = sample.tokens
+    if type(toks) is not list:
+        fix = "convert with .tolist()" if hasattr(toks, "tolist") else None
+        return [inv.violation(loc.at("tokens"), problem=f"is {describe_value(toks)}, expected "
+                              "list[int] (prompt token ids then response token ids)", fix=fix)]
+    if not toks:
+        return [inv.violation(loc.at("tokens"), problem="is empty; expected the prompt token "
+                              "ids followed by the response token ids")]
+    if not set(map(type, toks)) <= _INT:
+        i = _first_bad_int(toks)
+        if i >= 0:
+            bad = toks[i]
+            fix = "convert numpy/torch ids with .tolist()" if hasattr(bad, "item") else None
+            return [inv.violation(loc.at("tokens", i), problem=f"is {describe_value(bad)}, "
+                                  "expected an int token id (not bool)", fix=fix)]
+    lo, hi = min(toks), max(toks)
+    vocab = s.vocab_size
+    if lo < 0 or (vocab is not None and hi >= vocab):
+        limit = f"vocab_size={vocab}" if vocab is not None else "a vocabulary"
+        for i, t in enumerate(toks):
+            if t < 0 or (vocab is not None and t >= vocab):
+                return [inv.violation(loc.at("tokens", i), problem=f"is {t}, outside 0 <= id < "
+                                      f"{limit}")]
+    return []
+
+
+# ---- VIM107: response_length ----------------------------------------------------------------
+
+
+def check_vim107(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM107: ``response_length`` is an int with ``1 <= response_length <= len(tokens)``;
+    equal to ``len(tokens)`` with a non-empty prompt warns. After generate an ABORTED or
+    FAILED sample may have no response yet."""
+    inv = INVARIANTS["VIM107"]
+    rl = sample.response_length
+    where = loc.at("response_length")
+    if type(rl) is not int:
+        return [inv.violation(where, problem=f"is {describe_value(rl)}, expected an int "
+                              "(number of response tokens)")]
+    n = len(sample.tokens) if isinstance(sample.tokens, list) else None
+    if rl < 1:
+        if stage == "generate" and rl == 0 and sample.status in (Sample.Status.ABORTED,
+                                                                 Sample.Status.FAILED):
+            return []
+        return [inv.violation(where, problem=f"is {rl}, expected 1 <= response_length <= "
+                              f"len(tokens)={n}: tokens[-{rl}:] is not the response "
+                              "(tokens[-0:] is the whole sequence)")]
+    if n is None:
+        return []
+    if rl > n:
+        return [inv.violation(where, problem=f"is {rl}, longer than len(tokens)={n}")]
+    if rl == n and sample.prompt:
+        return [inv.violation(where, severity="warning",
+                              problem=f"is {rl} == len(tokens) although the prompt is non-empty: "
+                              "the prompt tokens are counted as response",
+                              fix="tokens must hold the prompt ids followed by the response ids; "
+                              "response_length counts only the generated ones")]
+    return []
+
+
+# ---- VIM108: loss_mask ----------------------------------------------------------------------
+
+
+def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM108: ``loss_mask`` is None or a list of ``response_length`` ints, each 0 or 1; an
+    all-zero mask without ``remove_sample`` warns."""
+    inv = INVARIANTS["VIM108"]
+    mask = sample.loss_mask
+    if mask is None:
+        return []
+    where = loc.at("loss_mask")
+    if type(mask) is not list:
+        return [inv.violation(where, problem=f"is {describe_value(mask)}, expected "
+                              "list[int] of 0/1 or None")]
+    rl = sample.response_length
+    if isinstance(rl, int) and len(mask) != rl:
+        return [inv.violation(where, problem=f"has {len(mask)} entries, expected "
+                              f"response_length={rl}")]
+    if not (set(map(type, mask)) <= _MASK_TYPES and set(mask) <= {0, 1}):
+        for i, m in enumerate(mask):
+            if type(m) not in _MASK_TYPES or m not in (0, 1):
+                return [inv.violation(loc.at("loss_mask", i), problem=f"is {describe_value(m)}, "
+                                      "expected 0 or 1")]
+    if mask and not any(mask) and not sample.remove_sample:
+        return [inv.violation(where, severity="warning",
+                              problem=f"is all zero ({len(mask)} entries) but remove_sample is "
+                              "False: the sample trains nothing",
+                              fix="set remove_sample=True to leave it out on purpose, or mark the "
+                              "generated tokens with 1")]
+    return []
+
+
+# ---- VIM109: rollout_log_probs --------------------------------------------------------------
+
+
+def _first_bad_logprob(xs: list[Any]) -> tuple[int, str]:
+    for i, x in enumerate(xs):
+        if type(x) not in _REAL and (isinstance(x, bool) or not isinstance(x, (int, float))):
+            return i, f"is {describe_value(x)}, expected a float log-prob"
+        if not math.isfinite(x):
+            return i, f"is {x}, expected a finite log-prob"
+        if x > LOGPROB_EPS:
+            return i, f"is {x}, expected a natural-log probability <= 0"
+    return -1, ""
+
+
+def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM109: ``rollout_log_probs`` is None or ``response_length`` finite floats ``<= 0``
+    (+1e-6); required when training consumes them (``--use-rollout-logprobs``, ``--use-tis``,
+    ``--get-mismatch-metrics``), where value problems are errors (else warnings); a last
+    trainable entry of exactly 0.0 warns (placeholder)."""
+    inv = INVARIANTS["VIM109"]
+    lp = sample.rollout_log_probs
+    where = loc.at("rollout_log_probs")
+    if lp is None:
+        if s.logprobs_consumed:
+            return [inv.violation(where, problem=f"is None but {', '.join(s.logprob_flags)} "
+                                  "reads it")]
+        return []
+    if type(lp) is not list:
+        return [inv.violation(where, problem=f"is {describe_value(lp)}, expected list[float] "
+                              "or None")]
+    rl = sample.response_length
+    if isinstance(rl, int) and len(lp) != rl:
+        return [inv.violation(where, problem=f"has {len(lp)} entries, expected "
+                              f"response_length={rl}")]
+    if not lp:
+        return []
+    severity: Severity = "error" if s.logprobs_consumed else "warning"
+    types_ok = set(map(type, lp)) <= _REAL
+    if not (types_ok and math.isfinite(sum(lp)) and max(lp) <= LOGPROB_EPS):
+        i, problem = _first_bad_logprob(lp)
+        if i >= 0:
+            return [inv.violation(loc.at("rollout_log_probs", i), severity=severity,
+                                  problem=problem)]
+    last = _last_trainable(sample)
+    if last is not None and lp[last] == 0.0:
+        return [inv.violation(loc.at("rollout_log_probs", last), severity="warning",
+                              problem="is exactly 0.0 on the last trainable token: a placeholder, "
+                              "not a sampler log-prob",
+                              fix="request logprobs from the engine and store the returned value")]
+    return []
+
+
+def _last_trainable(sample: Sample) -> int | None:
+    mask = sample.loss_mask
+    n = len(sample.rollout_log_probs or ())
+    if mask is None:
+        return n - 1 if n else None
+    for i in range(min(len(mask), n) - 1, -1, -1):
+        if mask[i]:
+            return i
+    return None
+
+
+# ---- VIM110: reward -------------------------------------------------------------------------
+
+
+def check_vim110(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM110: ``reward`` is a finite real (bool warns) or a dict with a finite real under
+    ``--reward-key``; None is an error in train output (not yet after generate)."""
+    reward = sample.reward
+    if reward is None and stage == "generate":
+        return []
+    if type(reward) is float and math.isfinite(reward):
+        return []
+    found = reward_problem(reward, s.reward_key)
+    if found is None:
+        return []
+    severity, problem = found
+    fix = None
+    if isinstance(reward, dict) and not s.reward_key:
+        fix = f"pass --reward-key naming one of {sorted(map(str, reward))}"
+    elif reward is None and sample.status == Sample.Status.ABORTED:
+        problem += " (the sample is ABORTED: drop or recycle aborted groups, or score them)"
+    return [INVARIANTS["VIM110"].violation(loc.at("reward"), severity=severity,
+                                           problem=problem, fix=fix)]
+
+
+# ---- VIM111: status -------------------------------------------------------------------------
+
+_STATUS_BY_VALUE = {m.value: m for m in Sample.Status}
+
+
+def check_vim111(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM111: ``status`` is a ``Sample.Status``; PENDING after generation warns; a trainable
+    ABORTED sample in the train output warns."""
+    inv = INVARIANTS["VIM111"]
+    status = sample.status
+    where = loc.at("status")
+    if type(status) is not Sample.Status:
+        member = _STATUS_BY_VALUE.get(str(status).lower()) if isinstance(status, str) else None
+        fix = f"assign Sample.Status.{member.name}" if member is not None else None
+        return [inv.violation(where, problem=f"is {describe_value(status)}, expected a "
+                              "Sample.Status member", fix=fix)]
+    if status is Sample.Status.PENDING:
+        return [inv.violation(where, severity="warning", problem="is PENDING after generation")]
+    if (stage == "train" and status is Sample.Status.ABORTED and not sample.remove_sample
+            and (sample.loss_mask is None or any(sample.loss_mask))):
+        return [inv.violation(where, severity="warning",
+                              problem="is ABORTED but the sample is trainable (remove_sample is "
+                              "False and its loss_mask has ones)",
+                              fix="set remove_sample=True on aborted samples, or recycle the group "
+                              "with --partial-rollout")]
+    return []
+
+
+#: Every per-sample check, keyed by invariant id, in id order.
+SAMPLE_CHECKS: dict[str, SampleCheck] = {
+    "VIM105": check_vim105,
+    "VIM106": check_vim106,
+    "VIM107": check_vim107,
+    "VIM108": check_vim108,
+    "VIM109": check_vim109,
+    "VIM110": check_vim110,
+    "VIM111": check_vim111,
+}
+
+#: Fields whose type and values a specific check owns (VIM105 skips them).
+OWNED_FIELDS: frozenset[str] = frozenset(
+    {"tokens", "response_length", "loss_mask", "rollout_log_probs", "reward", "status"})
+
+_ALL_CHECKS = tuple(SAMPLE_CHECKS.values())
+
+
+def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """Every per-sample invariant (VIM105-VIM111) on one ``Sample``, in id order."""
+    out: list[Violation] = []
+    for check in _ALL_CHECKS:
+        found = check(sample, loc, s, stage)
+        if found:
+            out.extend(found)
+    return out

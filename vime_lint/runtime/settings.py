@@ -1,0 +1,192 @@
+"""The run's configuration as the runtime checker reads it, and where a check runs.
+
+``CheckSettings.from_args(args)`` reads every argument the checks depend on with
+``getattr(args, name, default)`` (the checker must work on any ``argparse.Namespace``, also
+one without vime's full argument set). ``CheckContext`` says which user function is being
+checked and at which rollout step, for the ``in ...`` line of every finding.
+
+Usage::
+
+    s = CheckSettings.from_args(args)
+    s.n_samples_per_prompt, s.mode, s.interval            # 4, "raise", 1
+    ctx = CheckContext.for_hook("rollout_function_path", "my_pkg.rollout.generate_rollout", 7)
+    ctx.describe()   # "rollout `my_pkg.rollout.generate_rollout` (--rollout-function-path) step 7"
+
+Source: CONTRACT.md §6b (modes, interval), §11 (argument names and defaults); ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from vime.contract.hooks import HOOKS
+
+__all__ = ["CheckContext", "CheckSettings", "Mode", "MODES"]
+
+Mode = Literal["off", "warn", "raise"]
+#: Accepted values of ``--contract-check``.
+MODES: tuple[Mode, ...] = ("off", "warn", "raise")
+
+#: Arguments whose presence means rollout log-probs are consumed by training (VIM109).
+LOGPROB_CONSUMERS: tuple[tuple[str, str], ...] = (
+    ("use_rollout_logprobs", "--use-rollout-logprobs"),
+    ("use_tis", "--use-tis"),
+    ("get_mismatch_metrics", "--get-mismatch-metrics"),
+)
+
+#: How findings name each hook kind ("rollout `pkg.fn`"); others use the hook's argument.
+_HOOK_LABELS: Mapping[str, str] = {
+    "rollout_function_path": "rollout",
+    "eval_function_path": "eval rollout",
+    "custom_generate_function_path": "generate function",
+    "custom_rm_path": "reward function",
+    "dynamic_sampling_filter_path": "dynamic sampling filter",
+    "buffer_filter_path": "buffer filter",
+    "rollout_sample_filter_path": "sample filter",
+    "rollout_all_samples_process_path": "all-samples process",
+    "rollout_sample_hook_path": "sample hook",
+    "custom_reward_post_process_path": "reward post-process",
+    "custom_convert_samples_to_train_data_path": "convert function",
+}
+
+
+def _dataset_names(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names: list[str] = []
+    for item in value:
+        name = item.get("name") if isinstance(item, Mapping) else getattr(item, "name", None)
+        if name is not None:
+            names.append(str(name))
+    return tuple(names)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSettings:
+    """The arguments the runtime checks read, with their defaults when absent from ``args``."""
+
+    #: ``--n-samples-per-prompt``: samples per group (VIM103).
+    n_samples_per_prompt: int = 1
+    #: ``--rollout-batch-size``: groups per step (VIM104); None skips the check.
+    rollout_batch_size: int | None = None
+    #: ``--reward-key`` / ``--eval-reward-key``: the key of dict rewards (VIM110, VIM130).
+    reward_key: str | None = None
+    eval_reward_key: str | None = None
+    #: Flags that make training read ``rollout_log_probs`` (``--use-rollout-logprobs``, ...).
+    logprob_flags: tuple[str, ...] = ()
+    #: ``--partial-rollout``: generate may receive samples that already have a response.
+    partial_rollout: bool = False
+    #: ``--rm-type`` / ``--custom-rm-path`` (VIM118, VIM141).
+    rm_type: str | None = None
+    custom_rm_path: str | None = None
+    #: ``--label-key`` (VIM118).
+    label_key: str | None = None
+    #: ``--rollout-sample-filter-path`` / ``--rollout-all-samples-process-path`` (VIM120).
+    rollout_sample_filter_path: str | None = None
+    rollout_all_samples_process_path: str | None = None
+    #: Names of the configured eval datasets (``args.eval_datasets``); None if absent.
+    eval_dataset_names: tuple[str, ...] | None = None
+    #: Vocabulary size for the token-id range check (VIM106); None if unknown.
+    vocab_size: int | None = None
+    #: ``--loss-type``: ``sft_loss`` skips the constant-reward warning (VIM117).
+    loss_type: str | None = None
+    #: ``--contract-check``: ``off``, ``warn`` or ``raise``.
+    mode: Mode = "raise"
+    #: ``--contract-check-interval``: B2-B6 run on every N-th step.
+    interval: int = 1
+
+    @property
+    def logprobs_consumed(self) -> bool:
+        """True when training reads ``rollout_log_probs`` (they must exist and be valid)."""
+        return bool(self.logprob_flags)
+
+    @property
+    def rm_configured(self) -> bool:
+        """True when a reward model scores samples after generate (VIM141)."""
+        return bool(self.custom_rm_path or self.rm_type)
+
+    @classmethod
+    def from_args(cls, args: Any) -> CheckSettings:
+        """Read the settings from ``args`` (any object; missing attributes take defaults).
+
+        Raises:
+            ValueError: ``--contract-check`` is not one of off/warn/raise, or
+                ``--contract-check-interval`` is not a positive int (the message names the
+                argument and the value).
+        """
+        mode = getattr(args, "contract_check", "raise") or "raise"
+        if mode not in MODES:
+            raise ValueError(f"--contract-check={mode!r}: expected one of {', '.join(MODES)}")
+        interval = getattr(args, "contract_check_interval", 1)
+        if interval is None:
+            interval = 1
+        if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
+            raise ValueError(f"--contract-check-interval={interval!r}: expected an int >= 1")
+        n = getattr(args, "n_samples_per_prompt", 1)
+        vocab = getattr(args, "vocab_size", None)
+        return cls(
+            n_samples_per_prompt=n if isinstance(n, int) and n > 0 else 1,
+            rollout_batch_size=getattr(args, "rollout_batch_size", None),
+            reward_key=getattr(args, "reward_key", None) or None,
+            eval_reward_key=getattr(args, "eval_reward_key", None) or None,
+            logprob_flags=tuple(flag for name, flag in LOGPROB_CONSUMERS
+                                if getattr(args, name, False)),
+            partial_rollout=bool(getattr(args, "partial_rollout", False)),
+            rm_type=getattr(args, "rm_type", None) or None,
+            custom_rm_path=getattr(args, "custom_rm_path", None) or None,
+            label_key=getattr(args, "label_key", None) or None,
+            rollout_sample_filter_path=getattr(args, "rollout_sample_filter_path", None) or None,
+            rollout_all_samples_process_path=(
+                getattr(args, "rollout_all_samples_process_path", None) or None),
+            eval_dataset_names=_dataset_names(getattr(args, "eval_datasets", None)),
+            vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else None,
+            loss_type=getattr(args, "loss_type", None),
+            mode=mode,
+            interval=interval,
+        )
+
+    def eval_key(self) -> str | None:
+        """The dict-reward key of eval data: ``--eval-reward-key``, else ``--reward-key``."""
+        return self.eval_reward_key or self.reward_key
+
+
+@dataclass(frozen=True, slots=True)
+class CheckContext:
+    """Which user function a finding belongs to, and when.
+
+    ``hook`` is a key of ``vime.contract.HOOKS`` (its ``--*-path`` argument is read from
+    there); ``name`` the function's dotted path; ``rollout_id`` the step (None: unknown).
+    """
+
+    hook: str
+    name: str
+    rollout_id: int | None = None
+
+    @classmethod
+    def for_hook(cls, hook: str, name: str | None, rollout_id: int | None = None) -> CheckContext:
+        """Context for ``hook`` (a HOOKS dest); ``name`` None means the hook's default path."""
+        spec = HOOKS[hook]
+        return cls(hook, name or spec.default or f"configured {spec.arg}", rollout_id)
+
+    @property
+    def arg(self) -> str:
+        """The hook's command-line argument, e.g. ``--rollout-function-path``."""
+        spec = HOOKS.get(self.hook)
+        return spec.arg if spec is not None else self.hook
+
+    @property
+    def label(self) -> str:
+        """How findings name the hook kind, e.g. ``rollout`` or ``reward function``."""
+        return _HOOK_LABELS.get(self.hook, self.arg)
+
+    @property
+    def call_site(self) -> str:
+        """The key of once-per-call-site warnings: hook kind and dotted path."""
+        return f"{self.hook}:{self.name}"
+
+    def describe(self) -> str:
+        """``rollout `pkg.mod.fn` (--rollout-function-path) step 7``."""
+        step = f" step {self.rollout_id}" if self.rollout_id is not None else ""
+        return f"{self.label} `{self.name}` ({self.arg}){step}"

@@ -1,0 +1,148 @@
+"""VIM102: the shape of ``RolloutFnTrainOutput.samples``, and its leaves for the other checks.
+
+Canonical depth 2 is ``list[list[Sample]]`` (groups of samples); depth 3 lets a group element
+be a non-empty ``list[Sample]`` (one rollout fanned out into several training samples). The
+depth is uniform over the batch. A flat ``list[Sample]`` (legacy) warns and is regrouped as the
+manager does: by ``group_index`` when every sample has one, else in positional chunks of
+``n_samples_per_prompt``.
+
+Usage::
+
+    shape, findings = read_shape(output.samples, settings)
+    shape.depth            # 2 or 3
+    shape.groups           # list of groups, each a list of rollouts (a rollout = its leaves)
+    shape.leaves           # every Leaf (sample, location) in order
+
+Source: CONTRACT.md §3 ("samples", fan-out, flat legacy), §6b VIM102; ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+from vime.utils.types import Sample
+from vime_lint.runtime.locations import Loc, leaf_prefix
+from vime_lint.runtime.settings import CheckSettings
+from vime_lint.runtime.typecheck import describe_value
+
+__all__ = ["Leaf", "Rollout", "Shape", "read_shape"]
+
+
+@dataclass(frozen=True, slots=True)
+class Leaf:
+    """One ``Sample`` of the batch and where it is."""
+
+    sample: Sample
+    loc: Loc
+
+
+@dataclass(slots=True)
+class Rollout:
+    """One group element: a sample (depth 2) or a fan-out list of samples (depth 3)."""
+
+    #: Location of the element, ``samples[g][e]``.
+    prefix: str
+    #: Its leaves (one at depth 2, one or more at depth 3).
+    leaves: list[Leaf]
+
+
+@dataclass(slots=True)
+class Shape:
+    """The readable part of a batch: groups of rollouts, and every leaf in order."""
+
+    #: 2 (``list[list[Sample]]``) or 3 (fan-out), or 1 for a flat legacy list (regrouped).
+    depth: int = 2
+    #: Groups, each a list of rollouts; a group's location is ``group_prefixes[g]``.
+    groups: list[list[Rollout]] = field(default_factory=list)
+    group_prefixes: list[str] = field(default_factory=list)
+    leaves: list[Leaf] = field(default_factory=list)
+
+
+def _leaf(sample: Sample, prefix: str) -> Leaf:
+    return Leaf(sample, Loc(prefix, sample.index))
+
+
+def read_shape(samples: Any, s: CheckSettings) -> tuple[Shape | None, list[Violation]]:
+    """Check VIM102 and return the batch's readable groups (None if nothing is readable).
+
+    Returns ``(shape, findings)``: ``shape`` holds every group and element that has a valid
+    form, so the other checks still run on them; each malformed part is one finding.
+    """
+    inv = INVARIANTS["VIM102"]
+    if not isinstance(samples, list):
+        return None, [inv.violation("samples", problem=f"is {describe_value(samples)}, "
+                                    "expected list[list[Sample]]")]
+    if not samples:
+        return None, [inv.violation("samples", problem="is empty; a train step needs "
+                                    "rollout_batch_size groups")]
+    if all(type(x) is Sample or isinstance(x, Sample) for x in samples):
+        return _flat(samples, s)
+    shape = Shape()
+    out: list[Violation] = []
+    for g, group in enumerate(samples):
+        if not isinstance(group, list):
+            out.append(inv.violation(f"samples[{g}]", problem=f"is {describe_value(group)}, "
+                                     "expected a list of samples (one group)"))
+            continue
+        rollouts: list[Rollout] = []
+        for e, element in enumerate(group):
+            prefix = leaf_prefix(g, e)
+            if isinstance(element, Sample):
+                depth = 2
+                leaves = [_leaf(element, prefix)]
+            elif isinstance(element, list) and element:
+                depth = 3
+                bad = next((k for k, x in enumerate(element) if not isinstance(x, Sample)), None)
+                if bad is not None:
+                    out.append(inv.violation(leaf_prefix(g, e, bad), problem=f"is "
+                                             f"{describe_value(element[bad])}, expected a Sample"))
+                    continue
+                leaves = [_leaf(x, leaf_prefix(g, e, k)) for k, x in enumerate(element)]
+            else:
+                what = "an empty list" if isinstance(element, list) else describe_value(element)
+                out.append(inv.violation(prefix, problem=f"is {what}, expected a Sample (or a "
+                                         "non-empty list of Samples for a fan-out rollout)"))
+                continue
+            if not shape.leaves and not rollouts:
+                shape.depth = depth
+            if depth != shape.depth:
+                out.append(inv.violation(prefix, problem=(
+                    f"is {'a list (depth 3)' if depth == 3 else 'a Sample (depth 2)'} but earlier "
+                    f"elements are {'lists (depth 3)' if shape.depth == 3 else 'Samples (depth 2)'}: "
+                    "the depth must be uniform over the batch (the manager flattens by looking at "
+                    "the first element)")))
+                continue
+            rollouts.append(Rollout(prefix, leaves))
+            shape.leaves.extend(leaves)
+        shape.groups.append(rollouts)
+        shape.group_prefixes.append(f"samples[{g}]")
+    return shape, out
+
+
+def _flat(samples: list[Sample], s: CheckSettings) -> tuple[Shape, list[Violation]]:
+    n = s.n_samples_per_prompt
+    finding = INVARIANTS["VIM102"].violation(
+        "samples", severity="warning",
+        problem=f"is a flat list of {len(samples)} Samples (legacy); it is regrouped "
+        + ("by group_index" if all(x.group_index is not None for x in samples)
+           else f"in positional chunks of n_samples_per_prompt={n}"),
+        fix="return list[list[Sample]]: one list per prompt group")
+    shape = Shape(depth=1)
+    leaves = [_leaf(x, f"samples[{i}]") for i, x in enumerate(samples)]
+    shape.leaves = leaves
+    if all(x.group_index is not None for x in samples):
+        by_key: dict[Any, list[Rollout]] = {}
+        for leaf in leaves:
+            by_key.setdefault(leaf.sample.group_index, []).append(Rollout(leaf.loc.prefix, [leaf]))
+        for key, rollouts in by_key.items():
+            shape.groups.append(rollouts)
+            shape.group_prefixes.append(f"samples (group_index={key})")
+    else:
+        for start in range(0, len(leaves), n):
+            chunk = leaves[start:start + n]
+            shape.groups.append([Rollout(leaf.loc.prefix, [leaf]) for leaf in chunk])
+            shape.group_prefixes.append(f"samples[{start}:{start + len(chunk)}]")
+    return shape, [finding]

@@ -1,0 +1,117 @@
+"""Pure value predicates shared by several invariants: rewards, finite reals, JSON paths.
+
+Usage::
+
+    reward_problem(0.5, None)                  # None (valid)
+    reward_problem({"acc": 1.0}, None)         # ("error", "is a dict with keys ['acc'] but ...")
+    reward_problem(True, None)                 # ("warning", "is a bool (True); ...")
+    json_problem({"x": {1, 2}})                # "['x'] is a set, not JSON-serialisable"
+
+Source: CONTRACT.md §2 (``get_reward_value``), §6b (VIM110, VIM116, VIM130, VIM150); ours.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from vime.contract.errors import Severity
+from vime_lint.runtime.typecheck import describe_value
+
+__all__ = ["is_finite_real", "json_problem", "real_problem", "reward_problem"]
+
+
+def is_finite_real(value: Any) -> bool:
+    """True for a finite ``numbers.Real`` that is not a bool (numpy scalars included)."""
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is int:
+        return True
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def real_problem(value: Any) -> tuple[Severity, str] | None:
+    """Why ``value`` is not a finite real (bool: a warning), or None if it is one."""
+    if is_finite_real(value):
+        return None
+    if isinstance(value, bool):
+        return "warning", f"is a bool ({value}); store a float (1.0 / 0.0)"
+    if isinstance(value, numbers.Real):
+        return "error", f"is {value!r}, expected a finite real"
+    hint = "; call .item() on tensors and numpy arrays" if hasattr(value, "item") else ""
+    return "error", f"is {describe_value(value)}, expected a finite real{hint}"
+
+
+def reward_problem(value: Any, reward_key: str | None, *,
+                   key_arg: str = "--reward-key") -> tuple[Severity, str] | None:
+    """Why ``value`` is not a valid reward (CONTRACT.md §2 ``get_reward_value``), or None.
+
+    Valid: a finite real, or a dict holding a finite real under ``reward_key``. None, a dict
+    without ``reward_key`` set, a dict missing the key, or a non-finite value are errors; a
+    bool is a warning. The text reads after the reward's location.
+    """
+    if value is None:
+        return "error", "is None; every sample needs a reward before training"
+    if isinstance(value, Mapping):
+        keys = sorted(map(str, value))
+        if not reward_key:
+            return "error", f"is a dict with keys {keys} but {key_arg} is not set"
+        if reward_key not in value:
+            return "error", f"is a dict without the key {reward_key!r} ({key_arg}); it has {keys}"
+        inner = real_problem(value[reward_key])
+        if inner is None:
+            return None
+        return inner[0], f"[{reward_key!r}] {inner[1]}"
+    return real_problem(value)
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_problem(value: Any) -> str | None:
+    """None if ``json.dumps(value)`` works, else the first bad path and its type.
+
+    Returns e.g. ``"['scores'][2] is a ndarray, not JSON-serialisable"`` (the caller prefixes
+    the field name).
+    """
+    try:
+        json.dumps(value)
+        return None
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        path = _first_bad_path(value, "", set())
+        if path is None:
+            return f"does not pass json.dumps ({type(exc).__name__}: {exc})"
+        where, bad = path
+        return f"{where} is a {type(bad).__name__}, not JSON-serialisable".lstrip()
+
+
+def _first_bad_path(value: Any, path: str, seen: set[int]) -> tuple[str, Any] | None:
+    if isinstance(value, _JSON_SCALARS):
+        return None
+    if id(value) in seen:
+        return path, value
+    if isinstance(value, dict):
+        seen.add(id(value))
+        for key, item in value.items():
+            if not isinstance(key, _JSON_SCALARS):
+                return f"{path}[{key!r}] (key)", key
+            found = _first_bad_path(item, f"{path}[{key!r}]", seen)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        seen.add(id(value))
+        for i, item in enumerate(value):
+            found = _first_bad_path(item, f"{path}[{i}]", seen)
+            if found is not None:
+                return found
+        return None
+    return path, value

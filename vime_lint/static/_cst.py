@@ -1,0 +1,188 @@
+"""Small pure helpers over LibCST nodes, shared by the rules.
+
+Usage::
+
+    params_of(fn)                  # [Param("args", "POSITIONAL_OR_KEYWORD", False, ""), ...]
+    dotted(node)                   # "asyncio.to_thread" for an Attribute chain, else None
+    code_of(node)                  # source text of an expression
+
+Source: ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from vime.contract import Param
+
+__all__ = [
+    "code_of", "dotted", "is_generator", "iter_returns", "may_fall_through", "params_of",
+    "string_value",
+]
+
+_EMPTY = cst.Module(body=[])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """The source text of ``node`` (whitespace inside the node kept)."""
+    return _EMPTY.code_for_node(node)
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """``"a.b.c"`` for a ``Name``/``Attribute`` chain, else None."""
+    parts: list[str] = []
+    cur: cst.BaseExpression = node
+    while isinstance(cur, cst.Attribute):
+        parts.append(cur.attr.value)
+        cur = cur.value
+    if isinstance(cur, cst.Name):
+        parts.append(cur.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    """The value of a plain (non-f, non-concatenated) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _param(p: cst.Param, kind: str) -> Param:
+    default = p.default
+    return Param(p.name.value, kind, default is not None,
+                 code_of(default) if default is not None else "")
+
+
+def params_of(fn: cst.FunctionDef, *, drop_self: bool = False) -> list[Param]:
+    """The parameters of ``fn`` as ``vime.contract.Param`` tuples, in order.
+
+    ``kind`` is an ``inspect.Parameter.kind`` name; ``default_repr`` is the default's source
+    text (``"False"``). With ``drop_self`` the first parameter (``self``) is left out.
+    """
+    ps = fn.params
+    out = [_param(p, "POSITIONAL_ONLY") for p in ps.posonly_params]
+    out += [_param(p, "POSITIONAL_OR_KEYWORD") for p in ps.params]
+    if isinstance(ps.star_arg, cst.Param):
+        out.append(_param(ps.star_arg, "VAR_POSITIONAL"))
+    out += [_param(p, "KEYWORD_ONLY") for p in ps.kwonly_params]
+    if ps.star_kwarg is not None:
+        out.append(_param(ps.star_kwarg, "VAR_KEYWORD"))
+    if drop_self and out:
+        out = out[1:]
+    return out
+
+
+def _body_statements(node: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    if isinstance(node, cst.IndentedBlock):
+        return node.body
+    if isinstance(node, cst.SimpleStatementSuite):
+        return node.body
+    return ()
+
+
+def _terminates_small(stmt: cst.BaseSmallStatement) -> bool:
+    if isinstance(stmt, (cst.Return, cst.Raise)):
+        return True
+    if isinstance(stmt, cst.Expr) and isinstance(stmt.value, cst.Call):
+        name = dotted(stmt.value.func)
+        return name in ("sys.exit", "exit", "quit", "os._exit", "os.abort")
+    if isinstance(stmt, cst.Assert):
+        return isinstance(stmt.test, cst.Name) and stmt.test.value == "False"
+    return False
+
+
+def _contains_break(node: cst.CSTNode) -> bool:
+    """True if ``node`` holds a ``break`` for its own loop (nested loops skipped)."""
+    for child in node.children:
+        if isinstance(child, cst.Break):
+            return True
+        if isinstance(child, (cst.For, cst.While, cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if _contains_break(child):
+            return True
+    return False
+
+
+def _stmt_may_fall_through(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return not any(_terminates_small(s) for s in stmt.body)
+    if isinstance(stmt, cst.BaseSmallStatement):
+        return not _terminates_small(stmt)
+    if isinstance(stmt, cst.If):
+        if may_fall_through(stmt.body):
+            return True
+        orelse = stmt.orelse
+        if orelse is None:
+            return True
+        if isinstance(orelse, cst.If):
+            return _stmt_may_fall_through(orelse)
+        return may_fall_through(orelse.body)
+    if isinstance(stmt, cst.Try):
+        if stmt.finalbody is not None and not may_fall_through(stmt.finalbody.body):
+            return False
+        body_ft = may_fall_through(stmt.body)
+        if stmt.orelse is not None:
+            body_ft = may_fall_through(stmt.orelse.body)
+        return body_ft or any(may_fall_through(h.body) for h in stmt.handlers)
+    if isinstance(stmt, cst.With):
+        return may_fall_through(stmt.body)
+    if isinstance(stmt, cst.While):
+        endless = isinstance(stmt.test, cst.Name) and stmt.test.value == "True"
+        return not (endless and not _contains_break(stmt.body))
+    if isinstance(stmt, (cst.Match, cst.TryStar)):
+        return False  # not modelled: stay quiet (precision first)
+    return True
+
+
+def may_fall_through(suite: cst.BaseSuite) -> bool:
+    """True when control can reach the end of ``suite`` (a function returns None there).
+
+    Conservative for precision: constructs it does not model (``match``, ``try*``) count as
+    terminating, so a finding is only reported when the fall-through is visible.
+    """
+    stmts = _body_statements(suite)
+    if not stmts:
+        return True
+    return _stmt_may_fall_through(stmts[-1])
+
+
+class _ReturnCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.returns: list[cst.Return] = []
+        self.yields = False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _collect(fn: cst.FunctionDef) -> _ReturnCollector:
+    collector = _ReturnCollector()
+    fn.body.visit(collector)
+    return collector
+
+
+def iter_returns(fn: cst.FunctionDef) -> Iterator[cst.Return]:
+    """The ``return`` statements of ``fn`` itself (nested functions and classes skipped)."""
+    yield from _collect(fn).returns
+
+
+def is_generator(fn: cst.FunctionDef) -> bool:
+    """True when ``fn`` itself contains ``yield`` (nested functions skipped)."""
+    return _collect(fn).yields

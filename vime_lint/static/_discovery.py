@@ -1,0 +1,164 @@
+"""Hook discovery from the repository: launch scripts, configs, ``[tool.vime_lint] hooks``.
+
+Order (reported by ``vime-lint rollout --show-hooks``):
+
+a. ``--*-path`` arguments in the repository's shell scripts and YAML/JSON/TOML files
+   (``--rollout-function-path pkg.mod.fn`` -> ``pkg/mod.py:fn``; ``rollout_function_path:
+   pkg.mod.fn`` in YAML), mapped to hooks with ``vime.contract.hook_for_arg``;
+b. ``[tool.vime_lint] hooks`` in ``pyproject.toml``;
+c. module-level annotations with a contract Protocol (``x: RolloutFunction = fn``);
+d. conventional names (``HookSpec.conventional_names``).
+
+Steps c and d need the module's own text and happen in ``_rule.build_context``.
+
+Usage::
+
+    launch = scan_launch_files(root, exclude)
+    bindings = bind_targets(root, launch.targets + config_targets(config))
+    bindings[Path("/repo/pkg/mod.py")]       # (HookBinding("fn", spec, "run.sh:3 (...)"),)
+
+Source: ours.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from vime.contract import GROUP_RM_SPEC, HOOKS, HookSpec, hook_for_arg
+from vime_lint.static._files import is_excluded
+from vime_lint.static._model import HookBinding
+
+__all__ = ["LaunchConfig", "Target", "bind_targets", "config_targets", "scan_launch_files"]
+
+SCAN_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".yaml", ".yml", ".json", ".toml"})
+MAX_SCAN_BYTES = 512 * 1024
+MAX_SCAN_FILES = 5000
+
+_PATH_ARG = re.compile(
+    r"(?<![\w-])(?:--)?(?P<name>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_]path)[\"']?"
+    r"[ \t]*[:= \t][ \t]*[\"']?(?P<value>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+_FLAG = re.compile(r"(?<![\w-])--(?P<name>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
+_KEY = re.compile(r"^[ \t-]*[\"']?(?P<name>[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)[\"']?[ \t]*[:=]",
+                  re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A dotted path named for a hook, and where it was named."""
+
+    dotted: str
+    spec: HookSpec
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchConfig:
+    """What the launch scripts and configs of a repository say."""
+
+    targets: tuple[Target, ...] = ()
+    #: ``--flags`` mentioned (YAML/TOML keys count as ``--key-name``).
+    flags: frozenset[str] = frozenset()
+    #: Files scanned.
+    scanned: int = 0
+
+
+def _walk(root: Path, exclude: Sequence[str]) -> Iterable[Path]:
+    count = 0
+    seen: set[tuple[int, int]] = set()
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        try:
+            st = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirnames[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not is_excluded(here / d, root, exclude))
+        for name in sorted(filenames):
+            p = here / name
+            if p.suffix in SCAN_SUFFIXES and not is_excluded(p, root, exclude):
+                count += 1
+                if count > MAX_SCAN_FILES:
+                    return
+                yield p
+
+
+def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
+    """Read ``--*-path`` hook targets and ``--flags`` from the repository's scripts/configs."""
+    targets: list[Target] = []
+    flags: set[str] = set()
+    scanned = 0
+    group_rm_files: set[Path] = set()
+    rm_targets: list[tuple[Path, Target]] = []
+    for p in _walk(root, exclude):
+        try:
+            if p.stat().st_size > MAX_SCAN_BYTES:
+                continue
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        scanned += 1
+        rel = p.relative_to(root).as_posix()
+        for m in _FLAG.finditer(text):
+            flags.add(f"--{m.group('name')}")
+        for m in _KEY.finditer(text):
+            flags.add("--" + m.group("name").replace("_", "-"))
+        if "--group-rm" in text or re.search(r"\bgroup[_-]rm\b\s*[:=]\s*[Tt]rue", text):
+            group_rm_files.add(p)
+        if "path" not in text:
+            continue
+        for m in _PATH_ARG.finditer(text):
+            arg = "--" + m.group("name").replace("_", "-")
+            spec = hook_for_arg(arg)
+            if spec is None:
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            t = Target(m.group("value"), spec, f"{rel}:{line} ({arg})")
+            if spec.dest == "custom_rm_path":
+                rm_targets.append((p, t))
+            else:
+                targets.append(t)
+    for p, t in rm_targets:
+        spec = GROUP_RM_SPEC if p in group_rm_files else t.spec
+        targets.append(Target(t.dotted, spec, t.source))
+    return LaunchConfig(tuple(targets), frozenset(flags), scanned)
+
+
+def config_targets(hooks: Mapping[str, Sequence[str]], source: str) -> list[Target]:
+    """Targets from ``[tool.vime_lint] hooks`` (``{dest: [dotted, ...]}``)."""
+    return [Target(d, HOOKS[dest], source) for dest, paths in hooks.items() for d in paths]
+
+
+def module_file(root: Path, dotted_module: str) -> Path | None:
+    """``pkg/mod.py`` or ``pkg/mod/__init__.py`` under ``root`` or ``root/src``, else None."""
+    parts = dotted_module.split(".")
+    for base in (root, root / "src"):
+        for cand in (base.joinpath(*parts).with_suffix(".py"),
+                     base.joinpath(*parts, "__init__.py")):
+            if cand.is_file():
+                return cand.resolve()
+    return None
+
+
+def bind_targets(root: Path, targets: Iterable[Target]) -> tuple[
+        dict[Path, tuple[HookBinding, ...]], list[Target]]:
+    """Map targets to files: ``{resolved file: bindings}`` and the targets with no file."""
+    out: dict[Path, list[HookBinding]] = {}
+    missing: list[Target] = []
+    for t in targets:
+        module, _, name = t.dotted.rpartition(".")
+        f = module_file(root, module) if module else None
+        if f is None:
+            missing.append(t)
+            continue
+        existing = out.setdefault(f, [])
+        if not any(b.function == name and b.spec.dest == t.spec.dest for b in existing):
+            existing.append(HookBinding(name, t.spec, t.source, explicit=True))
+    return {k: tuple(v) for k, v in out.items()}, missing

@@ -1,0 +1,72 @@
+"""Every vime-lint rule, one module per rule family; :data:`ALL_RULES` in code order.
+
+Source: ours.
+"""
+
+from __future__ import annotations
+
+from vime_lint.static._rule import Rule
+from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
+from vime_lint.static.rules.async_code import BlockingCallInAsync, UnawaitedCoroutine
+from vime_lint.static.rules.ported_code import PortedSglangShape
+from vime_lint.static.rules.returns import (
+    EvalDataKeys,
+    EvaluationBranch,
+    RawRolloutReturn,
+    RewardReturnsNone,
+)
+from vime_lint.static.rules.sample_api import (
+    GetattrOnGroupElement,
+    MaskFromFullTokens,
+    SampleConstructor,
+    StaleDataBuffer,
+    StaleSampleFlag,
+    StatusString,
+    TensorInMetadata,
+    TokensWithoutLossMask,
+    UnknownSampleAttribute,
+)
+from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
+from vime_lint.static.rules.signatures import (
+    HookSignature,
+    RolloutFunctionSignature,
+    UnpicklableHook,
+)
+
+__all__ = ["ALL_RULES", "rules_for_code"]
+
+_RULES: list[type[Rule]] = [
+    RolloutFunctionSignature,
+    HookSignature,
+    UnpicklableHook,
+    EvaluationBranch,
+    RawRolloutReturn,
+    EvalDataKeys,
+    RewardReturnsNone,
+    SampleConstructor,
+    UnknownSampleAttribute,
+    StatusString,
+    StaleSampleFlag,
+    StaleDataBuffer,
+    TokensWithoutLossMask,
+    MaskFromFullTokens,
+    GetattrOnGroupElement,
+    TensorInMetadata,
+    BlockingCallInAsync,
+    UnawaitedCoroutine,
+    ArgsMutation,
+    GroupExpandedTwice,
+    RewardArithmetic,
+    PortedSglangShape,
+    BareNoqa,
+    UnusedSuppression,
+]
+
+#: Every rule class, sorted by code, then by class name.
+ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(_RULES, key=lambda r: (r.code(), r.__name__)))
+
+
+def rules_for_code(code: str) -> list[type[Rule]]:
+    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``."""
+    c = code.strip()
+    return [r for r in ALL_RULES if r.code() == c.upper() or r.slug() == c.lower()]

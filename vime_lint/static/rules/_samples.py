@@ -1,0 +1,78 @@
+"""Which expressions hold a ``Sample``, as far as the code shows it (shared by rule families).
+
+A name holds a sample when it is a hook parameter named ``sample``, is assigned
+``Sample(...)``, loops over ``iter_samples(...)`` or over a name ending in ``group``/``samples``,
+or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
+so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
+
+Source: ours.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime_lint.static._rule import FileContext, FunctionTracker
+
+__all__ = ["SampleTracker", "is_sample_call_name"]
+
+
+def is_sample_call_name(func: cst.BaseExpression, sample_names: frozenset[str]) -> bool:
+    """Cheap syntactic pre-check for ``Sample(...)``: an imported alias or ``x.Sample``."""
+    if isinstance(func, cst.Name):
+        return func.value in sample_names
+    return isinstance(func, cst.Attribute) and func.attr.value == "Sample"
+
+
+def _group_like(name: str) -> bool:
+    return name.endswith("group") or name.endswith("samples") or name == "batch"
+
+
+class SampleTracker(FunctionTracker):
+    """A rule that knows which local names hold samples (``self.is_sample(expr)``)."""
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.sample_vars: list[set[str]] = [set()]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        names: set[str] = set()
+        for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            if p.name.value == "sample":
+                names.add("sample")
+        self.sample_vars.append(names)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.sample_vars.pop()
+        super().leave_FunctionDef(original_node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and is_sample_call_name(value.func,
+                                                              self.context.sample_names):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.sample_vars[-1].add(t.target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        if not isinstance(node.target, cst.Name):
+            return
+        it = node.iter
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
+                and it.func.value == "iter_samples":
+            self.sample_vars[-1].add(node.target.value)
+        elif isinstance(it, cst.Name) and _group_like(it.value):
+            self.sample_vars[-1].add(node.target.value)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        if isinstance(node.target, cst.Name) and isinstance(node.iter, cst.Name) \
+                and _group_like(node.iter.value):
+            self.sample_vars[-1].add(node.target.value)
+
+    def is_sample(self, expr: cst.BaseExpression) -> bool:
+        """True when ``expr`` is a name known (or spelled) to hold a ``Sample``."""
+        if not isinstance(expr, cst.Name):
+            return False
+        v = expr.value
+        return v in self.sample_vars[-1] or v == "sample" or v.endswith("_sample")

@@ -1,0 +1,265 @@
+"""Configuration and group handling: VIM010, VIM016, VIM017.
+
+Source: CONTRACT.md §4 (``args`` is configuration only), §7 (groups from ``get_samples``), §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import dotted, string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+
+__all__ = ["ArgsMutation", "GroupExpandedTwice", "RewardArithmetic"]
+
+
+def _has_args_param(fn: cst.FunctionDef | None) -> bool:
+    if fn is None:
+        return False
+    return any(p.name.value == "args" for p in (*fn.params.posonly_params, *fn.params.params,
+                                                 *fn.params.kwonly_params))
+
+
+class ArgsMutation(FunctionTracker):
+    """No attribute assignment on ``args``.
+
+    ## What it does
+    In modules that define hooks, reports ``args.x = ...``, ``args.x += ...`` and
+    ``setattr(args, ...)`` inside functions that take an ``args`` parameter.
+
+    ## Why is this bad?
+    ``args`` is the run's shared configuration, copied into every Ray actor. State stashed on
+    it lives in one process only: other actors never see it, and a restart loses it (failure
+    kind: "shared configuration").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        args.step_counter = rollout_id
+    ```
+
+    ## Use instead
+    ```python
+    _STATE = {"step": 0}
+
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        _STATE["step"] = rollout_id
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM016"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    n = args.rollout_batch_size\n"),
+        Valid("args = parse()\nargs.x = 1\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    args.counter = rollout_id\n", line=2, col=4),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    setattr(args, 'cache', {})\n    return sample\n", line=2, col=4),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    args.steps += 1\n", line=2, col=4),
+    ]
+
+    def _check(self, node: cst.CSTNode, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) \
+                and target.value.value == "args" and _has_args_param(self.current):
+            assert self.current is not None
+            self.report(node, self.INVARIANT.render(attr=target.attr.value,
+                                                    name=self.current.name.value))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._check(node, t.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node, node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "setattr" \
+                and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
+                and node.args[0].value.value == "args" and _has_args_param(self.current):
+            assert self.current is not None
+            attr = string_value(node.args[1].value) or "..."
+            self.report(node, self.INVARIANT.render(attr=attr, name=self.current.name.value))
+
+
+def _is_n_samples_range(node: cst.Call) -> bool:
+    return (isinstance(node.func, cst.Name) and node.func.value == "range"
+            and len(node.args) == 1
+            and dotted(node.args[0].value) == "args.n_samples_per_prompt")
+
+
+class GroupExpandedTwice(FunctionTracker):
+    """Groups from ``get_samples`` are not expanded again by ``n_samples_per_prompt``.
+
+    ## What it does
+    Reports ``range(args.n_samples_per_prompt)`` in a function that also calls
+    ``.get_samples(...)``. Runtime twin: VIM103.
+
+    ## Why is this bad?
+    ``get_samples`` already returns groups of ``n_samples_per_prompt`` copies of a prompt;
+    copying each again makes groups of n² samples, which breaks group normalisation (failure
+    kind: "group expanded twice").
+
+    ## Example
+    ```python
+    groups = data_source.get_samples(args.rollout_batch_size)
+    groups = [[copy.deepcopy(g[0]) for _ in range(args.n_samples_per_prompt)] for g in groups]
+    ```
+
+    ## Use instead
+    ```python
+    groups = data_source.get_samples(args.rollout_batch_size)
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM017"]
+    VALID = [
+        Valid("def f(args, ds):\n    return ds.get_samples(4)\n"),
+        Valid("def f(args, prompts):\n    return [[p for _ in range(args.n_samples_per_prompt)]"
+              " for p in prompts]\n"),
+    ]
+    INVALID = [
+        Invalid("def f(args, ds):\n    groups = ds.get_samples(4)\n"
+                "    return [[g[0] for _ in range(args.n_samples_per_prompt)] for g in groups]\n",
+                line=3, col=27),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.state: list[tuple[list[cst.Call], list[bool]]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.state.append(([], [False]))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        ranges, calls = self.state.pop()
+        if calls[0]:
+            for r in ranges:
+                self.report(r, self.INVARIANT.render(name=original_node.name.value))
+        super().leave_FunctionDef(original_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.state:
+            return
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_samples":
+            self.state[-1][1][0] = True
+        elif _is_n_samples_range(node):
+            self.state[-1][0].append(node)
+
+
+_REWARD_HOOKS = frozenset({
+    "dynamic_sampling_filter_path", "custom_reward_post_process_path",
+    "custom_rollout_log_function_path", "custom_eval_rollout_log_function_path",
+    "rollout_sample_filter_path", "rollout_all_samples_process_path", "buffer_filter_path",
+    "custom_convert_samples_to_train_data_path",
+})
+_AGGREGATES = ("sum", "max", "min", "mean", "std", "var", "median", "fmean", "pstdev",
+               "stdev", "tensor", "array")
+
+
+def _is_reward(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "reward"
+
+
+class RewardArithmetic(FunctionTracker):
+    """Filters, post-processing and loggers read rewards through ``get_reward_value(args)``.
+
+    ## What it does
+    In dynamic/buffer/sample filters, reward post-processing, conversion and logging hooks,
+    reports ``x.reward`` used as a number: an operand of arithmetic or of a comparison other
+    than ``is None``, or the items of ``sum``/``mean``/``std``/``max``/``min``/``np.array``.
+    Runtime twin: VIM110.
+
+    ## Why is this bad?
+    ``Sample.reward`` may be a dict read through ``--reward-key``; arithmetic on it raises,
+    and comparisons silently answer wrong (failure kind: "filter assumes numeric reward").
+
+    ## Example
+    ```python
+    def dynamic_sampling_filter(args, samples, **kwargs):
+        return len({s.reward for s in samples}) > 1 and sum(s.reward for s in samples) > 0
+    ```
+
+    ## Use instead
+    ```python
+    def dynamic_sampling_filter(args, samples, **kwargs):
+        rewards = [s.get_reward_value(args) for s in samples]
+        return len(set(rewards)) > 1 and sum(rewards) > 0
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM010"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
+              "    return sum(s.get_reward_value(args) for s in samples) > 0\n"),
+        Valid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
+              "    return all(s.reward is not None for s in samples)\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    return sample.reward + 1\n"),
+    ]
+    INVALID = [
+        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
+                "    return sum(s.reward for s in samples) > 0\n", line=2, col=11),
+        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
+                "    return samples[0].reward > 0.5\n", line=2, col=11),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.active = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        b = self.hook_of(node)
+        if b is not None and b.spec.dest in _REWARD_HOOKS:
+            self.active += 1
+        self.active_stack = getattr(self, "active_stack", [])
+        self.active_stack.append(b is not None and b.spec.dest in _REWARD_HOOKS)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        if self.active_stack.pop():
+            self.active -= 1
+        super().leave_FunctionDef(original_node)
+
+    def _name(self) -> str:
+        fn = self.functions[0] if self.functions else None
+        return fn.name.value if fn is not None else "?"
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if self.active and (_is_reward(node.left) or _is_reward(node.right)):
+            self.report(node, self.INVARIANT.render(name=self._name()))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if not self.active:
+            return
+        operands = [node.left, *(c.comparator for c in node.comparisons)]
+        identity = all(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn))
+                       for c in node.comparisons)
+        if not identity and any(_is_reward(o) for o in operands):
+            self.report(node, self.INVARIANT.render(name=self._name()))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.active or not node.args:
+            return
+        name = (dotted(node.func) or "").rpartition(".")[2]
+        if name not in _AGGREGATES:
+            return
+        arg = node.args[0].value
+        if isinstance(arg, (cst.GeneratorExp, cst.ListComp)) and _is_reward(arg.elt):
+            self.report(node, self.INVARIANT.render(name=self._name()))

@@ -1,0 +1,225 @@
+"""Async code in hooks: blocking calls (VIM005) and un-awaited coroutines (VIM021).
+
+Source: CONTRACT.md §5 (generate and reward hooks are awaited on one event loop), §6a; ours.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+
+__all__ = ["BlockingCallInAsync", "UnawaitedCoroutine"]
+
+#: Blocking callables by qualified name (prefix match when the entry ends with ".").
+BLOCKING = (
+    "time.sleep", "requests.", "urllib.request.urlopen", "urllib3.request",
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "os.system", "httpx.get", "httpx.post", "httpx.put", "httpx.patch", "httpx.delete",
+    "httpx.head", "httpx.request", "socket.create_connection",
+)
+
+#: Async functions of vime's public API (CONTRACT.md §1 and §8).
+KNOWN_ASYNC = frozenset({
+    "vime.rollout.vllm_rollout.generate", "vime.rollout.vllm_rollout.generate_and_rm",
+    "vime.rollout.vllm_rollout.generate_and_rm_group", "vime.rollout.rm_hub.async_rm",
+    "vime.rollout.rm_hub.batched_async_rm", "vime.utils.http_utils.post",
+    "vime.utils.http_utils.get", "asyncio.sleep",
+})
+
+
+def _blocking(names: set[str]) -> str | None:
+    for n in names:
+        for b in BLOCKING:
+            if n == b or (b.endswith(".") and n.startswith(b) and n.count(".") == 1):
+                return n
+    return None
+
+
+class BlockingCallInAsync(FunctionTracker):
+    """No blocking calls inside ``async def``.
+
+    ## What it does
+    Reports calls of ``time.sleep``, ``requests.*``, ``urllib.request.urlopen``,
+    ``subprocess.run``/``call``/``check_output``, ``os.system`` and sync ``httpx`` functions
+    directly inside an ``async def`` (resolving ``from time import sleep`` and aliases).
+    Passing the function to ``asyncio.to_thread`` or an executor is fine.
+
+    ## Why is this bad?
+    Generate and reward hooks share one event loop per process; a blocking call stalls every
+    concurrent request and serialises the whole rollout (failure kind: "blocking work on the
+    event loop").
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        r = requests.post(URL, json={"text": sample.response})
+        return r.json()["score"]
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        r = await asyncio.to_thread(requests.post, URL, json={"text": sample.response})
+        return r.json()["score"]
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM005"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    VALID = [
+        Valid("import asyncio, time\nasync def f():\n    await asyncio.sleep(1)\n"),
+        Valid("import time\ndef f():\n    time.sleep(1)\n"),
+        Valid("import asyncio, requests\nasync def f(u):\n"
+              "    return await asyncio.to_thread(requests.get, u)\n"),
+        Valid("import time\nasync def f():\n    def g():\n        time.sleep(1)\n"
+              "    return g\n"),
+    ]
+    INVALID = [
+        Invalid("import time\nasync def f():\n    time.sleep(1)\n", line=3, col=4),
+        Invalid("from time import sleep\nasync def f():\n    sleep(1)\n", line=3, col=4),
+        Invalid("import requests as rq\nasync def f(u):\n    return rq.get(u)\n", line=3,
+                col=11),
+        Invalid("import subprocess\nasync def f():\n    subprocess.run(['ls'])\n", line=3,
+                col=4),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.current
+        if fn is None or fn.asynchronous is None:
+            return
+        hit = _blocking(self.qualified(node.func))
+        if hit is not None:
+            self.report(node, self.INVARIANT.render(call=hit, name=fn.name.value))
+
+
+_SCHEDULERS = ("gather", "create_task", "ensure_future", "wait_for", "run", "shield", "wait",
+               "run_until_complete", "run_coroutine_threadsafe", "as_completed", "TaskGroup")
+
+
+class UnawaitedCoroutine(FunctionTracker):
+    """A call to a known async function is awaited (or scheduled).
+
+    ## What it does
+    Reports calls to an ``async def`` of the same module, an async method of the same class
+    (``self.fetch()``), or a known async function of vime (``generate``,
+    ``generate_and_rm``, ``async_rm``, ...) whose coroutine is thrown away or used as a value:
+    a bare statement, ``f().x``, ``f()[0]``, ``f() + 1``, ``if f():``. Passing the coroutine to
+    ``asyncio.gather``/``create_task``/``run`` or assigning it is fine.
+
+    ## Why is this bad?
+    An un-awaited call returns a coroutine: the work never runs (Python only warns
+    "coroutine was never awaited" at garbage collection), and code that uses the result gets
+    a coroutine object (failure kinds: "coroutine returned instead of value", "async reward
+    not awaited").
+
+    ## Example
+    ```python
+    async def generate(args, sample, sampling_params):
+        fetch_tools(sample)
+        return sample
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        await fetch_tools(sample)
+        return sample
+    ```
+
+    ## Fix safety
+    No fix: ``await`` is only valid inside ``async def``.
+    """
+
+    INVARIANT = INVARIANTS["VIM021"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    VALID = [
+        Valid("async def f():\n    pass\nasync def g():\n    await f()\n"),
+        Valid("import asyncio\nasync def f(x):\n    pass\nasync def g(xs):\n"
+              "    await asyncio.gather(*[f(x) for x in xs])\n"),
+        Valid("async def f():\n    pass\ndef g():\n    f = len\n    f([])\n"),
+        Valid("async def f():\n    pass\nasync def g():\n    task = f()\n    await task\n"),
+    ]
+    INVALID = [
+        Invalid("async def f():\n    pass\nasync def g():\n    f()\n", line=4, col=4),
+        Invalid("from vime.rollout.rm_hub import async_rm\nasync def g(args, s):\n"
+                "    s.reward = async_rm(args, s) + 1\n", line=3, col=15),
+        Invalid("class A:\n    async def fetch(self):\n        pass\n"
+                "    async def run(self):\n        if self.fetch():\n            pass\n",
+                line=5, col=11),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.class_async: list[set[str]] = []
+        self.known = KNOWN_ASYNC | context.async_defs
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        super().visit_ClassDef(node)
+        names: set[str] = set()
+        if isinstance(node.body, cst.IndentedBlock):
+            for stmt in node.body.body:
+                if isinstance(stmt, cst.FunctionDef) and stmt.asynchronous is not None:
+                    names.add(stmt.name.value)
+        self.class_async.append(names)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.class_async.pop()
+        super().leave_ClassDef(original_node)
+
+    def _async_name(self, expr: cst.BaseExpression) -> str | None:
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and self.class_async \
+                and func.attr.value in self.class_async[-1]:
+            return f"self.{func.attr.value}"
+        if isinstance(func, cst.Name) or isinstance(func, cst.Attribute):
+            if isinstance(func, cst.Name) and func.value not in self.context.async_defs \
+                    and not any(k.endswith("." + func.value) for k in KNOWN_ASYNC):
+                return None
+            for q in self.qualified(func):
+                if q in self.known:
+                    return q
+        return None
+
+    def _check(self, expr: cst.BaseExpression | None) -> None:
+        if expr is None:
+            return
+        name = self._async_name(expr)
+        if name is not None:
+            self.report(expr, self.INVARIANT.render(call=name))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        self._check(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._check(node.value)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node.left)
+        self._check(node.right)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._check(node.left)
+        for c in node.comparisons:
+            self._check(c.comparator)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._check(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._check(node.test)
+
+
+_ = _SCHEDULERS

@@ -1,0 +1,539 @@
+"""What rollout and reward functions return: VIM002, VIM003, VIM011, VIM020.
+
+Source: CONTRACT.md §3 (output shapes), §4 (the ``call_rollout_fn`` table), §6a; ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import is_generator, iter_returns, may_fall_through, string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, Fix, FunctionTracker
+from vime_lint.static.rules.signatures import ROLLOUT_DESTS
+
+__all__ = ["EvalDataKeys", "EvaluationBranch", "RawRolloutReturn", "RewardReturnsNone"]
+
+TRAIN_OUT = "RolloutFnTrainOutput"
+EVAL_OUT = "RolloutFnEvalOutput"
+BASE_TYPES = "vime.rollout.base_types"
+EVAL_KEYS = ("rewards", "truncated", "samples")
+
+_IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
+
+
+def _is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
+    """True for ``RolloutFnTrainOutput(...)`` / ``bt.RolloutFnTrainOutput(...)`` (by name)."""
+    if not isinstance(node, cst.Call):
+        return False
+    func = node.func
+    if isinstance(func, cst.Name):
+        return func.value == cls
+    return isinstance(func, cst.Attribute) and func.attr.value == cls
+
+
+class _Assignments(cst.CSTVisitor):
+    """Values assigned to each local name of one function (None: bound some other way)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+        self.subscript_values: dict[str, list[cst.BaseExpression]] = {}
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, None)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+                and value is not None:
+            self.subscript_values.setdefault(target.value.value, []).append(value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and not isinstance(node.value, (cst.List, cst.ListComp)):
+            self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name, None)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def assignments(fn: cst.FunctionDef) -> _Assignments:
+    """The local assignments of ``fn`` (parameters count as unknown values)."""
+    a = _Assignments()
+    fn.body.visit(a)
+    for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
+        a.values.setdefault(p.name.value, []).append(None)
+    return a
+
+
+_RAW_CALLS = {"dict": "a bare dict", "list": "a bare list", "sorted": "a bare list",
+              "tuple": "a tuple"}
+
+
+def classify(expr: cst.BaseExpression | None, local: _Assignments, depth: int = 0) -> list[str]:
+    """The raw kinds ``expr`` can evaluate to (empty: an output object or unknown)."""
+    if expr is None or (isinstance(expr, cst.Name) and expr.value == "None"):
+        return ["None"]
+    if isinstance(expr, cst.Tuple):
+        return ["a tuple"]
+    if isinstance(expr, (cst.List, cst.ListComp)):
+        return ["a bare list"]
+    if isinstance(expr, (cst.Dict, cst.DictComp)):
+        return ["a bare dict"]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
+            and expr.func.value in _RAW_CALLS:
+        return [_RAW_CALLS[expr.func.value]]
+    if isinstance(expr, cst.IfExp):
+        return classify(expr.body, local, depth) + classify(expr.orelse, local, depth)
+    if isinstance(expr, cst.Name) and depth < 3:
+        values = local.values.get(expr.value)
+        if not values or any(v is None for v in values):
+            return []
+        kinds = [classify(v, local, depth + 1) for v in values]
+        if all(len(k) == 1 for k in kinds) and len({k[0] for k in kinds}) == 1:
+            return kinds[0]
+    return []
+
+
+class RawRolloutReturn(FunctionTracker):
+    """The rollout function returns ``RolloutFnTrainOutput`` / ``RolloutFnEvalOutput``.
+
+    ## What it does
+    Looks at every ``return`` of the rollout (or eval) function: a raw list or dict (also
+    through a local variable, ``dict(...)``, ``list(...)`` or a conditional expression) is
+    reported as a warning; ``return None``, a bare ``return``, a tuple, a generator
+    (``yield``) or a path that falls off the end of the function is an error.
+
+    ## Why is this bad?
+    ``call_rollout_fn`` wraps a bare list or dict with a ``DeprecationWarning`` only; None, a
+    tuple or a generator raise ``TypeError`` at the first rollout step, after engines and
+    trainer have started (failure kind: "runtime TypeError").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        return groups
+    ```
+
+    ## Use instead
+    ```python
+    from vime.rollout.base_types import RolloutFnTrainOutput
+
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        return RolloutFnTrainOutput(samples=groups)
+    ```
+
+    ## Fix safety
+    Wrapping a returned list in ``RolloutFnTrainOutput(samples=...)`` (adding the import if
+    missing) is unsafe: it is wrong on an evaluation path, which needs eval data instead.
+    """
+
+    INVARIANT = INVARIANTS["VIM003"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+              "    return RolloutFnTrainOutput(samples=[])\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    return run(rollout_async(args, rollout_id, data_source, evaluation))\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    while True:\n        pass\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    raise NotImplementedError\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    out = data_source.get_samples(1)\n    return out\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = [data_source.get_samples(1)]\n    return groups\n",
+                line=3, col=11, severity="warning",
+                fixed="from vime.rollout.base_types import RolloutFnTrainOutput\n"
+                      "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                      "    groups = [data_source.get_samples(1)]\n"
+                      "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Invalid("import vime.rollout.base_types as bt\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return dict(toy={})\n", line=3, col=11, severity="warning"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return None\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15,
+                severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    data_source.get_samples(1)\n", line=1, col=4, severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    yield 1\n", line=1, col=4, severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return [] if evaluation else {}\n", line=2, col=11),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return groups, {}\n", line=2, col=11, severity="error"),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
+            return
+        name = binding.function
+        expected = f"{TRAIN_OUT} / {EVAL_OUT}"
+        if is_generator(node):
+            self.report(node.name, self.INVARIANT.render(
+                name=name, actual="a generator (it contains `yield`)", expected=expected))
+            return
+        local = assignments(node)
+        for ret in iter_returns(node):
+            kinds = classify(ret.value, local)
+            for kind in dict.fromkeys(kinds):
+                severity = "warning" if kind in ("a bare list", "a bare dict") else "error"
+                fix = None
+                if kinds == ["a bare list"] and ret.value is not None:
+                    fix = self._wrap_fix(ret.value)
+                target = ret.value if ret.value is not None else ret
+                self.report(target, self.INVARIANT.render(name=name, actual=kind,
+                                                          expected=expected),
+                            severity=severity, fix=fix)
+        if may_fall_through(node.body):
+            self.report(node.name, self.INVARIANT.render(
+                name=name, actual="None (the function can end without `return`)",
+                expected=expected))
+
+    def _wrap_fix(self, value: cst.BaseExpression) -> Fix:
+        local = self.context.base_types_names.get(TRAIN_OUT)
+        imports: tuple[tuple[str, str], ...] = ()
+        if local is None:
+            local = TRAIN_OUT
+            imports = ((BASE_TYPES, TRAIN_OUT),)
+        call = cst.Call(func=cst.Name(local), args=[cst.Arg(
+            value=value, keyword=cst.Name("samples"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return Fix(f"Wrap in `{TRAIN_OUT}(samples=...)`", False, ((value, call),), imports)
+
+
+def _evaluation_test(test: cst.BaseExpression) -> str | None:
+    """"eval" when ``test`` is ``evaluation``, "train" for ``not evaluation``, else None."""
+    if isinstance(test, cst.Name) and test.value == "evaluation":
+        return "eval"
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and isinstance(test.expression, cst.Name) and test.expression.value == "evaluation":
+        return "train"
+    return None
+
+
+def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    return suite.body if isinstance(suite, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
+
+
+def _sided_returns(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+                   side: str | None) -> Iterator[tuple[cst.Return, str | None]]:
+    """Each ``return`` with the branch it is on: "eval", "train" or None (either)."""
+    rest_side = side
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return):
+                    yield small, rest_side
+        elif isinstance(stmt, cst.Return):
+            yield stmt, rest_side
+        elif isinstance(stmt, cst.If):
+            branch = _evaluation_test(stmt.test)
+            if branch is None:
+                yield from _sided_returns(_statements(stmt.body), rest_side)
+                if isinstance(stmt.orelse, cst.Else):
+                    yield from _sided_returns(_statements(stmt.orelse.body), rest_side)
+                elif isinstance(stmt.orelse, cst.If):
+                    yield from _sided_returns([stmt.orelse], rest_side)
+                continue
+            other = "train" if branch == "eval" else "eval"
+            yield from _sided_returns(_statements(stmt.body), branch)
+            if isinstance(stmt.orelse, cst.Else):
+                yield from _sided_returns(_statements(stmt.orelse.body), other)
+            elif isinstance(stmt.orelse, cst.If):
+                yield from _sided_returns([stmt.orelse], other)
+            elif not may_fall_through(stmt.body):
+                rest_side = other
+        elif isinstance(stmt, (cst.For, cst.While, cst.With)):
+            yield from _sided_returns(_statements(stmt.body), rest_side)
+        elif isinstance(stmt, cst.Try):
+            yield from _sided_returns(_statements(stmt.body), rest_side)
+            for h in stmt.handlers:
+                yield from _sided_returns(_statements(h.body), rest_side)
+
+
+class _Reads(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.read = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.read = True
+
+
+class EvaluationBranch(FunctionTracker):
+    """The rollout function reads ``evaluation`` and returns eval output on the eval path.
+
+    ## What it does
+    Reports a rollout function whose ``evaluation`` parameter is never read or forwarded, and
+    a ``return RolloutFnTrainOutput(...)`` under ``if evaluation:`` (or a
+    ``RolloutFnEvalOutput`` on the train path). An error when the launch scripts configure
+    evaluation (``--eval-interval``, ``--eval-prompt-data``, ``--eval-config``), else a warning.
+
+    ## Why is this bad?
+    Eval steps call the same function with ``evaluation=True``. A function that ignores the
+    flag returns train output there, which ``call_rollout_fn`` rejects mid-run (failure kind:
+    "rejected by call_rollout_fn").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        return RolloutFnTrainOutput(samples=data_source.get_samples(1))
+    ```
+
+    ## Use instead
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        if evaluation:
+            return RolloutFnEvalOutput(data=run_eval(args))
+        return RolloutFnTrainOutput(samples=data_source.get_samples(1))
+    ```
+
+    ## Fix safety
+    No fix: the eval path needs code only the author can write.
+    """
+
+    INVARIANT = INVARIANTS["VIM002"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+              "    return RolloutFnTrainOutput(samples=[])\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    return helper(args, data_source, evaluation=evaluation)\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
+              "    return RolloutFnEvalOutput(data={})\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=1, col=52,
+                severity="warning"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=1, col=52,
+                severity="error", options={"launch_flags": ["--eval-interval"]}),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+                "    return RolloutFnEvalOutput(data={})\n", line=4, col=11),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
+            return
+        name = binding.function
+        severity = "error" if self.context.options.eval_configured else "warning"
+        param = next((p for p in (*node.params.params, *node.params.kwonly_params)
+                      if p.name.value == "evaluation"), None)
+        if param is None:
+            return  # VIM001 reports the missing parameter
+        reads = _Reads("evaluation")
+        node.body.visit(reads)
+        if not reads.read:
+            self.report(param.name, self.INVARIANT.render(
+                name=name, problem="never reads or forwards `evaluation`, so eval steps get "
+                "train output"), severity=severity)
+            return
+        for ret, side in _sided_returns(_statements(node.body), None):
+            if side == "eval" and _is_output_call(ret.value, TRAIN_OUT):
+                assert ret.value is not None
+                self.report(ret.value, self.INVARIANT.render(
+                    name=name, problem=f"returns {TRAIN_OUT} on the evaluation=True path"),
+                    severity=severity)
+            elif side == "train" and _is_output_call(ret.value, EVAL_OUT):
+                assert ret.value is not None
+                self.report(ret.value, self.INVARIANT.render(
+                    name=name, problem=f"returns {EVAL_OUT} on the evaluation=False path"),
+                    severity=severity)
+
+
+def _dict_keys(d: cst.Dict) -> set[str] | None:
+    keys: set[str] = set()
+    for el in d.elements:
+        if not isinstance(el, cst.DictElement):
+            return None  # a ** splat: keys unknown
+        key = string_value(el.key)
+        if key is None:
+            return None
+        keys.add(key)
+    return keys
+
+
+class EvalDataKeys(FunctionTracker):
+    """Each eval data entry carries ``rewards``, ``truncated`` and ``samples``.
+
+    ## What it does
+    Checks the ``data`` of ``RolloutFnEvalOutput(data=...)`` when the code shows it: a dict
+    literal of dict literals, or a local variable filled with ``data = {...}`` /
+    ``data[name] = {...}``.
+
+    ## Why is this bad?
+    Eval logging averages ``rewards`` (``eval/<name>``), reads ``truncated`` for the
+    truncation ratio and ``samples`` for debug dumps; a missing key fails the eval step, and
+    upstream's own contract tests reject it.
+
+    ## Example
+    ```python
+    return RolloutFnEvalOutput(data={"toy": {"rewards": rewards}})
+    ```
+
+    ## Use instead
+    ```python
+    return RolloutFnEvalOutput(
+        data={"toy": {"rewards": rewards, "truncated": truncated, "samples": samples}})
+    ```
+
+    ## Fix safety
+    No fix: the values must come from the samples.
+    """
+
+    INVARIANT = INVARIANTS["VIM020"]
+    VALID = [
+        Valid("RolloutFnEvalOutput(data={'toy': {'rewards': r, 'truncated': t, 'samples': s}})\n"),
+        Valid("RolloutFnEvalOutput(data=build(samples))\n"),
+        Valid("RolloutFnEvalOutput(data={'toy': {**base, 'rewards': r}})\n"),
+        Valid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'truncated': 2, "
+              "'samples': 3}\n    return RolloutFnEvalOutput(data=data)\n"),
+    ]
+    INVALID = [
+        Invalid("RolloutFnEvalOutput(data={'toy': {'rewards': r}})\n", line=1, col=33),
+        Invalid("import vime.rollout.base_types as bt\n"
+                "bt.RolloutFnEvalOutput({'toy': {'rewards': r, 'samples': s}})\n",
+                line=2, col=31),
+        Invalid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'samples': 3}\n"
+                "    return RolloutFnEvalOutput(data=data)\n", line=3, col=16),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not _is_output_call(node, EVAL_OUT):
+            return
+        data: cst.BaseExpression | None = None
+        for i, arg in enumerate(node.args):
+            if (arg.keyword is not None and arg.keyword.value == "data") or (
+                    i == 0 and arg.keyword is None and not arg.star):
+                data = arg.value
+        if isinstance(data, cst.Dict):
+            self._check_outer(data)
+        elif isinstance(data, cst.Name) and self.current is not None:
+            local = assignments(self.current)
+            for v in local.values.get(data.value, []):
+                if isinstance(v, cst.Dict):
+                    self._check_outer(v)
+            for v in local.subscript_values.get(data.value, []):
+                if isinstance(v, cst.Dict):
+                    self._check_entry(v, "<dataset>")
+
+    def _check_outer(self, data: cst.Dict) -> None:
+        for el in data.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.value, cst.Dict):
+                self._check_entry(el.value, string_value(el.key) or "<dataset>")
+
+    def _check_entry(self, entry: cst.Dict, dataset: str) -> None:
+        keys = _dict_keys(entry)
+        if keys is None:
+            return
+        missing = [k for k in EVAL_KEYS if k not in keys]
+        if missing:
+            self.report(entry, self.INVARIANT.render(
+                dataset=dataset, missing=", ".join(f"`{m}`" for m in missing)))
+
+
+class RewardReturnsNone(FunctionTracker):
+    """A reward function returns a value on every path.
+
+    ## What it does
+    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, and a body that can
+    end without ``return``.
+
+    ## Why is this bad?
+    The reward lands in ``Sample.reward``; None cannot be normalised, and the step fails at
+    conversion, far from the reward function (failure kind: "reward fn returns None").
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        if sample.response.strip() == sample.label:
+            return 1.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        return 1.0 if sample.response.strip() == sample.label else 0.0
+    ```
+
+    ## Fix safety
+    No fix: only the author knows the missing reward.
+    """
+
+    INVARIANT = INVARIANTS["VIM011"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    return 1.0 if sample.label else 0.0\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    if sample.label:\n        return 1.0\n    else:\n        return 0.0\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    raise NotImplementedError\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    if sample.label:\n        return 1.0\n", line=1, col=10),
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    if not sample.label:\n        return\n    return 1.0\n", line=3, col=8),
+        Invalid("async def score(args, sample, **kwargs):\n    return None\n", line=2, col=4,
+                options={"hooks": {"score": "custom_rm_path"}}),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest != "custom_rm_path" or is_generator(node):
+            return
+        name = binding.function
+        for ret in iter_returns(node):
+            if ret.value is None or (isinstance(ret.value, cst.Name) and ret.value.value == "None"):
+                self.report(ret, self.INVARIANT.render(name=name, problem="`return None`"))
+        if may_fall_through(node.body):
+            self.report(node.name, self.INVARIANT.render(
+                name=name, problem="the body can end without `return`"))
+
+
+_ = FileContext

@@ -1,0 +1,327 @@
+"""Hook signatures: the rollout function (VIM001), other hooks (VIM004), picklable targets (VIM015).
+
+All signature judgements come from ``vime.contract.check_signature`` over ``Param`` tuples read
+from the CST, the same function that ``load_function(..., hook=)`` runs at load time (VIM100).
+
+Source: CONTRACT.md §4, §5, §6a; ours.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import GROUP_RM_SPEC, INVARIANTS, check_signature
+from vime.contract.hooks import HookSpec
+from vime_lint.static._cst import params_of
+from vime_lint.static._model import HookBinding, Invalid, Valid
+from vime_lint.static._rule import Fix, FunctionTracker, Rule
+
+__all__ = ["HookSignature", "RolloutFunctionSignature", "UnpicklableHook"]
+
+ROLLOUT_DESTS = ("rollout_function_path", "eval_function_path")
+
+
+class _Rename(cst.CSTTransformer):
+    """Rename a local name in a function (parameters and uses), not attributes or keywords."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        if self.depth == 1:
+            return True
+        names = {p.name.value for p in (*node.params.params, *node.params.posonly_params,
+                                        *node.params.kwonly_params)}
+        return self.old not in names
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.depth -= 1
+        if self.depth == 0:
+            return updated_node.with_changes(name=original_node.name)
+        return updated_node
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return self.old not in {p.name.value for p in node.params.params}
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        return updated_node.with_changes(value=self.new) if updated_node.value == self.old \
+            else updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute,
+                        updated_node: cst.Attribute) -> cst.Attribute:
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_ImportAlias(self, original_node: cst.ImportAlias,
+                          updated_node: cst.ImportAlias) -> cst.ImportAlias:
+        return original_node
+
+
+class _Uses(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found = True
+
+
+def _rename_fix(fn: cst.FunctionDef, old: str, new: str) -> Fix | None:
+    uses = _Uses(new)
+    fn.visit(uses)
+    if uses.found:
+        return None  # the new name is taken in this function: a rename would change meaning
+    renamed = fn.visit(_Rename(old, new))
+    assert isinstance(renamed, cst.FunctionDef)
+    return Fix(f"Rename `{old}` to `{new}`", True, ((fn, renamed),))
+
+
+def _default_fix(fn: cst.FunctionDef, name: str, default: str) -> Fix | None:
+    for p in fn.params.params:
+        if p.name.value == name and p.default is None:
+            new = p.with_changes(default=cst.parse_expression(default),
+                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                       cst.SimpleWhitespace("")))
+            return Fix(f"Add the default `{name}={default}`", True, ((p, new),))
+    return None
+
+
+def _check(rule: Rule, fn: cst.FunctionDef, binding: HookBinding, spec: HookSpec,
+           invariant: str, *, drop_self: bool = False) -> None:
+    params = params_of(fn, drop_self=drop_self)
+    name = binding.function
+    for v in check_signature(params, fn.asynchronous is not None, spec, where=name,
+                             invariant=invariant):
+        fix: Fix | None = None
+        for old, new in spec.renames.items():
+            if invariant == "VIM001" and f"`{old}`: did you mean `{new}`" in v.message:
+                fix = _rename_fix(fn, old, new)
+        for pname, default in spec.param_defaults.items():
+            if f"`{pname}` without a default" in v.message:
+                fix = _default_fix(fn, pname, default)
+        rule.report(fn.name, v.message, severity=v.severity, fix_hint=v.fix, fix=fix)
+
+
+class RolloutFunctionSignature(FunctionTracker):
+    """The rollout (or eval) function has the signature the manager calls.
+
+    ## What it does
+    Checks a function bound to ``--rollout-function-path`` or ``--eval-function-path``
+    against ``vime.contract.HOOKS``: a module-level plain ``def`` taking
+    ``(args, rollout_id, data_source, evaluation=False)`` in that order.
+
+    ## Why is this bad?
+    The manager calls ``fn(args, rollout_id, data_source, evaluation=...)`` synchronously.
+    An ``async def`` returns a coroutine that never runs; a missing ``data_source`` or a
+    missing ``evaluation`` default fails the first call, after the engines have started;
+    ``data_buffer`` is the stale name of the third parameter (failure kind: "signature drift
+    (async, no data_source)"). ``load_function`` raises the same at load time (VIM100).
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_buffer, evaluation):
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        ...
+    ```
+
+    ## Fix safety
+    Adding ``evaluation=False`` is safe: the manager always passes ``evaluation``. Renaming
+    ``data_buffer`` to ``data_source`` (in the body too) is safe: the argument is passed
+    positionally; the fix is not offered when ``data_source`` is already used in the function.
+    """
+
+    INVARIANT = INVARIANTS["VIM001"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    pass\n"),
+        Valid("def helper(args, rollout_id):\n    pass\n"),
+        Valid("class C:\n    def generate_rollout(self, x):\n        pass\n"),
+        Valid("def generate(prompt):\n    pass\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_buffer, evaluation=False):\n"
+                "    return data_buffer.get_samples(1)\n",
+                line=1, col=4,
+                fixed="def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                      "    return data_source.get_samples(1)\n"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation):\n    pass\n",
+                line=1, col=4,
+                fixed="def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                      "    pass\n"),
+        Invalid("async def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    pass\n", line=1, col=10),
+        Invalid("def generate_rollout(args, rollout_id, *, evaluation=False):\n    pass\n",
+                line=1, col=4),
+        Invalid("def my_rollout(args, rollout_id, data):\n    pass\n", line=1, col=4,
+                options={"hooks": {"my_rollout": "rollout_function_path"}}),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is not None and binding.spec.dest in ROLLOUT_DESTS:
+            _check(self, node, binding, binding.spec, "VIM001")
+
+
+def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return None
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            return stmt
+    return None
+
+
+class HookSignature(FunctionTracker):
+    """Every other hook matches its ``HookSpec``: ``def``/``async def``, arity, keywords.
+
+    ## What it does
+    Checks functions bound to a hook other than the rollout function (custom generate,
+    reward function single and ``--group-rm`` batch, dynamic sampling filter, buffer filter,
+    data source class, sample hook, ...) with ``vime.contract.check_signature``.
+
+    ## Why is this bad?
+    vime awaits ``--custom-generate-function-path`` and ``--custom-rm-path`` hooks and calls
+    the filters synchronously. A plain ``def`` reward function returns a float that is then
+    awaited (``TypeError``); an ``async def`` filter returns a coroutine, which is truthy and
+    keeps every group; a missing parameter fails at the first call, often hours into a run
+    (failure kinds: "signature vs call mode", "async reward not awaited").
+
+    ## Example
+    ```python
+    def generate(args, sample, sampling_params):      # --custom-generate-function-path
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        ...
+    ```
+
+    ## Fix safety
+    No fix: changing ``def`` to ``async def`` changes every caller.
+    """
+
+    INVARIANT = INVARIANTS["VIM004"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def generate(args, sample, sampling_params):\n    return sample\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    return 1.0\n"),
+        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0]\n",
+              options={"launch_flags": ["--group-rm"]}),
+        Valid("def sample_hook(args, sample, rollout_id=None):\n    return None\n"),
+        Valid("async def sample_hook(args, sample):\n    return None\n"),
+        Valid("class Source:\n    def __init__(self, args):\n        self.args = args\n",
+              options={"hooks": {"Source": "data_source_path"}}),
+    ]
+    INVALID = [
+        Invalid("def generate(args, sample, sampling_params):\n    return sample\n",
+                line=1, col=4),
+        Invalid("async def reward_func(args, sample):\n    return 1.0\n", line=1, col=10,
+                options={"launch_flags": ["--group-rm"]}),
+        Invalid("async def dynamic_sampling_filter(args, samples):\n    return True\n",
+                line=1, col=10),
+        Invalid("def buffer_filter(args, buffer, num_samples):\n    return []\n", line=1, col=4),
+        Invalid("class Source:\n    def __init__(self):\n        pass\n", line=2, col=8,
+                options={"hooks": {"Source": "data_source_path"}}),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest in ROLLOUT_DESTS or binding.spec.kind == "class":
+            return
+        spec = binding.spec
+        if spec.dest == "custom_rm_path" and "--group-rm" in self.context.options.launch_flags:
+            spec = GROUP_RM_SPEC
+        _check(self, node, binding, spec, "VIM004")
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if not self.functions and not self.class_depth:
+            binding = self.context.binding(node.name.value)
+            if binding is not None and binding.spec.kind == "class":
+                init = _init_of(node)
+                if init is not None:
+                    _check(self, init, binding, binding.spec, "VIM004", drop_self=True)
+        super().visit_ClassDef(node)
+
+
+class UnpicklableHook(FunctionTracker):
+    """A hook named by configuration is a module-level ``def`` or ``class``.
+
+    ## What it does
+    Reports a ``--*-path`` target (from launch scripts or ``[tool.vime_lint] hooks``) that the
+    module binds to a ``lambda`` or a ``functools.partial`` instead of a ``def``.
+
+    ## Why is this bad?
+    Hooks are loaded by dotted path inside Ray actors and sent between processes; a lambda
+    or partial has no importable qualified name and cannot be pickled by reference (failure
+    kind: "user callable not picklable").
+
+    ## Example
+    ```python
+    reward_func = lambda args, sample, **kw: 1.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        return 1.0
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM015"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def rm(args, sample, **kwargs):\n    return 1.0\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("rm = lambda args, sample: 1.0\n"),
+    ]
+    INVALID = [
+        Invalid("rm = lambda args, sample: 1.0\n", line=1, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("import functools\nrm = functools.partial(f, scale=2)\n", line=2, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+    ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.functions or self.class_depth:
+            return
+        for target in node.targets:
+            t = target.target
+            if not isinstance(t, cst.Name):
+                continue
+            binding = self.context.binding(t.value)
+            if binding is None or not binding.explicit:
+                continue
+            value = node.value
+            what = None
+            if isinstance(value, cst.Lambda):
+                what = "a lambda"
+            elif isinstance(value, cst.Call):
+                func = value.func
+                name = func.attr.value if isinstance(func, cst.Attribute) else (
+                    func.value if isinstance(func, cst.Name) else "")
+                if name == "partial":
+                    what = "a functools.partial"
+            if what is not None:
+                self.report(node,
+                            self.INVARIANT.render(name=t.value, problem=what))
