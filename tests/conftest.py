@@ -52,8 +52,9 @@ def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     """
     from vime.ray.engine import VLLMServer
 
+    # --enforce-eager: no torch.compile warm-up (about 45 s of start-up on a loaded 2-core box)
     server = VLLMServer(str(tiny_model_dir), log_dir=tmp_path_factory.mktemp("vllm_logs"),
-                        name="session-engine")
+                        name="session-engine", extra_args=["--enforce-eager"])
     server.start()
     try:
         yield server

@@ -59,7 +59,9 @@ REQUIRED_COLUMNS = ("tokens", "response_lengths", "rewards", "raw_reward", "trun
 #: Columns sliced per sample by :func:`split_into_steps` (others are copied as they are).
 _PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "rollout_log_probs",
                                   "teacher_log_probs", "metadata", "round_number",
-                                  "multimodal_train_inputs")
+                                  "multimodal_train_inputs",
+                                  # added by the trainer before splitting (one row per sample)
+                                  "old_log_probs", "ref_log_probs")
 
 
 def flatten_samples(samples: Sequence[Any]) -> list[Sample]:

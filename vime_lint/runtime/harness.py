@@ -149,7 +149,7 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
     (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
     """
     values = _base_namespace()
-    values.update(vars(ns))
+    values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
     values["contract_check"] = "warn"
     names = ns.eval_datasets or []
     values["eval_datasets"] = [argparse.Namespace(
@@ -376,11 +376,15 @@ class DryRun:
             return
         path, fn = hook
         found = hc.group_reward_problems(samples, self.settings)
+        ids = ["VIM110"]
         if not any(v.severity == "error" for v in found):
             result = _call(_label("dynamic_sampling_filter_path", path), fn, self.args, samples)
             found += hc.dynamic_filter_result_problems(result, path)
-        self.report.add(_context(found, "dynamic_sampling_filter_path", path),
-                        ["VIM110", "VIM160", "VIM165"])
+            ids += ["VIM160", "VIM165"]
+        else:
+            self.report.notes.append(f"{_label('dynamic_sampling_filter_path', path)} was not "
+                                     "called: the group's rewards are invalid (VIM110)")
+        self.report.add(_context(found, "dynamic_sampling_filter_path", path), ids)
 
     def _buffer_filter(self, source: SyntheticDataSource) -> None:
         hook = self.hooks.get("buffer_filter_path")
@@ -392,6 +396,14 @@ class DryRun:
         found = hc.buffer_filter_result_problems(result, buffer, 1, self.settings, path)
         self.report.add(_context(found, "buffer_filter_path", path), ["VIM161", "VIM165"])
 
+    def _data_source(self) -> Any:
+        """The user's ``--data-source-path`` class instantiated with ``args``, else ours."""
+        hook = self.hooks.get("data_source_path")
+        if hook is None:
+            return SyntheticDataSource(self.args)
+        path, cls = hook
+        return _call(_label("data_source_path", path), cls, self.args)
+
     def _rollout(self, evaluation: bool) -> Any:
         from vime.rollout.base_types import call_rollout_fn
 
@@ -401,7 +413,7 @@ class DryRun:
         if hook is None:
             return None
         path, fn = hook
-        source = SyntheticDataSource(self.args)
+        source = self._data_source()
         raw = _call(_label(dest, path), fn, self.args, 0, source, evaluation=evaluation)
         legacy = isinstance(raw, dict) if evaluation else isinstance(raw, list)
         ids = ["VIM101", *_ids("B6" if evaluation else "B5"), "VIM119"]

@@ -182,6 +182,17 @@ def check_vim107(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
 # ---- VIM108: loss_mask ----------------------------------------------------------------------
 
 
+def _mask_ok(mask: list[Any]) -> bool:
+    """Proves a mask of ints/bools in {0, 1} with C-level passes: ``sum`` stays an ``int``
+    only over ints and bools (a float, numpy or str item changes or breaks it) and
+    ``count(0) + count(1)`` covers every item."""
+    try:
+        total = sum(mask)
+    except TypeError:
+        return False
+    return type(total) is int and mask.count(0) + mask.count(1) == len(mask)
+
+
 def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM108: ``loss_mask`` is None or a list of ``response_length`` ints, each 0 or 1; an
     all-zero mask without ``remove_sample`` warns."""
@@ -197,7 +208,7 @@ def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     if isinstance(rl, int) and len(mask) != rl:
         return [inv.violation(where, problem=f"has {len(mask)} entries, expected "
                               f"response_length={rl}")]
-    if not (set(map(type, mask)) <= _MASK_TYPES and set(mask) <= {0, 1}):
+    if not _mask_ok(mask):
         for i, m in enumerate(mask):
             if type(m) not in _MASK_TYPES or m not in (0, 1):
                 return [inv.violation(loc.at("loss_mask", i), problem=f"is {describe_value(m)}, "
@@ -225,6 +236,17 @@ def _first_bad_logprob(xs: list[Any]) -> tuple[int, str]:
     return -1, ""
 
 
+def _logprobs_ok(lp: list[Any]) -> bool:
+    """Proves finite real log-probs <= 1e-6 with C-level passes: ``sum`` is a finite
+    ``float``/``int`` only if every item is a finite real (NaN and inf propagate; a str or
+    None raises; numpy scalars change the type) and ``max`` bounds them."""
+    try:
+        total = sum(lp)
+    except TypeError:
+        return False
+    return type(total) in _REAL and math.isfinite(total) and max(lp) <= LOGPROB_EPS
+
+
 def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM109: ``rollout_log_probs`` is None or ``response_length`` finite floats ``<= 0``
     (+1e-6); required when training consumes them (``--use-rollout-logprobs``, ``--use-tis``,
@@ -248,8 +270,7 @@ def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     if not lp:
         return []
     severity: Severity = "error" if s.logprobs_consumed else "warning"
-    types_ok = set(map(type, lp)) <= _REAL
-    if not (types_ok and math.isfinite(sum(lp)) and max(lp) <= LOGPROB_EPS):
+    if not _logprobs_ok(lp):
         i, problem = _first_bad_logprob(lp)
         if i >= 0:
             return [inv.violation(loc.at("rollout_log_probs", i), severity=severity,

@@ -53,7 +53,8 @@ _HOOK_LABELS: Mapping[str, str] = {
 
 
 def _dataset_names(value: Any) -> tuple[str, ...] | None:
-    if value is None:
+    """Configured eval dataset names; None when absent or empty (nothing to compare with)."""
+    if not value:
         return None
     names: list[str] = []
     for item in value:
@@ -86,7 +87,7 @@ class CheckSettings:
     #: ``--rollout-sample-filter-path`` / ``--rollout-all-samples-process-path`` (VIM120).
     rollout_sample_filter_path: str | None = None
     rollout_all_samples_process_path: str | None = None
-    #: Names of the configured eval datasets (``args.eval_datasets``); None if absent.
+    #: Names of the configured eval datasets (``args.eval_datasets``); None if absent or empty.
     eval_dataset_names: tuple[str, ...] | None = None
     #: Vocabulary size for the token-id range check (VIM106); None if unknown.
     vocab_size: int | None = None

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from vime.contract import HOOKS, hook_for_arg
+from vime_lint.static._files import safe_resolve
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -60,7 +61,7 @@ def find_project_root(start: Path) -> Path:
 
     Falls back to ``start`` itself (its directory for a file).
     """
-    here = start.resolve()
+    here = safe_resolve(start)
     if not here.is_dir():
         here = here.parent
     for d in (here, *here.parents):

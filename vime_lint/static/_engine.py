@@ -94,9 +94,7 @@ def _lint_once(
         module = cst.parse_module(text)
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes a diagnostic
         return [], _failure(path, exc)
-    except RecursionError as exc:
-        return [], _failure(path, exc)
-    context = build_context(path, module, options)
+    context = build_context(path, module, options, text)
     active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]
     instances = [r(context) for r in active]
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
@@ -223,7 +221,7 @@ def lint_source(
             break
         current, total = new, total + applied
         findings, failure = _lint_once(current, path, options, rules)
-        if failure is not None:  # a fix must never break the code; keep the last good text
-            return LintResult(path, tuple(findings), failure, source=text)
+        if failure is not None:  # a fix must never break the code: report, change nothing
+            return LintResult(path, (), failure, source=text)
     return LintResult(path, tuple(findings), None, fixed_source=current if total else None,
                       fixes_applied=total, source=text)

@@ -14,7 +14,15 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["DEFAULT_EXCLUDE", "collect_files", "is_excluded"]
+__all__ = ["DEFAULT_EXCLUDE", "collect_files", "is_excluded", "safe_resolve"]
+
+
+def safe_resolve(path: Path) -> Path:
+    """``path.resolve()``, or the absolute path when resolving fails (a symlink loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".bzr", ".direnv", ".eggs", ".git", ".hg", ".mypy_cache", ".nox", ".pants.d", ".pytype",
@@ -28,7 +36,7 @@ def is_excluded(path: Path, root: Path, patterns: Sequence[str]) -> bool:
     if not patterns:
         return False
     try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix() if path.is_absolute() \
+        rel = safe_resolve(path).relative_to(safe_resolve(root)).as_posix() if path.is_absolute() \
             else path.as_posix()
     except ValueError:
         rel = path.as_posix()

@@ -132,12 +132,22 @@ def _plausible(fn: cst.FunctionDef | cst.ClassDef, spec: HookSpec) -> bool:
     return bool(names & set(spec.params)) or not names
 
 
-def build_context(path: str, module: cst.Module, options: LintOptions) -> FileContext:
+def _called_locally(source: str, name: str) -> bool:
+    """True when the module's text calls ``name(...)`` itself (not just defines it)."""
+    calls = re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", source)
+    defs = re.findall(rf"\b(?:def|class)\s+{re.escape(name)}\s*\(", source)
+    return len(calls) > len(defs)
+
+
+def build_context(path: str, module: cst.Module, options: LintOptions,
+                  source: str | None = None) -> FileContext:
     """Scan the top-level statements of ``module`` (no traversal) and bind its hooks.
 
     Discovery order: hooks named by configuration (``options.hooks``), then module-level
     annotations with a contract Protocol (``x: RolloutFunction = fn``), then conventional
     names (``HookSpec.conventional_names``) of definitions sharing a parameter with the spec.
+    A conventional name that the module itself calls is a helper of that module (as
+    ``eval_rollout`` in the default rollout), not a hook, and is not bound.
     """
     definitions: dict[str, cst.FunctionDef | cst.ClassDef] = {}
     async_defs: set[str] = set()
@@ -175,7 +185,8 @@ def build_context(path: str, module: cst.Module, options: LintOptions) -> FileCo
             hooks[fn] = [HookBinding(fn, spec, f"annotation `{ann}`", explicit=False)]
     for name, node in definitions.items():
         spec_c = _CONVENTIONAL.get(name)
-        if spec_c is not None and name not in hooks and _plausible(node, spec_c):
+        if spec_c is not None and name not in hooks and _plausible(node, spec_c) and not (
+                source is not None and _called_locally(source, name)):
             hooks[name] = [HookBinding(name, spec_c, "conventional name", explicit=False)]
     return FileContext(
         path=path, options=options, module=module,

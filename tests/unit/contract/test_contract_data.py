@@ -50,8 +50,11 @@ def test_contract_section_6_ids_are_all_present() -> None:
 
 
 def test_render_keeps_unknown_fields() -> None:
-    text = INVARIANTS["VIM103"].render(actual=3)
-    assert text == "has 3 samples, expected n_samples_per_prompt={expected}"
+    from vime.contract.invariants import Invariant
+
+    inv = Invariant("VIM999", "runtime", "error", "x", "t", "r", "k",
+                    "has {actual} samples, expected {expected}", "fix")
+    assert inv.render(actual=3) == "has 3 samples, expected {expected}"
 
 
 def test_every_hook_has_its_protocol_and_arg_matches_dest() -> None:

@@ -29,7 +29,7 @@ def extract_last_number(text: str) -> str | None:
     found = _NUMBER.findall(text or "")
     if not found:
         return None
-    return found[-1].replace(",", "").lstrip("+")
+    return str(found[-1]).replace(",", "").lstrip("+")
 
 
 def extract_boxed(text: str) -> str | None:

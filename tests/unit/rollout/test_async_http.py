@@ -1,0 +1,134 @@
+"""``async_utils.run`` (one background loop per process) and ``http_utils`` (retries, errors)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from vime.ray.engine import find_free_port
+from vime.utils import http_utils
+from vime.utils.async_utils import get_loop, run
+from vime.utils.http_utils import HTTPError, get, post
+
+pytestmark = pytest.mark.unit
+
+
+async def _add(a, b):
+    await asyncio.sleep(0)
+    return a + b
+
+
+def test_run_returns_result_on_one_background_loop():
+    assert run(_add(2, 3)) == 5
+
+    async def which_loop():
+        return asyncio.get_running_loop()
+
+    assert run(which_loop()) is run(which_loop()) is get_loop()
+    assert get_loop()._thread_id != threading.get_ident()  # type: ignore[attr-defined]
+
+
+def test_run_propagates_exceptions_and_rejects_non_coroutines():
+    async def boom():
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        run(boom())
+    with pytest.raises(TypeError, match=r"call the async function: run\(fn\(...\)\)"):
+        run(_add)  # type: ignore[arg-type]
+
+
+def test_run_from_the_loop_thread_is_refused():
+    async def nested():
+        return run(_add(1, 1))
+
+    with pytest.raises(RuntimeError, match="use `await`"):
+        run(nested())
+
+
+def test_run_timeout():
+    with pytest.raises(TimeoutError):
+        run(asyncio.sleep(5), timeout=0.05)
+
+
+class _Server:
+    """A local HTTP server answering from a script of (status, body) replies."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.calls = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.calls.append((self.command, self.path,
+                                    self.rfile.read(length) if length else b"",
+                                    dict(self.headers)))
+                status, body = outer.replies.pop(0) if outer.replies else (200, {})
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = _reply  # noqa: N815 - http.server API
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_post_sends_json_and_headers_and_parses_json():
+    srv = _Server([(200, {"ok": 1})])
+    try:
+        out = run(post(srv.url + "/x", {"a": 1}, headers={"X-Session-ID": "s"}))
+    finally:
+        srv.close()
+    assert out == {"ok": 1}
+    method, path, body, headers = srv.calls[0]
+    assert (method, path, json.loads(body)) == ("POST", "/x", {"a": 1})
+    assert headers["X-Session-ID"] == "s"
+
+
+def test_gateway_errors_are_retried_then_succeed():
+    srv = _Server([(503, {"e": 1}), (502, {"e": 2}), (200, {"ok": True})])
+    try:
+        assert run(get(srv.url + "/y", backoff=0.01)) == {"ok": True}
+    finally:
+        srv.close()
+    assert len(srv.calls) == 3
+
+
+def test_client_errors_raise_at_once_with_status_and_body():
+    srv = _Server([(400, {"detail": "bad max_tokens"})])
+    try:
+        with pytest.raises(HTTPError, match=r"POST .*/z returned HTTP 400: .*bad max_tokens") as e:
+            run(post(srv.url + "/z", {}))
+    finally:
+        srv.close()
+    assert e.value.status == 400 and len(srv.calls) == 1
+
+
+def test_connection_refused_is_retried_then_named():
+    url = f"http://127.0.0.1:{find_free_port()}/health"
+    with pytest.raises(HTTPError, match=r"GET .*/health failed after 3 attempt\(s\): ConnectError"):
+        run(get(url, retries=2, backoff=0.01))
+
+
+def test_client_is_shared_per_loop():
+    async def client_id():
+        return id(http_utils.get_client())
+
+    assert run(client_id()) == run(client_id())

@@ -1,0 +1,174 @@
+"""`vime-lint check` (vime_lint.runtime.harness.main): exit 0 clean, 1 findings, 2 cannot run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vime.contract.hooks import HOOKS
+from vime_lint.runtime.harness import build_parser, main
+
+pytestmark = pytest.mark.unit
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runtime_hooks"
+
+
+@pytest.fixture(autouse=True)
+def _fixture_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(FIXTURES))
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_parser_has_every_v1_hook_argument() -> None:
+    options = {a for action in build_parser()._actions for a in action.option_strings}
+    assert {spec.arg for spec in HOOKS.values() if spec.v1} <= options
+
+
+def test_reference_module_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                          "--custom-generate-function-path", "vime_ref_good.generate",
+                          "--custom-rm-path", "vime_ref_good.reward_func",
+                          "--dynamic-sampling-filter-path", "vime_ref_good.dynamic_filter",
+                          "--n-samples-per-prompt", "4")
+    assert code == 0, out + err
+    assert "VIM103  group-size" in out and "pass" in out
+    assert "vime-lint check: clean" in out
+    assert "note: dry run" in out
+
+
+def test_reference_rollout_alone_uses_builtin_generator(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout")
+    assert code == 0, out
+    assert "built-in deterministic generator" in out
+    assert "VIM140  generate-boundary" in out and "not run" in out.split("VIM140")[1].split("\n")[0]
+
+
+def test_uneven_groups_exit_1_with_id(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_uneven.generate_rollout",
+                        "--n-samples-per-prompt", "4")
+    assert code == 1
+    assert "VIM103  group-size" in out and "FAIL (2 error(s))" in out
+    assert "VIM103 error: samples[0] has 3 samples, expected n_samples_per_prompt=4" in out
+    assert "rollout `vime_ref_uneven.generate_rollout` (--rollout-function-path) step 0" in out
+
+
+def test_unimportable_path_exits_2_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--rollout-function-path", "no_such_pkg.rollout.fn")
+    assert code == 2
+    assert "module 'no_such_pkg.rollout' not found" in err
+    assert "--rollout-function-path" in err
+    assert "Traceback" not in out + err
+
+
+def test_missing_attribute_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "--rollout-function-path", "vime_ref_good.no_such_function")
+    assert code == 2 and "has no attribute 'no_such_function'" in err
+
+
+def test_crashing_hook_exits_2_with_location(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--rollout-function-path", "vime_ref_broken.crashing_rollout")
+    assert code == 2
+    assert "raised KeyError: 'prompt' at " in err and "vime_ref_broken.py:" in err
+    assert "Traceback" not in out + err
+
+
+def test_signature_error_is_a_vim100_finding(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path",
+                        "vime_ref_broken.rollout_with_bad_signature")
+    assert code == 1
+    assert "VIM100 error" in out and "data_source" in out
+
+
+def test_broken_hooks_report_each_id(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_broken.generate_rollout",
+                        "--custom-rm-path", "vime_ref_broken.reward_none",
+                        "--dynamic-sampling-filter-path", "vime_ref_broken.filter_returns_none",
+                        "--custom-generate-function-path", "vime_ref_broken.generate_pending")
+    assert code == 1
+    for needle in ("VIM108 error: samples[0][0].loss_mask (index=0) has 1 entries",
+                   "VIM110 error: samples[0][0].reward (index=0) is a dict",
+                   "VIM111 error: samples[0][0].status (index=0) is 'completed' (str)",
+                   "VIM101 error: rollout function `vime_ref_broken.generate_rollout` (eval) returned",
+                   "VIM150 error: reward function result (index=0) is None",
+                   "VIM106 error: generate result.tokens (index=0) is empty"):
+        assert needle in out, needle
+
+
+def test_prompt_data_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "prompts.jsonl"
+    data.write_text("\n".join(json.dumps({"question": f"q{i}", "answer": str(i)})
+                              for i in range(3)))
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--custom-rm-path", "vime_ref_good.reward_func", "--prompt-data",
+                        str(data), "--input-key", "question", "--label-key", "answer")
+    assert code == 0, out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q"}\n')
+    code, _, err = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--prompt-data", str(bad), "--input-key", "question",
+                        "--label-key", "answer")
+    assert code == 2 and f"{bad}:1: no key 'answer' (--label-key)" in err
+
+
+def test_eval_dataset_names_are_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--eval-datasets", "aime")
+    assert code == 1 and "VIM130 warning: data has datasets ['toy']" in out
+
+
+def test_external_engines_are_passed_through(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--rollout-external-engine-addrs", "127.0.0.1:30000")
+    assert code == 0 and "passed through on args" in out
+
+
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys)
+    assert code == 2 and "--rollout-function-path" in err
+
+
+def test_python_dash_m_entry_point() -> None:
+    env = {"PYTHONPATH": str(FIXTURES), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-m", "vime_lint.runtime.harness",
+                           "--rollout-function-path", "vime_ref_uneven.generate_rollout"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert "VIM103 error" in proc.stdout
+
+
+def test_filter_returning_none_is_vim160(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--custom-rm-path", "vime_ref_good.reward_func",
+                        "--dynamic-sampling-filter-path", "vime_ref_broken.filter_returns_none")
+    assert code == 1
+    assert "VIM160 error: vime_ref_broken.filter_returns_none result is None" in out
+
+
+def test_synthetic_data_source_groups() -> None:
+    from argparse import Namespace
+
+    from vime_lint.runtime.synthetic import SyntheticDataSource
+
+    ds = SyntheticDataSource(Namespace(n_samples_per_prompt=3))
+    groups = ds.get_samples(2)
+    assert [len(g) for g in groups] == [3, 3]
+    assert [s.index for g in groups for s in g] == [0, 1, 2, 3, 4, 5]
+    assert [{s.group_index for s in g} for g in groups] == [{0}, {1}]
+    assert groups[0][0] is not groups[0][1] and groups[0][0].prompt == groups[0][1].prompt
+    ds.add_samples(groups[:1])
+    assert ds.get_samples(1)[0] is groups[0]
+
+
+def test_user_data_source_is_used(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--data-source-path", "vime_lint.runtime.synthetic.SyntheticDataSource")
+    assert code == 0, out

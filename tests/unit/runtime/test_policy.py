@@ -1,0 +1,156 @@
+"""--contract-check modes, the interval, once-per-step warnings, timing and the policy API."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import pytest
+from runtime_helpers import HOOK, make_args, make_groups, train_output
+
+from vime.contract.errors import ContractError, ContractWarning
+from vime_lint.runtime import (
+    ContractChecker,
+    run_checks,
+    should_check,
+    validate_rollout_output,
+)
+from vime_lint.runtime.policy import WarnOnce
+
+pytestmark = pytest.mark.unit
+
+
+def _bad_groups() -> list:
+    groups = make_groups()
+    groups[0][1].loss_mask = [1]
+    groups[1][0].weight_versions = [3]          # a warning (VIM105, not read by conversion)
+    return groups
+
+
+def test_raise_mode_raises_errors_with_context_and_warns_warnings() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ContractError) as info:
+            validate_rollout_output(train_output(_bad_groups()), make_args(), evaluation=False,
+                                    hook_path=HOOK, rollout_id=11)
+    err = info.value
+    assert err.ids == ["VIM108"]
+    assert isinstance(err, TypeError) and isinstance(err, ValueError)
+    assert err.violations[0].context == (
+        "rollout `my_pkg.rollout.generate_rollout` (--rollout-function-path) step 11")
+    assert [w.category for w in caught] == [ContractWarning]
+    assert "VIM105 warning" in str(caught[0].message)
+
+
+def test_raise_mode_lists_at_most_twenty() -> None:
+    groups = make_groups(groups=8, n=4, loss_mask=[1])
+    with pytest.raises(ContractError) as info:
+        validate_rollout_output(train_output(groups), make_args(rollout_batch_size=8),
+                                evaluation=False, hook_path=HOOK, rollout_id=1)
+    assert len(info.value.violations) == 32
+    assert "... and 12 more violation(s)" in str(info.value)
+
+
+def test_warn_mode_logs_everything_and_keeps_samples(caplog: pytest.LogCaptureFixture) -> None:
+    groups = _bad_groups()
+    out = train_output(groups)
+    args = make_args(contract_check="warn")
+    with caplog.at_level(logging.WARNING, "vime_lint.runtime"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = validate_rollout_output(out, args, evaluation=False, hook_path=HOOK,
+                                        rollout_id=3)
+    assert [v.id for v in found] == ["VIM108", "VIM105"]
+    assert sum(len(g) for g in out.samples) == 8
+    assert "VIM108 error: samples[0][1].loss_mask" in caplog.text
+    assert "VIM105 warning" in caplog.text
+    assert len(caught) == 2 and all(w.category is ContractWarning for w in caught)
+
+
+def test_warnings_once_per_id_and_call_site_per_step() -> None:
+    groups = make_groups(weight_versions=[1])
+    args = make_args(contract_check="warn")
+    checker = ContractChecker(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in (1, 1, 2):
+            found, _ = checker.run_checks(train_output(groups), evaluation=False, hook_path=HOOK,
+                                          rollout_id=step)
+            assert len(found) == 8
+    assert len(caught) == 2      # step 1 once, step 2 once
+
+
+def test_warn_once_registry_is_bounded() -> None:
+    reg = WarnOnce(keep_steps=2)
+    assert reg.first(1, "VIM105", "a") and not reg.first(1, "VIM105", "a")
+    assert reg.first(1, "VIM105", "b")
+    reg.first(2, "VIM105", "a")
+    reg.first(3, "VIM105", "a")
+    assert reg.first(1, "VIM105", "a")           # step 1 was forgotten
+
+
+def test_off_mode_checks_nothing() -> None:
+    args = make_args(contract_check="off")
+    assert validate_rollout_output(train_output([]), args, evaluation=False, hook_path=HOOK) == []
+    assert not ContractChecker(args).enabled
+
+
+def test_interval_skips_b5_but_not_b1() -> None:
+    args = make_args(contract_check_interval=2)
+    assert should_check(args, 4) and not should_check(args, 5)
+    assert should_check(args, 5, "B1") and should_check(args, None)
+    assert not should_check(make_args(contract_check="off"), 4, "B1")
+    out = train_output(_bad_groups())
+    assert validate_rollout_output(out, args, evaluation=False, hook_path=HOOK,
+                                   rollout_id=5) == []
+    with pytest.raises(ContractError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ContractWarning)
+        validate_rollout_output(out, args, evaluation=False, hook_path=HOOK, rollout_id=6)
+
+
+def test_run_checks_returns_seconds() -> None:
+    found, seconds = run_checks(train_output(make_groups()), make_args(), evaluation=False,
+                                hook_path=HOOK, rollout_id=0)
+    assert found == [] and 0.0 < seconds < 1.0
+
+
+def test_checker_should_check_and_eval_context() -> None:
+    args = make_args(contract_check_interval=3, eval_function_path="my_pkg.ev.eval_rollout")
+    checker = ContractChecker(args)
+    assert checker.should_check(3) and not checker.should_check(4) and checker.should_check(4, "B0")
+    with pytest.raises(ContractError) as info:
+        checker.run_checks({"toy": {"rewards": [None]}}, evaluation=True,
+                           hook_path="my_pkg.ev.eval_rollout", rollout_id=3)
+    assert "eval rollout `my_pkg.ev.eval_rollout` (--eval-function-path) step 3" in str(info.value)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"contract_check": "loud"}, "--contract-check='loud': expected one of off, warn, raise"),
+    ({"contract_check_interval": 0}, "--contract-check-interval=0: expected an int >= 1"),
+])
+def test_invalid_settings_name_the_argument(values: dict, message: str) -> None:
+    with pytest.raises(ValueError, match="contract-check"):
+        should_check(make_args(**values), 1)
+    with pytest.raises(ValueError) as info:
+        ContractChecker(make_args(**values))
+    assert message in str(info.value)
+
+
+def test_default_rollout_path_makes_group_count_an_error() -> None:
+    from vime.contract.hooks import HOOKS
+
+    with pytest.raises(ContractError) as info:
+        validate_rollout_output(train_output(make_groups(groups=3)), make_args(),
+                                evaluation=False, hook_path=HOOKS["rollout_function_path"].default)
+    assert info.value.ids == ["VIM104"]
+
+
+def test_light_imports() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, vime_lint.runtime; "
+            "print(sorted(m for m in ('torch','ray','vllm','transformers','httpx') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,259 @@
+"""The ``vime-lint`` command line.
+
+Usage::
+
+    vime-lint rollout src/ --select VIM0 --output-format full
+    vime-lint rollout - --stdin-filename my_rollout.py < my_rollout.py
+    vime-lint rollout --fix --diff my_rollout.py
+    vime-lint rollout --show-hooks .
+    vime-lint rules                 # every rule: code, name, severity, fix
+    vime-lint rule VIM001           # one rule's documentation
+    vime-lint check ...             # the dry-run harness (vime_lint.runtime.harness)
+    vime-lint --version
+
+Exit codes: 0 clean, 1 findings (or fixes with ``--exit-non-zero-on-fix``), 2 usage,
+configuration or parse errors.
+
+Start-up imports only the standard library and ``vime.contract``; LibCST is imported when a
+command needs it.
+
+Source: ours (options and exit codes follow Ruff).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from vime_lint import __version__
+
+__all__ = ["main"]
+
+FORMATS = ("concise", "full", "json", "github", "sarif")
+
+
+def _codes(value: str) -> list[str]:
+    return [v.strip().upper() for v in value.split(",") if v.strip()]
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    from vime.contract import CONTRACT_VERSION
+
+    parser = argparse.ArgumentParser(
+        prog="vime-lint",
+        description="Contract linter for vime rollout code (static: `rollout`; dry run: `check`).")
+    parser.add_argument("--version", action="version",
+                        version=f"vime-lint {__version__} (contract version {CONTRACT_VERSION})")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    ro = sub.add_parser("rollout", help="lint rollout modules (files or directories)")
+    ro.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                    help="files or directories; `-` reads stdin")
+    ro.add_argument("--stdin-filename", help="the name to report for `-`")
+    ro.add_argument("--select", type=_codes, default=None, help="codes or prefixes to enable")
+    ro.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
+    ro.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    ro.add_argument("--output-format", choices=FORMATS, default="concise")
+    ro.add_argument("--statistics", action="store_true", help="counts per rule")
+    ro.add_argument("--fix", action="store_true", help="apply safe fixes")
+    ro.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    ro.add_argument("--diff", action="store_true",
+                    help="print the fixes as a diff, write nothing (implies --fix)")
+    ro.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    ro.add_argument("--exit-non-zero-on-fix", action="store_true",
+                    help="exit 1 when fixes were applied, even if nothing remains")
+    ro.add_argument("--exclude", type=lambda s: [p for p in s.split(",") if p], default=None,
+                    help="glob patterns replacing the default excludes")
+    ro.add_argument("--extend-exclude", type=lambda s: [p for p in s.split(",") if p],
+                    default=[], help="more glob patterns to exclude")
+    ro.add_argument("--force-exclude", action="store_true",
+                    help="apply excludes to paths given explicitly (pre-commit)")
+    ro.add_argument("--show-hooks", action="store_true",
+                    help="print the hooks found and how, then exit")
+    ro.add_argument("--config", type=Path, default=None,
+                    help="a pyproject.toml or TOML file with [tool.vime_lint]")
+    sub.add_parser("rules", help="list every rule")
+    rule = sub.add_parser("rule", help="print one rule's documentation")
+    rule.add_argument("code", help="a code (VIM001) or rule name")
+    sub.add_parser("check", help="dry-run the hooks of a launch command (imports and runs them)",
+                   add_help=False)
+    return parser
+
+
+def _cmd_check(argv: Sequence[str]) -> int:
+    try:
+        from vime_lint.runtime import harness
+    except ImportError as exc:
+        print(f"vime-lint check: the runtime harness is not available ({exc}); "
+              "it lives in vime_lint/runtime/harness.py", file=sys.stderr)
+        return 2
+    return int(harness.main(list(argv)))
+
+
+def _cmd_rules(out: TextIO) -> int:
+    from vime_lint.static.rules import ALL_RULES
+
+    for r in ALL_RULES:
+        inv = r.INVARIANT
+        fix = "fix" if any(c.fixed for c in r.INVALID) else "   "
+        out.write(f"{r.code()}  {r.slug():<28} {inv.severity:<7} {fix}  {inv.title}\n")
+    return 0
+
+
+def _cmd_rule(code: str, out: TextIO) -> int:
+    from vime_lint.static.rules import rules_for_code
+    from vime_lint.static.rules._docs import rule_markdown
+
+    found = rules_for_code(code)
+    if not found:
+        print(f"vime-lint: unknown rule `{code}` (see `vime-lint rules`)", file=sys.stderr)
+        return 2
+    out.write("\n".join(rule_markdown(r) for r in found))
+    return 0
+
+
+def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from vime_lint.static._config import Config, ConfigError, find_project_root, load_config
+    from vime_lint.static._files import DEFAULT_EXCLUDE, safe_resolve
+    from vime_lint.static._output import render, statistics, summary
+    from vime_lint.static._runner import Settings, UnknownSelector, run
+
+    paths: list[Path] = ns.paths or [Path(".")]
+    stdin = None
+    if any(str(p) == "-" for p in paths):
+        stdin = sys.stdin.buffer.read()
+    first = next((p for p in paths if str(p) != "-"), None)
+    start = Path(ns.stdin_filename).parent if (first is None and ns.stdin_filename) else (
+        first or Path("."))
+    root = find_project_root(start if start.exists() else Path("."))
+    try:
+        if ns.config is not None:
+            config = load_config(ns.config)
+            root = safe_resolve(ns.config).parent
+        elif (root / "pyproject.toml").is_file():
+            config = load_config(root / "pyproject.toml")
+        else:
+            config = Config()
+    except ConfigError as exc:
+        print(f"vime-lint: {exc}", file=err)
+        return 2
+    select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
+    select += [*config.extend_select, *ns.extend_select]
+    exclude = list(ns.exclude if ns.exclude is not None else (
+        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
+    exclude += [*config.extend_exclude, *ns.extend_exclude]
+    fix = ns.fix or ns.diff
+    settings = Settings(paths=paths, root=root, config=config, select=select,
+                        ignore=[*config.ignore, *ns.ignore], fix=fix,
+                        unsafe_fixes=ns.unsafe_fixes, write=not ns.diff,
+                        force_exclude=ns.force_exclude, exclude=exclude, stdin=stdin,
+                        stdin_filename=ns.stdin_filename)
+    try:
+        outcome = run(settings)
+    except UnknownSelector as exc:
+        print(f"vime-lint: {exc}", file=err)
+        return 2
+    if ns.show_hooks:
+        return _show_hooks(outcome, out)
+    for p in outcome.problems:
+        loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
+        print(f"{loc}: error: {p.message}", file=err)
+    fixed = sum(r.fixes_applied for r in outcome.results)
+    if ns.diff:
+        for r in outcome.results:
+            if r.fixed_source is not None:
+                out.writelines(difflib.unified_diff(
+                    r.source.splitlines(keepends=True), r.fixed_source.splitlines(keepends=True),
+                    fromfile=r.path, tofile=r.path))
+    elif stdin is not None and fix:
+        for r in outcome.results:
+            if r.path == (ns.stdin_filename or "-"):
+                out.write(r.fixed_source if r.fixed_source is not None else r.source)
+    else:
+        out.write(render(outcome.results, ns.output_format, outcome.rules))
+        if ns.statistics:
+            out.write(statistics(outcome.results))
+        if ns.output_format in ("concise", "full"):
+            out.write(summary(outcome.results, fixed=fixed, unsafe_fixes=ns.unsafe_fixes))
+    remaining = sum(len(r.findings) for r in outcome.results)
+    if ns.diff:
+        remaining = sum(r.fixed_source is not None for r in outcome.results)
+    if outcome.problems:
+        return 2
+    if ns.exit_zero:
+        return 0
+    if remaining or (ns.exit_non_zero_on_fix and fixed):
+        return 1
+    return 0
+
+
+def _show_hooks(outcome: object, out: TextIO) -> int:
+    import re
+
+    from vime_lint.static._runner import RunOutcome
+
+    assert isinstance(outcome, RunOutcome)
+    from vime_lint.static._engine import decode_source
+    from vime_lint.static._model import LintOptions
+
+    import libcst as cst
+
+    from vime_lint.static._files import safe_resolve
+    from vime_lint.static._rule import build_context
+
+    order = {"a": "launch scripts/configs", "b": "[tool.vime_lint] hooks",
+             "c": "Protocol annotations", "d": "conventional names"}
+    out.write("Hook discovery order: " + "; ".join(f"({k}) {v}" for k, v in order.items()) + "\n")
+    for r in outcome.results:
+        if r.failure is not None:
+            continue
+        try:
+            module = cst.parse_module(r.source)
+        except Exception:  # noqa: BLE001 - reported by the lint run already
+            continue
+        resolved = safe_resolve(Path(r.path))
+        ctx = build_context(r.path, module,
+                            LintOptions(hooks=outcome.bindings.get(resolved, ())), r.source)
+        for name, bindings in ctx.hooks.items():
+            pat = re.compile(rf"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+{re.escape(name)}\b"
+                             rf"|^{re.escape(name)}[ \t]*[:=]",
+                             re.MULTILINE)
+            m = pat.search(r.source)
+            line = r.source.count("\n", 0, m.start()) + 1 if m else 0
+            for b in bindings:
+                where = f"{r.path}:{line}" if line else f"{r.path}: (not defined)"
+                out.write(f"{where}: {name} -> {b.spec.arg} [{b.source}]\n")
+    for t in outcome.missing:
+        out.write(f"(not found): {t.dotted} -> {t.spec.arg} [{t.source}]\n")
+    _ = decode_source
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``vime-lint``; return the exit code (0 clean, 1 findings, 2 errors)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "check":
+        return _cmd_check(args[1:])
+    parser = _build_parser()
+    try:
+        ns = parser.parse_args(args)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    if ns.command == "rollout":
+        try:
+            return _cmd_rollout(ns, sys.stdout, sys.stderr)
+        except BrokenPipeError:  # `vime-lint rollout . | head`
+            return 1
+    if ns.command == "rules":
+        return _cmd_rules(sys.stdout)
+    if ns.command == "rule":
+        return _cmd_rule(ns.code, sys.stdout)
+    parser.print_help(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
