@@ -15,6 +15,7 @@ Source: ours, after upstream ``slime/train.py`` (the loop order).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -38,6 +39,12 @@ class _Local:
     def call(self, name: str, *a: Any, num_returns: int = 1, **kw: Any) -> Any:
         return getattr(self.obj, name)(*a, **kw)
 
+    def close(self, timeout: float = 60.0) -> None:
+        """``shutdown()`` on the object (engines, router)."""
+        shutdown = getattr(self.obj, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+
 
 class _Remote:
     """Calls a Ray actor's methods and waits for the result (refs passed through)."""
@@ -52,6 +59,14 @@ class _Remote:
         if num_returns > 1:
             return method.options(num_returns=num_returns).remote(*a, **kw)
         return ray.get(method.remote(*a, **kw))
+
+    def close(self, timeout: float = 60.0) -> None:
+        """``shutdown()`` on the actor (engines, router), then kill it even if it is busy."""
+        import ray
+
+        with contextlib.suppress(Exception):  # a busy or dead actor is killed below either way
+            ray.get(self.actor.shutdown.remote(), timeout=timeout)
+        ray.kill(self.actor)
 
 
 def _start(args: Namespace) -> tuple[Any, Any]:
@@ -148,7 +163,7 @@ def run(args: Namespace) -> int:
         return 130
     finally:
         if manager is not None:
-            manager.call("shutdown")
+            manager.close()
 
 
 def _resolve(value: Any) -> Any:

@@ -196,12 +196,10 @@ def _show_hooks(outcome: object, out: TextIO) -> int:
     from vime_lint.static._runner import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
-    from vime_lint.static._engine import decode_source
-    from vime_lint.static._model import LintOptions
-
     import libcst as cst
 
     from vime_lint.static._files import safe_resolve
+    from vime_lint.static._model import LintOptions
     from vime_lint.static._rule import build_context
 
     order = {"a": "launch scripts/configs", "b": "[tool.vime_lint] hooks",
@@ -228,7 +226,6 @@ def _show_hooks(outcome: object, out: TextIO) -> int:
                 out.write(f"{where}: {name} -> {b.spec.arg} [{b.source}]\n")
     for t in outcome.missing:
         out.write(f"(not found): {t.dotted} -> {t.spec.arg} [{t.source}]\n")
-    _ = decode_source
     return 0
 
 

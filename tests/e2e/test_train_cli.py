@@ -109,3 +109,32 @@ def test_contract_violation_stops_before_the_optimiser_step(tiny_model_dir: Path
     assert [r["rollout_id"] for r in metrics(run_dir)] == [0]
     assert (tmp_path / "ckpt" / "iter_0000000").is_dir()
     assert not (tmp_path / "ckpt" / "iter_0000001").exists()
+
+
+def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_server: object,
+                                                tmp_path: Path) -> None:
+    """GRPO through `vime train` (Ray actors) on the session engine, with eval every step."""
+    from vime.ray.engine_control import sync_weights
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
+                               for a in range(10, 18)))
+    run_dir = tmp_path / "run"
+    url = vllm_server.url  # type: ignore[attr-defined]
+    try:
+        proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
+                          "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "2",
+                          "--n-samples-per-prompt", "4", "--rollout-max-response-len", "8",
+                          "--micro-batch-size", "4", "--lr", "1e-3", "--num-rollout", "2",
+                          "--eval-prompt-data", "toy", str(prompts), "--eval-interval", "1",
+                          "--rollout-external-engine-addrs", url, "--run-dir", str(run_dir))
+    finally:
+        sync_weights([url], str(tiny_model_dir))  # the session engine is shared
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = metrics(run_dir)
+    train = [r for r in records if "train/loss" in r]
+    assert [r["rollout_id"] for r in train] == [0, 1]
+    assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
+    assert all("eval/toy" in r for r in records)
+    versions = sorted(p.name for p in (run_dir / "weights").iterdir())
+    assert versions == ["v000001", "v000002"]

@@ -118,7 +118,10 @@ def _lint_once(
 
 def _finding(rep: Report, path: str, line: int, col: int, end_line: int, end_col: int,
              module: cst.Module, text: str) -> Finding:
-    edits = fix_edits(module, text, rep.fix) if rep.fix is not None else ()
+    try:
+        edits = fix_edits(module, text, rep.fix) if rep.fix is not None else ()
+    except Exception:  # noqa: BLE001 - a fix that cannot be built is dropped, never a crash
+        edits = ()
     return Finding(
         code=rep.rule.code(), slug=rep.rule.slug(), severity=rep.severity, message=rep.message,
         path=path, line=line, col=col, end_line=end_line, end_col=end_col,

@@ -77,9 +77,6 @@ def _add_import(module: cst.Module, mod: str, name: str) -> cst.Module:
         else:
             break
     new = cst.parse_statement(f"from {mod} import {name}\n")
-    if insert_at < len(body) and insert_at > 0:
-        # Keep the blank lines that separated the imports from the code.
-        pass
     body.insert(insert_at, new)
     return module.with_changes(body=body)
 
@@ -92,11 +89,6 @@ def apply_fix(module: cst.Module, fix: Fix) -> cst.Module:
     for mod, name in fix.imports:
         out = _add_import(out, mod, name)
     return out
-
-
-def _pos(lines: Sequence[str], index: int) -> tuple[int, int]:
-    """(1-based line, 0-based col) of the start of line ``index`` (0-based)."""
-    return index + 1, 0
 
 
 def _offsets(text: str) -> list[int]:

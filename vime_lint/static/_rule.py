@@ -22,13 +22,12 @@ Source: ours, after Fixit's ``LintRule`` (one class per rule, examples as tests)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, cast
 
 import libcst as cst
 from libcst.metadata import QualifiedNameProvider
-from libcst.metadata.base_provider import ProviderT
 
 from vime.contract import HOOKS, Invariant, Severity
 from vime.contract.hooks import GROUP_RM_SPEC, HookSpec
@@ -91,6 +90,9 @@ class FileContext:
     sample_names: frozenset[str]
     #: Names imported from ``vime.rollout.base_types`` (name -> local alias).
     base_types_names: Mapping[str, str]
+    #: Per-node analyses shared by rules (``id(node) -> facts``), so that a function body is
+    #: walked once however many rules ask about it.
+    cache: dict[int, object] = field(default_factory=dict)
 
     def binding(self, fn: str, dests: Sequence[str] | None = None) -> HookBinding | None:
         """The first binding of module-level ``fn`` (limited to ``dests`` if given)."""
@@ -221,6 +223,26 @@ class Rule(cst.BatchableCSTVisitor):
         self.reports: list[Report] = []
 
     @classmethod
+    def _visitor_names(cls) -> tuple[str, ...]:
+        cached = cls.__dict__.get("_VISITOR_NAMES")
+        if cached is None:
+            cached = tuple(
+                name for name in dir(cls)
+                if (name.startswith("visit_") or name.startswith("leave_"))
+                and callable(getattr(cls, name))
+                and not getattr(getattr(cls, name), "_is_no_op", False))
+            cls._VISITOR_NAMES = cached  # type: ignore[attr-defined]
+        return cast(tuple[str, ...], cached)
+
+    def get_visitors(self) -> Mapping[str, Callable[[cst.CSTNode], None]]:
+        """The non-stub ``visit_*``/``leave_*`` methods, found once per class.
+
+        LibCST's default scans every member with ``inspect.getmembers`` for every instance,
+        which cost about a third of a lint run; the names only depend on the class.
+        """
+        return {name: getattr(self, name) for name in self._visitor_names()}
+
+    @classmethod
     def code(cls) -> str:
         """The invariant id, ``"VIM###"``."""
         return cls.INVARIANT.id
@@ -296,6 +318,3 @@ class FunctionTracker(Rule):
         bindings = self.context.hooks.get(node.name.value)
         return bindings[0] if bindings else None
 
-
-# Mapping is used in a public annotation above; keep the names exported for rule modules.
-_ = (Mapping, ProviderT)

@@ -11,7 +11,6 @@ Source: ours.
 from __future__ import annotations
 
 import fnmatch
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,5 +148,4 @@ def run(settings: Settings) -> RunOutcome:
                 problems.append(ParseFailure(display, 0, 0,
                                              f"cannot write fixes: {exc.strerror or exc}"))
     problems += [r.failure for r in results if r.failure is not None]
-    _ = sys
     return RunOutcome(results, problems, bindings, missing, launch, rules)

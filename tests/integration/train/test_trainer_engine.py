@@ -110,11 +110,13 @@ def test_weight_sync_makes_engine_log_probs_equal_trainer(tiny_model_dir: Path, 
         sync_weights([vllm_server.url], str(tiny_model_dir))
 
 
-def test_grpo_end_to_end_with_one_engine(tiny_model_dir: Path, ray_cluster: Any,
+def test_grpo_end_to_end_with_one_engine(tiny_model_dir: Path, vllm_server: Any,
                                          tmp_path: Path) -> None:
-    """Default vLLM rollout + RM -> conversion -> policy loss -> weight sync, 2 steps."""
+    """Default vLLM rollout + RM -> conversion -> policy loss -> weight sync, 2 steps, on the
+    session engine (attached as an external engine: one engine start per session)."""
     from vime.backends.trainer import Trainer
     from vime.backends.weights import version_dir
+    from vime.ray.engine_control import sync_weights
     from vime.ray.rollout import RolloutManagerCore
 
     data = tmp_path / "prompts.jsonl"
@@ -126,7 +128,8 @@ def test_grpo_end_to_end_with_one_engine(tiny_model_dir: Path, ray_cluster: Any,
                        "--rollout-batch-size", "2", "--n-samples-per-prompt", "4",
                        "--rollout-max-response-len", "8", "--micro-batch-size", "4",
                        "--lr", "1e-3", "--num-rollout", "2", "--run-dir", str(tmp_path / "run"),
-                       "--use-rollout-logprobs"])
+                       "--use-rollout-logprobs",
+                       "--rollout-external-engine-addrs", vllm_server.url])
     manager = RolloutManagerCore(args)
     try:
         assert len(manager.engine_urls) == 1
@@ -148,4 +151,5 @@ def test_grpo_end_to_end_with_one_engine(tiny_model_dir: Path, ray_cluster: Any,
             assert manager.sync_weights(path) > 0.0
     finally:
         manager.shutdown()
+        sync_weights([vllm_server.url], str(tiny_model_dir))  # the session engine is shared
     assert manager.engines is None

@@ -26,12 +26,12 @@ from vime_lint.static.rules.sample_api import (
     TokensWithoutLossMask,
     UnknownSampleAttribute,
 )
-from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
 from vime_lint.static.rules.signatures import (
     HookSignature,
     RolloutFunctionSignature,
     UnpicklableHook,
 )
+from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
 
 __all__ = ["ALL_RULES", "rules_for_code"]
 

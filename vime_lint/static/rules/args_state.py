@@ -223,13 +223,13 @@ class RewardArithmetic(FunctionTracker):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.active = 0
+        self.active_stack: list[bool] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         b = self.hook_of(node)
         if b is not None and b.spec.dest in _REWARD_HOOKS:
             self.active += 1
-        self.active_stack = getattr(self, "active_stack", [])
         self.active_stack.append(b is not None and b.spec.dest in _REWARD_HOOKS)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:

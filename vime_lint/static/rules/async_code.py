@@ -99,10 +99,6 @@ class BlockingCallInAsync(FunctionTracker):
             self.report(node, self.INVARIANT.render(call=hit, name=fn.name.value))
 
 
-_SCHEDULERS = ("gather", "create_task", "ensure_future", "wait_for", "run", "shield", "wait",
-               "run_until_complete", "run_coroutine_threadsafe", "as_completed", "TaskGroup")
-
-
 class UnawaitedCoroutine(FunctionTracker):
     """A call to a known async function is awaited (or scheduled).
 
@@ -221,5 +217,3 @@ class UnawaitedCoroutine(FunctionTracker):
     def visit_While(self, node: cst.While) -> None:
         self._check(node.test)
 
-
-_ = _SCHEDULERS

@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from vime.contract import INVARIANTS
-from vime_lint.static._cst import is_generator, iter_returns, may_fall_through, string_value
+from vime.contract import INVARIANTS, Severity
+from vime_lint.static._cst import may_fall_through, string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, Fix, FunctionTracker
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
@@ -36,12 +36,28 @@ def _is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
 
 
 class _Assignments(cst.CSTVisitor):
-    """Values assigned to each local name of one function (None: bound some other way)."""
+    """One walk of a function body: local assignments (None: bound some other way), its own
+    ``return`` statements, whether it yields, and the names it reads."""
 
     def __init__(self) -> None:
         super().__init__()
         self.values: dict[str, list[cst.BaseExpression | None]] = {}
         self.subscript_values: dict[str, list[cst.BaseExpression]] = {}
+        self.returns: list[cst.Return] = []
+        self.yields = False
+        self.names: set[str] = set()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
         if isinstance(target, cst.Name):
@@ -80,10 +96,19 @@ class _Assignments(cst.CSTVisitor):
         return False
 
 
-def assignments(fn: cst.FunctionDef) -> _Assignments:
-    """The local assignments of ``fn`` (parameters count as unknown values)."""
+def assignments(fn: cst.FunctionDef, context: FileContext | None = None) -> _Assignments:
+    """Facts about ``fn``'s body, walked once per file (cached in ``context``).
+
+    Parameters count as assignments of unknown value.
+    """
+    if context is not None:
+        hit = context.cache.get(id(fn))
+        if isinstance(hit, _Assignments):
+            return hit
     a = _Assignments()
     fn.body.visit(a)
+    if context is not None:
+        context.cache[id(fn)] = a
     for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
         a.values.setdefault(p.name.value, []).append(None)
     return a
@@ -200,15 +225,16 @@ class RawRolloutReturn(FunctionTracker):
             return
         name = binding.function
         expected = f"{TRAIN_OUT} / {EVAL_OUT}"
-        if is_generator(node):
+        local = assignments(node, self.context)
+        if local.yields:
             self.report(node.name, self.INVARIANT.render(
                 name=name, actual="a generator (it contains `yield`)", expected=expected))
             return
-        local = assignments(node)
-        for ret in iter_returns(node):
+        for ret in local.returns:
             kinds = classify(ret.value, local)
             for kind in dict.fromkeys(kinds):
-                severity = "warning" if kind in ("a bare list", "a bare dict") else "error"
+                severity: Severity = "warning" if kind in ("a bare list", "a bare dict") \
+                    else "error"
                 fix = None
                 if kinds == ["a bare list"] and ret.value is not None:
                     fix = self._wrap_fix(ret.value)
@@ -283,17 +309,6 @@ def _sided_returns(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
                 yield from _sided_returns(_statements(h.body), rest_side)
 
 
-class _Reads(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.read = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.read = True
-
-
 class EvaluationBranch(FunctionTracker):
     """The rollout function reads ``evaluation`` and returns eval output on the eval path.
 
@@ -359,14 +374,12 @@ class EvaluationBranch(FunctionTracker):
         if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
             return
         name = binding.function
-        severity = "error" if self.context.options.eval_configured else "warning"
+        severity: Severity = "error" if self.context.options.eval_configured else "warning"
         param = next((p for p in (*node.params.params, *node.params.kwonly_params)
                       if p.name.value == "evaluation"), None)
         if param is None:
             return  # VIM001 reports the missing parameter
-        reads = _Reads("evaluation")
-        node.body.visit(reads)
-        if not reads.read:
+        if "evaluation" not in assignments(node, self.context).names:
             self.report(param.name, self.INVARIANT.render(
                 name=name, problem="never reads or forwards `evaluation`, so eval steps get "
                 "train output"), severity=severity)
@@ -452,7 +465,7 @@ class EvalDataKeys(FunctionTracker):
         if isinstance(data, cst.Dict):
             self._check_outer(data)
         elif isinstance(data, cst.Name) and self.current is not None:
-            local = assignments(self.current)
+            local = assignments(self.current, self.context)
             for v in local.values.get(data.value, []):
                 if isinstance(v, cst.Dict):
                     self._check_outer(v)
@@ -525,15 +538,16 @@ class RewardReturnsNone(FunctionTracker):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
-        if binding is None or binding.spec.dest != "custom_rm_path" or is_generator(node):
+        if binding is None or binding.spec.dest != "custom_rm_path":
+            return
+        facts = assignments(node, self.context)
+        if facts.yields:
             return
         name = binding.function
-        for ret in iter_returns(node):
+        for ret in facts.returns:
             if ret.value is None or (isinstance(ret.value, cst.Name) and ret.value.value == "None"):
                 self.report(ret, self.INVARIANT.render(name=name, problem="`return None`"))
         if may_fall_through(node.body):
             self.report(node.name, self.INVARIANT.render(
                 name=name, problem="the body can end without `return`"))
 
-
-_ = FileContext

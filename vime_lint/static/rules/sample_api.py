@@ -111,7 +111,7 @@ class SampleConstructor(Rule):
             fix = None
             if not starred:
                 repl = []
-                for a, spec in zip(positional, SAMPLE_FIELDS):
+                for a, spec in zip(positional, SAMPLE_FIELDS, strict=False):
                     repl.append((a, a.with_changes(keyword=cst.Name(spec.name), equal=_EQ)))
                 fix = Fix("Pass the fields by keyword", True, tuple(repl))
             names = ", ".join(f.name for f in SAMPLE_FIELDS[:len(positional)])

@@ -85,8 +85,11 @@ def _rename_fix(fn: cst.FunctionDef, old: str, new: str) -> Fix | None:
 
 
 def _default_fix(fn: cst.FunctionDef, name: str, default: str) -> Fix | None:
-    for p in fn.params.params:
+    params = list(fn.params.params)
+    for i, p in enumerate(params):
         if p.name.value == name and p.default is None:
+            if any(q.default is None for q in params[i + 1:]):
+                return None  # a default here would need defaults after it too
             new = p.with_changes(default=cst.parse_expression(default),
                                  equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                        cst.SimpleWhitespace("")))
@@ -165,6 +168,8 @@ class RolloutFunctionSignature(FunctionTracker):
         Invalid("async def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    pass\n", line=1, col=10),
         Invalid("def generate_rollout(args, rollout_id, *, evaluation=False):\n    pass\n",
+                line=1, col=4),
+        Invalid("def generate_rollout(args, rollout_id, evaluation, data_source):\n    pass\n",
                 line=1, col=4),
         Invalid("def my_rollout(args, rollout_id, data):\n    pass\n", line=1, col=4,
                 options={"hooks": {"my_rollout": "rollout_function_path"}}),

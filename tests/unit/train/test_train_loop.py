@@ -1,0 +1,66 @@
+"""vime.train.run in single-process mode: debug-rollout-only, Ctrl-C and contract errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vime.ray.rollout import RolloutManagerCore
+from vime.train import main, run
+from vime.utils.arguments import parse_args
+
+pytestmark = pytest.mark.unit
+
+HOOKS_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "train_hooks"
+
+
+@pytest.fixture(autouse=True)
+def _toy_on_path(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    monkeypatch.syspath_prepend(str(HOOKS_DIR))
+    calls: list[int] = []
+    original = RolloutManagerCore.shutdown
+
+    def shutdown(self: RolloutManagerCore) -> None:
+        calls.append(1)
+        original(self)
+
+    monkeypatch.setattr(RolloutManagerCore, "shutdown", shutdown)
+    return calls
+
+
+def argv(tmp_path: Path, fn: str, *extra: str) -> list[str]:
+    return ["--rollout-batch-size", "2", "--n-samples-per-prompt", "2", "--num-rollout", "3",
+            "--rollout-function-path", f"vime_toy_rollout.{fn}", "--no-rollout-engines",
+            "--single-process", "--debug-rollout-only", "--run-dir", str(tmp_path / "run"),
+            *extra]
+
+
+def test_debug_rollout_only_logs_every_step(tmp_path: Path, _toy_on_path: list[int]) -> None:
+    assert run(parse_args(argv(tmp_path, "generate_rollout"))) == 0
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r["rollout_id"] for r in records] == [0, 1, 2]
+    assert all("rollout/toy/groups" in r and "train/loss" not in r for r in records)
+    assert _toy_on_path == [1]
+
+
+def test_ctrl_c_stops_engines_and_returns_130(tmp_path: Path, _toy_on_path: list[int],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(parse_args(argv(tmp_path, "interrupt_at_step_one"))) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert _toy_on_path == [1]
+
+
+def test_contract_error_prints_message_and_returns_1(tmp_path: Path, _toy_on_path: list[int],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv(tmp_path, "broken_at_step_one")) == 1
+    err = capsys.readouterr().err
+    assert "contract violation, stopped before the optimiser step" in err
+    assert "VIM108 error: samples[0][1].loss_mask" in err and "Traceback" not in err
+    assert _toy_on_path == [1]
+
+
+def test_bad_arguments_exit_2(tmp_path: Path) -> None:
+    assert main(["--rollout-batch-size", "0", "--num-rollout", "1"]) == 2

@@ -1,0 +1,167 @@
+"""Trainer core on a very small local Llama: policy/KL/GSPO paths, checkpoints, weight export,
+argument errors; logging and checkpoint helpers."""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+import torch
+
+from vime.backends import checkpoint as ckpt
+from vime.backends.trainer import Trainer
+from vime.backends.weights import prune_versions, version_dir, write_weights
+from vime.data.batch_builder import BatchBuilder
+from vime.utils.logging_utils import MetricsLog, eval_metrics, pass_at_k, rollout_metrics
+from vime.utils.types import Sample
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("small_llama")
+    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                 num_hidden_layers=1, num_attention_heads=1,
+                                 num_key_value_heads=1, tie_word_embeddings=True,
+                                 pad_token_id=0)).save_pretrained(out)
+    return out
+
+
+def make_args(model: Path, **kw: object) -> Namespace:
+    base: dict[str, object] = dict(
+        hf_checkpoint=str(model), lr=1e-2, loss_type="policy_loss", advantage_estimator="grpo",
+        rollout_batch_size=2, n_samples_per_prompt=2, global_batch_size=4, micro_batch_size=2,
+        train_device="cpu", seed=0, rollout_temperature=1.0, clip_grad=1.0, eps_clip=0.2,
+        rewards_normalization=True, grpo_std_normalization=True)
+    base.update(kw)
+    return Namespace(**base)
+
+
+def batch(args: Namespace) -> dict[str, object]:
+    samples = [Sample(index=i, group_index=i // 2, tokens=[1, 2, 3, 10 + i, 20 + i, 30],
+                      response_length=3, reward=float(i % 2), status=Sample.Status.COMPLETED,
+                      rollout_log_probs=[-1.0, -1.0, -1.0])
+               for i in range(4)]
+    return BatchBuilder.convert(args, samples)
+
+
+def test_policy_step_with_kl_and_entropy(small_model: Path) -> None:
+    args = make_args(small_model, use_kl_loss=True, kl_loss_coef=0.1, entropy_coef=0.01)
+    trainer = Trainer(args)
+    before = [p.detach().clone() for p in trainer.model.parameters()]
+    out = trainer.train(0, batch(args))
+    assert out["train/num_steps"] == 1.0
+    assert out["train/kl_loss"] == pytest.approx(0.0, abs=1e-7)  # policy == reference
+    assert out["train/ppo_kl"] == pytest.approx(0.0, abs=1e-6)  # recomputed old log probs
+    assert out["train/pg_clipfrac"] == 0.0 and out["train/lr"] == pytest.approx(1e-2)
+    assert out["train/entropy"] > 0 and out["train/grad_norm"] > 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.model.parameters(),
+                                                     strict=True))
+    second = trainer.train(1, batch(args))
+    assert second["train/kl_loss"] > 0  # the policy moved away from the reference
+
+
+@pytest.mark.parametrize("estimator", ["gspo", "reinforce_plus_plus_baseline"])
+def test_other_estimators_run(small_model: Path, estimator: str) -> None:
+    args = make_args(small_model, advantage_estimator=estimator)
+    out = Trainer(args).train(0, batch(args))
+    assert out["train/pg_loss"] == pytest.approx(out["train/loss"] + 0.0, abs=1e-6)
+
+
+def test_rollout_logprobs_are_used_when_asked(small_model: Path) -> None:
+    args = make_args(small_model, use_rollout_logprobs=True)
+    out = Trainer(args).train(0, batch(args))
+    assert out["train/ppo_kl"] != pytest.approx(0.0, abs=1e-3)  # -1.0 placeholders differ
+    data = batch(args)
+    del data["rollout_log_probs"]
+    with pytest.raises(ValueError, match="--use-rollout-logprobs: the samples carry no rollout_log_probs"):
+        Trainer(args).train(0, data)
+
+
+def test_micro_batches_accumulate_to_the_same_step(small_model: Path) -> None:
+    one = Trainer(make_args(small_model, micro_batch_size=4))
+    two = Trainer(make_args(small_model, micro_batch_size=1))
+    a = one.train(0, batch(one.args))
+    b = two.train(0, batch(two.args))
+    assert a["train/loss"] == pytest.approx(b["train/loss"], abs=1e-6)
+    assert a["train/grad_norm"] == pytest.approx(b["train/grad_norm"], rel=1e-4)
+    for p, q in zip(one.model.parameters(), two.model.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+def test_save_load_round_trip(small_model: Path, tmp_path: Path) -> None:
+    args = make_args(small_model, save=str(tmp_path / "ckpt"), lr_warmup_steps=3)
+    trainer = Trainer(args)
+    trainer.train(0, batch(args))
+    trainer.save(0)
+    ckpt.mark_complete(args.save, 0)
+    assert ckpt.latest_iteration(args.save) == 0
+    expected = trainer.train(1, batch(args))
+    resumed = Trainer(args)
+    resumed.load(args.save, 0)
+    assert resumed.global_step == 1
+    got = resumed.train(1, batch(args))
+    assert got["train/loss"] == expected["train/loss"] and got["train/lr"] == expected["train/lr"]
+    with pytest.raises(FileNotFoundError, match=r"iter_0000009/model/model.safetensors is missing"):
+        resumed.load(args.save, 9)
+
+
+def test_write_weights_includes_tied_lm_head(small_model: Path, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    trainer = Trainer(make_args(small_model))
+    path = write_weights(trainer.model, version_dir(tmp_path, 1))
+    tensors = load_file(str(path / "model.safetensors"))
+    assert torch.equal(tensors["lm_head.weight"], tensors["model.embed_tokens.weight"])
+    write_weights(trainer.model, version_dir(tmp_path, 2))
+    write_weights(trainer.model, version_dir(tmp_path, 3))
+    assert [p.name for p in prune_versions(tmp_path, keep=2)] == ["v000001"]
+
+
+@pytest.mark.parametrize("kw,message", [
+    ({"loss_type": "custom_loss"}, "--loss-type custom_loss is not implemented"),
+    ({"advantage_estimator": "ppo"}, "--advantage-estimator ppo is not implemented"),
+    ({"kl_coef": 0.1}, "--kl-coef .* use --use-kl-loss"),
+])
+def test_unsupported_settings_raise(small_model: Path, kw: dict[str, object], message: str) -> None:
+    with pytest.raises(NotImplementedError, match=message):
+        Trainer(make_args(small_model, **kw))
+
+
+def test_missing_checkpoint_and_cuda_errors(small_model: Path) -> None:
+    with pytest.raises(ValueError, match="--hf-checkpoint is required"):
+        Trainer(make_args(small_model, hf_checkpoint=None))
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="--train-device cuda: no CUDA device"):
+            Trainer(make_args(small_model, train_device="cuda"))
+
+
+def test_latest_iteration_rejects_garbage(tmp_path: Path) -> None:
+    assert ckpt.latest_iteration(tmp_path) is None
+    (tmp_path / ckpt.LATEST_FILE).write_text("abc")
+    with pytest.raises(ValueError, match="expected a rollout id"):
+        ckpt.latest_iteration(tmp_path)
+
+
+def test_metrics_helpers(tmp_path: Path) -> None:
+    samples = [Sample(index=0, tokens=[1, 2, 3], response_length=2, reward=1.0,
+                      status=Sample.Status.TRUNCATED),
+               Sample(index=1, tokens=[1, 2], response_length=1, reward=0.0)]
+    m = rollout_metrics(Namespace(reward_key=None), samples, rollout_time=0.5)
+    assert m["rollout/raw_reward"] == 0.5 and m["rollout/truncated_ratio"] == 0.5
+    assert m["perf/tokens_per_s"] == 6.0 and m["rollout/response_len/max"] == 2.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25) and pass_at_k(4, 1, 4) == 1.0
+    e = eval_metrics(Namespace(n_samples_per_eval_prompt=2, log_passrate=True),
+                     {"d": {"rewards": [1.0, 0.0, 0.0, 0.0], "truncated": [True, False] * 2}})
+    assert e == {"eval/d": 0.25, "eval/d-truncated_ratio": 0.5, "eval/d-pass@1": 0.25,
+                 "eval/d-pass@2": 0.5}
+    log = MetricsLog(tmp_path)
+    log.write(3, {"a": 1.5, "b": float("nan")})
+    line = json.loads((tmp_path / "metrics.jsonl").read_text())
+    assert line["rollout_id"] == 3 and line["a"] == 1.5 and line["b"] is None
