@@ -20,6 +20,7 @@ import os
 import tempfile
 import time
 from argparse import Namespace
+from typing import Any
 
 os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -34,7 +35,7 @@ class _Prompts:
 
         self.n, self.problems, self.next = n, make_problems(5000, seed=0), 0
 
-    def get_samples(self, k: int) -> list:
+    def get_samples(self, k: int) -> list[Any]:
         from vime.utils.types import Sample
 
         out = []
@@ -46,13 +47,13 @@ class _Prompts:
             self.next += 1
         return out
 
-    def add_samples(self, groups: list) -> None:
+    def add_samples(self, groups: list[Any]) -> None:
         pass
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print one JSON line; return 0."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--batch", type=int, default=32, help="rollout batch size (groups)")
     parser.add_argument("--n", type=int, default=8, help="samples per prompt")
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.monotonic()
         for step in range(1, ns.steps + 1):
             out = generate_rollout(args, step, source)
-            leaves = list(iter_samples(out.samples))
+            leaves = list(iter_samples(getattr(out, "samples", [])))
             samples += len(leaves)
             tokens += sum(s.response_length for s in leaves)
         seconds = time.monotonic() - start

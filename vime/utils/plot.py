@@ -108,6 +108,7 @@ def plot_run(records: Sequence[Mapping[str, Any]], out_png: str | Path, *,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     reward = metric_series(records, reward_key)
     evals = {k: metric_series(records, k) for k in eval_keys}
@@ -124,6 +125,7 @@ def plot_run(records: Sequence[Mapping[str, Any]], out_png: str | Path, *,
             xs, ys = zip(*series, strict=True)
             ax.plot(xs, ys, marker="o", linewidth=1.8, label=f"held-out accuracy ({k})")
         ax.set_xlabel("GRPO steps done")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("accuracy / mean reward")
         ax.set_ylim(0.0, 1.0)
         ax.grid(True, alpha=0.3)
