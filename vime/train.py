@@ -106,6 +106,8 @@ def run(args: Namespace) -> int:
     os.makedirs(args.run_dir, exist_ok=True)
     log, t_run = MetricsLog(args.run_dir), time.perf_counter()
     manager = trainer = None
+    last_done: int | None = None  # last rollout step whose optimiser step finished
+    last_saved: int | None = None
     try:
         manager, trainer = _start(args)
         engines = bool(manager.call("get_engine_urls"))
@@ -139,10 +141,10 @@ def run(args: Namespace) -> int:
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))
+                    last_done = rollout_id
                     if save_now:
-                        trainer.call("save", rollout_id)
-                        manager.call("save", rollout_id)
-                        ckpt.mark_complete(args.save, rollout_id)
+                        _save(args, trainer, manager, rollout_id)
+                        last_saved = rollout_id
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
                     metrics.update(manager.call("eval", rollout_id))
@@ -160,10 +162,24 @@ def run(args: Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         print("vime train: interrupted", file=sys.stderr)
+        if args.save and trainer is not None and last_done is not None and last_done != last_saved:
+            _save(args, trainer, manager, last_done)
+            print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
+                  file=sys.stderr)
         return 130
     finally:
         if manager is not None:
             manager.close()
+
+
+def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int) -> None:
+    """Checkpoint model, optimiser, scheduler and data source for ``rollout_id``, then mark
+    the iteration complete (a resume only loads complete iterations)."""
+    from vime.backends import checkpoint as ckpt
+
+    trainer.call("save", rollout_id)
+    manager.call("save", rollout_id)
+    ckpt.mark_complete(args.save, rollout_id)
 
 
 def _resolve(value: Any) -> Any:

@@ -138,3 +138,56 @@ def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_serve
     assert all("eval/toy" in r for r in records)
     versions = sorted(p.name for p in (run_dir / "weights").iterdir())
     assert versions == ["v000001", "v000002"]
+
+
+def test_sigint_saves_a_checkpoint_and_leaves_no_engine_behind(tiny_model_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """Ctrl-C mid-run: exit 130, a checkpoint of the last finished step, no vLLM process left."""
+    import signal
+    import time
+
+    import psutil
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
+                               for a in range(10, 18)))
+    run_dir, ckpt = tmp_path / "run", tmp_path / "ckpt"
+    env = dict(os.environ, COLUMNS="120")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vime.cli", "train", "--hf-checkpoint", str(tiny_model_dir),
+         "--prompt-data", str(prompts), "--label-key", "label", "--rm-type", "f1",
+         "--rollout-batch-size", "2", "--n-samples-per-prompt", "2",
+         "--rollout-max-response-len", "4", "--micro-batch-size", "2", "--lr", "1e-4",
+         "--num-rollout", "1000", "--save", str(ckpt), "--run-dir", str(run_dir),
+         "--vllm-enforce-eager"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 240
+        metrics_file = run_dir / "metrics.jsonl"
+        while time.monotonic() < deadline and proc.poll() is None:
+            if metrics_file.exists() and metrics_file.read_text().count("\n") >= 1:
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        family = psutil.Process(proc.pid).children(recursive=True)
+        assert any("vllm.entrypoints" in " ".join(_cmdline(p)) for p in family)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "saved a checkpoint of step" in stderr
+    step = int((ckpt / "latest_checkpointed_iteration.txt").read_text())
+    assert step >= 0 and (ckpt / f"iter_{step:07d}").is_dir()
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not [p for p in alive if "vllm" in " ".join(_cmdline(p))], alive
+
+
+def _cmdline(p: object) -> list[str]:
+    import psutil
+
+    try:
+        return p.cmdline()  # type: ignore[attr-defined,no-any-return]
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return []
