@@ -32,6 +32,7 @@ __all__ = [
     "PAUSE_MODES",
     "EngineInfo",
     "EngineRegistrationError",
+    "EngineUnavailableError",
     "abort_requests",
     "discover_engine_urls",
     "pause",
@@ -42,6 +43,7 @@ __all__ = [
     "server_request_id",
     "sync_weights",
     "sync_weights_async",
+    "unhealthy_engines",
 ]
 
 #: The token-in/token-out route the default rollout needs.
@@ -58,6 +60,23 @@ SERVER_REQUEST_ID_PREFIX = "generate-tokens-"
 class EngineRegistrationError(RuntimeError):
     """Raised at registration when an engine lacks a route the rollout needs (names the engine
     URL, its vLLM version and the missing route)."""
+
+
+class EngineUnavailableError(RuntimeError):
+    """Raised by the default ``generate`` when a request kept failing (connection errors, HTTP
+    500/502/503/504 after the router's and the client's retries) for longer than
+    ``--rollout-engine-retry-secs``; the message names the sample, the address it used, the
+    last error and the engines that do not answer ``GET /health``.
+
+    Attributes:
+        url: the address the request went to (the router, or the single engine).
+        dead_engines: engine URLs that did not answer ``GET /health`` when the error was raised.
+    """
+
+    def __init__(self, message: str, *, url: str, dead_engines: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.url = url
+        self.dead_engines = list(dead_engines)
 
 
 @dataclass(frozen=True)
@@ -151,6 +170,23 @@ async def discover_engine_urls(address: str, *, timeout: float = 30.0) -> list[s
     if isinstance(body, dict) and isinstance(body.get("workers"), list):
         return [_base(w["url"]) for w in body["workers"]]
     return [base]
+
+
+async def unhealthy_engines(urls: Iterable[str], *, timeout: float = 3.0) -> list[str]:
+    """The engines of ``urls`` that do not answer ``GET /health`` with a success within
+    ``timeout`` seconds (no retries), in the given order."""
+    from vime.utils.http_utils import HTTPError
+
+    async def healthy(url: str) -> bool:
+        try:
+            await get(f"{_base(url)}/health", timeout=timeout, retries=0)
+        except HTTPError:
+            return False
+        return True
+
+    bases = [_base(u) for u in urls]
+    answers = await asyncio.gather(*(healthy(u) for u in bases))
+    return [u for u, ok in zip(bases, answers, strict=True) if not ok]
 
 
 def _require_dev(url: str, what: str, exc: Exception) -> Exception:

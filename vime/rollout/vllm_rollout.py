@@ -39,6 +39,7 @@ import asyncio
 import copy
 import inspect
 import logging
+import math
 import time
 import uuid
 from argparse import Namespace
@@ -54,6 +55,7 @@ from vime.rollout.base_types import (
     finalize_rollout_groups,
     iter_samples,
 )
+from vime.rollout.rollout_metrics import BusyClock, rollout_step_metrics
 from vime.rollout.vllm_protocol import (
     build_generate_request,
     check_sampling_keys,
@@ -81,72 +83,106 @@ logger = logging.getLogger(__name__)
 #: Seconds between abort POSTs while draining, and the drain's limit (CONTRACT.md §8).
 ABORT_INTERVAL_S = 3.0
 ABORT_TIMEOUT_S = 180.0
+#: Default of ``--rollout-engine-retry-secs``: how long (seconds, from the first failure) one
+#: sample's request keeps being retried through the router when no engine answers.
+ENGINE_RETRY_S = 60.0
+#: First back-off and its cap between those retries (seconds; doubled per attempt).
+ENGINE_RETRY_BACKOFF_S = 1.0
+ENGINE_RETRY_MAX_BACKOFF_S = 4.0
+#: HTTP statuses (after the router's and the client's own retries) that mean no engine answered.
+ENGINE_FAILURE_STATUSES = frozenset({500, 502, 503, 504})
 
 
 # ---- process state ---------------------------------------------------------------------------
 
 
 class _State:
-    """Per-process rollout state: tokenizer, engines, semaphore, in-flight requests, abort flag.
+    """Per-process rollout state: tokenizer, engines, semaphore, in-flight requests, abort flag,
+    and the step's counters (generated tokens, generation/reward busy clocks).
 
-    Lives on the background loop; one per ``args`` object.
+    Lives on the background loop; one per ``args`` object. Nothing here touches the network or
+    loads the tokenizer until the built-in :func:`generate` needs it (:meth:`ensure_registered`,
+    :attr:`tokenizer`), so custom generate functions that do not call an engine run without one.
     """
 
     def __init__(self, args: Namespace) -> None:
-        from vime.utils.data import load_tokenizer
-
         self.args = args
-        self.tokenizer = load_tokenizer(getattr(args, "hf_checkpoint", None))
-        self.base_url = _router_url(args)
+        self._tokenizer: Any = None
+        self.base_url = ""
         self.engines: list[Any] = []  # list[EngineInfo]
         self.sampling_keys: frozenset[str] = frozenset()
         self.semaphore: asyncio.Semaphore | None = None
+        self.registered = False
         self.aborted = False
         self.rollout_id: int | None = None
         self.inflight: set[str] = set()
         self.request_tasks: set[asyncio.Task[Any]] = set()
         self.group_tasks: set[asyncio.Task[Any]] = set()
         self.eval_cache: dict[tuple[Any, ...], list[Sample]] = {}
+        self.generated_tokens = 0
+        self.gen_clock = BusyClock()
+        self.rm_clock = BusyClock()
+        self._register_lock = asyncio.Lock()
 
-    async def register(self) -> None:
-        from vime.ray.engine_control import discover_engine_urls, probe_engine
-        from vime.utils.http_utils import configure_client
+    @property
+    def tokenizer(self) -> Any:
+        """The ``--hf-checkpoint`` tokenizer (loaded on first use)."""
+        if self._tokenizer is None:
+            from vime.utils.data import load_tokenizer
 
-        explicit = getattr(self.args, "vllm_engine_urls", None)
-        urls = list(explicit) if explicit else await discover_engine_urls(self.base_url)
-        self.engines = list(await asyncio.gather(*(probe_engine(u) for u in urls)))
-        keys = [e.sampling_keys for e in self.engines if e.sampling_keys]
-        self.sampling_keys = frozenset.intersection(*keys) if keys else frozenset()
-        per_engine = int(getattr(self.args, "vllm_server_concurrency", None) or 512)
-        size = per_engine * max(1, len(self.engines))
-        self.semaphore = asyncio.Semaphore(size)
-        configure_client(max_connections=size,
-                         timeout=float(getattr(self.args, "router_request_timeout_secs", None)
-                                       or 14400))
+            self._tokenizer = load_tokenizer(getattr(self.args, "hf_checkpoint", None))
+        return self._tokenizer
+
+    async def ensure_registered(self) -> None:
+        """Find and probe the engines once (``GET /workers``, ``GET /openapi.json``), size the
+        semaphore and the HTTP pool (``vllm_server_concurrency * num_engines``).
+
+        Raises:
+            ValueError: the router address is not set.
+            EngineRegistrationError: an engine lacks the generate or abort route.
+        """
+        if self.registered:
+            return
+        async with self._register_lock:
+            if self.registered:
+                return
+            from vime.ray.engine_control import discover_engine_urls, probe_engine
+            from vime.utils.http_utils import configure_client
+
+            self.base_url = _router_url(self.args)
+            explicit = getattr(self.args, "vllm_engine_urls", None)
+            urls = list(explicit) if explicit else await discover_engine_urls(self.base_url)
+            self.engines = list(await asyncio.gather(*(probe_engine(u) for u in urls)))
+            keys = [e.sampling_keys for e in self.engines if e.sampling_keys]
+            self.sampling_keys = frozenset.intersection(*keys) if keys else frozenset()
+            per_engine = int(getattr(self.args, "vllm_server_concurrency", None) or 512)
+            size = per_engine * max(1, len(self.engines))
+            self.semaphore = asyncio.Semaphore(size)
+            configure_client(max_connections=size,
+                             timeout=float(getattr(self.args, "router_request_timeout_secs",
+                                                   None) or 14400))
+            self.registered = True
 
     def start_step(self, rollout_id: int | None) -> None:
+        """Reset the abort flag, the task sets and the step's counters."""
         self.aborted = False
         self.rollout_id = rollout_id
         self.request_tasks.clear()
         self.group_tasks.clear()
+        self.generated_tokens = 0
+        self.gen_clock = BusyClock()
+        self.rm_clock = BusyClock()
 
 
 _STATES: dict[int, _State] = {}
-_INIT_LOCKS: dict[int, asyncio.Lock] = {}
 
 
 async def _get_state(args: Namespace) -> _State:
-    key = id(args)
-    state = _STATES.get(key)
-    if state is not None and state.args is args and state.semaphore is not None:
-        return state
-    lock = _INIT_LOCKS.setdefault(key, asyncio.Lock())
-    async with lock:
-        state = _STATES.get(key)
-        if state is None or state.args is not args or state.semaphore is None:
-            state = _State(args)
-            await state.register()
-            _STATES[key] = state
+    """The state of ``args`` (created on first use; registration is lazy)."""
+    state = _STATES.get(id(args))
+    if state is None or state.args is not args:
+        state = _State(args)
+        _STATES[id(args)] = state
     return state
 
 
@@ -217,6 +253,56 @@ def _prompt_ids(state: _State, sample: Sample) -> list[int]:
     return list(state.tokenizer.encode(sample.prompt, add_special_tokens=False))
 
 
+def _retry_seconds(args: Namespace) -> float:
+    value = getattr(args, "rollout_engine_retry_secs", None)
+    if value is None:
+        return ENGINE_RETRY_S
+    value = float(value)
+    if not (value >= 0 and math.isfinite(value)):
+        raise ValueError(f"--rollout-engine-retry-secs {value}: expected a number of seconds "
+                         ">= 0")
+    return value
+
+
+def _engine_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` means "no engine answered" (retry through the router): a connection
+    error or timeout (``status`` None) or HTTP 500/502/503/504."""
+    from vime.utils.http_utils import HTTPError
+
+    return isinstance(exc, HTTPError) and (exc.status is None
+                                           or exc.status in ENGINE_FAILURE_STATUSES)
+
+
+async def _unavailable(state: _State, sample: Sample, url: str, what: str, attempts: int,
+                       seconds: float) -> Exception:
+    from vime.ray.engine_control import EngineUnavailableError, unhealthy_engines
+
+    dead = await unhealthy_engines([e.url for e in state.engines])
+    names = ", ".join(dead) if dead else "none (all answer GET /health)"
+    return EngineUnavailableError(
+        f"generate: sample index={sample.index} (session {sample.session_id}) got no answer "
+        f"from {url} for {seconds:.1f} s ({attempts} attempt(s)); last: {what}\n"
+        f"  engines not answering GET /health: {names} (of {len(state.engines)} registered)\n"
+        "  fix: restart the dead engine(s) or drop them from the router; raise "
+        "--rollout-engine-retry-secs to wait longer for a fail-over",
+        url=url, dead_engines=dead)
+
+
+async def _post_generate(state: _State, url: str, body: dict[str, Any],
+                         headers: dict[str, str], request_id: str) -> Any:
+    from vime.utils.http_utils import post
+
+    assert state.semaphore is not None
+    async with state.semaphore:
+        if state.aborted:
+            return None
+        state.inflight.add(request_id)
+        try:
+            return await post(url, body, headers=headers)
+        finally:
+            state.inflight.discard(request_id)
+
+
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
     """Generate (or continue) one sample's response with one engine call; grows the sample with
     ``Sample.append_response_tokens`` and sets its status from the finish reason.
@@ -225,11 +311,22 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     continuation already has are subtracted (no budget left: TRUNCATED, no request). After an
     abort the sample comes back ABORTED (with what was generated so far).
 
+    Engine failures: when a request fails with a connection error or HTTP 500/502/503/504 (after
+    the router's retries, which move a dead engine's sessions to live engines, and the client's
+    own), the request is sent again through the router with back-off (1, 2, 4, 4, ... s) for up
+    to ``--rollout-engine-retry-secs`` (default 60 s); an engine-side abort that vime did not
+    ask for (``finish_reason="abort"`` outside :func:`abort`, e.g. an engine shutting down)
+    keeps its partial tokens and continues the same way. Each attempt has a fresh request id,
+    and the sample is changed only by a successful response, so a retried sample is neither lost
+    nor duplicated.
+
     Raises:
         ContractError: VIM140 when the sample is not PENDING/ABORTED; a message-list prompt
             without tokens; VIM109 when the engine's log-probs do not match its tokens.
         ValueError: a ``sampling_params`` key the server does not know.
-        vime.utils.http_utils.HTTPError: the engine failed after retries.
+        EngineUnavailableError: the engines did not answer within the retry budget (names the
+            engines that do not answer ``GET /health``).
+        vime.utils.http_utils.HTTPError: another HTTP error (e.g. 400, the server's message).
     """
     state = await _get_state(args)
     if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
@@ -237,51 +334,74 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
             f"sample index={sample.index}", problem=f"generate got a sample with status "
             f"{sample.status.value}; expected pending or aborted (a finished sample is not "
             "generated again)")])
-    params = dict(sampling_params)
-    prompt_ids = _prompt_ids(state, sample)
-    budget = params.get("max_tokens")
-    if budget is not None:
-        budget = int(budget) - sample.response_length
-    max_context = getattr(args, "rollout_max_context_len", None)
-    if max_context:
-        room = int(max_context) - len(prompt_ids)
-        budget = room if budget is None else min(budget, room)
-    if budget is not None and budget <= 0:
-        if not sample.tokens:
-            sample.tokens = prompt_ids
-        sample.status = Sample.Status.TRUNCATED
-        return sample
-    if budget is not None:
-        params["max_tokens"] = budget
-    check_sampling_keys(params, state.sampling_keys, where=f"sample index={sample.index}")
-    if state.aborted:
-        sample.status = Sample.Status.ABORTED
-        return sample
-    request_id = uuid.uuid4().hex
-    body, headers = build_generate_request(
-        prompt_ids=prompt_ids, sampling_params=params, request_id=request_id,
-        model=getattr(args, "hf_checkpoint", None), session_id=sample.session_id)
+    await state.ensure_registered()
+    loop = asyncio.get_running_loop()
     url = state.base_url + "/inference/v1/generate"
-    assert state.semaphore is not None
-    from vime.utils.http_utils import post
-
-    async with state.semaphore:
+    model = getattr(args, "hf_checkpoint", None)
+    max_context = getattr(args, "rollout_max_context_len", None)
+    skip_special = sampling_params.get("skip_special_tokens", True)
+    checked = False
+    first_failure: float | None = None
+    attempts = 0
+    while True:
+        params = dict(sampling_params)
+        prompt_ids = _prompt_ids(state, sample)
+        budget = params.get("max_tokens")
+        if budget is not None:
+            budget = int(budget) - sample.response_length
+        if max_context:
+            room = int(max_context) - len(prompt_ids)
+            budget = room if budget is None else min(budget, room)
+        if budget is not None and budget <= 0:
+            if not sample.tokens:
+                sample.tokens = prompt_ids
+            sample.status = Sample.Status.TRUNCATED
+            return sample
+        if budget is not None:
+            params["max_tokens"] = budget
+        if not checked:
+            check_sampling_keys(params, state.sampling_keys, where=f"sample index={sample.index}")
+            checked = True
         if state.aborted:
             sample.status = Sample.Status.ABORTED
             return sample
-        state.inflight.add(request_id)
+        request_id = uuid.uuid4().hex
+        body, headers = build_generate_request(
+            prompt_ids=prompt_ids, sampling_params=params, request_id=request_id, model=model,
+            session_id=sample.session_id)
+        attempts += 1
         try:
-            response = await post(url, body, headers=headers)
-        finally:
-            state.inflight.discard(request_id)
-    result = parse_generate_response(response, request_id=request_id, url=url)
-    if not sample.tokens:
-        sample.tokens = prompt_ids
-    text = state.tokenizer.decode(result.token_ids,
-                                  skip_special_tokens=params.get("skip_special_tokens", True))
-    sample.append_response_tokens(args, tokens=result.token_ids, log_probs=result.log_probs,
-                                  trainable=True, meta_info=result.meta_info(), text=text)
-    return sample
+            response = await _post_generate(state, url, body, headers, request_id)
+        except Exception as exc:
+            if not _engine_failure(exc):
+                raise
+            what = str(exc).splitlines()[0][:300]
+        else:
+            if response is None:  # aborted while waiting for a slot
+                sample.status = Sample.Status.ABORTED
+                return sample
+            result = parse_generate_response(response, request_id=request_id, url=url)
+            state.generated_tokens += len(result.token_ids)
+            if not sample.tokens:
+                sample.tokens = prompt_ids
+            text = state.tokenizer.decode(result.token_ids, skip_special_tokens=skip_special)
+            sample.append_response_tokens(args, tokens=result.token_ids,
+                                          log_probs=result.log_probs, trainable=True,
+                                          meta_info=result.meta_info(), text=text)
+            if sample.status != Sample.Status.ABORTED or state.aborted:
+                return sample
+            what = (f"the engine aborted request {request_id} on its own after "
+                    f"{len(result.token_ids)} token(s)")
+        now = loop.time()
+        if first_failure is None:
+            first_failure = now
+        waited = now - first_failure
+        if waited >= _retry_seconds(args):
+            raise await _unavailable(state, sample, url, what, attempts, waited)
+        delay = min(ENGINE_RETRY_MAX_BACKOFF_S, ENGINE_RETRY_BACKOFF_S * 2 ** (attempts - 1))
+        logger.warning("generate: sample index=%s: %s; retrying through %s in %.1f s",
+                       sample.index, what, url, delay)
+        await asyncio.sleep(delay)
 
 
 # ---- generate + reward -----------------------------------------------------------------------
@@ -370,7 +490,8 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         return sample
     fn, fn_path = _generate_function(args, sample, evaluation)
     status_in, length_in = sample.status, sample.response_length
-    result = await _call_generate(state, fn, args, sample, sampling_params, evaluation)
+    with state.gen_clock.busy():
+        result = await _call_generate(state, fn, args, sample, sampling_params, evaluation)
     rt.check_generate_result(status_in, result, args,
                              hook_path=None if fn is generate else fn_path,
                              rollout_id=state.rollout_id, in_response_length=length_in)
@@ -385,7 +506,8 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     elif result.status != Sample.Status.ABORTED and result.reward is None:
         from vime.rollout.rm_hub import async_rm
 
-        reward = await async_rm(args, result)
+        with state.rm_clock.busy():
+            reward = await async_rm(args, result)
         rt.check_reward_result(reward, args, hook_path=_rm_path(args, result),
                                rollout_id=state.rollout_id, evaluation=evaluation,
                                index=result.index)
@@ -405,7 +527,8 @@ async def _score_batch(state: _State, args: Namespace, samples: list[Sample],
         return
     from vime.rollout.rm_hub import batched_async_rm
 
-    rewards = await batched_async_rm(args, samples)
+    with state.rm_clock.busy():
+        rewards = await batched_async_rm(args, samples)
     rt.check_batch_reward_result(rewards, samples, args, hook_path=_rm_path(args),
                                  rollout_id=state.rollout_id, evaluation=evaluation)
     for s, reward in zip(samples, rewards, strict=True):
@@ -608,8 +731,10 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
         raise
     recycled = await abort(args, rollout_id) + _recyclable(args, extra, rollout_id)
     metrics: dict[str, Any] = {f"rollout/dynamic_filter/drop_{r}": c for r, c in drops.items()}
+    metrics.update(rollout_step_metrics(
+        kept, args, wall_s=time.monotonic() - start, generated_tokens=state.generated_tokens,
+        generation_busy_s=state.gen_clock.total(), reward_busy_s=state.rm_clock.total()))
     metrics["rollout/vllm_rollout/recycled_groups"] = len(recycled)
-    metrics["rollout/vllm_rollout/generate_time_s"] = time.monotonic() - start
     metrics["rollout/vllm_rollout/response_tokens"] = sum(
         s.response_length for g in kept for s in iter_samples(g))
     all_path = getattr(args, "rollout_all_samples_process_path", None)

@@ -273,6 +273,10 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Router request timeout in seconds.")
     g.add_argument("--vllm-server-concurrency", type=int, default=512,
                    help="Concurrent requests per engine.")
+    g.add_argument("--rollout-engine-retry-secs", type=float, default=60.0,
+                   help="(ours) Seconds a generate request keeps being retried through the "
+                   "router when no engine answers (connection error, HTTP 500/502/503/504), "
+                   "before the rollout fails naming the dead engines.")
     g.add_argument("--vllm-enable-deterministic-inference", action="store_true",
                    help="Seed each group member's request (rollout_seed + j).")
     g.add_argument("--vllm-config", type=str, default=None, help="(not implemented in v1)")
