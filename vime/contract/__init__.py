@@ -23,6 +23,7 @@ from vime.contract.hooks import GROUP_RM_SPEC, HOOKS, HookSpec, hook_for_arg, ho
 from vime.contract.invariants import BOUNDARIES, INVARIANTS, Invariant
 from vime.contract.sample import (
     FIELDS_BY_NAME,
+    FINISH_REASON_STATUS,
     OPTIONAL_COLUMNS,
     SAMPLE_FIELD_NAMES,
     SAMPLE_FIELDS,
@@ -35,7 +36,7 @@ CONTRACT_VERSION = 1
 
 __all__ = [
     "BOUNDARIES", "CONTRACT_VERSION", "ContractError", "ContractWarning", "FIELDS_BY_NAME",
-    "FieldSpec", "GROUP_RM_SPEC", "HOOKS", "HookSpec", "INVARIANTS", "Invariant",
+    "FINISH_REASON_STATUS", "FieldSpec", "GROUP_RM_SPEC", "HOOKS", "HookSpec", "INVARIANTS", "Invariant",
     "OPTIONAL_COLUMNS", "Param", "SAMPLE_FIELDS", "SAMPLE_FIELD_NAMES", "STATUS_VALUES",
     "Severity", "Violation", "check_signature", "format_violations", "hook_for_arg",
     "hook_spec", "params_from_callable", "render_params",

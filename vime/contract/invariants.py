@@ -240,7 +240,7 @@ _ALL: tuple[Invariant, ...] = (
          "Configuration-aware checks: dict rewards without --reward-key; `.reward` set in generate with --custom-rm-path; `.label` read without --label-key.",
          "These combinations train on a missing or ignored signal.",
          "dict reward without reward_key; label missing",
-         "{problem}", "{fix_hint}"),
+         "{problem}", "{fix_hint}", twins=("VIM110", "VIM118", "VIM141")),
     _inv("VIM020", "static", "error", "eval-data-keys",
          "Eval data entries carry `rewards`, `truncated` and `samples`.",
          "Eval logging averages `rewards` and reads `truncated`; a missing key fails the eval step.",

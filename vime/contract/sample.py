@@ -22,6 +22,7 @@ from typing import Literal
 
 __all__ = [
     "FIELDS_BY_NAME",
+    "FINISH_REASON_STATUS",
     "FieldSpec",
     "OPTIONAL_COLUMNS",
     "SAMPLE_FIELDS",
@@ -150,6 +151,16 @@ STATUS_VALUES: tuple[tuple[str, str], ...] = (
     ("ABORTED", "aborted"),
     ("FAILED", "failed"),
 )
+
+#: vLLM ``finish_reason`` type -> ``Sample.Status`` member name, as applied by
+#: ``Sample.append_response_tokens(meta_info=...)`` and the default generate (CONTRACT.md §2,
+#: §8); other reasons leave the status unchanged.
+FINISH_REASON_STATUS: MappingProxyType[str, str] = MappingProxyType({
+    "length": "TRUNCATED",
+    "abort": "ABORTED",
+    "cancelled": "ABORTED",
+    "stop": "COMPLETED",
+})
 
 #: Columns present in training data iff the first sample has them: all or none (VIM112).
 #: ``metadata.round_number`` means the key ``round_number`` of ``Sample.metadata``.

@@ -24,6 +24,7 @@ from typing import Any
 
 from vime.contract.errors import ContractError
 from vime.contract.invariants import INVARIANTS
+from vime.contract.sample import FINISH_REASON_STATUS
 
 __all__ = ["MultimodalTypes", "ParamInfo", "RolloutBatch", "Sample"]
 
@@ -341,9 +342,5 @@ class MultimodalTypes(Enum):
 
 def _finish_to_status(kind: object) -> Sample.Status | None:
     """vLLM finish reason -> status: length TRUNCATED, abort/cancelled ABORTED, stop COMPLETED."""
-    return {
-        "length": Sample.Status.TRUNCATED,
-        "abort": Sample.Status.ABORTED,
-        "cancelled": Sample.Status.ABORTED,
-        "stop": Sample.Status.COMPLETED,
-    }.get(str(kind)) if kind is not None else None
+    member = FINISH_REASON_STATUS.get(str(kind)) if kind is not None else None
+    return Sample.Status[member] if member is not None else None

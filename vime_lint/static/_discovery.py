@@ -25,14 +25,21 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vime.contract import GROUP_RM_SPEC, HOOKS, HookSpec, hook_for_arg
 from vime_lint.static._files import is_excluded
 from vime_lint.static._model import HookBinding
 
-__all__ = ["LaunchConfig", "Target", "bind_targets", "config_targets", "scan_launch_files"]
+__all__ = [
+    "FORWARDED_ARGS", "LaunchConfig", "Target", "bind_targets", "config_targets",
+    "scan_launch_files",
+]
+
+#: Marker in a launch file's flags: the script forwards its own arguments (``"$@"``, ``$*``),
+#: so flags missing from the file may still be given on the command line.
+FORWARDED_ARGS = "$@"
 
 SCAN_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".yaml", ".yml", ".json", ".toml"})
 MAX_SCAN_BYTES = 512 * 1024
@@ -53,6 +60,8 @@ class Target:
     dotted: str
     spec: HookSpec
     source: str
+    #: The launch script/config that names it (root-relative), None for ``[tool.vime_lint]``.
+    launch: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +73,9 @@ class LaunchConfig:
     flags: frozenset[str] = frozenset()
     #: Files scanned.
     scanned: int = 0
+    #: Launch configurations (files naming at least one hook target, root-relative) -> the
+    #: ``--flags`` they set, plus those of the config files they mention by name.
+    files: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def _walk(root: Path, exclude: Sequence[str]) -> Iterable[Path]:
@@ -90,13 +102,37 @@ def _walk(root: Path, exclude: Sequence[str]) -> Iterable[Path]:
                 yield p
 
 
+def _file_flags(text: str) -> frozenset[str]:
+    flags = {f"--{m.group('name')}" for m in _FLAG.finditer(text)}
+    flags |= {"--" + m.group("name").replace("_", "-") for m in _KEY.finditer(text)}
+    if "$@" in text or "$*" in text or "${@" in text:
+        flags.add(FORWARDED_ARGS)
+    return frozenset(flags)
+
+
+def _mentions(text: str, rel: str) -> bool:
+    """True when ``text`` names the file ``rel`` (its relative path, or its file name as a
+    word of its own: ``--custom-config-path configs/rm.yaml``, ``config: rm.yaml``)."""
+    if rel in text:
+        return True
+    name = rel.rpartition("/")[2]
+    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", text) is not None
+
+
 def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
-    """Read ``--*-path`` hook targets and ``--flags`` from the repository's scripts/configs."""
+    """Read ``--*-path`` hook targets and ``--flags`` from the repository's scripts/configs.
+
+    A file naming at least one hook target is a launch configuration: its flags (with those of
+    the scanned config files it names, e.g. a YAML given to ``--custom-config-path``) are kept
+    per file in :attr:`LaunchConfig.files`, for the configuration-aware rules (VIM019).
+    """
     targets: list[Target] = []
     flags: set[str] = set()
     scanned = 0
     group_rm_files: set[Path] = set()
     rm_targets: list[tuple[Path, Target]] = []
+    file_flags: dict[str, frozenset[str]] = {}
+    launch_texts: dict[str, str] = {}
     for p in _walk(root, exclude):
         try:
             if p.stat().st_size > MAX_SCAN_BYTES:
@@ -106,29 +142,36 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
             continue
         scanned += 1
         rel = p.relative_to(root).as_posix()
-        for m in _FLAG.finditer(text):
-            flags.add(f"--{m.group('name')}")
-        for m in _KEY.finditer(text):
-            flags.add("--" + m.group("name").replace("_", "-"))
+        here = _file_flags(text)
+        file_flags[rel] = here
+        flags |= here
         if "--group-rm" in text or re.search(r"\bgroup[_-]rm\b\s*[:=]\s*[Tt]rue", text):
             group_rm_files.add(p)
-        if "path" not in text:
-            continue
+        if "path" not in text or p.name == "pyproject.toml":
+            continue  # pyproject's [tool.vime_lint] hooks are step b, not a launch config
         for m in _PATH_ARG.finditer(text):
             arg = "--" + m.group("name").replace("_", "-")
             spec = hook_for_arg(arg)
             if spec is None:
                 continue
             line = text.count("\n", 0, m.start()) + 1
-            t = Target(m.group("value"), spec, f"{rel}:{line} ({arg})")
+            t = Target(m.group("value"), spec, f"{rel}:{line} ({arg})", rel)
+            launch_texts[rel] = text
             if spec.dest == "custom_rm_path":
                 rm_targets.append((p, t))
             else:
                 targets.append(t)
     for p, t in rm_targets:
         spec = GROUP_RM_SPEC if p in group_rm_files else t.spec
-        targets.append(Target(t.dotted, spec, t.source))
-    return LaunchConfig(tuple(targets), frozenset(flags), scanned)
+        targets.append(Target(t.dotted, spec, t.source, t.launch))
+    files: dict[str, frozenset[str]] = {}
+    for rel, text in launch_texts.items():
+        merged = set(file_flags[rel])
+        for other, other_flags in file_flags.items():
+            if other != rel and _mentions(text, other):
+                merged |= other_flags
+        files[rel] = frozenset(merged)
+    return LaunchConfig(tuple(targets), frozenset(flags), scanned, files)
 
 
 def config_targets(hooks: Mapping[str, Sequence[str]], source: str) -> list[Target]:
@@ -159,6 +202,13 @@ def bind_targets(root: Path, targets: Iterable[Target]) -> tuple[
             missing.append(t)
             continue
         existing = out.setdefault(f, [])
-        if not any(b.function == name and b.spec.dest == t.spec.dest for b in existing):
-            existing.append(HookBinding(name, t.spec, t.source, explicit=True))
+        launches = (t.launch,) if t.launch is not None else ()
+        for i, b in enumerate(existing):
+            if b.function == name and b.spec.dest == t.spec.dest:
+                if launches and launches[0] not in b.launches:
+                    existing[i] = replace(b, launches=b.launches + launches)
+                break
+        else:
+            existing.append(HookBinding(name, t.spec, t.source, explicit=True,
+                                        launches=launches))
     return {k: tuple(v) for k, v in out.items()}, missing

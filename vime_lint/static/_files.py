@@ -57,7 +57,9 @@ def collect_files(
 ) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Python files under ``paths`` (directories walked, symlinked directories once).
 
-    A path given explicitly is linted even if excluded, unless ``force_exclude``.
+    A path given explicitly (a file, or a directory and what is below it) is linted even if
+    excluded, unless ``force_exclude``; other exclude patterns still apply inside a given
+    directory.
 
     Returns:
         ``(files, problems)``: files in a stable order without duplicates; ``problems`` are
@@ -87,6 +89,9 @@ def collect_files(
             continue
         if force_exclude and is_excluded(given, root, exclude):
             continue
+        # An explicitly given directory is linted even if excluded: the patterns that exclude
+        # the directory itself do not apply below it (the others still do).
+        active = [pat for pat in exclude if not is_excluded(given, root, [pat])]
         seen_dirs.add((st.st_dev, st.st_ino))
         for dirpath, dirnames, filenames in os.walk(given, followlinks=True,
                                                     onerror=lambda e: problems.append(
@@ -96,7 +101,7 @@ def collect_files(
             keep = []
             for d in sorted(dirnames):
                 sub = here / d
-                if is_excluded(sub, root, exclude):
+                if is_excluded(sub, root, active):
                     continue
                 try:
                     dst = sub.stat()
@@ -112,7 +117,7 @@ def collect_files(
                 if not name.endswith(".py"):
                     continue
                 p = here / name
-                if is_excluded(p, root, exclude):
+                if is_excluded(p, root, active):
                     continue
                 if not p.exists():
                     problems.append((p, "broken symbolic link or symlink loop"))

@@ -113,6 +113,9 @@ class HookBinding:
     source: str
     #: True when configuration names it (launch scripts, pyproject), False when guessed.
     explicit: bool = True
+    #: The launch scripts/configs naming it (root-relative paths, keys of
+    #: ``LintOptions.launch_files``); empty when no launch file names it.
+    launches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,14 @@ class LintOptions:
     launch_found: bool = False
     #: Codes of enabled rules (None: all).
     select: frozenset[str] | None = None
+    #: Launch configurations (root-relative path) -> the ``--flags`` they set (with the config
+    #: files they name); hooks point here through ``HookBinding.launch``.
+    launch_files: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def launches_of(self, binding: HookBinding) -> list[tuple[str, frozenset[str]]]:
+        """``[(launch file, its flags)]`` for each launch file that names ``binding`` (empty
+        when no launch script or config names the hook)."""
+        return [(f, self.launch_files[f]) for f in binding.launches if f in self.launch_files]
 
     @property
     def eval_configured(self) -> bool:
@@ -169,7 +180,9 @@ class Invalid:
 def options_from_mapping(data: Mapping[str, Any]) -> LintOptions:
     """Build :class:`LintOptions` from a test case's ``options`` mapping.
 
-    Keys: ``hooks`` (``{function: dest}``), ``launch_flags`` (list of ``--flags``).
+    Keys: ``hooks`` (``{function: dest}``), ``launch_flags`` (list of ``--flags``). With
+    ``launch_flags`` (even empty) the hooks are named by one launch script, ``run.sh``, that
+    sets those flags; without it they come from ``[tool.vime_lint] hooks`` (no launch file).
 
     Raises:
         KeyError: an unknown key or hook dest.
@@ -179,7 +192,10 @@ def options_from_mapping(data: Mapping[str, Any]) -> LintOptions:
     unknown = set(data) - {"hooks", "launch_flags"}
     if unknown:
         raise KeyError(f"unknown option(s) {sorted(unknown)}; known: hooks, launch_flags")
-    hooks = tuple(HookBinding(fn, hook_spec(dest), "test case options")
+    launches = ("run.sh",) if "launch_flags" in data else ()
+    hooks = tuple(HookBinding(fn, hook_spec(dest), "test case options", launches=launches)
                   for fn, dest in dict(data.get("hooks", {})).items())
     flags = frozenset(data.get("launch_flags", ()))
-    return LintOptions(hooks=hooks, launch_flags=flags, launch_found=bool(flags or hooks))
+    files = dict.fromkeys(launches, flags)
+    return LintOptions(hooks=hooks, launch_flags=flags, launch_found=bool(flags or hooks),
+                       launch_files=files)

@@ -107,14 +107,15 @@ def run(settings: Settings) -> RunOutcome:
               "[tool.vime_lint] hooks"
         targets += config_targets(settings.config.hooks, src)
     bindings, missing = bind_targets(settings.root, targets)
-    base = LintOptions(launch_flags=launch.flags, launch_found=launch.scanned > 0)
+    base = LintOptions(launch_flags=launch.flags, launch_found=launch.scanned > 0,
+                       launch_files=launch.files)
     results: list[LintResult] = []
     problems: list[ParseFailure] = []
 
     def lint_one(data: bytes, display: str, resolved: Path | None) -> LintResult:
         hooks = bindings.get(resolved, ()) if resolved is not None else ()
         options = LintOptions(hooks=hooks, launch_flags=base.launch_flags,
-                              launch_found=base.launch_found)
+                              launch_found=base.launch_found, launch_files=base.launch_files)
         try:
             rel = resolved.relative_to(settings.root).as_posix() if resolved else display
         except ValueError:

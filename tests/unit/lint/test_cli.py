@@ -410,3 +410,16 @@ def test_directory_of_thousands_of_files(repo: Path, capsys: pytest.CaptureFixtu
     (many / "bad.py").write_text(BAD)
     code, out, _ = _run(capsys, "rollout", "many", "--select", "VIM001")
     assert code == 1 and out.count("VIM001") == 1
+
+
+def test_project_lints_itself(monkeypatch: pytest.MonkeyPatch,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The project's own rollout code and examples are clean under its [tool.vime_lint]."""
+    root = Path(__file__).parents[3]
+    monkeypatch.chdir(root)
+    code, out, err = _run(capsys, "rollout", "vime/rollout", "examples", "--extend-exclude",
+                          "examples/broken")
+    assert (code, out, err) == (0, "", "")
+    # The deliberately broken examples are still linted when asked for, with findings.
+    code, out, _ = _run(capsys, "rollout", "examples/broken", "--select", "VIM001")
+    assert code == 1 and "examples/broken/stale_signature.py:6:5: VIM001" in out

@@ -8,6 +8,12 @@ from __future__ import annotations
 from vime_lint.static._rule import Rule
 from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
 from vime_lint.static.rules.async_code import BlockingCallInAsync, UnawaitedCoroutine
+from vime_lint.static.rules.config_aware import (
+    DictRewardWithoutRewardKey,
+    LabelWithoutLabelKey,
+    RewardSetBeforeCustomRm,
+)
+from vime_lint.static.rules.generation import ReencodedGeneratedText, UnmappedFinishReason
 from vime_lint.static.rules.ported_code import PortedSglangShape
 from vime_lint.static.rules.returns import (
     EvalDataKeys,
@@ -58,6 +64,11 @@ _RULES: list[type[Rule]] = [
     GroupExpandedTwice,
     RewardArithmetic,
     PortedSglangShape,
+    UnmappedFinishReason,
+    ReencodedGeneratedText,
+    DictRewardWithoutRewardKey,
+    RewardSetBeforeCustomRm,
+    LabelWithoutLabelKey,
     BareNoqa,
     UnusedSuppression,
 ]

@@ -70,6 +70,25 @@ class SampleTracker(FunctionTracker):
                 and _group_like(node.iter.value):
             self.sample_vars[-1].add(node.target.value)
 
+    def _comprehension(self, for_in: cst.CompFor) -> None:
+        # A comprehension's element is visited before its ``for``: register the targets first.
+        cur: cst.CompFor | None = for_in
+        while cur is not None:
+            self.visit_CompFor(cur)
+            cur = cur.inner_for_in
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node.for_in)
+
     def is_sample(self, expr: cst.BaseExpression) -> bool:
         """True when ``expr`` is a name known (or spelled) to hold a ``Sample``."""
         if not isinstance(expr, cst.Name):
