@@ -102,7 +102,7 @@ class Scale:
 
     n_train: int = 15000
     n_eval: int = 500
-    sft_steps: int = 1500
+    sft_steps: int = 2500
     grpo_steps: int = 120
     eval_interval: int = 10
     #: Extra ``vime train`` arguments per stage (``--quick`` shrinks the batches).
@@ -211,7 +211,7 @@ def _vime_train(config: Path, overrides: Sequence[str], title: str) -> tuple[int
 def _display(path: Path) -> str:
     """``path`` relative to the repository root when inside it (shorter commands)."""
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(Path(os.path.abspath(path)).relative_to(ROOT))
     except ValueError:
         return str(path)
 

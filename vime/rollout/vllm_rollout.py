@@ -6,7 +6,8 @@ Usage::
 
     out = generate_rollout(args, rollout_id, data_source)                  # train step
     out.samples        # rollout_batch_size groups of n_samples_per_prompt Samples
-    out.metrics        # {"rollout/dynamic_filter/drop_zero_std_1.0": 3, ...}
+    out.metrics        # {"rollout/vllm_rollout/generated_tokens_per_s": 2603.0, ...,
+                       #  "rollout/dynamic_filter/drop_zero_std_1.0": 3}  (rollout_metrics.py)
     ev = generate_rollout(args, rollout_id, data_source, evaluation=True)  # eval step
     ev.data            # {name: {"rewards": [...], "truncated": [...], "samples": [...]}}
 
@@ -28,6 +29,12 @@ Each finished group goes through ``--dynamic-sampling-filter-path`` (a drop free
 counted as ``rollout/dynamic_filter/drop_<reason>``). Once enough groups are kept, in-flight
 requests are aborted; with ``--partial-rollout``, drained groups holding an ABORTED sample with a
 response go back to the data source (``metadata["start_rollout_id"]`` set) to continue next step.
+
+Engine failures: a request that fails with a connection error or HTTP 500/502/503/504 is sent
+again through the router with back-off for up to ``--rollout-engine-retry-secs`` (the router
+itself moves a dead engine's sessions to live engines), then the rollout fails with
+``EngineUnavailableError`` naming the engines that do not answer ``GET /health``; see
+:func:`generate`.
 
 Source: CONTRACT.md §8; upstream ``slime/rollout/sglang_rollout.py`` (structure and names only:
 ``GenerateState``-like state, over-sampling loop, abort-and-recycle).
