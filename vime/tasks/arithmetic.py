@@ -2,7 +2,7 @@
 
 Usage::
 
-    paths = write_task("data/arith", seed=0, n_train=20000, n_eval=500)
+    paths = write_task("data/arith", seed=0, n_eval=500)   # every other problem trains
     paths["sft_train"]   # {"input": [{"role": "user", "content": "What is 37+48?"},
                          #            {"role": "assistant", "content": "The answer is 85."}],
                          #  "label": "85"}
@@ -103,10 +103,11 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     return path
 
 
-def write_task(out_dir: str | Path, *, seed: int = 0, n_train: int = 20000, n_eval: int = 500
-               ) -> dict[str, Path]:
+def write_task(out_dir: str | Path, *, seed: int = 0, n_train: int | None = None,
+               n_eval: int = 500) -> dict[str, Path]:
     """Write ``sft_train.jsonl``, ``rl_train.jsonl`` (the same ``n_train`` problems) and
-    ``eval.jsonl`` (``n_eval`` held-out problems) under ``out_dir``.
+    ``eval.jsonl`` (``n_eval`` held-out problems) under ``out_dir``. ``n_train=None`` takes
+    every problem that is not held out (``NUM_PROBLEMS - n_eval``).
 
     Returns:
         ``{"sft_train": Path, "rl_train": Path, "eval": Path}``.
@@ -114,6 +115,8 @@ def write_task(out_dir: str | Path, *, seed: int = 0, n_train: int = 20000, n_ev
     Raises:
         ValueError: ``n_train + n_eval`` exceeds the distinct problems, or a count is negative.
     """
+    if n_train is None:
+        n_train = NUM_PROBLEMS - n_eval
     if n_train < 0 or n_eval < 0:
         raise ValueError(f"write_task: n_train={n_train}, n_eval={n_eval}; expected >= 0")
     if n_train + n_eval > NUM_PROBLEMS:

@@ -77,7 +77,7 @@ def _pool() -> list[Any]:
     loop = asyncio.get_running_loop()
     key = (os.getpid(), id(loop))
     clients = _clients.get(key)
-    if clients is None or any(c.is_closed for c in clients):
+    if clients is None or clients[0].is_closed:   # closed together (aclose_client)
         total = max(1, int(_config["max_connections"]))
         count = -(-total // CONNECTIONS_PER_CLIENT)
         per = total // count
