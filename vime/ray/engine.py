@@ -315,11 +315,19 @@ class VLLMServer:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
             pass
-        # EngineCore lives in the same group; make sure nothing of the group survives.
+        # EngineCore lives in the same group; make sure nothing of the group survives, and
+        # return only once it is gone (killpg(pgid, 0) fails when the group is empty).
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                break
+            time.sleep(0.05)
 
     # ---- control, for use through a Ray actor handle -----------------------------------------
 
@@ -360,8 +368,12 @@ class EngineGroup:
     infos: list[EngineInfo] = field(default_factory=list)
     external: bool = False
 
-    def shutdown(self, timeout: float = 30.0) -> None:
-        """Stop every engine vime started (external engines are left running)."""
+    def shutdown(self, timeout: float = 60.0) -> None:
+        """Stop every engine vime started (external engines are left running).
+
+        Waits up to ``timeout`` seconds for each actor's ``stop()`` (SIGTERM, then SIGKILL of
+        the server's whole process group, EngineCore included) before killing the actors.
+        """
         if not self.actors:
             return
         import ray

@@ -36,7 +36,7 @@ class Suppression:
     col: int
     #: The codes it names, upper-cased (empty for a bare noqa).
     codes: tuple[str, ...]
-    #: ``# vime-lint: noqa: ...`` (whole file) rather than ``# noqa`` (this line).
+    #: A file-level ``vime-lint: noqa: CODES`` comment rather than a line-level one.
     file_level: bool
     #: Length of the comment (for the end column of findings).
     length: int

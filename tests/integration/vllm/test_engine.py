@@ -107,7 +107,7 @@ def test_abort_needs_and_gets_the_prefixed_id(vllm_server):
     threads = [threading.Thread(target=send, args=(rid,)) for rid in ids]
     for t in threads:
         t.start()
-    time.sleep(0.5)
+    _wait_running(vllm_server.url, len(ids))  # under load, 16 requests take a while to arrive
     run(pause(vllm_server.url, "keep"))      # freeze: the aborts below cannot race completion
     try:
         run(abort_requests(info, [ids[0]]))  # our id: sent prefixed
@@ -122,6 +122,24 @@ def test_abort_needs_and_gets_the_prefixed_id(vllm_server):
     first, second = results[ids[0]]["choices"][0], results[ids[1]]["choices"][0]
     assert first["finish_reason"] == "abort" and 0 < len(first["token_ids"]) < 900
     assert second["finish_reason"] == "length" and len(second["token_ids"]) == 900
+
+
+def _wait_running(url: str, n: int, timeout: float = 60.0) -> None:
+    """Wait until the server's ``vllm:num_requests_running`` gauge (GET /metrics) reaches n."""
+    import re
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    running = 0.0
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+        found = re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
+        running = sum(float(x) for x in found)
+        if running >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"only {running:.0f} of {n} requests running after {timeout:.0f} s")
 
 
 def _hf_log_probs(model_dir: Path, prompt: list[int], response: list[int]) -> list[float]:
