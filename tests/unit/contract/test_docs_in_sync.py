@@ -25,3 +25,23 @@ def test_hooks_page_lists_every_hook_argument() -> None:
     page = (REPO / "docs" / "en" / "get_started" / "hooks.md").read_text()
     for spec in HOOKS.values():
         assert f"| `{spec.arg}`" in page
+
+
+def test_readme_first_rollout_function_lints_and_checks_clean(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The README's "write a rollout function, lint it, check it" snippet stays true."""
+    import re
+
+    readme = (REPO / "README.md").read_text()
+    code = re.search(r"```python\n# my_rollout.py\n(.*?)```", readme, re.S)
+    assert code is not None, "README lost its my_rollout.py example"
+    (tmp_path / "readme_rollout.py").write_text(code.group(1))
+    lint = subprocess.run([sys.executable, "-m", "vime_lint", "rollout",
+                           str(tmp_path / "readme_rollout.py")], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    from vime_lint.runtime.harness import main as check_main
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert check_main(["--rollout-function-path", "readme_rollout.generate_rollout",
+                       "--rollout-batch-size", "4", "--n-samples-per-prompt", "2"]) == 0
