@@ -29,6 +29,10 @@ from vime.utils.types import Sample
 
 pytestmark = pytest.mark.integration
 
+#: Enough work that the rollout is still running when the poller sees the victim generating,
+#: even when the machine is loaded (8 groups sometimes finished before the first poll).
+GROUPS = 32
+
 PROMPT = "<|im_start|>user\nWhat is {a}+{b}?<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -82,7 +86,7 @@ def _running(url: str) -> float:
 
 def _args(host: str, port: int, model: str, **kw) -> Namespace:
     base = dict(hf_checkpoint=model, vllm_router_ip=host, vllm_router_port=port,
-                rollout_batch_size=8, n_samples_per_prompt=2, over_sampling_batch_size=8,
+                rollout_batch_size=GROUPS, n_samples_per_prompt=2, over_sampling_batch_size=GROUPS,
                 rollout_temperature=1.0, rollout_top_p=1.0, rollout_top_k=-1,
                 rollout_max_response_len=400, rm_type="math", vllm_server_concurrency=64,
                 partial_rollout=False, rollout_engine_retry_secs=30.0)
@@ -122,7 +126,7 @@ def test_engine_killed_mid_rollout(victim_and_router, tiny_model_dir, caplog):
     assert not victim.is_alive()
     out = result["out"]
     indices = Counter(s.index for s in iter_samples(out.samples))   # type: ignore[attr-defined]
-    assert indices == Counter(range(16)), indices      # every sample exactly once
+    assert indices == Counter(range(2 * GROUPS)), indices      # every sample exactly once
     for s in iter_samples(out.samples):                 # type: ignore[attr-defined]
         assert s.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED)
         assert len(s.rollout_log_probs) == s.response_length >= 1
