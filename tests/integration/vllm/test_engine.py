@@ -91,41 +91,56 @@ def test_generate_and_rm_scores(args):
 
 
 def test_abort_needs_and_gets_the_prefixed_id(vllm_server):
+    """A prefixed id aborts an in-flight request; the bare id never does.
+
+    Whether a request is still in flight when the abort lands depends on the machine's speed
+    (16 x 900 tokens take about 3 s on idle cores), so a round in which request 0 finished
+    first is repeated, up to 4 rounds; the bare id must never abort in any round.
+    """
     info = run(probe_engine(vllm_server.url))
     params = make_sampling_params(temperature=1.0, max_response_len=900)
     params["ignore_eos"] = True
+    for _round in range(4):
+        first, second = _abort_round(vllm_server.url, info, params)
+        assert second["finish_reason"] == "length" and len(second["token_ids"]) == 900
+        if first["finish_reason"] == "abort":
+            assert 0 < len(first["token_ids"]) < 900
+            return
+        assert first["finish_reason"] == "length"  # finished before the abort landed: retry
+    raise AssertionError("the prefixed abort never caught request 0 in flight in 4 rounds")
+
+
+def _abort_round(url: str, info, params: dict) -> tuple[dict, dict]:
+    """Send 16 long requests, freeze the engine, abort #0 by prefixed id and #1 by bare id."""
+    from vime.utils.http_utils import post
+
     ids = [f"abort-test-{uuid.uuid4().hex[:8]}-{i}" for i in range(16)]
     results: dict[str, dict] = {}
 
     def send(rid: str) -> None:
-        from vime.utils.http_utils import post
-
-        results[rid] = run(post(f"{vllm_server.url}/inference/v1/generate",
+        results[rid] = run(post(f"{url}/inference/v1/generate",
                                 {"token_ids": [257, 117], "sampling_params": params,
                                  "request_id": rid}))
 
     threads = [threading.Thread(target=send, args=(rid,)) for rid in ids]
     for t in threads:
         t.start()
-    _wait_running(vllm_server.url, len(ids))  # under load, 16 requests take a while to arrive
-    run(pause(vllm_server.url, "keep"))      # freeze: the aborts below cannot race completion
+    _wait_running(url, 1)                # at least one request reached the engine
+    run(pause(url, "keep"))              # freeze: the aborts below cannot race completion
     try:
-        run(abort_requests(info, [ids[0]]))  # our id: sent prefixed
-        from vime.utils.http_utils import post
-
-        run(post(f"{vllm_server.url}{info.abort_path}", {"request_ids": [ids[1]]}))  # bare
+        run(abort_requests(info, [ids[0]]))                                  # prefixed
+        run(post(f"{url}{info.abort_path}", {"request_ids": [ids[1]]}))      # bare
         time.sleep(0.5)
     finally:
-        run(resume(vllm_server.url))
+        run(resume(url))
     for t in threads:
         t.join(120)
-    first, second = results[ids[0]]["choices"][0], results[ids[1]]["choices"][0]
-    assert first["finish_reason"] == "abort" and 0 < len(first["token_ids"]) < 900
-    assert second["finish_reason"] == "length" and len(second["token_ids"]) == 900
+    return results[ids[0]]["choices"][0], results[ids[1]]["choices"][0]
 
 
-def _wait_running(url: str, n: int, timeout: float = 60.0) -> None:
-    """Wait until the server's ``vllm:num_requests_running`` gauge (GET /metrics) reaches n."""
+def _wait_running(url: str, n: int, timeout: float = 30.0) -> None:
+    """Wait until the server's ``vllm:num_requests_running`` gauge (GET /metrics) reaches n;
+    return silently after ``timeout`` seconds (the requests may already have finished)."""
     import re
     import urllib.request
 
@@ -139,7 +154,6 @@ def _wait_running(url: str, n: int, timeout: float = 60.0) -> None:
         if running >= n:
             return
         time.sleep(0.05)
-    raise AssertionError(f"only {running:.0f} of {n} requests running after {timeout:.0f} s")
 
 
 def _hf_log_probs(model_dir: Path, prompt: list[int], response: list[int]) -> list[float]:
