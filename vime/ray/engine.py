@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 import urllib.error
 import urllib.request
 from argparse import Namespace
@@ -44,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vime.ray._process import log_tail, stop_process_group, wait_ready
 from vime.ray.engine_control import (
     EngineInfo,
     pause,
@@ -265,21 +265,14 @@ class VLLMServer:
 
     def _wait_healthy(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                raise EngineStartError(self._failure(f"exited with code {code} during start-up"))
-            try:
-                with urllib.request.urlopen(f"{self.url}/health", timeout=5) as resp:
-                    if resp.status == 200:
-                        return
-            except (urllib.error.URLError, OSError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                raise EngineStartError(self._failure(
-                    f"did not answer GET /health within {self.startup_timeout:.0f} s"))
-            time.sleep(0.5)
+
+        def healthy() -> bool:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=5) as resp:
+                return bool(resp.status == 200)
+
+        wait_ready(self.process, healthy, timeout=self.startup_timeout, interval=0.5,
+                   fail=lambda why: EngineStartError(self._failure(why)),
+                   what="answer GET /health")
 
     def _failure(self, what: str) -> str:
         return (f"vLLM engine {self.name} ({self.url}, model {self.model}) {what}\n"
@@ -288,11 +281,7 @@ class VLLMServer:
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server log ("" if there is none yet)."""
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def is_alive(self) -> bool:
         """Whether the server process is running."""
@@ -303,31 +292,11 @@ class VLLMServer:
         return self.process.pid if self.process is not None else None
 
     def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM the server's process group, SIGKILL it after ``timeout`` seconds. Idempotent."""
-        proc = self.process
+        """SIGTERM the server's process group, SIGKILL it after ``timeout`` seconds; returns once
+        nothing of the group (EngineCore included) is left. Idempotent."""
         with _LIVE_LOCK:
             _LIVE.discard(self)
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            pass
-        # EngineCore lives in the same group; make sure nothing of the group survives, and
-        # return only once it is gone (killpg(pgid, 0) fails when the group is empty).
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(proc.pid, 0)
-            except (ProcessLookupError, PermissionError):
-                break
-            time.sleep(0.05)
+        stop_process_group(self.process, timeout)
 
     # ---- control, for use through a Ray actor handle -----------------------------------------
 

@@ -24,15 +24,11 @@ ENVIRONMENT.md (vllm-router flags and behaviour measured here); ours.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 from argparse import Namespace
@@ -40,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from vime.ray._process import log_tail, stop_process_group, wait_ready
 from vime.ray.engine import find_free_port
 
 __all__ = ["ROUTER_POLICIES", "RouterStartError", "VLLMRouter", "router_address",
@@ -149,41 +146,23 @@ class VLLMRouter:
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                raise RouterStartError(self._failure(f"exited with code {code}"))
-            with contextlib.suppress(urllib.error.URLError, OSError, ValueError, KeyError):
-                if set(self.workers()) >= set(self.worker_urls):
-                    return
-            if time.monotonic() > deadline:
-                raise RouterStartError(self._failure(
-                    f"did not list its workers within {self.startup_timeout:.0f} s"))
-            time.sleep(0.2)
+        wait_ready(self.process, lambda: set(self.workers()) >= set(self.worker_urls),
+                   timeout=self.startup_timeout, interval=0.2,
+                   fail=lambda why: RouterStartError(self._failure(why)),
+                   what="list its workers")
 
     def _failure(self, what: str) -> str:
-        try:
-            tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
-        except OSError:
-            tail = ""
         return (f"vllm-router ({self.url}) {what}\n  command: {' '.join(self.command)}\n"
-                f"  log: {self.log_path}\n--- last lines of the log ---\n{tail}")
+                f"  log: {self.log_path}\n--- last lines of the log ---\n"
+                f"{log_tail(self.log_path, 30)}")
 
     def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the router, SIGKILL after ``timeout`` seconds. Idempotent."""
+        """SIGTERM the router's process group, SIGKILL after ``timeout`` seconds. Idempotent."""
         _LIVE.discard(self)
         proc = self.process
         if proc is None or proc.poll() is not None:
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
+        stop_process_group(proc, timeout)
 
 
 def _stop_all_at_exit() -> None:

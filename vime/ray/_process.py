@@ -1,0 +1,77 @@
+"""Child-server process helpers shared by the vLLM engine and the vllm-router wrappers.
+
+Usage::
+
+    wait_ready(proc, lambda: probe() , timeout=300.0, interval=0.5, fail=lambda w: Err(w))
+    stop_process_group(proc, timeout=20.0)      # SIGTERM, then SIGKILL of the whole group
+    log_tail(path, lines=40)                    # "" when there is no log yet
+
+Source: ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["log_tail", "stop_process_group", "wait_ready"]
+
+
+def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], *, timeout: float,
+               interval: float, fail: Callable[[str], Exception], what: str) -> None:
+    """Poll ``ready()`` every ``interval`` seconds until it is True.
+
+    ``ready`` may raise ``OSError``/``ValueError``/``KeyError`` (a server not listening yet);
+    those count as not ready.
+
+    Raises:
+        Exception: ``fail(reason)`` when the process exits, or after ``timeout`` seconds
+            (the reason says which, and ``what`` names the readiness condition).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        code = proc.poll()
+        if code is not None:
+            raise fail(f"exited with code {code} during start-up")
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if ready():
+                return
+        if time.monotonic() > deadline:
+            raise fail(f"did not {what} within {timeout:.0f} s")
+        time.sleep(interval)
+
+
+def stop_process_group(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGTERM ``proc``'s process group (it must lead one: ``setsid``), SIGKILL the group after
+    ``timeout`` seconds, and return only once the group is empty (10 s at most). Idempotent."""
+    if proc is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout)
+    # children (vLLM's EngineCore) live in the same group: nothing of it may survive
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(5)
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # fails once the group is empty
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+
+
+def log_tail(path: Path, lines: int) -> str:
+    """The last ``lines`` lines of the log at ``path`` ("" if it cannot be read)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
