@@ -98,6 +98,8 @@ ENGINE_RETRY_BACKOFF_S = 1.0
 ENGINE_RETRY_MAX_BACKOFF_S = 4.0
 #: HTTP statuses (after the router's and the client's own retries) that mean no engine answered.
 ENGINE_FAILURE_STATUSES = frozenset({500, 502, 503, 504})
+#: Prompts whose token ids one process keeps (per step; cleared when full).
+PROMPT_CACHE_SIZE = 65536
 
 
 # ---- process state ---------------------------------------------------------------------------
@@ -126,6 +128,8 @@ class _State:
         self.request_tasks: set[asyncio.Task[Any]] = set()
         self.group_tasks: set[asyncio.Task[Any]] = set()
         self.eval_cache: dict[tuple[Any, ...], list[Sample]] = {}
+        #: prompt text -> token ids, this step's (cleared by :meth:`start_step`).
+        self.prompt_ids: dict[str, list[int]] = {}
         self.generated_tokens = 0
         self.gen_clock = BusyClock()
         self.rm_clock = BusyClock()
@@ -176,6 +180,7 @@ class _State:
         self.rollout_id = rollout_id
         self.request_tasks.clear()
         self.group_tasks.clear()
+        self.prompt_ids.clear()
         self.generated_tokens = 0
         self.gen_clock = BusyClock()
         self.rm_clock = BusyClock()
@@ -257,7 +262,13 @@ def _prompt_ids(state: _State, sample: Sample) -> list[int]:
             f"generate: sample index={sample.index} has a message-list prompt and no tokens; the "
             "default generate needs a string prompt: pass --apply-chat-template (or template "
             "the prompt yourself)")
-    return list(state.tokenizer.encode(sample.prompt, add_special_tokens=False))
+    ids = state.prompt_ids.get(sample.prompt)
+    if ids is None:   # a group's samples share one prompt: encode it once per step
+        if len(state.prompt_ids) >= PROMPT_CACHE_SIZE:   # generate called outside a step
+            state.prompt_ids.clear()
+        ids = state.prompt_ids[sample.prompt] = list(
+            state.tokenizer.encode(sample.prompt, add_special_tokens=False))
+    return list(ids)
 
 
 def _retry_seconds(args: Namespace) -> float:

@@ -11,8 +11,9 @@ Usage::
     health = run(get("http://127.0.0.1:8000/health", retries=0))
 
 Connection errors (refused, reset, protocol errors) and HTTP 502/503/504 are retried with
-exponential back-off (``backoff * 2**attempt`` seconds, at most ``max_backoff``); other HTTP
-errors raise at once with the response body in the message.
+exponential back-off (``backoff * 2**attempt`` seconds, at most ``max_backoff``; the first retry
+of a connection error goes at once, as that is most often a kept-alive connection the server
+had closed); other HTTP errors raise at once with the response body in the message.
 
 Source: CONTRACT.md §1 (``vime.utils.http_utils``: ``post``, ``get``), §8 (connection pooling,
 bounded concurrency); ours.
@@ -128,6 +129,9 @@ async def _request(method: str, url: str, *, json_body: Any = None, params: Any 
             if attempt >= retries:
                 raise HTTPError(f"{method} {url} failed after {attempt + 1} attempt(s): "
                                 f"{type(exc).__name__}: {exc}", url=url) from exc
+            if attempt == 0:   # most often a kept-alive connection the server closed: at once
+                attempt += 1
+                continue
         else:
             if response.status_code < 400:
                 if not response.content:

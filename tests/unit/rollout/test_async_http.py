@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -29,7 +30,11 @@ def test_run_returns_result_on_one_background_loop():
         return asyncio.get_running_loop()
 
     assert run(which_loop()) is run(which_loop()) is get_loop()
-    assert get_loop()._thread_id != threading.get_ident()  # type: ignore[attr-defined]
+
+    async def which_thread():
+        return threading.get_ident()
+
+    assert run(which_thread()) != threading.get_ident()
 
 
 def test_run_propagates_exceptions_and_rejects_non_coroutines():
@@ -56,7 +61,8 @@ def test_run_timeout():
 
 
 class _Server:
-    """A local HTTP server answering from a script of (status, body) replies."""
+    """A local HTTP server answering from a script of (status, body) replies; a ``None`` reply
+    closes the connection without answering (a kept-alive connection the server dropped)."""
 
     def __init__(self, replies):
         self.replies = list(replies)
@@ -69,7 +75,11 @@ class _Server:
                 outer.calls.append((self.command, self.path,
                                     self.rfile.read(length) if length else b"",
                                     dict(self.headers)))
-                status, body = outer.replies.pop(0) if outer.replies else (200, {})
+                reply = outer.replies.pop(0) if outer.replies else (200, {})
+                if reply is None:
+                    self.close_connection = True
+                    return
+                status, body = reply
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -125,6 +135,25 @@ def test_connection_refused_is_retried_then_named():
     url = f"http://127.0.0.1:{find_free_port()}/health"
     with pytest.raises(HTTPError, match=r"GET .*/health failed after 3 attempt\(s\): ConnectError"):
         run(get(url, retries=2, backoff=0.01))
+
+
+def test_dropped_connection_is_retried_at_once():
+    srv = _Server([None, (200, {"ok": True})])
+    try:
+        t0 = time.monotonic()
+        assert run(post(srv.url + "/g", {"a": 1}, backoff=30.0)) == {"ok": True}
+        assert time.monotonic() - t0 < 10.0   # no 30 s back-off before the first retry
+    finally:
+        srv.close()
+    assert len(srv.calls) == 2
+
+
+def test_second_connection_error_backs_off():
+    url = f"http://127.0.0.1:{find_free_port()}/health"
+    t0 = time.monotonic()
+    with pytest.raises(HTTPError, match=r"failed after 3 attempt\(s\)"):
+        run(get(url, retries=2, backoff=0.2))
+    assert time.monotonic() - t0 >= 0.4   # attempt 2 waited backoff * 2**1
 
 
 def test_client_is_shared_per_loop():

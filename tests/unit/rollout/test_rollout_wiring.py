@@ -79,6 +79,10 @@ async def reward_one(args, sample, **kwargs):
     return 1.0 if sample.tokens[-2] == 20 else 0.0
 
 
+async def reward_zero(args, sample, **kwargs):
+    return 0.0
+
+
 def hook_sync_none(args, sample):
     EVENTS.append(("sync", sample.index))
     sample.metadata["sync_hook"] = True
@@ -261,3 +265,59 @@ def test_generate_without_router_address_names_the_arguments():
     sample = Sample(index=0, prompt="x")
     with pytest.raises(ValueError, match="vllm_router_ip / args.vllm_router_port are not set"):
         run(vr.generate(Namespace(), sample, {"temperature": 1.0}))
+
+
+# ---- built-in generate against a scripted engine answer ---------------------------------------
+
+
+class _CountingTokenizer:
+    """Encodes each character as its code point; counts calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def encode(self, text, add_special_tokens=False):
+        self.calls += 1
+        return [ord(c) for c in text]
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(i) for i in ids)
+
+
+def test_builtin_generate_encodes_a_groups_prompt_once_per_step(monkeypatch):
+    from vime.utils import http_utils
+
+    bodies = []
+
+    async def fake_post(url, payload=None, **kw):
+        bodies.append(payload)
+        ids = [ord(c) for c in " 7"]
+        return {"choices": [{"token_ids": ids, "finish_reason": "stop",
+                             "logprobs": {"content": [{"token_id": t, "logprob": -0.5}
+                                                      for t in ids]}}]}
+
+    monkeypatch.setattr(http_utils, "post", fake_post)
+    args = _args(custom_generate_function_path=None, custom_rm_path=f"{HERE}.reward_zero",
+                 rollout_batch_size=3, n_samples_per_prompt=4, over_sampling_batch_size=3,
+                 vllm_router_ip="127.0.0.1", vllm_router_port=1, rollout_max_response_len=8)
+    tok = _CountingTokenizer()
+
+    async def setup():
+        state = await vr._get_state(args)
+        state.registered, state.base_url, state._tokenizer = True, "http://127.0.0.1:1", tok
+        state.semaphore = asyncio.Semaphore(16)
+        state.sampling_keys = frozenset(vr.sampling_params_from_args(args))
+
+    run(setup())
+    source = Source(4)
+    out = vr.generate_rollout(args, 0, source)
+    samples = list(iter_samples(out.samples))
+    assert len(samples) == 12 and len(bodies) == 12
+    assert tok.calls == 3                      # one encode per group prompt, not per sample
+    for s in samples:
+        prompt = [ord(c) for c in s.prompt]
+        assert s.tokens == prompt + [ord(" "), ord("7")] and s.response_length == 2
+    assert sorted(b["token_ids"] for b in bodies) == sorted(
+        [ord(c) for c in f"p{g}"] for g in range(3) for _ in range(4))
+    vr.generate_rollout(args, 1, source)       # a new step re-encodes its own prompts
+    assert tok.calls == 6
