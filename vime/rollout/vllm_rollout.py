@@ -316,7 +316,7 @@ async def _post_generate(state: _State, url: str, body: dict[str, Any],
             return None
         state.inflight.add(request_id)
         try:
-            return await post(url, body, headers=headers)
+            return await post(url, body, headers=headers, pool="generate")
         finally:
             state.inflight.discard(request_id)
 

@@ -38,9 +38,15 @@ RETRY_STATUSES = frozenset({502, 503, 504})
 #: into ``ceil(max_connections / CONNECTIONS_PER_CLIENT)`` clients used in turn.
 CONNECTIONS_PER_CLIENT = 32
 
+#: Connection pools of a loop: ``"generate"`` carries the default rollout's generate calls,
+#: ``"default"`` everything else (engine control: abort, pause, weight reload; remote reward
+#: models; user calls). Separate pools keep an abort from queueing for a connection behind the
+#: very generations it is meant to stop.
+POOLS = ("default", "generate")
+
 _config: dict[str, Any] = {"max_connections": 1024, "timeout": 14400.0, "connect_timeout": 30.0}
-#: (pid, id(loop)) -> the clients of that loop; a client is bound to the loop that created it.
-_clients: dict[tuple[int, int], list[Any]] = {}
+#: (pid, id(loop), pool) -> the clients of that pool; a client is bound to the loop that made it.
+_clients: dict[tuple[int, int, str], list[Any]] = {}
 _turn = itertools.count()
 
 
@@ -72,11 +78,13 @@ def configure_client(*, max_connections: int | None = None, timeout: float | Non
         _config["connect_timeout"] = float(connect_timeout)
 
 
-def _pool() -> list[Any]:
+def _pool(name: str = "default") -> list[Any]:
     import httpx
 
+    if name not in POOLS:
+        raise ValueError(f"http_utils: unknown pool {name!r}; use one of {POOLS}")
     loop = asyncio.get_running_loop()
-    key = (os.getpid(), id(loop))
+    key = (os.getpid(), id(loop), name)
     clients = _clients.get(key)
     if clients is None or clients[0].is_closed:   # closed together (aclose_client)
         total = max(1, int(_config["max_connections"]))
@@ -103,16 +111,18 @@ def get_client() -> Any:
 async def aclose_client() -> None:
     """Close the running loop's shared clients (new ones are created on the next request)."""
     loop = asyncio.get_running_loop()
-    for client in _clients.pop((os.getpid(), id(loop)), None) or []:
-        await client.aclose()
+    for name in POOLS:
+        for client in _clients.pop((os.getpid(), id(loop), name), None) or []:
+            await client.aclose()
 
 
 async def _request(method: str, url: str, *, json_body: Any = None, params: Any = None,
                    headers: dict[str, str] | None = None, timeout: float | None = None,
-                   retries: int = 3, backoff: float = 0.5, max_backoff: float = 8.0) -> Any:
+                   retries: int = 3, backoff: float = 0.5, max_backoff: float = 8.0,
+                   pool: str = "default") -> Any:
     import httpx
 
-    clients = _pool()
+    clients = _pool(pool)
     client = clients[next(_turn) % len(clients)]
     attempt = 0
     while True:
@@ -151,7 +161,7 @@ async def _request(method: str, url: str, *, json_body: Any = None, params: Any 
 
 async def post(url: str, payload: Any = None, *, params: Any = None,
                headers: dict[str, str] | None = None, timeout: float | None = None,
-               retries: int = 3, backoff: float = 0.5) -> Any:
+               retries: int = 3, backoff: float = 0.5, pool: str = "default") -> Any:
     """POST ``payload`` as JSON; return the parsed JSON body (text if not JSON, None if empty).
 
     Args:
@@ -162,13 +172,15 @@ async def post(url: str, payload: Any = None, *, params: Any = None,
         timeout: seconds for this call (None: the client's ``timeout``).
         retries: extra attempts on connection errors and HTTP 502/503/504.
         backoff: first back-off in seconds, doubled per attempt.
+        pool: ``"default"``, or ``"generate"`` for generate calls (see :data:`POOLS`).
 
     Raises:
         HTTPError: an HTTP error status (message has status and body), a read timeout, or a
             connection error after the retries.
+        ValueError: an unknown ``pool``.
     """
     return await _request("POST", url, json_body=payload, params=params, headers=headers,
-                          timeout=timeout, retries=retries, backoff=backoff)
+                          timeout=timeout, retries=retries, backoff=backoff, pool=pool)
 
 
 async def get(url: str, *, params: Any = None, headers: dict[str, str] | None = None,

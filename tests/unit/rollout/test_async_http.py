@@ -161,3 +161,70 @@ def test_client_is_shared_per_loop():
         return id(http_utils.get_client())
 
     assert run(client_id()) == run(client_id())
+
+
+class _SlowFastServer:
+    """A threaded server: ``/slow`` answers after ``delay`` seconds, ``/fast`` at once."""
+
+    def __init__(self, delay: float) -> None:
+        from http.server import ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if self.path == "/slow":
+                    time.sleep(delay)
+                data = b"{}"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+@pytest.fixture
+def one_connection_pools():
+    """Every pool of the loop rebuilt with a single connection; restored afterwards."""
+    saved = dict(http_utils._config)
+    run(http_utils.aclose_client())
+    http_utils.configure_client(max_connections=1)
+    yield
+    run(http_utils.aclose_client())
+    http_utils._config.update(saved)
+
+
+def _fast_while_slow(url: str, slow_pool: str) -> float:
+    """Seconds a default-pool POST /fast takes while ``slow_pool`` holds a POST /slow."""
+
+    async def both():
+        slow = asyncio.ensure_future(post(url + "/slow", {}, pool=slow_pool))
+        await asyncio.sleep(0.2)   # /slow holds its pool's only connection
+        t0 = time.monotonic()
+        await post(url + "/fast", {})
+        elapsed = time.monotonic() - t0
+        await slow
+        return elapsed
+
+    return run(both())
+
+
+def test_control_calls_do_not_queue_behind_generate_calls(one_connection_pools):
+    srv = _SlowFastServer(delay=2.0)
+    try:
+        assert _fast_while_slow(srv.url, "generate") < 1.0      # separate pools
+        assert _fast_while_slow(srv.url, "default") > 1.5       # one pool: it waits
+    finally:
+        srv.close()
+    with pytest.raises(ValueError, match="unknown pool 'other'"):
+        run(post(srv.url + "/fast", {}, pool="other"))
