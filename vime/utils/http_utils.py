@@ -67,8 +67,9 @@ def configure_client(*, max_connections: int | None = None, timeout: float | Non
     """Set the pool size and timeouts (seconds) of clients created from now on (call
     :func:`aclose_client` to apply them to a loop that already has clients).
 
-    ``max_connections`` bounds concurrent connections over all of a loop's clients (the rollout
-    sets it to ``vllm_server_concurrency * num_engines``); ``timeout`` is the read/write/pool
+    ``max_connections`` bounds concurrent connections per pool (:data:`POOLS`) over all of its
+    clients (the rollout sets it to ``vllm_server_concurrency * num_engines`` before its first
+    generate call, so the ``"generate"`` pool gets that size); ``timeout`` is the read/write/pool
     timeout (the rollout uses ``--router-request-timeout-secs``).
     """
     if max_connections is not None:
