@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -61,11 +61,13 @@ def test_run_timeout():
 
 
 class _Server:
-    """A local HTTP server answering from a script of (status, body) replies; a ``None`` reply
-    closes the connection without answering (a kept-alive connection the server dropped)."""
+    """A local threaded HTTP server answering from a script of (status, body) replies (then
+    ``200 {}``); a ``None`` reply closes the connection without answering (a kept-alive
+    connection the server dropped); ``delays`` maps a path to seconds to wait before answering."""
 
-    def __init__(self, replies):
+    def __init__(self, replies=(), delays=None):
         self.replies = list(replies)
+        delays = dict(delays or {})
         self.calls = []
         outer = self
 
@@ -75,6 +77,7 @@ class _Server:
                 outer.calls.append((self.command, self.path,
                                     self.rfile.read(length) if length else b"",
                                     dict(self.headers)))
+                time.sleep(delays.get(self.path, 0.0))
                 reply = outer.replies.pop(0) if outer.replies else (200, {})
                 if reply is None:
                     self.close_connection = True
@@ -92,7 +95,7 @@ class _Server:
             def log_message(self, *a):
                 pass
 
-        self.httpd = HTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -163,36 +166,6 @@ def test_client_is_shared_per_loop():
     assert run(client_id()) == run(client_id())
 
 
-class _SlowFastServer:
-    """A threaded server: ``/slow`` answers after ``delay`` seconds, ``/fast`` at once."""
-
-    def __init__(self, delay: float) -> None:
-        from http.server import ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server API
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                if self.path == "/slow":
-                    time.sleep(delay)
-                data = b"{}"
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *a):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-
-
 @pytest.fixture
 def one_connection_pools():
     """Every pool of the loop rebuilt with a single connection; restored afterwards."""
@@ -220,7 +193,7 @@ def _fast_while_slow(url: str, slow_pool: str) -> float:
 
 
 def test_control_calls_do_not_queue_behind_generate_calls(one_connection_pools):
-    srv = _SlowFastServer(delay=2.0)
+    srv = _Server(delays={"/slow": 2.0})
     try:
         assert _fast_while_slow(srv.url, "generate") < 1.0      # separate pools
         assert _fast_while_slow(srv.url, "default") > 1.5       # one pool: it waits
