@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -43,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DemoPaths", "Scale", "StageResult", "main", "summarize"]
+__all__ = ["DemoPaths", "Scale", "StageResult", "main", "run_child", "summarize"]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -204,8 +205,36 @@ def _vime_train(config: Path, overrides: Sequence[str], title: str) -> tuple[int
     """Run ``vime train --config CONFIG OVERRIDES`` in a subprocess; returns (status, argv)."""
     command = ["vime", "train", "--config", _display(config), *overrides]
     _banner(f"{title}\n$ {shlex.join(command)}")
-    proc = subprocess.run([sys.executable, "-m", "vime.cli", *command[1:]], cwd=ROOT, env=_env())
-    return proc.returncode, command
+    status = run_child([sys.executable, "-m", "vime.cli", *command[1:]], cwd=ROOT, env=_env())
+    return status, command
+
+
+def run_child(argv: Sequence[str], **popen_kwargs: Any) -> int:
+    """Run ``argv`` to completion and return its exit status, forwarding SIGTERM to it.
+
+    ``subprocess.run`` does not forward signals: a demo killed with SIGTERM (``kill``, a CI
+    time-out) used to leave its ``vime train`` child, with Ray and a vLLM engine, running. Here
+    SIGTERM reaches the child, the demo waits for it to clean up, then exits with status 143.
+    Ctrl-C needs nothing: the terminal sends SIGINT to the whole process group.
+    """
+    proc = subprocess.Popen(list(argv), **popen_kwargs)
+    terminated = False
+
+    def forward(signum: int, frame: object) -> None:
+        nonlocal terminated
+        terminated = True
+        proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        status = proc.wait()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if terminated:
+        print(f"vime demo: SIGTERM forwarded to {shlex.join(argv[:4])} ...; it exited with "
+              f"status {status}", file=sys.stderr, flush=True)
+        raise SystemExit(128 + signal.SIGTERM)
+    return status
 
 
 def _display(path: Path) -> str:
