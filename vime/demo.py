@@ -101,10 +101,15 @@ class DemoPaths:
 class Scale:
     """Sizes of one demo run (the full demo, or ``--quick`` for tests)."""
 
-    n_train: int = 15000
+    #: Operators of the arithmetic task (``vime.tasks.arithmetic``): addition only.
+    ops: str = "+"
+    #: Train problems (None: every problem that is not held out).
+    n_train: int | None = None
     n_eval: int = 500
-    sft_steps: int = 2500
-    grpo_steps: int = 120
+    #: At most this many SFT steps: sft.yaml stops earlier, once greedy decoding solves
+    #: ``early-stop-threshold`` of the training batches.
+    sft_steps: int = 4000
+    grpo_steps: int = 60
     eval_interval: int = 10
     #: Extra ``vime train`` arguments per stage (``--quick`` shrinks the batches).
     sft_extra: tuple[str, ...] = ()
@@ -152,9 +157,14 @@ def stage_setup(paths: DemoPaths, scale: Scale, *, seed: int) -> StageResult:
     if not (paths.model / "config.json").is_file():
         build_tiny_model(paths.model, seed=seed)
         made.append("model")
-    if not all((paths.data / f).is_file() for f in ("sft_train.jsonl", "rl_train.jsonl",
-                                                     "eval.jsonl")):
-        write_task(paths.data, seed=seed, n_train=scale.n_train, n_eval=scale.n_eval)
+    task = {"seed": seed, "ops": scale.ops, "n_train": scale.n_train, "n_eval": scale.n_eval}
+    stamp = paths.data / "task.json"
+    have = json.loads(stamp.read_text()) if stamp.is_file() else None
+    if have != task or not all((paths.data / f).is_file()
+                               for f in ("sft_train.jsonl", "rl_train.jsonl", "eval.jsonl")):
+        write_task(paths.data, seed=seed, n_train=scale.n_train, n_eval=scale.n_eval,
+                   ops=scale.ops)
+        stamp.write_text(json.dumps(task) + "\n")
         made.append("data")
     _write_eval_config(paths)
     n_eval = sum(1 for _ in (paths.data / "eval.jsonl").open(encoding="utf-8"))
@@ -271,8 +281,12 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     paths.sft_model.symlink_to(os.path.relpath(target, paths.out))
     records = _read(paths.sft_run / "metrics.jsonl")
     losses = [r["train/loss"] for r in records if isinstance(r.get("train/loss"), (int, float))]
-    result.detail = (f"{len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}; "
-                     f"checkpoint {_display(target)}" if losses else "no loss logged")
+    matches = [r["train/greedy_match"] for r in records
+               if isinstance(r.get("train/greedy_match"), (int, float))]
+    result.detail = (f"{len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+                     + (f", greedy match (last 20 steps) {_mean(matches[-20:]):.0%}"
+                        if matches else "")
+                     + f"; checkpoint {_display(target)}" if losses else "no loss logged")
     return result
 
 

@@ -7,8 +7,15 @@ Usage::
         --rollout-function-path vime.rollout.sft_rollout.generate_rollout --loss-type sft_loss \\
         --num-rollout 10 --save ckpt --save-interval 5 --run-dir runs/sft
 
+With ``--early-stop-metric M --early-stop-threshold X`` the loop ends (checkpoint included) once
+the mean of ``M`` over the last ``--early-stop-window`` steps reaches ``X``; for example an SFT
+warm-up that stops once greedy decoding reproduces 30 % of the training batches
+(``train/greedy_match``).
+
 Exit status: 0 done; 1 a ``ContractError`` (its message printed, no traceback) or another
-error; 2 bad arguments; 130 Ctrl-C. Engines are stopped on every exit.
+error; 2 bad arguments (an unknown ``--early-stop-metric`` included); 130 Ctrl-C; 143
+SIGTERM. Engines are stopped on every exit; Ctrl-C and SIGTERM checkpoint the last finished
+step first (with ``--save``).
 
 Source: ours, after upstream ``slime/train.py`` (the loop order).
 """
@@ -17,17 +24,38 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 import time
 from argparse import Namespace
 from typing import Any
 
 from vime.contract.errors import ContractError
 
-__all__ = ["main", "run"]
+__all__ = ["Terminated", "early_stop", "main", "run"]
 
 _QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
               "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised in the main thread so that engines are stopped and the last
+    finished step is checkpointed, as for Ctrl-C (a ``BaseException``, like
+    ``KeyboardInterrupt``, so that ``except Exception`` in hooks does not swallow it)."""
+
+
+def _raise_on_sigterm() -> None:
+    """Turn SIGTERM into :class:`Terminated` (main thread only). Needed again after
+    ``ray.init``: Ray's own handler dumps a stack and exits at once, which orphaned vLLM's
+    EngineCore processes (seen when ``python -m vime.demo`` was killed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 class _Local:
@@ -80,6 +108,7 @@ def _start(args: Namespace) -> tuple[Any, Any]:
         if not ray.is_initialized():
             ray.init(include_dashboard=False, log_to_driver=True,
                      num_cpus=os.cpu_count() or 1)
+            _raise_on_sigterm()
     manager: _Local | _Remote
     if args.single_process:
         manager = _Local(RolloutManagerCore(args))
@@ -108,7 +137,9 @@ def run(args: Namespace) -> int:
     manager = trainer = None
     last_done: int | None = None  # last rollout step whose optimiser step finished
     last_saved: int | None = None
+    previous = signal.getsignal(signal.SIGTERM)
     try:
+        _raise_on_sigterm()
         manager, trainer = _start(args)
         engines = bool(manager.call("get_engine_urls"))
 
@@ -130,6 +161,8 @@ def run(args: Namespace) -> int:
             sync(start)
         if args.eval_interval and not args.skip_eval_before_train:
             log.write(start, manager.call("eval", start))
+        watched: list[float] = []  # --early-stop-metric, one value per step that logged it
+        stop_reason = ""
         with TrainProgress(total=args.num_rollout, start=start) as progress:
             for rollout_id in range(start, args.num_rollout):
                 t0 = time.perf_counter()
@@ -148,9 +181,21 @@ def run(args: Namespace) -> int:
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
                     metrics.update(manager.call("eval", rollout_id))
+                try:
+                    stop_reason = early_stop(args, metrics, watched)
+                except ValueError as exc:
+                    print(f"vime train: {exc}", file=sys.stderr)
+                    return 2
+                if stop_reason and args.save and trainer is not None and last_saved != rollout_id:
+                    _save(args, trainer, manager, rollout_id)
+                    last_saved = rollout_id
                 metrics["perf/step_time"] = time.perf_counter() - t0
                 log.write(rollout_id, metrics)
                 progress.advance(rollout_id, metrics)
+                if stop_reason:
+                    print(f"vime train: stopped after step {rollout_id}: {stop_reason}",
+                          flush=True)
+                    break
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run)
         return 0
     except Exception as exc:
@@ -160,16 +205,48 @@ def run(args: Namespace) -> int:
         print(f"vime train: contract violation, stopped before the optimiser step:\n{cause}",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("vime train: interrupted", file=sys.stderr)
+    except (KeyboardInterrupt, Terminated) as exc:
+        terminated = isinstance(exc, Terminated)
+        print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
+              file=sys.stderr)
         if args.save and trainer is not None and last_done is not None and last_done != last_saved:
             _save(args, trainer, manager, last_done)
             print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
                   file=sys.stderr)
-        return 130
+        return 128 + signal.SIGTERM if terminated else 130
     finally:
         if manager is not None:
             manager.close()
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, previous)
+
+
+def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -> str:
+    """``--early-stop-metric``: append this step's value to ``watched``; return why training
+    should stop now (mean of the last ``--early-stop-window`` values >= the threshold), or "".
+
+    Raises:
+        ValueError: the metric is not among the step's metrics (a typo would otherwise train
+            to the end silently); ``eval/`` metrics may be missing on steps without an eval.
+    """
+    name = getattr(args, "early_stop_metric", None)
+    if not name:
+        return ""
+    if name not in metrics:
+        if name.startswith("eval/"):
+            return ""
+        known = ", ".join(sorted(k for k in metrics if isinstance(metrics[k], (int, float))))
+        raise ValueError(f"--early-stop-metric {name}: this run logs no such metric; "
+                         f"it logs: {known}")
+    watched.append(float(metrics[name]))
+    window = int(args.early_stop_window)
+    if len(watched) < window:
+        return ""
+    mean = sum(watched[-window:]) / window
+    if mean < float(args.early_stop_threshold):
+        return ""
+    return (f"mean {name} over the last {window} values {mean:.3f} >= "
+            f"--early-stop-threshold {args.early_stop_threshold:g}")
 
 
 def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int) -> None:

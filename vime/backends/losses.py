@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["entropy_from_logits", "kl_k3", "policy_loss", "sft_loss", "token_log_probs",
-           "reduce_sample_mean"]
+__all__ = ["argmax_hits", "entropy_from_logits", "greedy_match", "kl_k3", "policy_loss",
+           "reduce_sample_mean", "sft_loss", "token_log_probs"]
 
 
 def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor,
@@ -55,6 +55,38 @@ def entropy_from_logits(logits: torch.Tensor, temperature: float = 1.0) -> torch
         logits = logits / temperature
     logp = torch.log_softmax(logits, dim=-1)
     return -(logp.exp() * logp).sum(-1)
+
+
+def argmax_hits(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    """1.0 where the next token is the argmax of the logits (the greedy choice), else 0.0.
+
+    Args:
+        logits: ``(B, T, V)``; input_ids: ``(B, T)``.
+
+    Returns:
+        ``(B, T - 1)`` float, aligned like :func:`token_log_probs`.
+    """
+    return (logits[:, :-1].argmax(-1) == input_ids[:, 1:]).float()
+
+
+def greedy_match(hits: torch.Tensor, mask: torch.Tensor) -> float:
+    """Share of the samples with trainable tokens whose every trainable token is the argmax.
+
+    With teacher forcing on SFT data this is the share of the batch that greedy decoding
+    reproduces exactly (the same argmax at every position, given the same prefix), measured
+    for free on the training forward pass (before the optimiser step).
+
+    Args:
+        hits: ``(B, R)`` from :func:`argmax_hits`, response-aligned; mask: ``(B, R)`` 0/1.
+
+    Returns:
+        A fraction in [0, 1]; 0.0 when no sample has a trainable token.
+    """
+    has_tokens = mask.sum(-1) > 0
+    if not bool(has_tokens.any()):
+        return 0.0
+    all_hit = ((hits * mask) == mask).all(-1) & has_tokens
+    return float(all_hit.sum() / has_tokens.sum())
 
 
 def reduce_sample_mean(values: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor,

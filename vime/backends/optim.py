@@ -52,15 +52,18 @@ def lr_at(step: int, *, lr: float, min_lr: float, warmup: int, total: int | None
 
 
 def build_optimizer(model: torch.nn.Module, args: Namespace) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters; biases and norm weights (1-D) get no weight decay.
+    """AdamW over the trainable parameters; biases and norm weights (1-D) get no weight decay
+    unless ``weight_decay_all``.
 
-    Reads ``lr``, ``weight_decay``, ``adam_beta1``, ``adam_beta2``, ``adam_eps`` (default 1e-8).
+    Reads ``lr``, ``weight_decay``, ``weight_decay_all``, ``adam_beta1``, ``adam_beta2``,
+    ``adam_eps`` (default 1e-8).
     """
+    decay_all = bool(getattr(args, "weight_decay_all", False))
     decay: list[torch.nn.Parameter] = []
     no_decay: list[torch.nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
-            (decay if p.ndim >= 2 else no_decay).append(p)
+            (decay if p.ndim >= 2 or decay_all else no_decay).append(p)
     groups = [{"params": decay, "weight_decay": float(getattr(args, "weight_decay", 0.0))},
               {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(

@@ -37,7 +37,9 @@ import torch
 from vime.backends import checkpoint as ckpt
 from vime.backends.batching import gather_response, micro_batches, pad_batch, pad_per_token
 from vime.backends.losses import (
+    argmax_hits,
     entropy_from_logits,
+    greedy_match,
     kl_k3,
     policy_loss,
     reduce_sample_mean,
@@ -119,20 +121,25 @@ class Trainer:
     # ---- forward helpers ---------------------------------------------------------------------
 
     def _response_log_probs(self, model: torch.nn.Module, tokens: Sequence[Sequence[int]],
-                            response_lengths: Sequence[int], *, with_entropy: bool = False
-                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """``(log_probs, valid, entropy)``, each ``(B, R_max)``, response tokens left-aligned."""
+                            response_lengths: Sequence[int], *, with_stats: bool = False
+                            ) -> tuple[torch.Tensor, torch.Tensor,
+                                       tuple[torch.Tensor, torch.Tensor] | None]:
+        """``(log_probs, valid, stats)``, each ``(B, R_max)``, response tokens left-aligned;
+        ``stats`` (``with_stats``) is ``(entropy, argmax_hits)`` (see ``losses``)."""
         batch = pad_batch(tokens, pad_id=self.pad_id, side="right", device=self.device)
         logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                        position_ids=batch.position_ids).logits
         temperature = float(getattr(self.args, "rollout_temperature", 1.0) or 1.0)
         lp, valid = gather_response(token_log_probs(logits, batch.input_ids, temperature),
                                     batch, response_lengths)
-        ent = None
-        if with_entropy:
-            ent, _ = gather_response(entropy_from_logits(logits, temperature), batch,
-                                     response_lengths)
-        return lp, valid, ent
+        if not with_stats:
+            return lp, valid, None
+        ent, _ = gather_response(entropy_from_logits(logits, temperature), batch,
+                                 response_lengths)  # with grad: --entropy-coef
+        with torch.no_grad():
+            hits, _ = gather_response(argmax_hits(logits, batch.input_ids), batch,
+                                      response_lengths)
+        return lp, valid, (ent, hits)
 
     @torch.no_grad()
     def compute_log_probs(self, tokens: Sequence[Sequence[int]], response_lengths: Sequence[int],
@@ -228,7 +235,9 @@ class Trainer:
         for rows in chunks:
             tokens = [step["tokens"][i] for i in rows]
             rlens = [step["response_lengths"][i] for i in rows]
-            lp, valid, ent = self._response_log_probs(self.model, tokens, rlens, with_entropy=True)
+            lp, valid, extra = self._response_log_probs(self.model, tokens, rlens, with_stats=True)
+            assert extra is not None
+            ent, hits = extra
             width = lp.shape[1]
             mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
                                  device=self.device) * valid
@@ -252,11 +261,11 @@ class Trainer:
                     stats["kl_loss"] = float(kl.detach())
             else:
                 loss, stats = sft_loss(lp, mask, denom, num_rollouts)
-            assert ent is not None
             ent_term = reduce_sample_mean(ent, mask, denom, num_rollouts)
             if entropy_coef:
                 loss = loss - entropy_coef * ent_term
             stats["entropy"] = float(ent_term.detach())
+            stats["greedy_match"] = greedy_match(hits, mask)
             stats["loss"] = float(loss.detach())
             loss.backward()  # type: ignore[no-untyped-call]
             for k, v in stats.items():

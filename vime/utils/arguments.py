@@ -336,6 +336,9 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--lr-decay-style", type=str, default="constant",
                    choices=["constant", "cosine", "linear"], help="Decay after warm-up.")
     g.add_argument("--weight-decay", type=float, default=0.0, help="AdamW weight decay.")
+    g.add_argument("--weight-decay-all", action="store_true",
+                   help="Apply --weight-decay to every parameter, norm weights and biases "
+                        "included (default: matrices and embeddings only).")
     g.add_argument("--clip-grad", type=float, default=1.0, help="Gradient norm clip.")
     g.add_argument("--adam-beta1", type=float, default=0.9, help="AdamW beta1.")
     g.add_argument("--adam-beta2", type=float, default=0.999, help="AdamW beta2.")
@@ -349,6 +352,14 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--save", type=str, default=None, help="Checkpoint folder.")
     g.add_argument("--load", type=str, default=None, help="Checkpoint folder to resume from.")
     g.add_argument("--save-interval", type=int, default=None, help="Save every N rollout steps.")
+    g.add_argument("--early-stop-metric", type=str, default=None,
+                   help="Stop once the mean of this logged metric (e.g. train/greedy_match) over "
+                        "the last --early-stop-window steps reaches --early-stop-threshold; that "
+                        "step is checkpointed like the last one.")
+    g.add_argument("--early-stop-threshold", type=float, default=None,
+                   help="Value of --early-stop-metric (window mean) that ends training.")
+    g.add_argument("--early-stop-window", type=int, default=20,
+                   help="Steps averaged for --early-stop-metric.")
     g.add_argument("--seed", type=int, default=1234, help="Trainer seed.")
     g.add_argument("--train-device", type=str, default="cpu", choices=["cpu", "cuda"],
                    help="Device of the trainer.")
@@ -647,6 +658,12 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         _fail("--num-rollout", "one of --num-rollout and --num-epoch is required")
     if args.debug_rollout_only and args.debug_train_only:
         _fail("--debug-train-only", "not allowed with argument --debug-rollout-only")
+    if (args.early_stop_metric is None) != (args.early_stop_threshold is None):
+        _fail("--early-stop-metric" if args.early_stop_metric is None else
+              "--early-stop-threshold", "--early-stop-metric and --early-stop-threshold go "
+              "together")
+    if args.early_stop_window < 1:
+        _fail("--early-stop-window", f"must be >= 1, got {args.early_stop_window}")
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
     if n == 1:

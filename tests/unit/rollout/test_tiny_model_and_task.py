@@ -8,6 +8,7 @@ import pytest
 
 from vime.tasks.arithmetic import (
     NUM_PROBLEMS,
+    PROBLEMS_PER_OPERATOR,
     PROMPT_TEMPLATES,
     Problem,
     make_problems,
@@ -101,3 +102,22 @@ def test_task_size_limits():
         make_problems(NUM_PROBLEMS + 1, seed=0)
     with pytest.raises(ValueError, match="expected >= 0"):
         write_task("/tmp/x", n_train=-1, n_eval=0)
+
+
+def test_addition_only_task(tmp_path):
+    paths = write_task(tmp_path, seed=0, n_eval=50, ops="+")
+    rows = {key: [json.loads(x) for x in path.read_text().splitlines()]
+            for key, path in paths.items()}
+    assert len(rows["rl_train"]) == PROBLEMS_PER_OPERATOR - 50 and len(rows["eval"]) == 50
+    texts = [r["input"][0]["content"] for part in rows.values() for r in part]
+    assert all("+" in t and "-" not in t for t in texts)
+    assert {r["input"][0]["content"] for r in rows["eval"]}.isdisjoint(
+        {r["input"][0]["content"] for r in rows["rl_train"]})
+    with pytest.raises(ValueError, match=f"only {PROBLEMS_PER_OPERATOR} exist"):
+        make_problems(PROBLEMS_PER_OPERATOR + 1, seed=0, ops="+")
+    with pytest.raises(ValueError, match="ops='[*]': expected distinct operators"):
+        write_task(tmp_path, ops="*")
+
+
+def test_both_operators_are_the_default_and_unchanged_by_the_ops_argument():
+    assert make_problems(20, seed=3) == make_problems(20, seed=3, ops="+-")

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from vime.backends.batching import gather_response, micro_batches, pad_batch, pad_per_token
-from vime.backends.losses import kl_k3, policy_loss, sft_loss, token_log_probs
+from vime.backends.losses import (
+    argmax_hits,
+    greedy_match,
+    kl_k3,
+    policy_loss,
+    sft_loss,
+    token_log_probs,
+)
 from vime.backends.optim import build_optimizer, build_scheduler, lr_at
 
 pytestmark = pytest.mark.unit
@@ -105,6 +112,16 @@ def test_scheduler_drives_optimizer() -> None:
     assert seen == pytest.approx([0.25, 0.5, 0.5, 0.375, 0.25, 0.125])
 
 
+def test_weight_decay_all_decays_biases_and_norm_weights_too() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LayerNorm(2))
+    args = Namespace(lr=0.1, weight_decay=0.1)
+    groups = build_optimizer(model, args).param_groups
+    assert [(len(g["params"]), g["weight_decay"]) for g in groups] == [(1, 0.1), (3, 0.0)]
+    args.weight_decay_all = True
+    groups = build_optimizer(model, args).param_groups
+    assert [(len(g["params"]), g["weight_decay"]) for g in groups] == [(4, 0.1), (0, 0.0)]
+
+
 def test_padding_sides_and_gather() -> None:
     rows = [[5, 6, 7, 8], [5, 6]]
     right = pad_batch(rows, pad_id=0, side="right")
@@ -150,3 +167,15 @@ def test_micro_batches_fixed_and_dynamic() -> None:
 
 def test_pad_per_token() -> None:
     assert pad_per_token([[1.0], [2.0, 3.0]], 3).tolist() == [[1.0, 0.0, 0.0], [2.0, 3.0, 0.0]]
+
+
+def test_greedy_match_counts_samples_whose_every_trainable_token_is_the_argmax() -> None:
+    # vocab 3; sample 0: targets are the argmax everywhere; sample 1: the 2nd target is not;
+    # sample 2: the miss is outside the mask; sample 3: no trainable token (not counted)
+    logits = torch.tensor([[[0.0, 5.0, 0.0], [0.0, 0.0, 5.0], [0.0, 0.0, 0.0]]]).repeat(4, 1, 1)
+    ids = torch.tensor([[0, 1, 2], [0, 1, 0], [0, 1, 0], [0, 1, 0]])
+    hits = argmax_hits(logits, ids)
+    assert hits.tolist() == [[1.0, 1.0], [1.0, 0.0], [1.0, 0.0], [1.0, 0.0]]
+    mask = torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
+    assert greedy_match(hits, mask) == pytest.approx(2 / 3)
+    assert greedy_match(hits, torch.zeros(4, 2)) == 0.0

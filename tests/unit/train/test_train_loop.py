@@ -53,6 +53,17 @@ def test_ctrl_c_stops_engines_and_returns_130(tmp_path: Path, _toy_on_path: list
     assert _toy_on_path == [1]
 
 
+def test_sigterm_stops_engines_and_returns_143(tmp_path: Path, _toy_on_path: list[int],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert run(parse_args(argv(tmp_path, "terminate_at_step_one"))) == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    assert _toy_on_path == [1]
+    assert signal.getsignal(signal.SIGTERM) is before  # put back
+
+
 def test_contract_error_prints_message_and_returns_1(tmp_path: Path, _toy_on_path: list[int],
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv(tmp_path, "broken_at_step_one")) == 1
@@ -64,3 +75,46 @@ def test_contract_error_prints_message_and_returns_1(tmp_path: Path, _toy_on_pat
 
 def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     assert main(["--rollout-batch-size", "0", "--num-rollout", "1"]) == 2
+
+
+def records(tmp_path: Path) -> list[dict[str, object]]:
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_early_stop_ends_the_loop_once_the_window_mean_reaches_the_threshold(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the toy rollout logs rollout/toy/groups = 2 every step: a window of 2 is full at step 1
+    assert run(parse_args(argv(tmp_path, "generate_rollout", "--early-stop-metric",
+                               "rollout/toy/groups", "--early-stop-threshold", "2",
+                               "--early-stop-window", "2"))) == 0
+    assert [r["rollout_id"] for r in records(tmp_path)] == [0, 1]
+    assert ("stopped after step 1: mean rollout/toy/groups over the last 2 values 2.000 >= "
+            "--early-stop-threshold 2") in capsys.readouterr().out
+
+
+def test_early_stop_below_the_threshold_trains_to_the_end(tmp_path: Path) -> None:
+    assert run(parse_args(argv(tmp_path, "generate_rollout", "--early-stop-metric",
+                               "rollout/toy/groups", "--early-stop-threshold", "2.5"))) == 0
+    assert [r["rollout_id"] for r in records(tmp_path)] == [0, 1, 2]
+
+
+def test_early_stop_on_a_metric_the_run_does_not_log_exits_2_and_names_the_known_ones(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv(tmp_path, "generate_rollout", "--early-stop-metric", "train/greedy_mach",
+                     "--early-stop-threshold", "0.3")) == 2
+    err = capsys.readouterr().err
+    assert "--early-stop-metric train/greedy_mach: this run logs no such metric" in err
+    assert "rollout/toy/groups" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--early-stop-metric", "train/greedy_match"], "--early-stop-threshold"),
+    (["--early-stop-threshold", "0.3"], "--early-stop-metric"),
+    (["--early-stop-metric", "m", "--early-stop-threshold", "1", "--early-stop-window", "0"],
+     "--early-stop-window"),
+])
+def test_early_stop_arguments_are_checked(tmp_path: Path, extra: list[str], named: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv(tmp_path, "generate_rollout", *extra)) == 2
+    assert f"argument {named}:" in capsys.readouterr().err

@@ -165,3 +165,17 @@ def test_metrics_helpers(tmp_path: Path) -> None:
     log.write(3, {"a": 1.5, "b": float("nan")})
     line = json.loads((tmp_path / "metrics.jsonl").read_text())
     assert line["rollout_id"] == 3 and line["a"] == 1.5 and line["b"] is None
+
+
+def test_sft_reports_greedy_match_which_rises_as_the_batch_is_learned(small_model: Path) -> None:
+    args = make_args(small_model, loss_type="sft_loss", lr=3e-2)
+    samples = [Sample(index=i, group_index=i, tokens=[1, 2 + i, 10 + i, 20 + i, 30],
+                      response_length=3, reward=0.0, status=Sample.Status.COMPLETED)
+               for i in range(4)]  # distinct prompts: each answer can be learned
+    trainer = Trainer(args)
+    first = last = trainer.train(0, BatchBuilder.convert(args, samples))["train/greedy_match"]
+    for step in range(1, 200):
+        last = trainer.train(step, BatchBuilder.convert(args, samples))["train/greedy_match"]
+        if last == 1.0:
+            break
+    assert first == 0.0 and last == 1.0  # every response token became the argmax
