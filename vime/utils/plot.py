@@ -88,7 +88,9 @@ def metric_series(records: Sequence[Mapping[str, Any]], key: str) -> list[tuple[
 
 def plot_run(records: Sequence[Mapping[str, Any]], out_png: str | Path, *,
              title: str | None = None, reward_key: str = DEFAULT_REWARD_KEY,
-             eval_keys: Sequence[str] = DEFAULT_EVAL_KEYS) -> Path:
+             eval_keys: Sequence[str] = DEFAULT_EVAL_KEYS,
+             baseline: Sequence[Mapping[str, Any]] | None = None,
+             baseline_label: str = "control") -> Path:
     """Write a PNG: train reward per step (thin line) and eval accuracies (markers), y in [0, 1].
 
     Args:
@@ -97,6 +99,8 @@ def plot_run(records: Sequence[Mapping[str, Any]], out_png: str | Path, *,
         title: figure title (None: none).
         reward_key: the per-step train reward key.
         eval_keys: eval metric keys; keys absent from every record are skipped.
+        baseline: records of a comparison run (the demo's shuffled-reward control): its eval
+            accuracies are drawn dashed, labelled ``baseline_label``.
 
     Returns:
         ``Path(out_png)``.
@@ -121,15 +125,21 @@ def plot_run(records: Sequence[Mapping[str, Any]], out_png: str | Path, *,
         if reward:
             xs, ys = zip(*reward, strict=True)
             ax.plot(xs, ys, color="0.6", linewidth=1.0, label=f"train reward ({reward_key})")
-        for k, series in evals.items():
+        for i, (k, series) in enumerate(evals.items()):
             xs, ys = zip(*series, strict=True)
-            ax.plot(xs, ys, marker="o", linewidth=1.8, label=f"held-out accuracy ({k})")
+            ax.plot(xs, ys, marker="o", linewidth=1.8, color=f"C{i}",
+                    label=f"held-out accuracy ({k})")
+            other = metric_series(baseline, k) if baseline else []
+            if other:
+                xs, ys = zip(*other, strict=True)
+                ax.plot(xs, ys, marker="x", linewidth=1.2, linestyle="--", color=f"C{i}",
+                        label=f"{baseline_label} ({k})")
         ax.set_xlabel("GRPO steps done")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("accuracy / mean reward")
         ax.set_ylim(0.0, 1.0)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="upper left", fontsize="small")
         if title:
             ax.set_title(title)
         out = Path(out_png)

@@ -82,6 +82,23 @@ def test_plot_run_writes_a_png(tmp_path: Path) -> None:
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_run_draws_the_baseline_dashed(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    shown: list[list[str]] = []
+    original = plt.Figure.savefig
+
+    def record(fig: Any, *a: Any, **kw: Any) -> None:
+        shown.append([line.get_label() for ax in fig.axes for line in ax.get_lines()])
+        original(fig, *a, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(plt.Figure, "savefig", record)
+        plot_run(grpo_records([0.3, 0.5], [0.1, 0.2]), tmp_path / "p.png",
+                 baseline=grpo_records([0.3, 0.25], [0.1, 0.1]), baseline_label="control")
+    assert "control (eval/greedy)" in shown[0] and "control (eval/sampled)" in shown[0]
+
+
 def test_plot_run_with_nothing_to_plot_says_so(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="nothing to plot"):
         plot_run([{"rollout_id": 0, "train/loss": 1.0}], tmp_path / "p.png")
@@ -132,6 +149,8 @@ def test_stage_configs_parse_with_the_demo_overrides(name: str, tmp_path: Path) 
                        "--eval-config", str(paths.eval_config)])
     if name == "sft.yaml":
         assert args.loss_type == "sft_loss" and args.n_samples_per_prompt == 1
+        assert args.early_stop_metric == "train/greedy_match" and args.early_stop_threshold > 0
+        assert args.lr_decay_style == "constant" and args.weight_decay_all
     else:
         assert args.loss_type == "policy_loss" and args.n_samples_per_prompt == 8
         assert args.rollout_max_response_len >= 22 and args.contract_check == "raise"
@@ -147,3 +166,30 @@ def test_quick_scale_is_small() -> None:
     assert demo.QUICK.grpo_steps % demo.QUICK.eval_interval == 0
     default = demo.Scale()
     assert default.grpo_steps % default.eval_interval == 0 and default.n_eval >= 500
+
+
+def test_report_with_the_control_column(tmp_path: Path) -> None:
+    paths = demo.DemoPaths(tmp_path)
+    for run, greedy in ((paths.grpo_run, [0.14, 0.3, 0.45, 0.5, 0.55]),
+                        (paths.control_run, [0.14, 0.12, 0.1, 0.09, 0.08])):
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text("".join(
+            json.dumps(r) + "\n" for r in grpo_records(greedy, [0.1] * len(greedy))))
+    stages = [demo.StageResult("GRPO", 10.0), demo.StageResult("control", 10.0)]
+    summary = demo.report(paths, stages, quick=False, total_seconds=20.0)
+    assert summary["gain_points"] == pytest.approx(36.0)
+    assert summary["control"]["gain_points"] == pytest.approx(-5.0)
+    text = (tmp_path / "summary.txt").read_text()
+    assert "control:" in text and "9.0 %" in text  # the header may wrap
+    assert "control (same steps, rewards shuffled): -5.0 points" in text
+
+
+def test_report_without_the_control_has_no_control_column(tmp_path: Path) -> None:
+    paths = demo.DemoPaths(tmp_path)
+    paths.grpo_run.mkdir(parents=True)
+    (paths.grpo_run / "metrics.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in grpo_records([0.1, 0.2], [0.1, 0.1])))
+    summary = demo.report(paths, [demo.StageResult("GRPO", 1.0)], quick=False,
+                          total_seconds=1.0)
+    assert summary["control"] is None
+    assert "control" not in (tmp_path / "summary.txt").read_text()

@@ -18,6 +18,7 @@ if str(ROOT) not in sys.path:  # `examples` is a folder of the repository, not a
 
 from examples import calculator_rollout as calc  # noqa: E402
 from examples.answer_prefix_generate import PREFIX, add_prefix  # noqa: E402
+from examples.demo.shuffled_rewards import reward_post_process  # noqa: E402
 from examples.format_reward import format_reward, reward_func  # noqa: E402
 from examples.informative_groups_filter import dynamic_sampling_filter  # noqa: E402
 from vime.contract.errors import ContractError  # noqa: E402
@@ -205,6 +206,31 @@ def test_add_prefix_rejects_bad_input_with_index(tokenizer: Any, sample: Sample,
     assert f"index={sample.index}" in str(info.value)
 
 
+# ---- shuffled_rewards (the demo's control) ------------------------------------------------------
+
+def _scored(rewards: list[float], n: int) -> list[Sample]:
+    return [Sample(index=i, group_index=i // n, reward=r) for i, r in enumerate(rewards)]
+
+
+def test_shuffled_rewards_keep_the_raw_ones_and_train_on_a_permutation() -> None:
+    rewards = [1.0, 0.0, 0.0, 0.0] * 4 + [1.0, 1.0, 0.0, 0.0] * 4  # 8 groups of 4
+    args = Namespace(reward_key=None, grpo_std_normalization=True)
+    raw, trained = reward_post_process(args, _scored(rewards, 4))
+    assert raw == rewards  # logged: what the policy really earned
+    assert len(trained) == len(rewards)
+    for g in range(8):  # normalised per group: zero mean
+        assert sum(trained[4 * g:4 * g + 4]) == pytest.approx(0.0, abs=1e-5)
+    first = [trained[4 * g] for g in range(4)]  # groups 0-3 had their 1.0 first
+    assert first != [pytest.approx(1.5)] * 4  # ... the shuffle moved it (seeded, 32 samples)
+
+
+def test_shuffled_rewards_name_the_sample_without_a_group() -> None:
+    samples = _scored([1.0, 0.0], 2)
+    samples[1].group_index = None
+    with pytest.raises(ValueError, match="sample index=1: no group_index"):
+        reward_post_process(Namespace(reward_key=None), samples)
+
+
 # ---- load-time signature check (VIM100) and the linter -----------------------------------------
 
 @pytest.mark.parametrize(("path", "hook"), [
@@ -214,6 +240,7 @@ def test_add_prefix_rejects_bad_input_with_index(tokenizer: Any, sample: Sample,
     ("examples.format_reward.reward_func", "custom_rm_path"),
     ("examples.informative_groups_filter.dynamic_sampling_filter",
      "dynamic_sampling_filter_path"),
+    ("examples.demo.shuffled_rewards.reward_post_process", "custom_reward_post_process_path"),
 ])
 def test_examples_pass_the_load_time_check(path: str, hook: str) -> None:
     with warnings.catch_warnings():
