@@ -30,7 +30,8 @@ Every ``vime train`` command is printed in full, so each stage can be rerun by h
 0 when every stage ran (the accuracy target is reported, not enforced), 1 when a stage failed,
 2 on bad arguments.
 
-Source: ours; recipe and pitfalls: ENVIRONMENT.md ("A CPU-sized RL task that learns").
+Source: ours; recipe and pitfalls: ENVIRONMENT.md ("A CPU-sized RL task that learns") and
+docs/en/demo.md ("Why the SFT stage stops at 30 %").
 """
 
 from __future__ import annotations
