@@ -14,8 +14,9 @@ warm-up that stops once greedy decoding reproduces 30 % of the training batches
 
 Exit status: 0 done; 1 a ``ContractError`` (its message printed, no traceback) or another
 error; 2 bad arguments (an unknown ``--early-stop-metric`` included); 130 Ctrl-C; 143
-SIGTERM. Engines are stopped on every exit; Ctrl-C and SIGTERM checkpoint the last finished
-step first (with ``--save``).
+SIGTERM. Engines are stopped on every exit. The first Ctrl-C or SIGTERM stops the run after
+the current step, the second at once; either way the last finished step is checkpointed first
+(with ``--save``).
 
 Source: ours, after upstream ``slime/train.py`` (the loop order).
 """
@@ -33,29 +34,47 @@ from typing import Any
 
 from vime.contract.errors import ContractError
 
-__all__ = ["Terminated", "early_stop", "main", "run"]
+__all__ = ["STOP_REQUEST", "Terminated", "early_stop", "main", "run"]
 
 _QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
               "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 
 
-class Terminated(BaseException):
-    """SIGTERM arrived: raised in the main thread so that engines are stopped and the last
-    finished step is checkpointed, as for Ctrl-C (a ``BaseException``, like
-    ``KeyboardInterrupt``, so that ``except Exception`` in hooks does not swallow it)."""
+class Terminated(KeyboardInterrupt):
+    """A second SIGTERM: stop at once (a ``KeyboardInterrupt``, because Ray's ``ray.get``
+    turns any other exception raised by a signal handler into a ``SystemError``)."""
 
 
-def _raise_on_sigterm() -> None:
-    """Turn SIGTERM into :class:`Terminated` (main thread only). Needed again after
-    ``ray.init``: Ray's own handler dumps a stack and exits at once, which orphaned vLLM's
-    EngineCore processes (seen when ``python -m vime.demo`` was killed)."""
+#: The first SIGINT or SIGTERM of this run: ``{"signum": N}``; empty until one arrives.
+STOP_REQUEST: dict[str, int] = {}
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _stop_after_this_step() -> None:
+    """SIGINT/SIGTERM handlers (main thread only): the first signal asks the loop to stop
+    after the current step (checkpoint, engines stopped); a second one raises
+    ``KeyboardInterrupt``/:class:`Terminated` at once.
+
+    Raising inside ``ray.get`` can leave Ray's driver in a state where the clean-up hangs
+    (a CI run hung for 120 s after Ctrl-C), so the first signal only sets
+    :data:`STOP_REQUEST`. Installed again after ``ray.init``, whose own SIGTERM handler
+    dumps a stack and exits at once, which orphaned vLLM's EngineCore processes."""
     if threading.current_thread() is not threading.main_thread():
         return
 
     def handler(signum: int, frame: object) -> None:
-        raise Terminated(f"signal {signum}")
+        if STOP_REQUEST:
+            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        STOP_REQUEST["signum"] = signum
+        print(f"vime train: {signal.Signals(signum).name} received: stopping after this step "
+              "(send it again to stop at once)", file=sys.stderr, flush=True)
 
-    signal.signal(signal.SIGTERM, handler)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, handler)
+
+
+def _stop_status(terminated: bool) -> int:
+    return 128 + signal.SIGTERM if terminated else 130
 
 
 class _Local:
@@ -108,7 +127,7 @@ def _start(args: Namespace) -> tuple[Any, Any]:
         if not ray.is_initialized():
             ray.init(include_dashboard=False, log_to_driver=True,
                      num_cpus=os.cpu_count() or 1)
-            _raise_on_sigterm()
+            _stop_after_this_step()
     manager: _Local | _Remote
     if args.single_process:
         manager = _Local(RolloutManagerCore(args))
@@ -137,9 +156,10 @@ def run(args: Namespace) -> int:
     manager = trainer = None
     last_done: int | None = None  # last rollout step whose optimiser step finished
     last_saved: int | None = None
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    STOP_REQUEST.clear()
     try:
-        _raise_on_sigterm()
+        _stop_after_this_step()
         manager, trainer = _start(args)
         engines = bool(manager.call("get_engine_urls"))
 
@@ -165,6 +185,8 @@ def run(args: Namespace) -> int:
         stop_reason = ""
         with TrainProgress(total=args.num_rollout, start=start) as progress:
             for rollout_id in range(start, args.num_rollout):
+                if STOP_REQUEST:
+                    break
                 t0 = time.perf_counter()
                 if trainer is None:
                     _, metrics = manager.call("generate", rollout_id)
@@ -196,6 +218,10 @@ def run(args: Namespace) -> int:
                     print(f"vime train: stopped after step {rollout_id}: {stop_reason}",
                           flush=True)
                     break
+        if STOP_REQUEST:
+            terminated = STOP_REQUEST["signum"] == signal.SIGTERM
+            _stopped(args, trainer, manager, last_done, last_saved, terminated)
+            return _stop_status(terminated)
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run)
         return 0
     except Exception as exc:
@@ -205,20 +231,28 @@ def run(args: Namespace) -> int:
         print(f"vime train: contract violation, stopped before the optimiser step:\n{cause}",
               file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, Terminated) as exc:
-        terminated = isinstance(exc, Terminated)
-        print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
-              file=sys.stderr)
-        if args.save and trainer is not None and last_done is not None and last_done != last_saved:
-            _save(args, trainer, manager, last_done)
-            print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
-                  file=sys.stderr)
-        return 128 + signal.SIGTERM if terminated else 130
+    except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
+        terminated = isinstance(exc, Terminated) or (
+            STOP_REQUEST.get("signum") == signal.SIGTERM)
+        _stopped(args, trainer, manager, last_done, last_saved, terminated)
+        return _stop_status(terminated)
     finally:
         if manager is not None:
             manager.close()
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, previous)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
+             last_saved: int | None, terminated: bool) -> None:
+    """Say why the run stopped and checkpoint the last finished step (with ``--save``)."""
+    print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
+          file=sys.stderr)
+    if args.save and trainer is not None and last_done is not None and last_done != last_saved:
+        _save(args, trainer, manager, last_done)
+        print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
+              file=sys.stderr)
 
 
 def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -> str:

@@ -175,7 +175,9 @@ def test_a_signal_saves_a_checkpoint_and_leaves_no_engine_behind(
         family = psutil.Process(proc.pid).children(recursive=True)
         assert any("vllm.entrypoints" in " ".join(_cmdline(p)) for p in family)
         proc.send_signal(getattr(signal, signame))
+        t_signal = time.monotonic()
         _, stderr = proc.communicate(timeout=120)
+        print(f"{signame}: exited {time.monotonic() - t_signal:.1f} s after the signal")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -57,11 +57,22 @@ def test_sigterm_stops_engines_and_returns_143(tmp_path: Path, _toy_on_path: lis
                                                capsys: pytest.CaptureFixture[str]) -> None:
     import signal
 
-    before = signal.getsignal(signal.SIGTERM)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     assert run(parse_args(argv(tmp_path, "terminate_at_step_one"))) == 143
-    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "SIGTERM received: stopping after this step" in err
+    assert "terminated (SIGTERM)" in err
+    assert [r["rollout_id"] for r in records(tmp_path)] == [0, 1]  # step 1 was finished
     assert _toy_on_path == [1]
-    assert signal.getsignal(signal.SIGTERM) is before  # put back
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+def test_a_second_sigterm_stops_at_once(tmp_path: Path, _toy_on_path: list[int],
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(parse_args(argv(tmp_path, "terminate_twice_at_step_one"))) == 143
+    assert "terminated (SIGTERM)" in capsys.readouterr().err
+    assert [r["rollout_id"] for r in records(tmp_path)] == [0]  # step 1 never finished
+    assert _toy_on_path == [1]
 
 
 def test_contract_error_prints_message_and_returns_1(tmp_path: Path, _toy_on_path: list[int],
