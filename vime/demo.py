@@ -230,30 +230,37 @@ def _vime_train(config: Path, overrides: Sequence[str], title: str) -> tuple[int
 
 
 def run_child(argv: Sequence[str], **popen_kwargs: Any) -> int:
-    """Run ``argv`` to completion and return its exit status, forwarding SIGTERM to it.
+    """Run ``argv`` to completion and return its exit status; on SIGTERM or Ctrl-C, let it
+    stop cleanly, then end the demo.
 
     ``subprocess.run`` does not forward signals: a demo killed with SIGTERM (``kill``, a CI
-    time-out) used to leave its ``vime train`` child, with Ray and a vLLM engine, running. Here
-    SIGTERM reaches the child, the demo waits for it to clean up, then exits with status 143.
-    Ctrl-C needs nothing: the terminal sends SIGINT to the whole process group.
+    time-out) used to leave its ``vime train`` child, with Ray and a vLLM engine, running.
+    Here SIGTERM is forwarded to the child. Ctrl-C already reaches the child (the terminal
+    signals the whole process group), so it is not forwarded again (a second signal makes
+    ``vime train`` stop at once instead of after its current step). Either way the demo waits
+    for the child, then exits with status 143 (SIGTERM) or 130 (Ctrl-C), with a message and no
+    traceback.
     """
     proc = subprocess.Popen(list(argv), **popen_kwargs)
-    terminated = False
+    received: list[int] = []
 
-    def forward(signum: int, frame: object) -> None:
-        nonlocal terminated
-        terminated = True
-        proc.send_signal(signum)
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        if signum == signal.SIGTERM:
+            proc.send_signal(signum)
 
-    previous = signal.signal(signal.SIGTERM, forward)
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGTERM, signal.SIGINT)}
     try:
         status = proc.wait()
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    if terminated:
-        print(f"vime demo: SIGTERM forwarded to {shlex.join(argv[:4])} ...; it exited with "
-              f"status {status}", file=sys.stderr, flush=True)
-        raise SystemExit(128 + signal.SIGTERM)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        first = signal.Signals(received[0])
+        print(f"vime demo: {first.name} received; {shlex.join(argv[:4])} ... exited with "
+              f"status {status}; stopping the demo", file=sys.stderr, flush=True)
+        raise SystemExit(128 + first.value)
     return status
 
 

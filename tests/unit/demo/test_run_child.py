@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -49,11 +50,30 @@ def test_sigterm_reaches_the_child_and_the_parent_stops(tmp_path: Path) -> None:
     out, err = parent.communicate(timeout=30)
     assert (tmp_path / "child-got-sigterm").read_text() == "cleaned up"
     assert parent.returncode == 128 + signal.SIGTERM
-    assert "SIGTERM forwarded" in err and "exited with status 0" in err
+    assert "SIGTERM received" in err and "exited with status 0" in err
+    assert "parent went on" not in out
+
+
+def test_ctrl_c_waits_for_the_child_and_stops_without_a_traceback(tmp_path: Path) -> None:
+    # the terminal sends SIGINT to the whole group: here, to the parent and to the child
+    child = CHILD.replace("signal.SIGTERM, on_term", "signal.SIGINT, on_term")
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, child, str(tmp_path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(tmp_path / "child-ready")
+    child_pids = [int(line.split()[0]) for line in subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True, text=True
+    ).stdout.splitlines()]
+    parent.send_signal(signal.SIGINT)
+    for pid in child_pids:
+        os.kill(pid, signal.SIGINT)
+    out, err = parent.communicate(timeout=30)
+    assert (tmp_path / "child-got-sigterm").read_text() == "cleaned up"  # its SIGINT handler ran
+    assert parent.returncode == 128 + signal.SIGINT
+    assert "SIGINT received" in err and "Traceback" not in err
     assert "parent went on" not in out
 
 
 def test_a_child_that_finishes_returns_its_status() -> None:
-    before = signal.getsignal(signal.SIGTERM)  # not SIG_DFL once a test ran ray.init
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)  # Ray's, maybe
     assert run_child([sys.executable, "-c", "raise SystemExit(3)"]) == 3
-    assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
