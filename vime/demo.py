@@ -285,7 +285,9 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
                  "--num-rollout", str(scale.sft_steps), *scale.sft_extra]
     (paths.sft_run / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
     status, command = _vime_train(CONFIGS / "sft.yaml", overrides,
-                                  f"SFT warm-up: {scale.sft_steps} steps")
+                                  f"SFT warm-up: at most {scale.sft_steps} steps (sft.yaml "
+                                  "stops it early once greedy decoding solves 30 % of the "
+                                  "training batches)")
     result = StageResult("SFT", time.perf_counter() - start, ok=status == 0, command=command)
     last = latest_iteration(ckpt)
     if status != 0 or last is None:
@@ -452,7 +454,8 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     if control is not None and control["gain_points"] is not None:
         console.print(f"control (same steps, rewards shuffled): {control['gain_points']:+.1f} "
                       "points; the difference is what the reward taught")
-    console.print(f"files: {_display(paths.out / 'summary.json')}, "
+    console.print(f"files: {_display(paths.out / 'summary.txt')}, "
+                  f"{_display(paths.out / 'summary.json')}, "
                   f"{_display(paths.out / 'demo.png') if png else '(no plot)'}, "
                   f"{_display(paths.grpo_run / 'metrics.jsonl')}")
     summary = {"quick": quick, "total_seconds": total_seconds, "n_eval": n_eval,

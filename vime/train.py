@@ -215,7 +215,8 @@ def run(args: Namespace) -> int:
                 log.write(rollout_id, metrics)
                 progress.advance(rollout_id, metrics)
                 if stop_reason:
-                    print(f"vime train: stopped after step {rollout_id}: {stop_reason}",
+                    print(f"vime train: stopped after step {rollout_id} ({rollout_id + 1 - start} "
+                          f"steps done): {stop_reason}",
                           flush=True)
                     break
         if STOP_REQUEST:

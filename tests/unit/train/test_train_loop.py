@@ -100,7 +100,8 @@ def test_early_stop_ends_the_loop_once_the_window_mean_reaches_the_threshold(
                                "rollout/toy/groups", "--early-stop-threshold", "2",
                                "--early-stop-window", "2"))) == 0
     assert [r["rollout_id"] for r in records(tmp_path)] == [0, 1]
-    assert ("stopped after step 1: mean rollout/toy/groups over the last 2 values 2.000 >= "
+    assert ("stopped after step 1 (2 steps done): mean rollout/toy/groups over the last 2 "
+            "values 2.000 >= "
             "--early-stop-threshold 2") in capsys.readouterr().out
 
 
