@@ -1,6 +1,6 @@
 """The demo's control run (``--custom-reward-post-process-path``): GRPO on shuffled rewards.
 
-Each step's rewards are shuffled across all its samples before the per-group normalisation,
+Each step's rewards are shuffled across its rollouts before the per-group normalisation,
 so the policy is trained on rewards that have nothing to do with its answers, at the same
 reward rate, with the same optimiser, learning rate and number of steps. If GRPO's gain in
 ``make demo`` came from continued training rather than from the reward, this run would gain
@@ -25,7 +25,7 @@ import random
 from argparse import Namespace
 from collections.abc import Sequence
 
-from vime.data.batch_builder import normalize_group_rewards
+from vime.data.batch_builder import normalised_rewards, raw_rewards, rollout_keys
 from vime.utils.types import Sample
 
 __all__ = ["reward_post_process"]
@@ -36,28 +36,20 @@ _RNG = random.Random(0)
 def reward_post_process(args: Namespace, samples: Sequence[Sample]) -> tuple[list[float],
                                                                             list[float]]:
     """``(raw, rewards)``, one of each per flat sample: ``raw`` the samples' own rewards,
-    ``rewards`` a permutation of them normalised per ``group_index`` (GRPO: ``(r - mean) /
-    (std + 1e-6)``, ``vime.data.batch_builder.normalize_group_rewards``).
+    ``rewards`` the built-in group normalisation (``vime.data.batch_builder``; GRPO:
+    ``(r - mean) / (std + 1e-6)`` per prompt group) of a permutation of the rollouts' rewards.
+    The segments of one rollout keep one reward between them.
 
     Raises:
-        ValueError: a sample without a real-valued reward or without a ``group_index``.
+        ContractError: the built-in checks: VIM110 (a reward that is not a finite real),
+            VIM113/VIM115 (groups, segments).
     """
-    raw: list[float] = []
-    for sample in samples:
-        value = sample.get_reward_value(args)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"sample index={sample.index}: reward {value!r} is not a number")
-        if sample.group_index is None:
-            raise ValueError(f"sample index={sample.index}: no group_index to normalise by")
-        raw.append(float(value))
-    shuffled = _RNG.sample(raw, len(raw))
-    groups: dict[int, list[int]] = {}
-    for i, sample in enumerate(samples):
-        groups.setdefault(int(sample.group_index), []).append(i)  # type: ignore[arg-type]
-    divide = bool(getattr(args, "grpo_std_normalization", True))
-    rewards = [0.0] * len(samples)
-    for members in groups.values():
-        normed = normalize_group_rewards([shuffled[i] for i in members], divide_by_std=divide)
-        for i, value in zip(members, normed, strict=True):
-            rewards[i] = value
-    return raw, rewards
+    raw = raw_rewards(args, samples)
+    keys = rollout_keys(samples)
+    first: dict[object, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    rollouts = list(first)
+    permuted = _RNG.sample([raw[first[key]] for key in rollouts], len(rollouts))
+    reward_of = dict(zip(rollouts, permuted, strict=True))
+    return raw, normalised_rewards(args, samples, [reward_of[key] for key in keys], keys)

@@ -43,6 +43,8 @@ __all__ = [
     "flatten_samples",
     "global_batch_size",
     "normalize_group_rewards",
+    "normalised_rewards",
+    "raw_rewards",
     "rollout_keys",
     "split_into_steps",
 ]
@@ -126,7 +128,12 @@ def _where(s: Sample, i: int) -> str:
     return f"samples[{i}] (index={s.index}, group_index={s.group_index})"
 
 
-def _raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
+def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
+    """One reward per flat sample (``Sample.get_reward_value``: ``--reward-key`` of a dict).
+
+    Raises:
+        ContractError: VIM110, a reward that is not a finite real (names the sample index).
+    """
     out = []
     for s in samples:
         value = s.get_reward_value(args)
@@ -137,9 +144,21 @@ def _raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
     return out
 
 
-def _normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
-                        keys: Sequence[Hashable]) -> list[float]:
-    """Group-normalise ``raw`` per CONTRACT.md §10; returns one value per sample."""
+def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
+                       keys: Sequence[Hashable] | None = None) -> list[float]:
+    """Group-normalise ``raw`` (one reward per flat sample) per CONTRACT.md §10: per prompt
+    group, ``r - mean`` and, for :data:`STD_ESTIMATORS`, ``/ (std + EPS_STD)``, one value per
+    unique rollout (``keys``: :func:`rollout_keys`, computed when None).
+
+    Returns:
+        One float per sample, in ``samples`` order.
+
+    Raises:
+        ContractError: VIM115 (segments of one rollout disagree), VIM113 (mixed or undividable
+            groups).
+    """
+    if keys is None:
+        keys = rollout_keys(samples)
     estimator = getattr(args, "advantage_estimator", "grpo")
     if estimator not in NORMALISED_ESTIMATORS or not getattr(args, "rewards_normalization", True):
         return [float(np.float32(r)) for r in raw]
@@ -306,8 +325,8 @@ class BatchBuilder:
             fn = load_function(post_path, hook="custom_reward_post_process_path")
             raw, rewards = _check_reward_post_process(fn, fn(args, samples), len(samples))
         else:
-            raw = _raw_rewards(args, samples)
-            rewards = _normalised_rewards(args, samples, raw, keys)
+            raw = raw_rewards(args, samples)
+            rewards = normalised_rewards(args, samples, raw, keys)
         masks = [_loss_mask(s, i) for i, s in enumerate(samples)]
         data: dict[str, Any] = {
             "tokens": [list(s.tokens) for s in samples],

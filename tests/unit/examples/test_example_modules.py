@@ -224,10 +224,10 @@ def test_shuffled_rewards_keep_the_raw_ones_and_train_on_a_permutation() -> None
     assert first != [pytest.approx(1.5)] * 4  # ... the shuffle moved it (seeded, 32 samples)
 
 
-def test_shuffled_rewards_name_the_sample_without_a_group() -> None:
+def test_shuffled_rewards_keep_the_built_in_reward_checks() -> None:
     samples = _scored([1.0, 0.0], 2)
-    samples[1].group_index = None
-    with pytest.raises(ValueError, match="sample index=1: no group_index"):
+    samples[1].reward = None
+    with pytest.raises(ContractError, match="VIM110.*index=1"):
         reward_post_process(Namespace(reward_key=None), samples)
 
 
