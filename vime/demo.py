@@ -275,6 +275,8 @@ def _display(path: Path) -> str:
 def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     """SFT warm-up with ``examples/demo/sft.yaml``; links the last checkpoint as
     ``paths.sft_model``."""
+    import yaml
+
     from vime.backends.checkpoint import iteration_dir, latest_iteration
 
     start = time.perf_counter()
@@ -300,10 +302,11 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     paths.sft_model.symlink_to(os.path.relpath(target, paths.out))
     records = _read(paths.sft_run / "metrics.jsonl")
     losses = [r["train/loss"] for r in records if isinstance(r.get("train/loss"), (int, float))]
+    window = int(yaml.safe_load((CONFIGS / "sft.yaml").read_text()).get("early-stop-window", 20))
     matches = [r["train/greedy_match"] for r in records
                if isinstance(r.get("train/greedy_match"), (int, float))]
     result.detail = (f"{len(losses)} steps, loss {losses[0]:.3f} -> {losses[-1]:.3f}"
-                     + (f", greedy match (last 20 steps) {_mean(matches[-20:]):.0%}"
+                     + (f", greedy match (last {window} steps) {_mean(matches[-window:]):.0%}"
                         if matches else "")
                      + f"; checkpoint {_display(target)}" if losses else "no loss logged")
     return result
