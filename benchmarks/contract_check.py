@@ -36,10 +36,10 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from vime.contract.checks.rollout_output import collect_rollout_output
+from vime.contract.checks.settings import CheckSettings
 from vime.rollout.base_types import RolloutFnTrainOutput
 from vime.utils.types import Sample
-from vime_lint.runtime.rollout_output import collect_rollout_output
-from vime_lint.runtime.settings import CheckSettings
 
 PROMPT_LEN = 128
 RESPONSE_LEN = 4096

@@ -110,7 +110,7 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
     """
     if getattr(args, "contract_check", "raise") == "off":
         return 0.0
-    from vime_lint.runtime import validate_rollout_output
+    from vime.contract.checks import validate_rollout_output
 
     start = time.perf_counter()
     validate_rollout_output(output, args, evaluation=evaluation, hook_path=hook_path,

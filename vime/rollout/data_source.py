@@ -321,7 +321,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
     def _get_samples_from_buffer(self, num_samples: int) -> list[list[Sample]]:
         if not self.buffer or num_samples <= 0:
             return []
-        from vime_lint.runtime import check_buffer_filter_result
+        from vime.contract.checks import check_buffer_filter_result
 
         result: list[list[Sample]] = self.buffer_filter(self.args, None, self.buffer,
                                                         num_samples)

@@ -54,6 +54,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from vime.contract import checks as rt
 from vime.contract.errors import ContractError
 from vime.contract.invariants import INVARIANTS
 from vime.rollout.base_types import (
@@ -71,7 +72,6 @@ from vime.rollout.vllm_protocol import (
 )
 from vime.utils.async_utils import run
 from vime.utils.types import Sample
-from vime_lint import runtime as rt
 
 __all__ = [
     "abort",

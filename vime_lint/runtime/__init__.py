@@ -1,26 +1,14 @@
-"""The runtime contract checker: rollout outputs and hook results checked on live values.
+"""``vime-lint check`` and the runtime checker's public names.
 
-Every rule comes from ``vime.contract`` (field hints, invariants, hook specs). Findings are
-``vime.contract.Violation`` s with the invariant id, the location (``samples[3][1].loss_mask
-(index=13)``), expected vs actual, the hook with its ``--*-path`` argument and step, and a fix.
-``--contract-check`` (``off``/``warn``/``raise``, default ``raise``) and
-``--contract-check-interval`` decide what happens to them.
-
-Usage::
-
-    from vime_lint.runtime import run_checks, check_generate_result, ContractChecker
-    findings, seconds = run_checks(out, args, evaluation=False, hook_path=path, rollout_id=7)
-
-Boundaries (CONTRACT.md §6b): B1/B5/B6 ``validate_rollout_output`` / ``run_checks``;
-B2 ``check_generate_result``; B3 ``check_reward_result``, ``check_batch_reward_result``;
-B4 ``check_group_rewards``, ``check_dynamic_filter_result``, ``check_buffer_filter_result``,
-``check_sample_hook_result``, ``check_reward_post_process_result``, ``check_convert_result``,
-``check_sync_hook_result``. ``vime-lint check`` is ``vime_lint.runtime.harness.main``.
-
-Imports only the standard library, typeguard and ``vime`` 's light modules.
+The runtime checks themselves live in :mod:`vime.contract.checks` (one function per invariant,
+called by the training runtime and by ``vime-lint check`` alike); this package re-exports them
+so that ``from vime_lint.runtime import validate_rollout_output`` keeps working, and holds the
+dry-run harness (:mod:`vime_lint.runtime.harness`, ``vime-lint check``).
 """
 
-from vime_lint.runtime.api import (
+from vime.contract.checks import (
+    CheckContext,
+    CheckSettings,
     ContractChecker,
     check_batch_reward_result,
     check_buffer_filter_result,
@@ -32,12 +20,11 @@ from vime_lint.runtime.api import (
     check_reward_result,
     check_sample_hook_result,
     check_sync_hook_result,
+    collect_rollout_output,
     run_checks,
+    should_check,
     validate_rollout_output,
 )
-from vime_lint.runtime.policy import should_check
-from vime_lint.runtime.rollout_output import collect_rollout_output
-from vime_lint.runtime.settings import CheckContext, CheckSettings
 
 __all__ = [
     "CheckContext",

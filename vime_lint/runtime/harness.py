@@ -36,12 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from vime.contract.checks import hook_results as hc
+from vime.contract.checks.rollout_output import collect_rollout_output
+from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
-from vime_lint.runtime import hook_checks as hc
-from vime_lint.runtime.rollout_output import collect_rollout_output
-from vime_lint.runtime.settings import CheckContext, CheckSettings
 from vime_lint.runtime.synthetic import (
     DRY_RUN_GENERATE,
     SyntheticDataSource,

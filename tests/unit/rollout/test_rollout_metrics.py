@@ -7,9 +7,9 @@ from argparse import Namespace
 
 import pytest
 
+from vime.contract.checks.batch import check_metrics
 from vime.rollout.rollout_metrics import PREFIX, BusyClock, reward_stats, rollout_step_metrics
 from vime.utils.types import Sample
-from vime_lint.runtime.batch_checks import check_metrics
 
 pytestmark = pytest.mark.unit
 

@@ -89,7 +89,7 @@ class _quiet:
         self._w = warnings.catch_warnings()
         self._w.__enter__()
         warnings.simplefilter("ignore")
-        self._logger = logging.getLogger("vime_lint.runtime")
+        self._logger = logging.getLogger("vime.contract.checks")
         self._level = self._logger.level
         self._logger.setLevel(logging.CRITICAL)
 

@@ -8,6 +8,7 @@ import warnings
 import pytest
 from runtime_helpers import HOOK, make_args, make_groups, train_output
 
+from vime.contract.checks.policy import WarnOnce
 from vime.contract.errors import ContractError, ContractWarning
 from vime_lint.runtime import (
     ContractChecker,
@@ -15,7 +16,6 @@ from vime_lint.runtime import (
     should_check,
     validate_rollout_output,
 )
-from vime_lint.runtime.policy import WarnOnce
 
 pytestmark = pytest.mark.unit
 
@@ -55,7 +55,7 @@ def test_warn_mode_logs_everything_and_keeps_samples(caplog: pytest.LogCaptureFi
     groups = _bad_groups()
     out = train_output(groups)
     args = make_args(contract_check="warn")
-    with caplog.at_level(logging.WARNING, "vime_lint.runtime"), \
+    with caplog.at_level(logging.WARNING, "vime.contract.checks"), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = validate_rollout_output(out, args, evaluation=False, hook_path=HOOK,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from vime.contract.checks.batch import BATCH_CHECKS
+from vime.contract.checks.sample import SAMPLE_CHECKS
 from vime.contract.invariants import INVARIANTS
-from vime_lint.runtime.batch_checks import BATCH_CHECKS
-from vime_lint.runtime.sample_checks import SAMPLE_CHECKS
 
 pytestmark = pytest.mark.unit
 
@@ -25,7 +25,7 @@ def test_registries_hold_runtime_ids_in_order() -> None:
 
 @pytest.mark.parametrize("inv_id", RUNTIME_IDS)
 def test_every_runtime_invariant_is_checked(inv_id: str) -> None:
-    sources = "\n".join(p.read_text() for p in (ROOT / "vime_lint" / "runtime").glob("*.py"))
+    sources = "\n".join(p.read_text() for p in (ROOT / "vime" / "contract" / "checks").glob("*.py"))
     sources += (ROOT / "vime" / "rollout" / "base_types.py").read_text()
     assert f'INVARIANTS["{inv_id}"]' in sources
 

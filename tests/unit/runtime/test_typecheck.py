@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from typeguard import CollectionCheckStrategy, TypeCheckError, check_type
 
+from vime.contract.checks.typecheck import fast_accept, field_hint, field_type_problem, type_problem
 from vime.contract.sample import SAMPLE_FIELDS
 from vime.utils.types import Sample
-from vime_lint.runtime.typecheck import fast_accept, field_hint, field_type_problem, type_problem
 
 pytestmark = pytest.mark.unit
 

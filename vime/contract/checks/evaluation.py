@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.typecheck import describe_value
+from vime.contract.checks.values import reward_problem
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.typecheck import describe_value
-from vime_lint.runtime.values import reward_problem
 
 __all__ = ["EVAL_KEYS", "check_eval_data"]
 

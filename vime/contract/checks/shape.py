@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from vime.contract.checks.locations import Loc, leaf_prefix
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
-from vime_lint.runtime.locations import Loc, leaf_prefix
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.typecheck import describe_value
 
 __all__ = ["Leaf", "Rollout", "Shape", "read_shape"]
 

@@ -31,12 +31,12 @@ import time
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from vime.contract.checks import hook_results as hc
+from vime.contract.checks.policy import WarnOnce, enforce, should_check_settings
+from vime.contract.checks.rollout_output import collect_rollout_output
+from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import Violation
 from vime.contract.hooks import HOOKS
-from vime_lint.runtime import hook_checks as hc
-from vime_lint.runtime.policy import WarnOnce, enforce, should_check_settings
-from vime_lint.runtime.rollout_output import collect_rollout_output
-from vime_lint.runtime.settings import CheckContext, CheckSettings
 
 __all__ = [
     "ContractChecker",

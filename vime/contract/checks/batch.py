@@ -22,13 +22,13 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.shape import Leaf, Shape
+from vime.contract.checks.typecheck import describe_value
+from vime.contract.checks.values import is_finite_real, json_problem, real_problem
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import OPTIONAL_COLUMNS
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.shape import Leaf, Shape
-from vime_lint.runtime.typecheck import describe_value
-from vime_lint.runtime.values import is_finite_real, json_problem, real_problem
 
 __all__ = [
     "BATCH_CHECKS",

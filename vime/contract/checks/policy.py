@@ -1,7 +1,7 @@
 """What to do with findings: ``--contract-check`` (off / warn / raise) and its interval.
 
 - ``off``: nothing is checked (B0/B1 live in ``load_function`` and ``call_rollout_fn``).
-- ``warn``: every finding is logged (logger ``vime_lint.runtime``) and warned as a
+- ``warn``: every finding is logged (logger ``vime.contract.checks``) and warned as a
   ``ContractWarning`` once per (id, call site) per step; every sample is kept.
 - ``raise`` (default): a step's errors raise one ``ContractError`` listing up to ``limit`` of
   them (before any optimiser step); its warnings are logged and warned as in ``warn``.
@@ -26,14 +26,14 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from vime.contract.checks.settings import CheckContext, CheckSettings, Mode
 from vime.contract.errors import ContractError, ContractWarning, Violation, format_violations
 from vime.contract.invariants import INVARIANTS
-from vime_lint.runtime.settings import CheckContext, CheckSettings, Mode
 
 __all__ = ["ALWAYS_CHECKED", "WarnOnce", "enforce", "order_findings", "should_check",
            "should_check_settings"]
 
-logger = logging.getLogger("vime_lint.runtime")
+logger = logging.getLogger("vime.contract.checks")
 
 #: Boundaries checked on every step whatever the interval (CONTRACT.md §6b).
 ALWAYS_CHECKED: frozenset[str] = frozenset({"B0", "B1"})

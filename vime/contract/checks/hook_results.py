@@ -3,7 +3,7 @@ with VIM110 per value), dynamic filter (VIM160), buffer filter (VIM161), sample 
 post-process and convert (VIM162), and sync hooks returning awaitables (VIM165).
 
 Every function here is pure apart from closing a returned coroutine (so it never warns
-"never awaited"): it returns ``list[Violation]`` without context; ``vime_lint.runtime.api``
+"never awaited"): it returns ``list[Violation]`` without context; ``vime.contract.checks.boundaries``
 adds the hook's name and step and applies ``--contract-check``.
 
 Usage::
@@ -22,17 +22,17 @@ import inspect
 from collections.abc import Iterable, Mapping, Sequence, Sized
 from typing import Any
 
+from vime.contract.checks.batch import siblings_problems
+from vime.contract.checks.locations import Loc
+from vime.contract.checks.sample import check_sample
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.shape import Leaf
+from vime.contract.checks.typecheck import describe_value
+from vime.contract.checks.values import real_problem, reward_problem
 from vime.contract.errors import Violation
 from vime.contract.hooks import CONVERT_REQUIRED_KEYS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
-from vime_lint.runtime.batch_checks import siblings_problems
-from vime_lint.runtime.locations import Loc
-from vime_lint.runtime.sample_checks import check_sample
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.shape import Leaf
-from vime_lint.runtime.typecheck import describe_value
-from vime_lint.runtime.values import real_problem, reward_problem
 
 __all__ = [
     "awaitable_problem",

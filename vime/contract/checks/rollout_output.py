@@ -1,6 +1,6 @@
 """All findings for one rollout function result (B1 metrics, B5 train output, B6 eval output).
 
-Pure: no logging, no raising, no context; ``vime_lint.runtime.api.validate_rollout_output``
+Pure: no logging, no raising, no context; ``vime.contract.checks.boundaries.validate_rollout_output``
 adds the hook's name and step and applies ``--contract-check``; the ``vime-lint check``
 harness and the benchmark call this directly.
 
@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+from vime.contract.checks.batch import BATCH_CHECKS, OutputInfo, check_metrics
+from vime.contract.checks.evaluation import check_eval_data
+from vime.contract.checks.sample import check_sample
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.shape import read_shape
+from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
-from vime_lint.runtime.batch_checks import BATCH_CHECKS, OutputInfo, check_metrics
-from vime_lint.runtime.eval_checks import check_eval_data
-from vime_lint.runtime.sample_checks import check_sample
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.shape import read_shape
-from vime_lint.runtime.typecheck import describe_value
 
 __all__ = ["collect_rollout_output", "collect_train_samples"]
 

@@ -24,14 +24,19 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, Literal
 
+from vime.contract.checks.locations import Loc
+from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.typecheck import (
+    describe_value,
+    fast_accept,
+    field_hint,
+    field_type_problem,
+)
+from vime.contract.checks.values import reward_problem
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
 from vime.utils.types import Sample
-from vime_lint.runtime.locations import Loc
-from vime_lint.runtime.settings import CheckSettings
-from vime_lint.runtime.typecheck import describe_value, fast_accept, field_hint, field_type_problem
-from vime_lint.runtime.values import reward_problem
 
 __all__ = [
     "OWNED_FIELDS",

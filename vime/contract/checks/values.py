@@ -18,8 +18,8 @@ import numbers
 from collections.abc import Mapping
 from typing import Any
 
+from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Severity
-from vime_lint.runtime.typecheck import describe_value
 
 __all__ = ["is_finite_real", "json_problem", "real_problem", "reward_problem"]
 

@@ -13,7 +13,7 @@ against the namespace of ``vime.utils.types``. A value is checked in two steps:
 
 Usage::
 
-    from vime_lint.runtime.typecheck import field_type_problem, type_problem
+    from vime.contract.checks.typecheck import field_type_problem, type_problem
     field_type_problem("weight_versions", [1])   # "list (item 0 of list is not an instance of str)"
     field_type_problem("weight_versions", ["v1"])   # None
     type_problem({"a": 1}, dict[str, int])           # None
