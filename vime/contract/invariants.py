@@ -23,10 +23,15 @@ from typing import Any, Literal
 
 from vime.contract.errors import Severity, Violation
 
-__all__ = ["INVARIANTS", "Invariant", "Scope", "Boundary", "BOUNDARIES"]
+__all__ = ["ALWAYS_ENFORCED", "BOUNDARIES", "Boundary", "Enforcement", "INVARIANTS", "Invariant",
+           "Scope"]
 
 #: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
 Scope = Literal["static", "load", "runtime"]
+#: ``"policy"``: ``--contract-check off|warn|raise`` decides what a finding does.
+#: ``"always"``: the run cannot continue past it (conversion or the buffer would fail or corrupt
+#: training), so the runtime raises whatever ``--contract-check`` says.
+Enforcement = Literal["policy", "always"]
 #: Runtime boundaries of CONTRACT.md §6b.
 Boundary = Literal["B0", "B1", "B2", "B3", "B4", "B5", "B6"]
 
@@ -73,6 +78,8 @@ class Invariant:
     twins: tuple[str, ...] = ()
     #: ``"stable"``, ``"preview"`` or ``"removed"`` (retired ids stay mapped, never reused).
     status: str = "stable"
+    #: ``"always"`` or ``"policy"`` (see :data:`Enforcement`); static ids are ``"policy"``.
+    enforcement: Enforcement = "policy"
 
     def render(self, **fields: Any) -> str:
         """Format ``message_template``; unknown fields stay as ``{name}``."""
@@ -103,11 +110,19 @@ class _Keep(dict[str, Any]):
         return "{" + key + "}"
 
 
+#: Runtime ids the runtime enforces whatever ``--contract-check`` says: a batch that breaks one
+#: cannot be converted to training data (or would serve a group twice from the buffer).
+ALWAYS_ENFORCED: frozenset[str] = frozenset({
+    "VIM102", "VIM103", "VIM108", "VIM112", "VIM113", "VIM115", "VIM162", "VIM165",
+})
+
+
 def _inv(id: str, scope: Scope, severity: Severity, slug: str, title: str, rationale: str,
          bug_kind: str, message: str, fix: str, boundaries: tuple[Boundary, ...] = (),
          twins: tuple[str, ...] = ()) -> Invariant:
     return Invariant(id, scope, severity, slug, title, rationale, bug_kind, message, fix,
-                     boundaries, twins)
+                     boundaries, twins,
+                     enforcement="always" if id in ALWAYS_ENFORCED else "policy")
 
 
 _ALL: tuple[Invariant, ...] = (
