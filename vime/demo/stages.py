@@ -51,7 +51,7 @@ from typing import Any
 
 __all__ = ["DemoPaths", "Scale", "StageResult", "main", "run_child", "summarize"]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CONFIGS = EXAMPLES / "demo"
 #: Held-out accuracy gain (points) that the full demo aims for: last evals vs. the SFT start.

@@ -1,0 +1,8 @@
+"""``python -m vime.demo`` (what ``make demo`` runs): the demo's command line."""
+
+import sys
+
+from vime.demo import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
