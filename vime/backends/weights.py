@@ -3,7 +3,7 @@
 Usage::
 
     path = write_weights(model, version_dir(run_dir, 3))   # <run_dir>/weights/v000003
-    # then vime.ray.engine.sync_weights(engine_urls, str(path))
+    # then vime.ray.engine_control.sync_weights(engine_urls, str(path))
     prune_versions(run_dir, keep=2)
 
 Every tensor of ``model.state_dict()`` is written under its Hugging Face name, as its own

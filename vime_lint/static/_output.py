@@ -19,6 +19,7 @@ from typing import Any
 from vime_lint import __version__
 from vime_lint.static._model import Finding, LintResult
 from vime_lint.static._rule import Rule
+from vime_lint.static.rules._docs import rule_anchor
 
 __all__ = ["FORMATS", "render", "statistics", "summary"]
 
@@ -87,7 +88,7 @@ def _sarif(findings: list[Finding], rules: Sequence[type[Rule]]) -> dict[str, An
             "shortDescription": {"text": inv.title},
             "fullDescription": {"text": inv.rationale},
             "help": {"text": inv.fix},
-            "helpUri": f"{INFO_URI}#{c.lower()}",
+            "helpUri": f"{INFO_URI}#{rule_anchor(seen[c])}",
             "defaultConfiguration": {"level": "error" if inv.severity == "error" else "warning"},
         })
     results = []

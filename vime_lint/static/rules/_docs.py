@@ -13,13 +13,35 @@ Source: ours (after Fixit's ``scripts/document_rules.py``).
 from __future__ import annotations
 
 import inspect
+import re
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import options_from_mapping
 from vime_lint.static._rule import Rule
 from vime_lint.static.rules import ALL_RULES
 
-__all__ = ["fix_availability", "rule_markdown", "rules_page"]
+__all__ = ["fix_availability", "github_anchor", "rule_anchor", "rule_heading", "rule_markdown",
+           "rules_page"]
+
+
+def github_anchor(heading: str) -> str:
+    """The fragment GitHub gives a Markdown heading's text: lower case, every character but
+    letters, digits, ``_``, ``-`` and spaces dropped, spaces turned into ``-``.
+
+    ``github_anchor("VIM006 `sample-constructor`")`` is ``"vim006-sample-constructor"``. (GitHub
+    adds ``-1``, ``-2``... to repeated headings; rule headings are unique.)
+    """
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def rule_heading(rule: type[Rule]) -> str:
+    """The text of a rule's heading on ``docs/rules.md``: ``VIM006 `sample-constructor```."""
+    return f"{rule.INVARIANT.id} `{rule.slug()}`"
+
+
+def rule_anchor(rule: type[Rule]) -> str:
+    """The fragment of a rule's section on ``docs/rules.md`` (SARIF ``helpUri``, the index)."""
+    return github_anchor(rule_heading(rule))
 
 
 def fix_availability(rule: type[Rule]) -> str:
@@ -49,7 +71,7 @@ def rule_markdown(rule: type[Rule], *, level: int = 2) -> str:
     twins = ", ".join(inv.twins) or "none"
     facts = (f"Code `{inv.id}` · severity **{inv.severity}** · fix: {fix_availability(rule)}"
              f" · twins: {twins} · failure kind: \"{inv.bug_kind}\"")
-    return (f"{'#' * level} {inv.id} `{rule.slug()}`\n\n{summary.strip()}\n\n{facts}\n\n"
+    return (f"{'#' * level} {rule_heading(rule)}\n\n{summary.strip()}\n\n{facts}\n\n"
             f"Invariant: {inv.title}\n\n{body}\n")
 
 
@@ -70,7 +92,7 @@ def rules_page() -> str:
     ]
     for r in ALL_RULES:
         inv = r.INVARIANT
-        lines.append(f"| {inv.id} | [`{r.slug()}`](#{inv.id.lower()}-{r.slug()}) | "
+        lines.append(f"| {inv.id} | [`{r.slug()}`](#{rule_anchor(r)}) | "
                      f"{inv.severity} | {fix_availability(r)} | {inv.title.replace('|', chr(92) + '|')} |")
     covered = {r.code() for r in ALL_RULES}
     pending = [i for i in INVARIANTS.values() if i.scope == "static" and i.id not in covered]
