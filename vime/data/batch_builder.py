@@ -21,16 +21,20 @@ Source: CONTRACT.md §10 (columns, groups, steps); the formulas are those of the
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 from argparse import Namespace
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from vime.contract.checks.enforced import conversion_problems, require, reward_value_problems
+from vime.contract.checks.hook_results import (
+    convert_result_problems,
+    reward_post_process_result_problems,
+)
 from vime.contract.errors import ContractError
-from vime.contract.invariants import INVARIANTS
+from vime.contract.hooks import CONVERT_REQUIRED_KEYS
 from vime.rollout.base_types import dotted_name, iter_samples
 from vime.utils.types import Sample
 
@@ -55,9 +59,8 @@ EPS_STD = 1e-6
 NORMALISED_ESTIMATORS = frozenset({"grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"})
 #: Estimators whose rewards are also divided by the group standard deviation.
 STD_ESTIMATORS = frozenset({"grpo", "gspo", "cispo"})
-#: Columns a custom convert hook must return (CONTRACT.md §5).
-REQUIRED_COLUMNS = ("tokens", "response_lengths", "rewards", "raw_reward", "truncated",
-                    "sample_indices", "loss_masks")
+#: Columns a custom convert hook must return (the contract's ``CONVERT_REQUIRED_KEYS``).
+REQUIRED_COLUMNS = CONVERT_REQUIRED_KEYS
 #: Columns sliced per sample by :func:`split_into_steps` (others are copied as they are).
 _PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "rollout_log_probs",
                                   "teacher_log_probs", "metadata", "round_number",
@@ -128,20 +131,18 @@ def _where(s: Sample, i: int) -> str:
     return f"samples[{i}] (index={s.index}, group_index={s.group_index})"
 
 
+def _group_size(args: Namespace) -> int:
+    return int(getattr(args, "n_samples_per_prompt", 1) or 1)
+
+
 def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
     """One reward per flat sample (``Sample.get_reward_value``: ``--reward-key`` of a dict).
 
     Raises:
         ContractError: VIM110, a reward that is not a finite real (names the sample index).
     """
-    out = []
-    for s in samples:
-        value = s.get_reward_value(args)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ContractError([INVARIANTS["VIM110"].violation(
-                f"sample index={s.index}", problem=f"reward is {value!r}, expected a finite real")])
-        out.append(float(value))
-    return out
+    require(reward_value_problems(samples, getattr(args, "reward_key", None)))
+    return [float(s.get_reward_value(args)) for s in samples]
 
 
 def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
@@ -162,43 +163,21 @@ def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence
     estimator = getattr(args, "advantage_estimator", "grpo")
     if estimator not in NORMALISED_ESTIMATORS or not getattr(args, "rewards_normalization", True):
         return [float(np.float32(r)) for r in raw]
-    n = int(getattr(args, "n_samples_per_prompt", 1) or 1)
+    n = _group_size(args)
     divide = (estimator in STD_ESTIMATORS and bool(getattr(args, "grpo_std_normalization", True))
               and n > 1)
 
-    # One value per unique rollout, first occurrence decides; segments must agree.
+    require(conversion_problems(samples, keys, n_samples_per_prompt=n,
+                                reward_key=getattr(args, "reward_key", None), rewards=False))
     first: dict[Hashable, int] = {}
     for i, k in enumerate(keys):
-        if k not in first:
-            first[k] = i
-            continue
-        j = first[k]
-        for name, a, b in (("group_index", samples[j].group_index, samples[i].group_index),
-                           ("reward", raw[j], raw[i])):
-            if a != b:
-                raise ContractError([INVARIANTS["VIM115"].violation(
-                    _where(samples[i], i),
-                    problem=f"is a segment of rollout {_label(k)} (like samples[{j}]) but its "
-                    f"{name} is {b!r}, samples[{j}] has {a!r}")])
+        first.setdefault(k, i)
     order = list(first)
-    has_group = [samples[first[k]].group_index is not None for k in order]
-    if any(has_group) and not all(has_group):
-        missing = has_group.index(False)
-        raise ContractError([INVARIANTS["VIM113"].violation(
-            _where(samples[first[order[missing]]], first[order[missing]]),
-            problem=f"has group_index=None while {sum(has_group)} of {len(order)} rollouts "
-            "have one; reward groups would mix prompts")])
     groups: dict[Hashable, list[Hashable]] = {}
-    if all(has_group):
+    if all(samples[first[k]].group_index is not None for k in order):
         for k in order:
             groups.setdefault(samples[first[k]].group_index, []).append(k)
     else:
-        if len(order) % n:
-            raise ContractError([INVARIANTS["VIM113"].violation(
-                "samples", problem=f"no sample has group_index and the {len(order)} rollouts "
-                f"cannot be split into groups of n_samples_per_prompt={n}",
-                fix="keep the group_index that get_samples assigned (or return whole groups of "
-                "n_samples_per_prompt)")])
         for g in range(len(order) // n):
             groups[g] = order[g * n:(g + 1) * n]
     value: dict[Hashable, float] = {}
@@ -208,72 +187,31 @@ def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence
     return [value[k] for k in keys]
 
 
-def _check_reward_post_process(fn: Any, result: Any, n: int) -> tuple[list[float], list[float]]:
-    inv = INVARIANTS["VIM162"]
-    name = dotted_name(fn)
-    where = f"{name} (--custom-reward-post-process-path)"
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        raise ContractError([inv.violation(where, problem=f"returned {type(result).__name__}, "
-                                           "expected a pair (raw_rewards, rewards)")])
-    out = []
-    for label, seq in zip(("raw_rewards", "rewards"), result, strict=True):
-        try:
-            values = [float(v) for v in seq]
-        except (TypeError, ValueError) as exc:
-            raise ContractError([inv.violation(where, problem=f"{label} is not a sequence of "
-                                               f"reals: {exc}")]) from None
-        if len(values) != n:
-            raise ContractError([inv.violation(where, problem=f"{label} has {len(values)} "
-                                               f"entries, expected len(samples)={n}")])
-        bad = next((i for i, v in enumerate(values) if not math.isfinite(v)), None)
-        if bad is not None:
-            raise ContractError([inv.violation(where, problem=f"{label}[{bad}] is {values[bad]}, "
-                                               "expected a finite real")])
-        out.append(values)
-    return out[0], out[1]
+def _check_reward_post_process(fn: Any, result: Any,
+                               samples: Sequence[Sample]) -> tuple[list[float], list[float]]:
+    require(reward_post_process_result_problems(
+        result, samples, f"{dotted_name(fn)} (--custom-reward-post-process-path)"))
+    raw, rewards = result
+    return [float(v) for v in raw], [float(v) for v in rewards]
 
 
-def _loss_mask(s: Sample, i: int) -> list[int]:
-    if s.loss_mask is None:
-        mask = [1] * s.response_length
-    else:
-        mask = [int(m) for m in s.loss_mask]
-        if len(mask) != s.response_length:
-            raise ContractError([INVARIANTS["VIM108"].violation(
-                f"samples[{i}].loss_mask", problem=f"has {len(mask)} entries, expected "
-                f"response_length={s.response_length} (index={s.index})")])
+def _loss_mask(s: Sample) -> list[int]:
+    """The 0/1 mask of ``response_length`` entries (checked by ``conversion_problems``)."""
+    mask = [1] * s.response_length if s.loss_mask is None else [int(m) for m in s.loss_mask]
     return [0] * len(mask) if s.remove_sample else mask
 
 
-def _optional_column(samples: Sequence[Sample], name: str, get: Any) -> list[Any] | None:
-    """The column if the first sample has it; every sample must then have it (VIM112)."""
+def _optional_column(samples: Sequence[Sample], get: Any) -> list[Any] | None:
+    """The column if the first sample has it (all or none: checked by VIM112)."""
     if get(samples[0]) is None:
         return None
-    values = [get(s) for s in samples]
-    missing = next((i for i, v in enumerate(values) if v is None), None)
-    if missing is not None:
-        present = sum(v is not None for v in values)
-        raise ContractError([INVARIANTS["VIM112"].violation(
-            f"samples[{missing}]", field=name, present=present, total=len(values))])
-    return values
+    return [get(s) for s in samples]
 
 
-def _check_custom_convert(fn: Any, data: Any, n: int) -> dict[str, Any]:
-    inv = INVARIANTS["VIM162"]
-    where = f"{dotted_name(fn)} (--custom-convert-samples-to-train-data-path)"
-    if not isinstance(data, dict):
-        raise ContractError([inv.violation(where, problem=f"returned {type(data).__name__}, "
-                                           "expected a dict of columns")])
-    missing = [k for k in REQUIRED_COLUMNS if k not in data]
-    if missing:
-        raise ContractError([inv.violation(where, problem=f"the result lacks {missing}; "
-                                           f"required: {list(REQUIRED_COLUMNS)}")])
-    for key in REQUIRED_COLUMNS:
-        if len(data[key]) != n:
-            raise ContractError([inv.violation(where, problem=f"column {key!r} has "
-                                               f"{len(data[key])} entries, expected "
-                                               f"len(samples)={n}")])
-    return data
+def _check_custom_convert(fn: Any, data: Any, samples: Sequence[Sample]) -> dict[str, Any]:
+    require(convert_result_problems(
+        data, samples, f"{dotted_name(fn)} (--custom-convert-samples-to-train-data-path)"))
+    return cast("dict[str, Any]", data)
 
 
 class BatchBuilder:
@@ -314,7 +252,7 @@ class BatchBuilder:
         ids = _numeric_ids(keys)
         if convert_path:
             fn = load_function(convert_path, hook="custom_convert_samples_to_train_data_path")
-            custom = _check_custom_convert(fn, fn(args, samples), len(samples))
+            custom = _check_custom_convert(fn, fn(args, samples), samples)
             custom.setdefault("rollout_ids", ids)
             if "rollout_mask_sums" not in custom:
                 custom["rollout_mask_sums"] = _mask_sums(keys, custom["loss_masks"])
@@ -323,11 +261,14 @@ class BatchBuilder:
         post_path = getattr(args, "custom_reward_post_process_path", None)
         if post_path:
             fn = load_function(post_path, hook="custom_reward_post_process_path")
-            raw, rewards = _check_reward_post_process(fn, fn(args, samples), len(samples))
+            require(conversion_problems(samples, keys, n_samples_per_prompt=_group_size(args),
+                                        reward_key=getattr(args, "reward_key", None),
+                                        rewards=False))
+            raw, rewards = _check_reward_post_process(fn, fn(args, samples), samples)
         else:
             raw = raw_rewards(args, samples)
             rewards = normalised_rewards(args, samples, raw, keys)
-        masks = [_loss_mask(s, i) for i, s in enumerate(samples)]
+        masks = [_loss_mask(s) for s in samples]
         data: dict[str, Any] = {
             "tokens": [list(s.tokens) for s in samples],
             "response_lengths": [int(s.response_length) for s in samples],
@@ -347,7 +288,7 @@ class BatchBuilder:
             "round_number": lambda s: (s.metadata or {}).get("round_number"),
         }
         for name, get in optional.items():
-            column = _optional_column(samples, name, get)
+            column = _optional_column(samples, get)
             if column is not None:
                 data[name] = [list(v) if isinstance(v, list) else v for v in column]
         if any(s.multimodal_train_inputs is not None for s in samples):

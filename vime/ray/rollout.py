@@ -27,7 +27,6 @@ ours (the plain-class core, the engine-free rollouts, the checker call).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import random
 import time
@@ -38,9 +37,8 @@ from typing import Any
 
 import ray
 
-from vime.contract.errors import ContractError
+from vime.contract.checks.enforced import awaitable_result_problems, require
 from vime.contract.hooks import HOOKS
-from vime.contract.invariants import INVARIANTS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
 from vime.rollout.base_types import (
     RolloutFnEvalOutput,
@@ -120,11 +118,7 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
 
 def _call_logger(fn: Any, dest: str, *call_args: Any) -> bool:
     result = fn(*call_args)
-    if inspect.isawaitable(result):
-        if inspect.iscoroutine(result):
-            result.close()
-        raise ContractError([INVARIANTS["VIM165"].violation(
-            dotted_name(fn), hook=HOOKS[dest].arg, name=dotted_name(fn), actual="a coroutine")])
+    require(awaitable_result_problems(result, HOOKS[dest].arg, dotted_name(fn)))
     return bool(result)
 
 

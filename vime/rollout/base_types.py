@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vime.contract.errors import ContractError
+from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
@@ -181,10 +182,9 @@ def finalize_rollout_groups(
         from vime.utils.misc import load_function
 
         sample_filter = load_function(path, hook="rollout_sample_filter_path")
-        result = sample_filter(args, groups)
-        if inspect.iscoroutine(result):
-            result.close()
-            raise ContractError([INVARIANTS["VIM165"].violation(
-                dotted_name(sample_filter), hook="--rollout-sample-filter-path",
-                name=dotted_name(sample_filter), actual="a coroutine")])
+        from vime.contract.checks.enforced import awaitable_result_problems, require
+
+        require(awaitable_result_problems(sample_filter(args, groups),
+                                          HOOKS["rollout_sample_filter_path"].arg,
+                                          dotted_name(sample_filter)))
     return RolloutFnTrainOutput(samples=groups, metrics=metrics, finalized=True)

@@ -30,9 +30,7 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-from vime.contract.errors import ContractError
 from vime.contract.hooks import HOOKS
-from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
 __all__ = ["DataSource", "RolloutDataSource", "RolloutDataSourceWithBuffer", "pop_first",
@@ -269,25 +267,6 @@ class RolloutDataSource(DataSource):
                     self.epoch_id, self.sample_offset)
 
 
-def _check_groups(groups: Any, n: int, where: str) -> None:
-    if not isinstance(groups, list):
-        raise ContractError([INVARIANTS["VIM102"].violation(
-            where, problem=f"is a {type(groups).__name__}, expected list[list[Sample]]")])
-    for g, group in enumerate(groups):
-        if not isinstance(group, list):
-            raise ContractError([INVARIANTS["VIM102"].violation(
-                f"{where}[{g}]", problem=f"is a {type(group).__name__}, expected a list of "
-                f"{n} Sample(s)")])
-        if len(group) != n:
-            raise ContractError([INVARIANTS["VIM103"].violation(
-                f"{where}[{g}]", actual=len(group), expected=n)])
-        for e, sample in enumerate(group):
-            if not isinstance(sample, Sample):
-                raise ContractError([INVARIANTS["VIM102"].violation(
-                    f"{where}[{g}][{e}]", problem=f"is a {type(sample).__name__}, expected a "
-                    "Sample (fan-out lists cannot be regenerated)")])
-
-
 class RolloutDataSourceWithBuffer(RolloutDataSource):
     """The default data source: a buffer of returned groups, served before new prompts.
 
@@ -338,7 +317,10 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
             ContractError: not a list of groups of exactly ``n_samples_per_prompt`` Samples
                 (VIM102/VIM103; ``add_samples: samples[g]`` named).
         """
-        _check_groups(samples, self.args.n_samples_per_prompt, "add_samples: samples")
+        from vime.contract.checks.enforced import buffer_groups_problems, require
+
+        require(buffer_groups_problems(samples, self.args.n_samples_per_prompt,
+                                       root="add_samples: samples"))
         self.buffer.extend(samples)
 
     def get_buffer_length(self) -> int:

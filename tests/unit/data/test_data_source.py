@@ -90,8 +90,9 @@ def test_buffer_served_first_then_dataset(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("bad", "needle"), [
     ("short", r"VIM103 error: add_samples: samples\[1\] has 1 samples, expected "
               r"n_samples_per_prompt=2"),
-    ("flat", r"VIM102 error: add_samples: samples\[0\] is a Sample, expected a list"),
-    ("nested", r"VIM102 error: add_samples: samples\[0\]\[1\] is a list, expected a Sample"),
+    ("flat", r"VIM102 error: add_samples: samples holds a flat list of Samples"),
+    ("nested", r"VIM102 error: add_samples: samples\[0\]\[1\] is a list \(depth 3\) but "
+               r"earlier elements are Samples"),
 ])
 def test_add_samples_validates_groups(tmp_path: Path, bad: str, needle: str) -> None:
     ds = RolloutDataSourceWithBuffer(_args(tmp_path))

@@ -93,7 +93,7 @@ def test_contract_violation_in_warn_mode_still_stops_at_conversion(tmp_path: Pat
     args.rollout_function_path = f"{TOY}.broken_at_step_one"
     core = RolloutManagerCore(args)
     core.generate(0)
-    with pytest.warns(UserWarning), pytest.raises(ContractError, match=r"VIM108 .*loss_mask has 1 entries"):
+    with pytest.warns(UserWarning), pytest.raises(ContractError, match=r"VIM108 .*loss_mask \(index=5\) has 1 entries"):
         core.generate(1)
 
 

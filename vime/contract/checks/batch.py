@@ -213,6 +213,16 @@ def siblings_problems(leaves: list[Leaf], prefix: str) -> list[Violation]:
             return [inv.violation(leaf.loc.at("rollout_id"), problem=(
                 f"is {smp.rollout_id} but its sibling {leaves[0].loc.prefix} has "
                 f"{first.rollout_id}"))]
+    return segments_disagree(leaves)
+
+
+def segments_disagree(leaves: list[Leaf]) -> list[Violation]:
+    """VIM115 on the segments of one rollout (fan-out siblings, or flat samples sharing a
+    rollout key at conversion): the same ``group_index`` and ``reward`` on every segment."""
+    inv = INVARIANTS["VIM115"]
+    first = leaves[0].sample
+    for leaf in leaves[1:]:
+        smp = leaf.sample
         if smp.group_index != first.group_index:
             return [inv.violation(leaf.loc.at("group_index"), problem=(
                 f"is {smp.group_index} but its sibling {leaves[0].loc.prefix} has "

@@ -65,7 +65,8 @@ def _leaf(sample: Sample, prefix: str) -> Leaf:
     return Leaf(sample, Loc(prefix, sample.index))
 
 
-def read_shape(samples: Any, s: CheckSettings) -> tuple[Shape | None, list[Violation]]:
+def read_shape(samples: Any, s: CheckSettings,
+               root: str = "samples") -> tuple[Shape | None, list[Violation]]:
     """Check VIM102 and return the batch's readable groups (None if nothing is readable).
 
     Returns ``(shape, findings)``: ``shape`` holds every group and element that has a valid
@@ -73,23 +74,23 @@ def read_shape(samples: Any, s: CheckSettings) -> tuple[Shape | None, list[Viola
     """
     inv = INVARIANTS["VIM102"]
     if not isinstance(samples, list):
-        return None, [inv.violation("samples", problem=f"is {describe_value(samples)}, "
+        return None, [inv.violation(root, problem=f"is {describe_value(samples)}, "
                                     "expected list[list[Sample]]")]
     if not samples:
-        return None, [inv.violation("samples", problem="is empty; a train step needs "
+        return None, [inv.violation(root, problem="is empty; a train step needs "
                                     "rollout_batch_size groups")]
     if all(type(x) is Sample or isinstance(x, Sample) for x in samples):
-        return _flat(samples, s)
+        return _flat(samples, s, root)
     shape = Shape()
     out: list[Violation] = []
     for g, group in enumerate(samples):
         if not isinstance(group, list):
-            out.append(inv.violation(f"samples[{g}]", problem=f"is {describe_value(group)}, "
+            out.append(inv.violation(f"{root}[{g}]", problem=f"is {describe_value(group)}, "
                                      "expected a list of samples (one group)"))
             continue
         rollouts: list[Rollout] = []
         for e, element in enumerate(group):
-            prefix = leaf_prefix(g, e)
+            prefix = leaf_prefix(g, e, root=root)
             if isinstance(element, Sample):
                 depth = 2
                 leaves = [_leaf(element, prefix)]
@@ -97,10 +98,10 @@ def read_shape(samples: Any, s: CheckSettings) -> tuple[Shape | None, list[Viola
                 depth = 3
                 bad = next((k for k, x in enumerate(element) if not isinstance(x, Sample)), None)
                 if bad is not None:
-                    out.append(inv.violation(leaf_prefix(g, e, bad), problem=f"is "
+                    out.append(inv.violation(leaf_prefix(g, e, bad, root), problem=f"is "
                                              f"{describe_value(element[bad])}, expected a Sample"))
                     continue
-                leaves = [_leaf(x, leaf_prefix(g, e, k)) for k, x in enumerate(element)]
+                leaves = [_leaf(x, leaf_prefix(g, e, k, root)) for k, x in enumerate(element)]
             else:
                 what = "an empty list" if isinstance(element, list) else describe_value(element)
                 out.append(inv.violation(prefix, problem=f"is {what}, expected a Sample (or a "
@@ -118,20 +119,21 @@ def read_shape(samples: Any, s: CheckSettings) -> tuple[Shape | None, list[Viola
             rollouts.append(Rollout(prefix, leaves))
             shape.leaves.extend(leaves)
         shape.groups.append(rollouts)
-        shape.group_prefixes.append(f"samples[{g}]")
+        shape.group_prefixes.append(f"{root}[{g}]")
     return shape, out
 
 
-def _flat(samples: list[Sample], s: CheckSettings) -> tuple[Shape, list[Violation]]:
+def _flat(samples: list[Sample], s: CheckSettings,
+          root: str = "samples") -> tuple[Shape, list[Violation]]:
     n = s.n_samples_per_prompt
     finding = INVARIANTS["VIM102"].violation(
-        "samples", severity="warning",
+        root, severity="warning",
         problem=f"is a flat list of {len(samples)} Samples (legacy); it is regrouped "
         + ("by group_index" if all(x.group_index is not None for x in samples)
            else f"in positional chunks of n_samples_per_prompt={n}"),
         fix="return list[list[Sample]]: one list per prompt group")
     shape = Shape(depth=1)
-    leaves = [_leaf(x, f"samples[{i}]") for i, x in enumerate(samples)]
+    leaves = [_leaf(x, f"{root}[{i}]") for i, x in enumerate(samples)]
     shape.leaves = leaves
     if all(x.group_index is not None for x in samples):
         by_key: dict[Any, list[Rollout]] = {}
@@ -139,10 +141,10 @@ def _flat(samples: list[Sample], s: CheckSettings) -> tuple[Shape, list[Violatio
             by_key.setdefault(leaf.sample.group_index, []).append(Rollout(leaf.loc.prefix, [leaf]))
         for key, rollouts in by_key.items():
             shape.groups.append(rollouts)
-            shape.group_prefixes.append(f"samples (group_index={key})")
+            shape.group_prefixes.append(f"{root} (group_index={key})")
     else:
         for start in range(0, len(leaves), n):
             chunk = leaves[start:start + n]
             shape.groups.append([Rollout(leaf.loc.prefix, [leaf]) for leaf in chunk])
-            shape.group_prefixes.append(f"samples[{start}:{start + len(chunk)}]")
+            shape.group_prefixes.append(f"{root}[{start}:{start + len(chunk)}]")
     return shape, [finding]
