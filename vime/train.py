@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     """``vime train ARGS``: parse (``--config FILE.yaml`` included), run, return the status."""
     for key, value in _QUIET_ENV.items():
         os.environ.setdefault(key, value)
-    from vime.utils.arguments import parse_args
+    from vime.config import parse_args
 
     try:
         args = parse_args(argv)

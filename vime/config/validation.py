@@ -1,0 +1,216 @@
+"""Checks after parsing (docs/contract.md §11): :func:`validate_args` completes ``args``.
+
+Usage::
+
+    args = validate_args(get_parser().parse_args(argv))          # what parse_args does last
+    validate_args(args, training=False)   # tools: no --num-rollout/--num-epoch needed
+
+Arguments marked P in docs/contract.md §11 (:data:`UNSUPPORTED_ARGS`,
+:data:`UNSUPPORTED_CHOICES`) raise ``NotImplementedError`` naming the argument when set to
+anything else than upstream's default. Other failures are argparse's: usage, then ``vime: error:
+argument --<name>: <reason>`` on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+from vime.config.parser import SFT_ROLLOUT_PATH, get_parser
+from vime.contract.hooks import HOOKS
+
+__all__ = ["UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES", "validate_args"]
+
+#: P arguments (docs/contract.md §11): dest -> the only value v1 supports (upstream's default).
+UNSUPPORTED_ARGS: dict[str, Any] = {
+    "multimodal_keys": None,
+    "rollout_data_transport": "object-store",
+    "flush_cache_interval": 1,
+    "use_rollout_routing_replay": False,
+    "use_score_centering": False,
+    "score_centering_top_k": 128,
+    "use_tis": False,
+    "tis_clip": 2.0,
+    "tis_clip_low": 0.0,
+    "get_mismatch_metrics": False,
+    "offload": False,
+    "offload_rollout": False,
+    "vllm_config": None,
+    "prefill_num_servers": None,
+    "balance_by_flops": False,
+    "dump_details": None,
+    "log_reward_category": None,
+}
+
+#: P choices (docs/contract.md §11): dest -> values that are parsed but not implemented in v1.
+UNSUPPORTED_CHOICES: dict[str, tuple[str, ...]] = {
+    "advantage_estimator": ("cispo", "reinforce_plus_plus", "ppo"),
+    "loss_type": ("custom_loss",),
+    "loss_mask_type": ("qwen3_5", "distill_qwen"),
+    "router_policy": ("random", "cache_aware", "power_of_two"),
+}
+
+
+def _fail(arg: str, message: str) -> NoReturn:
+    get_parser().error(f"argument {arg}: {message}")
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
+def _option(dest: str) -> str:
+    """The command-line spelling of ``dest`` (``rollout_global_dataset`` -> its option)."""
+    for action in get_parser()._actions:
+        if action.dest == dest and action.option_strings:
+            return action.option_strings[0]
+    return "--" + dest.replace("_", "-")
+
+
+def _check_unsupported(args: argparse.Namespace) -> None:
+    for dest, supported in UNSUPPORTED_ARGS.items():
+        value = getattr(args, dest, supported)
+        if value != supported:
+            raise NotImplementedError(
+                f"argument {_option(dest)}={value!r} is parsed for compatibility with upstream "
+                f"but not implemented in vime v1; remove it (v1 supports only {supported!r})")
+    for dest, values in UNSUPPORTED_CHOICES.items():
+        value = getattr(args, dest, None)
+        if value in values:
+            raise NotImplementedError(
+                f"argument {_option(dest)} {value} is parsed for compatibility with upstream but "
+                "not implemented in vime v1; choose another value")
+
+
+def _positive(args: argparse.Namespace, dest: str, *, allow_none: bool = True,
+              minimum: int = 1) -> None:
+    value = getattr(args, dest)
+    if value is None and allow_none:
+        return
+    if value is None or value < minimum:
+        _fail(_option(dest), f"must be >= {minimum}, got {_num(value)}")
+
+
+def validate_args(args: argparse.Namespace, *, training: bool = True) -> argparse.Namespace:
+    """Check and complete parsed arguments in place; returns ``args``.
+
+    Fills: ``over_sampling_batch_size`` (= rollout batch size), ``num_steps_per_rollout`` and
+    ``global_batch_size`` (gbs = rbs * n // steps), ``grpo_std_normalization`` (off when
+    ``n_samples_per_prompt == 1``), ``eval_reward_key`` (= ``reward_key``), ``buffer_filter_path``
+    (``pop_oldest`` with ``--buffer-sort-by-staleness``), ``eval_datasets``
+    (``list[EvalDatasetConfig]``), ``run_dir`` (``{time}`` replaced), ``vllm_extra_args``
+    (``{}`` if absent), and the keys of ``--custom-config-path``.
+
+    Raises:
+        SystemExit: status 2, ``vime: error: argument --<name>: <reason>``.
+        NotImplementedError: a P argument set to a value v1 does not implement.
+    """
+    from vime.utils.eval_config import build_eval_datasets
+
+    _check_unsupported(args)
+    if args.rollout_batch_size is None:
+        _fail("--rollout-batch-size", "is required")
+    for dest in ("rollout_batch_size", "n_samples_per_prompt", "micro_batch_size",
+                 "n_samples_per_eval_prompt", "contract_check_interval",
+                 "rollout_num_gpus_per_engine", "vllm_server_concurrency"):
+        _positive(args, dest, allow_none=False)
+    for dest in ("over_sampling_batch_size", "global_batch_size", "num_steps_per_rollout",
+                 "num_rollout", "num_epoch", "eval_interval", "save_interval",
+                 "rollout_max_context_len", "rollout_max_prompt_len", "rollout_max_response_len",
+                 "max_tokens_per_gpu", "eval_max_response_len", "eval_max_prompt_len",
+                 "eval_max_context_len"):
+        _positive(args, dest)
+    _positive(args, "start_rollout_id", minimum=0)
+    if not args.rollout_temperature > 0:
+        _fail("--rollout-temperature", f"must be > 0, got {_num(args.rollout_temperature)}")
+    if args.eval_temperature is not None and not args.eval_temperature > 0:
+        _fail("--eval-temperature", f"must be > 0, got {_num(args.eval_temperature)}")
+    for dest in ("rollout_top_p", "eval_top_p"):
+        value = getattr(args, dest)
+        if value is not None and not 0 < value <= 1:
+            _fail(_option(dest), f"must be in (0, 1], got {_num(value)}")
+    for dest in ("rollout_top_k", "eval_top_k"):
+        value = getattr(args, dest)
+        if value is not None and value < -1:
+            _fail(_option(dest), f"must be -1 (off) or >= 0, got {value}")
+
+    rbs, n = args.rollout_batch_size, args.n_samples_per_prompt
+    if args.over_sampling_batch_size is None:
+        args.over_sampling_batch_size = rbs
+    elif args.over_sampling_batch_size < rbs:
+        _fail("--over-sampling-batch-size", f"must be >= --rollout-batch-size ({rbs}), got "
+              f"{args.over_sampling_batch_size}")
+    rollouts = rbs * n
+    gbs, steps = args.global_batch_size, args.num_steps_per_rollout
+    if gbs is None:
+        steps = steps or 1
+        if steps > rollouts:
+            _fail("--num-steps-per-rollout", f"{steps} steps leave no sample per step: a "
+                  f"rollout has rollout_batch_size * n_samples_per_prompt = {rollouts} samples")
+        gbs = rollouts // steps
+    elif steps is None:
+        steps = max(1, rollouts // gbs)
+    elif rollouts // gbs != steps:
+        _fail("--global-batch-size", f"{gbs} with --num-steps-per-rollout {steps} does not fit "
+              f"rollout_batch_size * n_samples_per_prompt = {rollouts} samples per rollout "
+              f"({rollouts} // {gbs} = {rollouts // gbs} steps); set only one of them")
+    args.global_batch_size, args.num_steps_per_rollout = gbs, steps
+
+    if training and args.num_rollout is None and args.num_epoch is None:
+        _fail("--num-rollout", "one of --num-rollout and --num-epoch is required")
+    if args.debug_rollout_only and args.debug_train_only:
+        _fail("--debug-train-only", "not allowed with argument --debug-rollout-only")
+    if (args.early_stop_metric is None) != (args.early_stop_threshold is None):
+        _fail("--early-stop-metric" if args.early_stop_metric is None else
+              "--early-stop-threshold", "--early-stop-metric and --early-stop-threshold go "
+              "together")
+    if args.early_stop_window < 1:
+        _fail("--early-stop-window", f"must be >= 1, got {args.early_stop_window}")
+    if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
+        _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
+    if n == 1:
+        args.grpo_std_normalization = False
+    if args.eval_reward_key is None:
+        args.eval_reward_key = args.reward_key
+    if args.buffer_sort_by_staleness and \
+            args.buffer_filter_path == HOOKS["buffer_filter_path"].default:
+        args.buffer_filter_path = "vime.rollout.data_source.pop_oldest"
+    args.apply_chat_template_kwargs = dict(args.apply_chat_template_kwargs or {})
+    if args.rollout_function_path == SFT_ROLLOUT_PATH:
+        if n != 1:
+            _fail("--n-samples-per-prompt", f"the SFT rollout ({SFT_ROLLOUT_PATH}) needs 1, "
+                  f"got {n}")
+        if args.apply_chat_template:
+            _fail("--apply-chat-template", f"not allowed with the SFT rollout "
+                  f"({SFT_ROLLOUT_PATH}): it needs message-list prompts")
+
+    try:
+        args.eval_datasets = build_eval_datasets(args)
+    except (ValueError, FileNotFoundError) as exc:
+        _fail("--eval-config" if args.eval_config else "--eval-prompt-data", str(exc))
+    if args.eval_interval is not None and not args.eval_datasets:
+        _fail("--eval-interval", "needs --eval-prompt-data or --eval-config")
+    if "{time}" in args.run_dir:
+        args.run_dir = args.run_dir.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
+    if not hasattr(args, "vllm_extra_args"):
+        args.vllm_extra_args = {}
+    if args.custom_config_path:
+        _apply_custom_config(args)
+    return args
+
+
+def _apply_custom_config(args: argparse.Namespace) -> None:
+    import yaml
+
+    path = args.custom_config_path
+    try:
+        doc = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        _fail("--custom-config-path", f"cannot read {path!r}: {exc}")
+    if not isinstance(doc, Mapping):
+        _fail("--custom-config-path", f"{path}: expected a mapping, got {type(doc).__name__}")
+    for key, value in doc.items():
+        setattr(args, str(key), value)
