@@ -1,0 +1,69 @@
+"""Child processes: the environment they run in, the printed header, and ``run_child``,
+which forwards SIGTERM to a ``vime train`` child and ends the demo cleanly on a signal.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from vime.demo.config import _QUIET_ENV, ROOT, _display
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, **_QUIET_ENV, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+
+
+def _banner(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+def _vime_train(config: Path, overrides: Sequence[str], title: str) -> tuple[int, list[str]]:
+    """Run ``vime train --config CONFIG OVERRIDES`` in a subprocess; returns (status, argv)."""
+    command = ["vime", "train", "--config", _display(config), *overrides]
+    _banner(f"{title}\n$ {shlex.join(command)}")
+    status = run_child([sys.executable, "-m", "vime.cli", *command[1:]], cwd=ROOT, env=_env())
+    return status, command
+
+
+def run_child(argv: Sequence[str], **popen_kwargs: Any) -> int:
+    """Run ``argv`` to completion and return its exit status; on SIGTERM or Ctrl-C, let it
+    stop cleanly, then end the demo.
+
+    ``subprocess.run`` does not forward signals: a demo killed with SIGTERM (``kill``, a CI
+    time-out) used to leave its ``vime train`` child, with Ray and a vLLM engine, running.
+    Here SIGTERM is forwarded to the child. Ctrl-C already reaches the child (the terminal
+    signals the whole process group), so it is not forwarded again (a second signal makes
+    ``vime train`` stop at once instead of after its current step). Either way the demo waits
+    for the child, then exits with status 143 (SIGTERM) or 130 (Ctrl-C), with a message and no
+    traceback.
+    """
+    proc = subprocess.Popen(list(argv), **popen_kwargs)
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        if signum == signal.SIGTERM:
+            proc.send_signal(signum)
+
+    previous = {signum: signal.signal(signum, on_signal)
+                for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        status = proc.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        first = signal.Signals(received[0])
+        print(f"vime demo: {first.name} received; {shlex.join(argv[:4])} ... exited with "
+              f"status {status}; stopping the demo", file=sys.stderr, flush=True)
+        raise SystemExit(128 + first.value)
+    return status
+

@@ -1,0 +1,113 @@
+"""The demo's layout: where each stage reads and writes, the run sizes, the stage outcome.
+
+Also the constants the other modules share (the repository root, the example configs, the
+target, the metric keys, the quiet environment) and :func:`_display`, which shortens paths
+inside the repository for the printed commands and the report.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CONFIGS = EXAMPLES / "demo"
+#: Held-out accuracy gain (points) that the full demo aims for: last evals vs. the SFT start.
+TARGET_GAIN_POINTS = 5.0
+#: Evaluations averaged for the "after GRPO" accuracy (evaluations on 500 problems swing by
+#: several points; docs/environment.md).
+LAST_EVALS = 3
+GREEDY_KEY, SAMPLED_KEY, REWARD_KEY = "eval/greedy", "eval/sampled", "rollout/raw_reward"
+_QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
+              "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+              "TOKENIZERS_PARALLELISM": "false"}
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    """Where each stage reads and writes, under one output folder."""
+
+    out: Path
+
+    @property
+    def model(self) -> Path:
+        """The untrained tiny model (``vime make-tiny-model``)."""
+        return self.out / "model"
+
+    @property
+    def data(self) -> Path:
+        """``sft_train.jsonl``, ``rl_train.jsonl``, ``eval.jsonl``."""
+        return self.out / "data"
+
+    @property
+    def sft_run(self) -> Path:
+        """SFT run folder (``metrics.jsonl``); checkpoints in ``ckpt/``."""
+        return self.out / "sft"
+
+    @property
+    def sft_model(self) -> Path:
+        """Link to the last SFT checkpoint's model folder: GRPO's ``--hf-checkpoint``."""
+        return self.out / "sft_model"
+
+    @property
+    def grpo_run(self) -> Path:
+        """GRPO run folder (``metrics.jsonl``, engine logs, weight versions)."""
+        return self.out / "grpo"
+
+    @property
+    def control_run(self) -> Path:
+        """``--control`` run folder: GRPO from the same checkpoint on shuffled rewards."""
+        return self.out / "control"
+
+    @property
+    def eval_config(self) -> Path:
+        """``examples/demo/eval.yaml`` with this folder's eval data path."""
+        return self.out / "eval.yaml"
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Sizes of one demo run (the full demo, or ``--quick`` for tests)."""
+
+    #: Operators of the arithmetic task (``vime.tasks.arithmetic``): addition only.
+    ops: str = "+"
+    #: Train problems (None: every problem that is not held out).
+    n_train: int | None = None
+    n_eval: int = 500
+    #: At most this many SFT steps: sft.yaml stops earlier, once greedy decoding solves
+    #: ``early-stop-threshold`` of the training batches.
+    sft_steps: int = 4000
+    grpo_steps: int = 60
+    eval_interval: int = 10
+    #: Extra ``vime train`` arguments per stage (``--quick`` shrinks the batches).
+    sft_extra: tuple[str, ...] = ()
+    grpo_extra: tuple[str, ...] = ()
+
+
+QUICK = Scale(n_train=2000, n_eval=64, sft_steps=20, grpo_steps=2, eval_interval=2,
+              sft_extra=("--rollout-batch-size", "16", "--micro-batch-size", "16",
+                         "--lr-warmup-steps", "5"),
+              grpo_extra=("--rollout-batch-size", "8", "--n-samples-per-prompt", "4",
+                          "--micro-batch-size", "16"))
+
+
+@dataclass
+class StageResult:
+    """One stage's outcome: ``seconds`` of wall time, ``ok``, and a one-line ``detail``."""
+
+    name: str
+    seconds: float = 0.0
+    ok: bool = True
+    skipped: bool = False
+    detail: str = ""
+    command: list[str] = field(default_factory=list)
+
+
+def _display(path: Path) -> str:
+    """``path`` relative to the repository root when inside it (shorter commands)."""
+    try:
+        return str(Path(os.path.abspath(path)).relative_to(ROOT))
+    except ValueError:
+        return str(path)
