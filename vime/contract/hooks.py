@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
+__all__ = ["ASYNC_API", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
+           "SFT_ROLLOUT_PATH",
+           "HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
            "hook_spec", "hook_for_arg"]
 
 HookMode = Literal["sync", "async", "either"]
@@ -318,6 +320,22 @@ CONVERT_REQUIRED_KEYS: tuple[str, ...] = (
     "tokens", "response_lengths", "rewards", "raw_reward", "truncated", "sample_indices",
     "loss_masks",
 )
+
+#: The default rollout function (``--rollout-function-path``'s default).
+DEFAULT_ROLLOUT_PATH: str = str(HOOKS["rollout_function_path"].default)
+#: The built-in SFT rollout function (no engine: it tokenises the dataset's messages).
+SFT_ROLLOUT_PATH = "vime.rollout.sft_rollout.generate_rollout"
+#: The built-in generate function, used when ``--custom-generate-function-path`` is unset.
+BUILTIN_GENERATE_PATH = "vime.rollout.vllm_rollout.generate"
+#: Rollout functions that need no inference engine (the manager starts none for them).
+ENGINE_FREE_ROLLOUTS: frozenset[str] = frozenset({SFT_ROLLOUT_PATH})
+#: The async functions of vime's public API: user code must ``await`` them.
+ASYNC_API: frozenset[str] = frozenset({
+    BUILTIN_GENERATE_PATH, "vime.rollout.vllm_rollout.generate_and_rm",
+    "vime.rollout.vllm_rollout.generate_and_rm_group", "vime.rollout.rm_hub.async_rm",
+    "vime.rollout.rm_hub.batched_async_rm", "vime.utils.http_utils.post",
+    "vime.utils.http_utils.get",
+})
 
 _BY_ARG = {s.arg: s for s in _SPECS}
 

@@ -38,7 +38,7 @@ from typing import Any
 import ray
 
 from vime.contract.checks.enforced import awaitable_result_problems, require
-from vime.contract.hooks import HOOKS
+from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
 from vime.rollout.base_types import (
     RolloutFnEvalOutput,
@@ -54,7 +54,7 @@ __all__ = ["ENGINE_FREE_ROLLOUTS", "RolloutManager", "RolloutManagerCore", "crea
            "load_hooks", "needs_engines"]
 
 #: Rollout functions that never talk to an engine: no vLLM server is started for them.
-ENGINE_FREE_ROLLOUTS = frozenset({"vime.rollout.sft_rollout.generate_rollout"})
+
 
 
 def load_hooks(args: Namespace) -> dict[str, Any]:

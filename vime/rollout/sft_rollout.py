@@ -24,6 +24,7 @@ from argparse import Namespace
 from typing import Any
 
 from vime.contract.errors import ContractError
+from vime.contract.hooks import SFT_ROLLOUT_PATH
 from vime.rollout.base_types import (
     RolloutFnEvalOutput,
     RolloutFnTrainOutput,
@@ -33,7 +34,7 @@ from vime.utils.types import Sample
 
 __all__ = ["generate_rollout"]
 
-_ROLLOUT = "vime.rollout.sft_rollout.generate_rollout"
+_ROLLOUT = SFT_ROLLOUT_PATH
 
 
 def _check_args(args: Namespace) -> None:

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from vime.contract.checks import hook_results as hc
@@ -36,10 +38,15 @@ from vime.contract.checks.policy import WarnOnce, enforce, should_check_settings
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import Violation
-from vime.contract.hooks import HOOKS
+from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
+from vime.contract.invariants import Boundary
 
 __all__ = [
+    "HOOK_BOUNDARIES",
     "ContractChecker",
+    "HookBoundary",
+    "boundary_problems",
+    "check_boundary",
     "check_batch_reward_result",
     "check_buffer_filter_result",
     "check_convert_result",
@@ -53,8 +60,6 @@ __all__ = [
     "run_checks",
     "validate_rollout_output",
 ]
-
-_BUILTIN_GENERATE = "vime.rollout.vllm_rollout.generate"
 
 
 def _with_context(found: Sequence[Violation], ctx: CheckContext) -> list[Violation]:
@@ -185,18 +190,140 @@ class ContractChecker:
                           builtin_metric_keys=self.builtin_metric_keys, registry=self.registry)
 
 
-# ---- B2-B4 ----------------------------------------------------------------------------------
+# ---- B2-B4: one record per hook boundary ---------------------------------------------------
+
+#: ``problems(values, settings, ctx, **options)``: the findings of one boundary.
+Problems = Callable[..., list[Violation]]
 
 
-def _boundary(args: Any, hook: str, hook_path: str | None, rollout_id: int | None,
-              boundary: str) -> tuple[CheckSettings, CheckContext] | None:
+@dataclass(frozen=True, slots=True)
+class HookBoundary:
+    """One hook boundary: the hook whose result is checked, where, by what, for which ids.
+
+    The runtime's ``check_*`` calls below and the ``vime-lint check`` dry run both go through
+    :func:`boundary_problems`, so a boundary's check and its invariant ids exist once.
+    """
+
+    #: Key in :data:`HOOK_BOUNDARIES`, e.g. ``"reward_result"``.
+    name: str
+    #: The ``HOOKS`` dest whose result is checked, e.g. ``"custom_rm_path"``.
+    hook: str
+    #: ``"B2"`` (generate), ``"B3"`` (reward) or ``"B4"`` (other hooks).
+    boundary: Boundary
+    #: Invariant ids the check can report (each lists ``boundary`` in ``Invariant.boundaries``).
+    ids: tuple[str, ...]
+    #: The check: ``problems(values, settings, ctx, **options) -> list[Violation]``.
+    problems: Problems
+    #: What messages name when no user hook is configured (a built-in), e.g. ``--rm-type``.
+    builtin: str | None = None
+
+
+def _generate(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
+              in_response_length: int = 0) -> list[Violation]:
+    return hc.generate_result_problems(v[0], v[1], s, in_response_length=in_response_length)
+
+
+def _reward(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *, evaluation: bool = False,
+            index: int | None = None) -> list[Violation]:
+    where = "reward function result" + (f" (index={index})" if index is not None else "")
+    return hc.reward_result_problems(v[0], s, evaluation=evaluation, where=where)
+
+
+def _batch_reward(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
+                  evaluation: bool = False) -> list[Violation]:
+    return hc.batch_reward_result_problems(v[0], v[1], s, evaluation=evaluation)
+
+
+def _group_rewards(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.group_reward_problems(v[0], s)
+
+
+def _dynamic_filter(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.dynamic_filter_result_problems(v[0], ctx.name)
+
+
+def _buffer_filter(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.buffer_filter_result_problems(v[0], v[1], v[2], s, ctx.name)
+
+
+def _sample_hook(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.sample_hook_result_problems(v[0], ctx.name)
+
+
+def _post_process(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.reward_post_process_result_problems(v[0], v[1], ctx.name)
+
+
+def _convert(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    return hc.convert_result_problems(v[0], v[1], ctx.name)
+
+
+def _sync_result(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    found = hc.awaitable_problem(v[0], ctx.arg, ctx.name)
+    return [] if found is None else [found]
+
+
+_B2_IDS = ("VIM105", "VIM106", "VIM107", "VIM108", "VIM109", "VIM110", "VIM111", "VIM115",
+           "VIM140", "VIM141")
+
+#: Every hook boundary, by name. ``sync_result`` is generic: its hook is given per call.
+HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b in (
+    HookBoundary("generate_result", "custom_generate_function_path", "B2", _B2_IDS, _generate,
+                 builtin=BUILTIN_GENERATE_PATH),
+    HookBoundary("reward_result", "custom_rm_path", "B3", ("VIM110", "VIM150"), _reward,
+                 builtin="--rm-type"),
+    HookBoundary("batch_reward_result", "custom_rm_path", "B3", ("VIM110", "VIM150"),
+                 _batch_reward, builtin="--rm-type"),
+    HookBoundary("group_rewards", "dynamic_sampling_filter_path", "B4", ("VIM110",),
+                 _group_rewards),
+    HookBoundary("dynamic_filter_result", "dynamic_sampling_filter_path", "B4",
+                 ("VIM160", "VIM165"), _dynamic_filter),
+    HookBoundary("buffer_filter_result", "buffer_filter_path", "B4", ("VIM161", "VIM165"),
+                 _buffer_filter),
+    HookBoundary("sample_hook_result", "rollout_sample_hook_path", "B4", ("VIM162",),
+                 _sample_hook),
+    HookBoundary("reward_post_process_result", "custom_reward_post_process_path", "B4",
+                 ("VIM162", "VIM165"), _post_process),
+    HookBoundary("convert_result", "custom_convert_samples_to_train_data_path", "B4",
+                 ("VIM162", "VIM165"), _convert),
+    HookBoundary("sync_result", "", "B4", ("VIM165",), _sync_result),
+)})
+
+
+def boundary_problems(name: str, *values: Any, settings: CheckSettings, ctx: CheckContext,
+                      **options: Any) -> list[Violation]:
+    """The findings of boundary ``name`` (a :data:`HOOK_BOUNDARIES` key) on ``values``, with
+    no policy applied (the dry run and the runtime calls both use this)."""
+    return HOOK_BOUNDARIES[name].problems(values, settings, ctx, **options)
+
+
+def check_boundary(name: str, *values: Any, args: Any, hook_path: str | None = None,
+                   rollout_id: int | None = None, hook: str | None = None,
+                   **options: Any) -> list[Violation]:
+    """Check ``values`` at boundary ``name`` per ``--contract-check`` and its interval.
+
+    Args:
+        name: a :data:`HOOK_BOUNDARIES` key.
+        values: what the check reads (the hook's result first, see each ``check_*``).
+        args: the run's ``argparse.Namespace``.
+        hook_path: the user hook's dotted path; None names the built-in.
+        rollout_id: the step (None: always checked).
+        hook: the ``HOOKS`` dest, for the generic ``sync_result`` boundary.
+        options: passed to the check (``evaluation``, ``index``, ``in_response_length``).
+
+    Returns:
+        The findings, each with the hook, its argument and the step as context; ``[]`` when
+        the mode or interval skips the boundary.
+
+    Raises:
+        ContractError: ``raise`` mode and at least one error.
+    """
+    spec = HOOK_BOUNDARIES[name]
     s = CheckSettings.from_args(args)
-    if not should_check_settings(s, rollout_id, boundary):
-        return None
-    return s, CheckContext.for_hook(hook, hook_path, rollout_id)
-
-
-def _finish(found: list[Violation], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+    if not should_check_settings(s, rollout_id, spec.boundary):
+        return []
+    ctx = CheckContext.for_hook(hook or spec.hook, hook_path or spec.builtin, rollout_id)
+    found = spec.problems(values, s, ctx, **options)
     if not found:
         return found
     return enforce(_with_context(found, ctx), s.mode, ctx)
@@ -206,155 +333,80 @@ def check_generate_result(sample_in_status: Any, result: Any, args: Any, *,
                           hook_path: str | None = None, rollout_id: int | None = None,
                           in_response_length: int = 0) -> list[Violation]:
     """B2: a generate call's entry (``sample_in_status``, ``in_response_length``: the input
-    sample's status and response length before the call; VIM140) and its result (VIM140,
-    VIM105-VIM111, VIM115, VIM141). ``hook_path`` None means the built-in generate.
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "custom_generate_function_path", hook_path or _BUILTIN_GENERATE,
-                      rollout_id, "B2")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.generate_result_problems(sample_in_status, result, s,
-                                               in_response_length=in_response_length), s, ctx)
+    sample's status and response length before the call) and its result; ``hook_path`` None
+    means the built-in generate. See :func:`check_boundary`."""
+    return check_boundary("generate_result", sample_in_status, result, args=args,
+                          hook_path=hook_path, rollout_id=rollout_id,
+                          in_response_length=in_response_length)
 
 
 def check_reward_result(result: Any, args: Any, *, hook_path: str | None = None,
                         rollout_id: int | None = None, evaluation: bool = False,
                         index: int | None = None) -> list[Violation]:
-    """B3, one sample's reward (VIM150 for None/awaitable, VIM110 for the value).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "custom_rm_path", hook_path or "--rm-type", rollout_id, "B3")
-    if found is None:
-        return []
-    s, ctx = found
-    where = "reward function result" + (f" (index={index})" if index is not None else "")
-    return _finish(hc.reward_result_problems(result, s, evaluation=evaluation, where=where), s,
-                   ctx)
+    """B3: one sample's reward. See :func:`check_boundary`."""
+    return check_boundary("reward_result", result, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id, evaluation=evaluation, index=index)
 
 
 def check_batch_reward_result(result: Any, samples: Sequence[Any], args: Any, *,
                               hook_path: str | None = None, rollout_id: int | None = None,
                               evaluation: bool = False) -> list[Violation]:
-    """B3, a batch reward call: ``len(samples)`` valid rewards (VIM150, VIM110).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "custom_rm_path", hook_path or "--rm-type", rollout_id, "B3")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.batch_reward_result_problems(result, samples, s, evaluation=evaluation),
-                   s, ctx)
+    """B3: a batch reward call, ``len(samples)`` rewards. See :func:`check_boundary`."""
+    return check_boundary("batch_reward_result", result, samples, args=args,
+                          hook_path=hook_path, rollout_id=rollout_id, evaluation=evaluation)
 
 
 def check_group_rewards(samples: Sequence[Any], args: Any, *, hook_path: str | None = None,
                         rollout_id: int | None = None) -> list[Violation]:
-    """B4, before the dynamic filter: every group member has a valid reward (VIM110).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "dynamic_sampling_filter_path", hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.group_reward_problems(samples, s), s, ctx)
+    """B4, before the dynamic filter: every group member has a valid reward. See
+    :func:`check_boundary`."""
+    return check_boundary("group_rewards", samples, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id)
 
 
 def check_dynamic_filter_result(result: Any, args: Any, *, hook_path: str | None = None,
                                 rollout_id: int | None = None) -> list[Violation]:
-    """B4: the dynamic sampling filter's result (VIM160, VIM165).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "dynamic_sampling_filter_path", hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.dynamic_filter_result_problems(result, ctx.name), s, ctx)
+    """B4: the dynamic sampling filter's result. See :func:`check_boundary`."""
+    return check_boundary("dynamic_filter_result", result, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id)
 
 
 def check_buffer_filter_result(result: Any, buffer: Sequence[Any], num_samples: int, args: Any,
                                *, hook_path: str | None = None,
                                rollout_id: int | None = None) -> list[Violation]:
-    """B4: the buffer filter's result against the buffer after the call (VIM161, VIM165).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "buffer_filter_path", hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.buffer_filter_result_problems(result, buffer, num_samples, s, ctx.name), s,
-                   ctx)
+    """B4: the buffer filter's result against the buffer after the call. See
+    :func:`check_boundary`."""
+    return check_boundary("buffer_filter_result", result, buffer, num_samples, args=args,
+                          hook_path=hook_path, rollout_id=rollout_id)
 
 
 def check_sample_hook_result(result: Any, args: Any, *, hook_path: str | None = None,
                              rollout_id: int | None = None) -> list[Violation]:
-    """B4: a sample hook's result is a Sample or None (VIM162).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "rollout_sample_hook_path", hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.sample_hook_result_problems(result, ctx.name), s, ctx)
+    """B4: a sample hook's result is a Sample or None. See :func:`check_boundary`."""
+    return check_boundary("sample_hook_result", result, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id)
 
 
 def check_reward_post_process_result(result: Any, samples: Sequence[Any], args: Any, *,
                                      hook_path: str | None = None,
                                      rollout_id: int | None = None) -> list[Violation]:
-    """B4: ``(raw_rewards, rewards)`` of ``len(samples)`` finite reals each (VIM162, VIM165).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "custom_reward_post_process_path", hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.reward_post_process_result_problems(result, samples, ctx.name), s, ctx)
+    """B4: ``(raw_rewards, rewards)`` of ``len(samples)`` finite reals each. See
+    :func:`check_boundary`."""
+    return check_boundary("reward_post_process_result", result, samples, args=args,
+                          hook_path=hook_path, rollout_id=rollout_id)
 
 
 def check_convert_result(result: Any, samples: Sequence[Any], args: Any, *,
                          hook_path: str | None = None,
                          rollout_id: int | None = None) -> list[Violation]:
-    """B4: the convert hook's dict has every required key with ``len(samples)`` values
-    (VIM162, VIM165).
-
-    Raises:
-        ContractError: ``raise`` mode and at least one error.
-    """
-    found = _boundary(args, "custom_convert_samples_to_train_data_path", hook_path, rollout_id,
-                      "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    return _finish(hc.convert_result_problems(result, samples, ctx.name), s, ctx)
+    """B4: the convert hook's dict of training columns. See :func:`check_boundary`."""
+    return check_boundary("convert_result", result, samples, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id)
 
 
 def check_sync_hook_result(result: Any, args: Any, *, hook: str, hook_path: str | None = None,
                            rollout_id: int | None = None) -> list[Violation]:
-    """B3/B4: a sync hook (``hook``: a ``HOOKS`` dest) did not return an awaitable (VIM165;
-    a returned coroutine is closed).
-
-    Raises:
-        ContractError: ``raise`` mode and an awaitable was returned.
-    """
-    found = _boundary(args, hook, hook_path, rollout_id, "B4")
-    if found is None:
-        return []
-    s, ctx = found
-    problem = hc.awaitable_problem(result, ctx.arg, ctx.name)
-    return _finish([problem] if problem is not None else [], s, ctx)
+    """B3/B4: a sync hook (``hook``: a ``HOOKS`` dest) did not return an awaitable (a returned
+    coroutine is closed). See :func:`check_boundary`."""
+    return check_boundary("sync_result", result, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id, hook=hook)

@@ -9,6 +9,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
+from vime.contract.hooks import ASYNC_API
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
 
@@ -22,13 +23,8 @@ BLOCKING = (
     "httpx.head", "httpx.request", "socket.create_connection",
 )
 
-#: Async functions of vime's public API (CONTRACT.md §1 and §8).
-KNOWN_ASYNC = frozenset({
-    "vime.rollout.vllm_rollout.generate", "vime.rollout.vllm_rollout.generate_and_rm",
-    "vime.rollout.vllm_rollout.generate_and_rm_group", "vime.rollout.rm_hub.async_rm",
-    "vime.rollout.rm_hub.batched_async_rm", "vime.utils.http_utils.post",
-    "vime.utils.http_utils.get", "asyncio.sleep",
-})
+#: Async functions by qualified name: vime's public async API and ``asyncio.sleep``.
+KNOWN_ASYNC = ASYNC_API | {"asyncio.sleep"}
 
 
 def _blocking(names: set[str]) -> str | None:
