@@ -256,7 +256,7 @@ def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--ci-test", action="store_true", help="Extra assertions for CI.")
     g.add_argument("--dump-details", type=str, default=None, help="(not implemented in v1)")
     g.add_argument("--contract-check", type=str, default="raise", choices=["off", "warn", "raise"],
-                   help="Runtime contract checker mode (vime_lint.runtime).")
+                   help="Runtime contract checker mode (vime.contract.checks).")
     g.add_argument("--contract-check-interval", type=int, default=1,
                    help="Check generate/output boundaries on every N-th step.")
     g.add_argument("--custom-config-path", type=str, default=None,

@@ -1,0 +1,105 @@
+"""docs/contract.md is generated from the contract and keeps its section numbers."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+PAGE = REPO / "docs" / "contract.md"
+
+#: The section headings other files cite as ``docs/contract.md §N``, in order.
+SECTIONS = (
+    "## 0. Compatibility policy",
+    "## 1. Module map",
+    "## 2. Sample",
+    "## 3. Rollout outputs and shapes",
+    "## 4. The rollout function",
+    "## 5. Other hooks",
+    "## 6. Invariants",
+    "### 6a. Static",
+    "### 6b. Runtime",
+    "## 7. Data source and dataset format",
+    "## 8. The default vLLM rollout",
+    "## 9. SFT rollout",
+    "## 10. Conversion to training data and reward normalisation",
+    "## 11. Arguments",
+    "## 12. Reference modules",
+)
+
+
+def test_contract_page_is_generated_from_the_code() -> None:
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "document_contract.py"),
+                          "--check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_contract_page_keeps_its_section_numbers() -> None:
+    headings = [line for line in PAGE.read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ") or line.startswith("### ")]
+    assert tuple(headings) == SECTIONS
+
+
+def test_contract_page_lists_every_invariant_hook_and_field() -> None:
+    from vime.contract import HOOKS, INVARIANTS, SAMPLE_FIELDS
+
+    page = PAGE.read_text(encoding="utf-8")
+    for inv_id in INVARIANTS:
+        assert f"| `{inv_id}` |" in page, inv_id
+    for spec in HOOKS.values():
+        assert f"`{spec.arg}`" in page, spec.arg
+    for field in SAMPLE_FIELDS:
+        assert f"| `{field.name}` |" in page, field.name
+
+
+def test_runtime_invariants_say_always_or_policy() -> None:
+    from vime.contract import INVARIANTS
+
+    page = PAGE.read_text(encoding="utf-8")
+    for inv in INVARIANTS.values():
+        if inv.scope == "static":
+            continue
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{inv.id}` |"))
+        assert f"| {inv.enforcement} |" in row, row
+
+
+def _defined_names(module: str) -> set[str]:
+    """Top-level names a module defines or imports, read from its source (nothing imported)."""
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin, f"module {module} not found"
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def test_module_map_names_exist_in_their_modules() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from document_contract import MODULE_MAP
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    missing = []
+    for names, module in MODULE_MAP:
+        defined = _defined_names(module)
+        for name in names.split(","):
+            name = re.sub(r"\s*\(.*\)", "", name).strip()
+            if name not in defined:
+                missing.append(f"{module}.{name}")
+    assert not missing, f"docs/contract.md §1 names what its module does not define: {missing}"
