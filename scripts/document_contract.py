@@ -306,9 +306,12 @@ def _dataclass_rows(cls: type) -> list[tuple[str, str, str, str]]:
 
 
 def _section3() -> list[str]:
-    from vime.contract.checks.evaluation import EVAL_KEYS
+    from vime.contract.hooks import EVAL_ENTRY_KEYS as EVAL_KEYS
     from vime.rollout import base_types as bt
-    from vime.utils.logging_utils import BUILTIN_ROLLOUT_METRICS
+    try:
+        from vime.rollout.rollout_metrics import BUILTIN_ROLLOUT_METRICS
+    except ImportError:  # before the metrics moved out of logging_utils
+        from vime.utils.logging_utils import BUILTIN_ROLLOUT_METRICS
 
     lines = ["## 3. Rollout outputs and shapes", "",
              *_para("""`vime.rollout.base_types` holds the two output dataclasses and the helpers
