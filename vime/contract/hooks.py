@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Literal
 
 __all__ = ["ASYNC_API", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
-           "SFT_ROLLOUT_PATH",
+           "EVAL_ENTRY_KEYS", "SFT_ROLLOUT_PATH",
            "HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
            "hook_spec", "hook_for_arg"]
 
@@ -336,6 +336,10 @@ ASYNC_API: frozenset[str] = frozenset({
     "vime.rollout.rm_hub.batched_async_rm", "vime.utils.http_utils.post",
     "vime.utils.http_utils.get",
 })
+
+#: Keys every entry of ``RolloutFnEvalOutput.data`` holds: one list each, one value per sample
+#: (VIM130).
+EVAL_ENTRY_KEYS: tuple[str, ...] = ("rewards", "truncated", "samples")
 
 _BY_ARG = {s.arg: s for s in _SPECS}
 

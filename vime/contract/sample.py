@@ -25,6 +25,7 @@ __all__ = [
     "FINISH_REASON_STATUS",
     "FieldSpec",
     "OPTIONAL_COLUMNS",
+    "RESPONSE_LENGTH_FIELDS",
     "SAMPLE_FIELDS",
     "SAMPLE_FIELD_NAMES",
     "STATUS_VALUES",
@@ -142,6 +143,10 @@ SAMPLE_FIELD_NAMES: frozenset[str] = frozenset(f.name for f in SAMPLE_FIELDS)
 FIELDS_BY_NAME: MappingProxyType[str, FieldSpec] = MappingProxyType(
     {f.name: f for f in SAMPLE_FIELDS}
 )
+
+#: Per-token fields with one entry per response token (``length_rule == "response_length"``).
+RESPONSE_LENGTH_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in SAMPLE_FIELDS if f.length_rule == "response_length")
 
 #: ``Sample.Status`` members as (NAME, value), in order.
 STATUS_VALUES: tuple[tuple[str, str], ...] = (

@@ -22,7 +22,8 @@ from vime.contract.errors import Violation
 from vime.contract.hooks import HookSpec
 from vime.contract.invariants import INVARIANTS
 
-__all__ = ["Param", "check_signature", "params_from_callable", "render_params"]
+__all__ = ["Param", "accepts_keyword", "check_signature", "optional_kwargs", "params_from_callable",
+           "render_params"]
 
 POSITIONAL_ONLY = "POSITIONAL_ONLY"
 POSITIONAL_OR_KEYWORD = "POSITIONAL_OR_KEYWORD"
@@ -193,3 +194,33 @@ def check_signature(
         add(f"has an extra required parameter `{p.name}` that the call site never passes; "
             "give it a default or remove it")
     return out
+
+
+def accepts_keyword(fn: Callable[..., Any], name: str) -> bool:
+    """True if ``fn`` takes a parameter ``name`` (or ``**kwargs``); False when its signature
+    cannot be read."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def optional_kwargs(fn: Callable[..., Any], spec: HookSpec, **values: Any) -> dict[str, Any]:
+    """The keywords among ``values`` that ``spec.optional_kwargs`` lists and ``fn`` accepts:
+    what a caller passes a hook on top of its positional parameters.
+
+    Usage::
+
+        kwargs = optional_kwargs(fn, HOOKS["rollout_sample_hook_path"], rollout_id=7,
+                                 evaluation=False)
+        fn(args, sample, **kwargs)
+
+    Raises:
+        ValueError: a name in ``values`` that the spec does not list (a caller's typo).
+    """
+    unknown = sorted(set(values) - set(spec.optional_kwargs))
+    if unknown:
+        raise ValueError(f"{spec.arg}: {unknown} are not optional keywords of this hook "
+                         f"(known: {list(spec.optional_kwargs)})")
+    return {k: v for k, v in values.items() if accepts_keyword(fn, k)}

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.contract.invariants import INVARIANTS
-from vime.contract.sample import FINISH_REASON_STATUS
+from vime.contract.sample import FINISH_REASON_STATUS, RESPONSE_LENGTH_FIELDS
 
 __all__ = ["MultimodalTypes", "ParamInfo", "RolloutBatch", "Sample"]
 
@@ -189,7 +190,7 @@ class Sample:
             ContractError: VIM110 when the reward is None, a dict without ``--reward-key``, or a
                 dict missing that key (the message lists the keys it has).
         """
-        key = getattr(args, "reward_key", None) if args is not None else None
+        key = arg(args, "reward_key") if args is not None else None
         reward = self.reward
         inv = INVARIANTS["VIM110"]
         where = f"sample index={self.index}"
@@ -308,8 +309,7 @@ class Sample:
         self._apply_meta_info(args, meta_info)
 
     def _check_lengths(self, where: str) -> None:
-        for name in ("loss_mask", "rollout_log_probs", "rollout_topk_token_ids",
-                     "rollout_topk_log_probs"):
+        for name in RESPONSE_LENGTH_FIELDS:
             value = getattr(self, name)
             if value is not None and len(value) != self.response_length:
                 raise ValueError(f"{where}: {name} has {len(value)} entries, expected "

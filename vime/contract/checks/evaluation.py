@@ -20,13 +20,12 @@ from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.checks.values import reward_problem
 from vime.contract.errors import Violation
+from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
-__all__ = ["EVAL_KEYS", "check_eval_data"]
+__all__ = ["check_eval_data"]
 
-#: The keys of each eval dataset entry (CONTRACT.md §3).
-EVAL_KEYS: tuple[str, ...] = ("rewards", "truncated", "samples")
 
 
 def check_eval_data(data: Any, s: CheckSettings) -> list[Violation]:
@@ -46,11 +45,11 @@ def check_eval_data(data: Any, s: CheckSettings) -> list[Violation]:
             out.append(inv.violation(at, problem=f"is {describe_value(entry)}, expected "
                                      "{'rewards': [...], 'truncated': [...], 'samples': [...]}"))
             continue
-        missing = [k for k in EVAL_KEYS if k not in entry]
+        missing = [k for k in EVAL_ENTRY_KEYS if k not in entry]
         if missing:
             out.append(inv.violation(at, problem=f"is missing {', '.join(map(repr, missing))}"))
         lengths: dict[str, int] = {}
-        for k in EVAL_KEYS:
+        for k in EVAL_ENTRY_KEYS:
             column = entry.get(k)
             if k in missing:
                 continue

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from vime.contract import INVARIANTS, Severity
+from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime_lint.static._cst import may_fall_through, string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, Fix, FunctionTracker
@@ -20,7 +21,6 @@ __all__ = ["EvalDataKeys", "EvaluationBranch", "RawRolloutReturn", "RewardReturn
 TRAIN_OUT = "RolloutFnTrainOutput"
 EVAL_OUT = "RolloutFnEvalOutput"
 BASE_TYPES = "vime.rollout.base_types"
-EVAL_KEYS = ("rewards", "truncated", "samples")
 
 _IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
 
@@ -482,7 +482,7 @@ class EvalDataKeys(FunctionTracker):
         keys = _dict_keys(entry)
         if keys is None:
             return
-        missing = [k for k in EVAL_KEYS if k not in keys]
+        missing = [k for k in EVAL_ENTRY_KEYS if k not in keys]
         if missing:
             self.report(entry, self.INVARIANT.render(
                 dataset=dataset, missing=", ".join(f"`{m}`" for m in missing)))

@@ -1,0 +1,292 @@
+"""The ``vime-lint check`` stages: load the hooks, run them once, check every result.
+
+Each hook result goes through the same check as in training (``boundary_problems`` of
+``vime.contract.checks.boundaries.HOOK_BOUNDARIES``), and the report marks that boundary's
+invariant ids as exercised; the train and eval outputs go through ``collect_rollout_output``
+(B5, B6). Generation the user's code asks of vime (``--custom-generate-function-path`` unset)
+is served by a deterministic built-in generator (:mod:`vime_lint.runtime.synthetic`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import os
+import sys
+import warnings
+from typing import Any
+
+from vime.contract.checks.boundaries import HOOK_BOUNDARIES, boundary_problems
+from vime.contract.checks.rollout_output import collect_rollout_output
+from vime.contract.checks.settings import CheckContext, CheckSettings
+from vime.contract.errors import ContractError, ContractWarning, Violation
+from vime.contract.hooks import HOOKS
+from vime.contract.invariants import INVARIANTS
+from vime.contract.signature import optional_kwargs
+from vime_lint.check.calls import (
+    HarnessError,
+    StageFindings,
+    call_hook,
+    contract_findings,
+    hook_label,
+    in_context,
+    raised_at,
+    warning_findings,
+)
+from vime_lint.check.report import Report
+from vime_lint.runtime.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
+
+__all__ = ["DryRun"]
+
+
+def _ids(*boundaries: str) -> list[str]:
+    """Runtime/load invariant ids checked at any of ``boundaries``."""
+    return [i for i, inv in INVARIANTS.items() if set(inv.boundaries) & set(boundaries)]
+
+
+class DryRun:
+    """One ``vime-lint check`` run: ``ns`` the parsed command line, ``args`` what the user's
+    hooks see (vime's defaults overlaid with the command line)."""
+
+    def __init__(self, ns: argparse.Namespace, args: argparse.Namespace) -> None:
+        self.ns = ns
+        self.args = args
+        self.settings = CheckSettings.from_args(self.args)
+        self.report = Report()
+        self.hooks: dict[str, Any] = {}
+
+    def _check(self, name: str, dest: str, path: str, *values: Any,
+               **options: Any) -> list[Violation]:
+        """Boundary ``name`` on ``values``; the findings are recorded in the report."""
+        ctx = CheckContext.for_hook(dest, path, 0)
+        found = boundary_problems(name, *values, settings=self.settings, ctx=ctx, **options)
+        self.report.add(in_context(found, dest, path), HOOK_BOUNDARIES[name].ids)
+        return found
+
+    # -- loading --
+
+    def load(self) -> None:
+        """Import every given hook with its load-time signature check (VIM100).
+
+        Raises:
+            HarnessError: a module cannot be imported or an attribute is missing.
+        """
+        from vime.utils.misc import load_function
+
+        cwd = os.getcwd()
+        if cwd not in sys.path:
+            sys.path.insert(0, cwd)
+        for spec in HOOKS.values():
+            value = getattr(self.ns, spec.dest, None)
+            if not spec.v1 or not value:
+                continue
+            paths = value if isinstance(value, list) else [value]
+            loaded = []
+            for path in paths:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        obj = load_function(path, hook=spec.dest,
+                                            group_rm=bool(self.ns.group_rm)
+                                            and spec.dest == "custom_rm_path")
+                    except ContractError as exc:
+                        if not exc.violations:
+                            raise HarnessError(str(exc)) from exc
+                        self.report.add(exc.violations, ["VIM100"])
+                        self.report.notes.append(f"{spec.arg} `{path}` has signature errors; "
+                                                 "the stages that call it were skipped")
+                        obj = None
+                    except Exception as exc:  # import-time crash inside load_function
+                        raise HarnessError(f"cannot load {spec.arg} {path!r}: "
+                                           f"{type(exc).__name__}: {exc}{raised_at(exc)}") from exc
+                self.report.add(warning_findings(caught, f"{spec.arg} {path}"), ["VIM100"])
+                if obj is not None:
+                    loaded.append((path, obj))
+            if loaded:
+                self.hooks[spec.dest] = loaded if spec.multiple else loaded[0]
+        self.report.checked.add("VIM100")
+
+    # -- B2-B4: the hooks the default rollout calls --
+
+    def _sampling_params(self) -> dict[str, Any]:
+        a = self.args
+        return {"temperature": a.rollout_temperature, "top_p": a.rollout_top_p,
+                "top_k": a.rollout_top_k, "max_tokens": a.rollout_max_response_len,
+                "skip_special_tokens": True, "logprobs": 1}
+
+    def _generate_group(self, source: SyntheticDataSource) -> list[Any]:
+        """One group generated by the user's generate function (checked, B2) or ours."""
+        dest = "custom_generate_function_path"
+        group = source.get_samples(1)[0]
+        hook = self.hooks.get(dest)
+        out: list[Any] = []
+        for sample in group:
+            if hook is None:
+                asyncio.run(dry_run_generate(self.args, sample, self._sampling_params()))
+                out.append(sample)
+                continue
+            path, fn = hook
+            status, rl = sample.status, sample.response_length
+            kwargs = optional_kwargs(fn, HOOKS[dest], evaluation=False)
+            result = call_hook(hook_label(dest, path), fn, self.args, sample,
+                               self._sampling_params(), **kwargs)
+            self._check("generate_result", dest, path, status, result, in_response_length=rl)
+            if isinstance(result, list) and result:
+                out.append(result)
+            else:
+                out.append(result if result is not None else sample)
+        return out
+
+    def run_hooks(self) -> None:
+        """B2-B4: generate, sample hooks, reward, dynamic filter, buffer filter."""
+        source = SyntheticDataSource(self.args)
+        self.report.notes.append("dry run: user hooks ran on the CPU against a synthetic data "
+                                 "source; no engine was contacted")
+        if "custom_generate_function_path" not in self.hooks:
+            self.report.notes.append("generation is served by the built-in deterministic "
+                                     f"generator ({DRY_RUN_GENERATE})")
+        group = self._generate_group(source)
+        leaves = [x for item in group for x in (item if isinstance(item, list) else [item])]
+        samples = [x for x in leaves if hasattr(x, "reward")]
+        dest = "rollout_sample_hook_path"
+        for path, fn in self.hooks.get(dest, []):
+            for sample in samples[:1]:
+                kwargs = optional_kwargs(fn, HOOKS[dest], rollout_id=0, evaluation=False)
+                result = call_hook(hook_label(dest, path), fn, self.args, sample, **kwargs)
+                self._check("sample_hook_result", dest, path, result)
+        self._reward(samples)
+        self._dynamic_filter(samples)
+        self._buffer_filter(source)
+
+    def _reward(self, samples: list[Any]) -> None:
+        dest = "custom_rm_path"
+        hook = self.hooks.get(dest)
+        if hook is None:
+            for s in samples:
+                if s.reward is None:
+                    s.reward = 1.0 if s.response == (s.label or "ok") else 0.0
+            return
+        path, fn = hook
+        label = hook_label(dest, path)
+        if self.ns.group_rm:
+            result = call_hook(label, fn, self.args, samples)
+            found = self._check("batch_reward_result", dest, path, result, samples)
+            values = list(result) if not found and isinstance(result, (list, tuple)) else []
+        else:
+            values = []
+            for s in samples:
+                value = call_hook(label, fn, self.args, s)
+                self._check("reward_result", dest, path, value, index=s.index)
+                values.append(value)
+        if len(values) == len(samples):
+            for s, v in zip(samples, values, strict=True):
+                s.reward = v
+
+    def _dynamic_filter(self, samples: list[Any]) -> None:
+        dest = "dynamic_sampling_filter_path"
+        hook = self.hooks.get(dest)
+        if hook is None:
+            return
+        path, fn = hook
+        found = self._check("group_rewards", dest, path, samples)
+        if any(v.severity == "error" for v in found):
+            self.report.notes.append(f"{hook_label(dest, path)} was not called: the group's "
+                                     "rewards are invalid (VIM110)")
+            return
+        result = call_hook(hook_label(dest, path), fn, self.args, samples)
+        self._check("dynamic_filter_result", dest, path, result)
+
+    def _buffer_filter(self, source: SyntheticDataSource) -> None:
+        dest = "buffer_filter_path"
+        hook = self.hooks.get(dest)
+        if hook is None:
+            return
+        path, fn = hook
+        buffer = source.get_samples(2)
+        result = call_hook(hook_label(dest, path), fn, self.args, None, buffer, 1)
+        self._check("buffer_filter_result", dest, path, result, buffer, 1)
+
+    # -- B1/B5/B6: the rollout function --
+
+    def _data_source(self) -> Any:
+        """The user's ``--data-source-path`` class instantiated with ``args``, else ours."""
+        hook = self.hooks.get("data_source_path")
+        if hook is None:
+            return SyntheticDataSource(self.args)
+        path, cls = hook
+        return call_hook(hook_label("data_source_path", path), cls, self.args)
+
+    def _rollout(self, evaluation: bool) -> Any:
+        from vime.rollout.base_types import call_rollout_fn
+
+        dest = "eval_function_path" if evaluation and "eval_function_path" in self.hooks \
+            else "rollout_function_path"
+        hook = self.hooks.get(dest)
+        if hook is None:
+            return None
+        path, fn = hook
+        source = self._data_source()
+        raw = call_hook(hook_label(dest, path), fn, self.args, 0, source, evaluation=evaluation)
+        legacy = isinstance(raw, dict) if evaluation else isinstance(raw, list)
+        ids = ["VIM101", *_ids("B6" if evaluation else "B5"), "VIM119"]
+        found: list[Violation] = []
+        if legacy:
+            kind = "dict" if evaluation else "list"
+            found.append(INVARIANTS["VIM101"].violation(
+                "output", severity="warning", name=path, mode="eval" if evaluation else "train",
+                actual=f"a bare {kind}", hint="legacy form, wrapped with a DeprecationWarning"))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                out = call_rollout_fn(functools.wraps(fn)(lambda *a, **k: raw), self.args, 0,
+                                      source, evaluation=evaluation)
+        except ContractError as exc:
+            self.report.add(in_context(contract_findings(exc), dest, path), ids)
+            return None
+        found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
+        self.report.add(in_context(found, dest, path), ids)
+        return out
+
+    def eval_stage(self) -> None:
+        """B1/B6: one eval step."""
+        self._rollout(evaluation=True)
+
+    def train_stage(self) -> None:
+        """B1/B5 train step, then B4 reward post-process and convert on its samples."""
+        out = self._rollout(evaluation=False)
+        if out is None:
+            return
+        from vime.rollout.base_types import iter_samples
+
+        flat = list(iter_samples(out.samples))
+        for dest, name in (("custom_reward_post_process_path", "reward_post_process_result"),
+                           ("custom_convert_samples_to_train_data_path", "convert_result")):
+            hook = self.hooks.get(dest)
+            if hook is None or not flat:
+                continue
+            path, fn = hook
+            result = call_hook(hook_label(dest, path), fn, self.args, flat)
+            self._check(name, dest, path, result, flat)
+
+    def run(self) -> Report:
+        """Load, run every stage, return the report.
+
+        Raises:
+            HarnessError: a hook cannot be loaded or crashed.
+        """
+        self.load()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ContractWarning)
+            for stage in (self.run_hooks, self.train_stage, self.eval_stage):
+                try:
+                    stage()
+                except StageFindings as exc:
+                    self.report.add(exc.violations, [v.id for v in exc.violations])
+                    self.report.notes.append(f"{exc.label} raised a ContractError; the rest of "
+                                             "that stage was skipped")
+        self.report.findings.extend(warning_findings(caught, "while running user code"))
+        if self.ns.rollout_external_engine_addrs:
+            self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
+                                     "the dry run does not contact engines")
+        return self.report

@@ -1,0 +1,64 @@
+"""The ``vime-lint check`` report: one row per runtime invariant, the findings, the verdict.
+
+Exit status: 0 clean; 1 any finding (errors and warnings alike).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+
+__all__ = ["PROG", "Report", "render"]
+
+PROG = "vime-lint check"
+
+
+@dataclass
+class Report:
+    """What the dry run found: findings, which invariants were exercised, stage notes."""
+
+    findings: list[Violation] = field(default_factory=list)
+    checked: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, found: Sequence[Violation], ids: Sequence[str]) -> None:
+        """Record ``found`` and that the invariants ``ids`` were exercised."""
+        self.findings.extend(found)
+        self.checked.update(ids)
+
+
+def _status(report: Report, inv_id: str) -> str:
+    mine = [v for v in report.findings if v.id == inv_id]
+    errors = sum(v.severity == "error" for v in mine)
+    warns = len(mine) - errors
+    if errors:
+        return f"FAIL ({errors} error(s){f', {warns} warning(s)' if warns else ''})"
+    if warns:
+        return f"WARN ({warns} warning(s))"
+    return "pass" if inv_id in report.checked else "not run"
+
+
+def render(report: Report, out: TextIO) -> int:
+    """Print the per-invariant table, the findings and the notes; return the exit status."""
+    rows = [(inv_id, inv.slug, _status(report, inv_id)) for inv_id, inv in INVARIANTS.items()
+            if inv.scope != "static"]
+    width = max(len(r[1]) for r in rows)
+    print(f"{PROG}: runtime contract checks", file=out)
+    print(f"{'id':<7} {'invariant':<{width}}  result", file=out)
+    for inv_id, slug, status in rows:
+        print(f"{inv_id:<7} {slug:<{width}}  {status}", file=out)
+    if report.findings:
+        print("", file=out)
+        for v in report.findings:
+            print(v.format(), file=out)
+    for note in report.notes:
+        print(f"note: {note}", file=out)
+    errors = sum(v.severity == "error" for v in report.findings)
+    warns = len(report.findings) - errors
+    verdict = "clean" if not report.findings else f"{errors} error(s), {warns} warning(s)"
+    print(f"{PROG}: {verdict}", file=out)
+    return 1 if report.findings else 0
