@@ -1,35 +1,56 @@
-"""Per-step metrics of the default rollout: throughput, response lengths, truncation, rewards,
-and where the time went. Pure functions plus one small clock; no I/O.
+"""The metrics of one train rollout step, in one place: the built-ins every rollout function
+gets, and the default rollout's own figures. Pure functions plus one small clock; no I/O.
 
 Usage::
 
+    # the RolloutManager, after every train rollout (any --rollout-function-path):
+    metrics.update(rollout_metrics(args, flat_samples, rollout_time=12.3))
+    metrics["rollout/raw_reward"]                               # 0.42
+
+    # the default rollout (vime.rollout.vllm_rollout), inside its train step:
     gen_clock, rm_clock = BusyClock(), BusyClock()
     with gen_clock.busy():                       # around every generate call (concurrent is fine)
         ...
-    metrics = rollout_step_metrics(kept_groups, args, wall_s=12.3, generated_tokens=5632,
+    metrics = rollout_step_metrics(wall_s=12.3, generated_tokens=5632,
                                    generation_busy_s=gen_clock.total(),
-                                   reward_busy_s=rm_clock.total())
+                                   reward_busy_s=rm_clock.total(), recycled_groups=0)
     metrics["rollout/vllm_rollout/generated_tokens_per_s"]     # 457.9
 
-Keys (all ``rollout/vllm_rollout/<name>``, CONTRACT.md §3: fully qualified; ``perf/`` is the
-manager's reserved prefix, VIM119):
+Metric names are fully qualified (docs/contract.md §3); ``rollout/<name>`` and ``perf/`` are the
+manager's, a rollout function's own metrics are ``rollout/<module>/<name>`` (VIM119).
 
-- ``generated_tokens``: tokens the engines generated this step, counted per engine response,
-  including groups later dropped by the dynamic filter and drained by the abort (tokens).
-- ``generated_tokens_per_s``: ``generated_tokens / wall_time_s`` (tokens per second).
-- ``wall_time_s``: wall-clock seconds of the step (seconds).
-- ``generation_time_s`` / ``reward_time_s``: wall-clock seconds during which at least one
-  generate call / one reward call was running (the union of their intervals, so concurrent calls
-  are not double-counted; the two overlap when generation and scoring run side by side).
-- ``response_length/mean``, ``/max``, ``/min``: response tokens of the kept samples.
-- ``truncated_ratio``: fraction of kept samples with status TRUNCATED.
-- ``reward_mean``, ``reward_std``: scalar rewards of the kept samples (``get_reward_value``;
-  population standard deviation, ``ddof=0``); samples whose reward cannot be read as a finite
-  number (None, a dict without ``--reward-key``) are left out and counted as
-  ``unscored_samples`` (the runtime checker reports them; these are log values only).
-- ``samples``: kept samples (leaves, fan-out included).
+Built-ins (:func:`rollout_metrics`; the manager sets them on every train step from the flat
+samples the rollout function returned, unless a ``--custom-rollout-log-function-path`` returns
+True; :data:`BUILTIN_ROLLOUT_METRICS` lists them for the VIM119 clash check):
 
-Source: ours (CONTRACT.md §3 for the key rule; §8 for what the default rollout does).
+- ``rollout/raw_reward``, ``rollout/raw_reward_std``: mean and population standard deviation
+  (``ddof=0``) of the scalar rewards (``Sample.get_reward_value``); both absent when a reward
+  cannot be read as a number (the conversion reports it; logging does not repeat it).
+- ``rollout/response_len/mean``, ``/max``, ``/min``: response tokens per sample (tokens).
+- ``rollout/truncated_ratio``: fraction of samples with status TRUNCATED.
+- ``rollout/num_samples``: samples (fan-out segments count one each).
+- ``rollout/response_tokens``: response tokens of all samples (tokens).
+- ``perf/tokens_per_s``: ``response_tokens`` per second of the rollout function's time.
+- set by the manager and the train loop themselves: ``perf/rollout_time``,
+  ``perf/contract_check_time``, ``perf/step_time``, ``perf/weight_sync_time`` (seconds).
+
+The default rollout's own (:func:`rollout_step_metrics`, prefix :data:`PREFIX`), what only the
+rollout can see:
+
+- ``rollout/vllm_rollout/generated_tokens``: tokens the engines generated this step, counted
+  per engine response, including groups later dropped by the dynamic filter and drained by the
+  abort (tokens).
+- ``rollout/vllm_rollout/generated_tokens_per_s``: ``generated_tokens / wall_time_s``.
+- ``rollout/vllm_rollout/wall_time_s``: wall-clock seconds of the step.
+- ``rollout/vllm_rollout/generation_time_s`` / ``reward_time_s``: wall-clock seconds during
+  which at least one generate call / one reward call was running (the union of their
+  intervals, so concurrent calls are not double-counted; the two overlap when generation and
+  scoring run side by side).
+- ``rollout/vllm_rollout/recycled_groups``: groups handed back to the data source for the next
+  step (``--partial-rollout``).
+- ``rollout/dynamic_filter/drop_<reason>``: groups the ``--dynamic-sampling-filter-path``
+  dropped, per reason (set by the train loop).
+- eval steps: ``eval/vllm_rollout/generate_time_s`` (seconds).
 """
 
 from __future__ import annotations
@@ -37,17 +58,24 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from argparse import Namespace
+from collections.abc import Callable, Iterator, Sequence
 
 from vime.contract.errors import ContractError
-from vime.rollout.base_types import iter_samples
 from vime.utils.types import Sample
 
-__all__ = ["PREFIX", "BusyClock", "reward_stats", "rollout_step_metrics"]
+__all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "rollout_metrics",
+           "rollout_step_metrics"]
 
-#: The qualified prefix of the default rollout's metrics.
+#: The qualified prefix of the default rollout's own metrics.
 PREFIX = "rollout/vllm_rollout/"
+#: Keys the manager sets on every train step (a user metric with one of these names clashes).
+BUILTIN_ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/raw_reward_std",
+                           "rollout/response_len/mean", "rollout/response_len/max",
+                           "rollout/response_len/min", "rollout/truncated_ratio",
+                           "rollout/num_samples", "rollout/response_tokens", "perf/tokens_per_s",
+                           "perf/rollout_time", "perf/contract_check_time", "perf/step_time",
+                           "perf/weight_sync_time")
 
 
 class BusyClock:
@@ -107,71 +135,71 @@ class BusyClock:
         return self._total
 
 
-def reward_stats(samples: Iterable[Sample], args: Any) -> tuple[list[float], int]:
-    """``(rewards, unscored)``: the finite scalar rewards of ``samples`` (via
-    ``Sample.get_reward_value(args)``) and how many samples had none (None, an unreadable dict,
-    a non-finite or non-numeric value)."""
-    values: list[float] = []
-    unscored = 0
-    for s in samples:
-        try:
-            value = s.get_reward_value(args)
-        except ContractError:
-            unscored += 1
-            continue
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            values.append(float(value))
-        else:
-            unscored += 1
-    return values, unscored
+def _mean(xs: Sequence[float]) -> float:
+    return float(sum(xs) / len(xs)) if xs else 0.0
 
 
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else 0.0
-
-
-def rollout_step_metrics(groups: Iterable[Any], args: Any, *, wall_s: float,
-                         generated_tokens: int, generation_busy_s: float,
-                         reward_busy_s: float) -> dict[str, float]:
-    """The default rollout's metrics of one train step (see the module docstring for keys).
+def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: float
+                    ) -> dict[str, float]:
+    """The built-in metrics of a train rollout (see the module docstring for the keys).
 
     Args:
-        groups: the kept groups, ``list[list[Sample]]`` (or fan-out ``list[list[list[Sample]]]``).
         args: the run's namespace (``reward_key`` is read).
+        samples: the flat samples of the step (``flatten_samples`` of the output).
+        rollout_time: seconds the rollout function took (``perf/tokens_per_s``).
+
+    Returns:
+        ``{key: float}``; empty lists give 0.0.
+    """
+    lengths = [float(s.response_length) for s in samples]
+    out: dict[str, float] = {
+        "rollout/response_len/mean": _mean(lengths),
+        "rollout/response_len/max": max(lengths, default=0.0),
+        "rollout/response_len/min": min(lengths, default=0.0),
+        "rollout/truncated_ratio": _mean([float(s.status == Sample.Status.TRUNCATED)
+                                          for s in samples]),
+        "rollout/num_samples": float(len(samples)),
+        "rollout/response_tokens": sum(lengths),
+        "perf/tokens_per_s": sum(lengths) / rollout_time if rollout_time > 0 else 0.0,
+    }
+    try:
+        rewards = [float(s.get_reward_value(args)) for s in samples]
+    except (ContractError, TypeError, ValueError):
+        return out  # conversion raises with the full message; logging does not duplicate it
+    mean = _mean(rewards)
+    out["rollout/raw_reward"] = mean
+    out["rollout/raw_reward_std"] = math.sqrt(_mean([(r - mean) ** 2 for r in rewards]))
+    return out
+
+
+def rollout_step_metrics(*, wall_s: float, generated_tokens: int, generation_busy_s: float,
+                         reward_busy_s: float, recycled_groups: int = 0) -> dict[str, float]:
+    """The default rollout's own metrics of one train step (see the module docstring for keys).
+
+    Args:
         wall_s: the step's wall-clock seconds (>= 0).
         generated_tokens: tokens the engines generated during the step (>= 0).
         generation_busy_s, reward_busy_s: busy seconds from :class:`BusyClock`.
+        recycled_groups: groups handed back to the data source (>= 0).
 
     Returns:
-        ``{key: float}``, every value finite (empty lists give 0.0).
+        ``{PREFIX + name: float}``, every value finite.
 
     Raises:
-        ValueError: a negative or non-finite duration or token count (names the argument).
+        ValueError: a negative or non-finite duration or count (names the argument).
     """
     for name, value in (("wall_s", wall_s), ("generated_tokens", generated_tokens),
                         ("generation_busy_s", generation_busy_s),
-                        ("reward_busy_s", reward_busy_s)):
+                        ("reward_busy_s", reward_busy_s), ("recycled_groups", recycled_groups)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
             raise ValueError(f"rollout_step_metrics: {name}={value!r}; expected a finite "
                              "number >= 0")
-    leaves = list(iter_samples(list(groups)))
-    lengths = [float(s.response_length) for s in leaves]
-    rewards, unscored = reward_stats(leaves, args)
-    mean_r = _mean(rewards)
-    std_r = math.sqrt(_mean([(r - mean_r) ** 2 for r in rewards])) if rewards else 0.0
     out = {
-        "samples": float(len(leaves)),
         "generated_tokens": float(generated_tokens),
         "generated_tokens_per_s": generated_tokens / wall_s if wall_s > 0 else 0.0,
         "wall_time_s": float(wall_s),
         "generation_time_s": float(generation_busy_s),
         "reward_time_s": float(reward_busy_s),
-        "response_length/mean": _mean(lengths),
-        "response_length/max": max(lengths, default=0.0),
-        "response_length/min": min(lengths, default=0.0),
-        "truncated_ratio": _mean([float(s.status == Sample.Status.TRUNCATED) for s in leaves]),
-        "reward_mean": mean_r,
-        "reward_std": std_r,
-        "unscored_samples": float(unscored),
+        "recycled_groups": float(recycled_groups),
     }
     return {PREFIX + k: v for k, v in out.items()}

@@ -1,5 +1,6 @@
-"""Run metrics: built-in rollout/eval metrics, ``metrics.jsonl``, the rich progress line, the
-summary.
+"""Run metrics: built-in eval metrics, ``metrics.jsonl``, the rich progress line, the summary.
+The train rollout's built-in metrics (``rollout_metrics``, ``BUILTIN_ROLLOUT_METRICS``) live in
+:mod:`vime.rollout.rollout_metrics`, which names them all; they are re-exported here.
 
 Usage::
 
@@ -14,9 +15,9 @@ Usage::
 Each line of ``metrics.jsonl`` is one JSON object: ``{"rollout_id": int, "time": unix seconds,
 "<metric>": number, ...}``; non-finite values are written as null.
 
-Source: CONTRACT.md §3 (metric names ``eval/<name>``, ``-truncated_ratio``, ``--log-passrate``);
-pass@k: the unbiased estimator of Chen et al. 2021 ("Evaluating Large Language Models Trained on
-Code", eq. 1); ours.
+Eval metric names (``eval/<name>``, ``-truncated_ratio``, ``--log-passrate``) follow
+docs/contract.md §3. pass@k is the unbiased estimator of Chen et al. 2021 ("Evaluating Large
+Language Models Trained on Code", eq. 1).
 """
 
 from __future__ import annotations
@@ -29,50 +30,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vime.contract.errors import ContractError
-from vime.utils.types import Sample
+from vime.rollout.rollout_metrics import BUILTIN_ROLLOUT_METRICS, rollout_metrics
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "METRICS_FILE", "MetricsLog", "TrainProgress", "eval_metrics", "pass_at_k",
            "print_summary", "rollout_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
-#: Keys the manager sets on every train step (a user metric with one of these names clashes).
-BUILTIN_ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/response_len/mean",
-                           "rollout/response_len/max", "rollout/truncated_ratio",
-                           "rollout/num_samples", "rollout/response_tokens", "perf/tokens_per_s",
-                           "perf/rollout_time", "perf/contract_check_time", "perf/step_time",
-                           "perf/weight_sync_time")
 
 
 def _mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
-
-
-def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: float
-                    ) -> dict[str, float]:
-    """Built-in metrics of a train rollout.
-
-    Returns:
-        ``rollout/raw_reward`` (mean scalar reward; absent if a reward cannot be read),
-        ``rollout/response_len/mean`` and ``/max`` (tokens), ``rollout/truncated_ratio``,
-        ``rollout/num_samples``, ``rollout/response_tokens``, ``perf/tokens_per_s`` (response
-        tokens per second of ``rollout_time``).
-    """
-    lengths = [int(s.response_length) for s in samples]
-    out: dict[str, float] = {
-        "rollout/response_len/mean": _mean(lengths),
-        "rollout/response_len/max": float(max(lengths, default=0)),
-        "rollout/truncated_ratio": _mean([float(s.status == Sample.Status.TRUNCATED)
-                                          for s in samples]),
-        "rollout/num_samples": float(len(samples)),
-        "rollout/response_tokens": float(sum(lengths)),
-        "perf/tokens_per_s": sum(lengths) / rollout_time if rollout_time > 0 else 0.0,
-    }
-    try:
-        out["rollout/raw_reward"] = _mean([float(s.get_reward_value(args)) for s in samples])
-    except (ContractError, TypeError, ValueError):
-        pass  # conversion raises with the full message; logging does not duplicate it
-    return out
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

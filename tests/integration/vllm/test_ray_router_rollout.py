@@ -121,7 +121,7 @@ def test_default_rollout_train_and_eval_end_to_end(cluster, tiny_model_dir, tmp_
         assert s.status in (Sample.Status.TRUNCATED, Sample.Status.COMPLETED)
         assert 1 <= s.response_length <= 12 and len(s.rollout_log_probs) == s.response_length
         assert s.reward in (0.0, 1.0) and s.session_id
-    assert out.metrics["rollout/vllm_rollout/response_tokens"] > 0
+    assert out.metrics["rollout/vllm_rollout/generated_tokens"] > 0
 
     paths = write_task(tmp_path, seed=0, n_train=10, n_eval=3)
     eval_args = _args(cluster, tiny_model_dir, apply_chat_template=True, eval_datasets=[

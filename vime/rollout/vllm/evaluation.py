@@ -1,0 +1,124 @@
+"""The eval step of the default rollout: generate and score every ``--eval-*`` dataset
+concurrently, with the dataset's own sampling settings, reward and generate paths.
+
+Usage::
+
+    ev = await eval_rollout(args, rollout_id)
+    ev.data            # {name: {"rewards": [...], "truncated": [...], "samples": [...]}}
+    ev.metrics         # {"eval/vllm_rollout/generate_time_s": 3.2}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+import uuid
+from argparse import Namespace
+from collections.abc import Sequence
+from typing import Any
+
+from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
+from vime.rollout.vllm.sampling import generate_and_rm
+from vime.rollout.vllm.state import RolloutState, get_state
+from vime.rollout.vllm_protocol import make_sampling_params
+from vime.utils.types import Sample
+
+__all__ = ["eval_rollout"]
+
+
+def _eval_prompts(state: RolloutState, args: Namespace, cfg: Any) -> list[Sample]:
+    from vime.utils.data import Dataset
+
+    key = (cfg.path, cfg.input_key, cfg.label_key, cfg.metadata_key, cfg.tool_key,
+           cfg.max_prompt_len)
+    if key not in state.eval_cache:
+        ds = Dataset(cfg.path, tokenizer=state.tokenizer, max_length=cfg.max_prompt_len,
+                     input_key=cfg.input_key or "input", label_key=cfg.label_key,
+                     metadata_key=cfg.metadata_key or "metadata", tool_key=cfg.tool_key,
+                     apply_chat_template=bool(getattr(args, "apply_chat_template", False)),
+                     apply_chat_template_kwargs=getattr(args, "apply_chat_template_kwargs",
+                                                        None),
+                     seed=int(getattr(args, "rollout_seed", 42)))
+        state.eval_cache[key] = list(ds.samples)
+    return state.eval_cache[key]
+
+
+def _eval_sampling_params(args: Namespace, cfg: Any) -> dict[str, Any]:
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
+    return make_sampling_params(
+        temperature=float(pick(cfg.temperature, getattr(args, "rollout_temperature", 1.0))),
+        top_p=float(pick(cfg.top_p, getattr(args, "rollout_top_p", 1.0))),
+        top_k=int(pick(cfg.top_k, getattr(args, "rollout_top_k", -1))),
+        max_response_len=pick(cfg.max_response_len,
+                              getattr(args, "rollout_max_response_len", None)),
+        min_new_tokens=cfg.min_new_tokens,
+        repetition_penalty=cfg.repetition_penalty,
+        stop=cfg.stop, stop_token_ids=cfg.stop_token_ids,
+        no_stop_trim=True if cfg.no_stop_trim is None else bool(cfg.no_stop_trim),
+        skip_special_tokens=bool(getattr(args, "rollout_skip_special_tokens", False)),
+    )
+
+
+async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[str, Any]:
+    prompts = _eval_prompts(state, args, cfg)
+    n_per = int(cfg.n_samples_per_eval_prompt or getattr(args, "n_samples_per_eval_prompt", 1)
+                or 1)
+    params = _eval_sampling_params(args, cfg)
+    deterministic = getattr(args, "vllm_enable_deterministic_inference", False)
+    seed = int(getattr(args, "rollout_seed", 42))
+    samples: list[Sample] = []
+    calls = []
+    for i, prompt in enumerate(prompts):
+        for j in range(n_per):
+            s = copy.deepcopy(prompt)
+            s.index = len(samples)
+            s.group_index = i
+            s.session_id = str(uuid.uuid4())
+            if cfg.rm_type:
+                s.metadata.setdefault("rm_type", cfg.rm_type)
+            s.metadata.update(copy.deepcopy(cfg.metadata_overrides or {}))
+            if cfg.custom_rm_path:
+                s.custom_rm_path = cfg.custom_rm_path
+            if cfg.custom_generate_function_path:
+                s.generate_function_path = cfg.custom_generate_function_path
+            samples.append(s)
+            p = {**params, "seed": seed + j} if deterministic else params
+            calls.append(generate_and_rm(args, s, p, evaluation=True))
+    results = await asyncio.gather(*calls)
+    leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
+    key = getattr(args, "eval_reward_key", None) or getattr(args, "reward_key", None)
+    reward_args = Namespace(reward_key=key)
+    return {"rewards": [float(s.get_reward_value(reward_args)) for s in leaves],
+            "truncated": [s.status == Sample.Status.TRUNCATED for s in leaves],
+            "samples": leaves}
+
+
+async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
+    """Generate and score every ``args.eval_datasets`` entry concurrently.
+
+    Each prompt is copied ``n_samples_per_eval_prompt`` times with sequential ``index``; the
+    dataset's ``rm_type``, ``metadata_overrides``, reward and generate paths apply to its
+    samples; sampling uses the dataset's settings, falling back to the rollout's.
+
+    Returns:
+        ``RolloutFnEvalOutput(data={name: {"rewards", "truncated", "samples"}})``, lists of
+        equal length sorted by ``index``; ``data={}`` without eval datasets.
+
+    Raises:
+        ValueError: ``--group-rm`` (not supported for evaluation).
+    """
+    if getattr(args, "group_rm", False):
+        raise ValueError("--group-rm is not supported for evaluation in vime v1: score eval "
+                         "samples one by one (drop --group-rm or give the eval a --custom-rm-path"
+                         " for single samples)")
+    state = await get_state(args)
+    state.start_step(rollout_id)
+    configs: Sequence[Any] = getattr(args, "eval_datasets", None) or []
+    start = time.monotonic()
+    results = await asyncio.gather(*(_eval_dataset(state, args, cfg) for cfg in configs))
+    data = {cfg.name: res for cfg, res in zip(configs, results, strict=True)}
+    metrics = {"eval/vllm_rollout/generate_time_s": time.monotonic() - start}
+    return RolloutFnEvalOutput(data=data, metrics=metrics)
