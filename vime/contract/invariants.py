@@ -1,7 +1,7 @@
 """Every invariant of the rollout contract, as data, under a permanent ``VIM###`` id.
 
 The linter (``vime_lint.static``: one rule per static id), the load-time check (VIM100), the
-runtime checker (``vime_lint.runtime``: one check per runtime id) and the rules page all read
+runtime checker (``vime.contract.checks``: one check per runtime id) and the rules page all read
 these records, so an id, its severity and its wording exist once. Ids are never reused: a
 retired invariant keeps its record with ``status="removed"``.
 
@@ -12,7 +12,7 @@ Usage::
     inv.severity                                   # "error"
     inv.render(where="samples[3][1].loss_mask", actual=17, expected=18)
 
-Source: CONTRACT.md §6 (ids, rules, severities, failure kinds); ours.
+See ``docs/contract.md`` §6.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ Scope = Literal["static", "load", "runtime"]
 #: ``"always"``: the run cannot continue past it (conversion or the buffer would fail or corrupt
 #: training), so the runtime raises whatever ``--contract-check`` says.
 Enforcement = Literal["policy", "always"]
-#: Runtime boundaries of CONTRACT.md §6b.
+#: Runtime boundaries of docs/contract.md §6b.
 Boundary = Literal["B0", "B1", "B2", "B3", "B4", "B5", "B6"]
 
 BOUNDARIES: MappingProxyType[str, str] = MappingProxyType({
@@ -66,7 +66,7 @@ class Invariant:
     title: str
     #: Why it matters: the real failure it prevents.
     rationale: str
-    #: The failure kind from the log of real user mistakes (CONTRACT.md §6).
+    #: The failure kind from the log of real user mistakes (docs/contract.md §6).
     bug_kind: str
     #: Message template, formatted with keyword fields.
     message_template: str
@@ -355,7 +355,7 @@ _ALL: tuple[Invariant, ...] = (
          "None or a dict without --reward-key fails in normalisation or trains on garbage.",
          "aborted sample with reward None; dict reward without reward_key",
          "{problem}", "set a float reward, or pass --reward-key naming the dict key",
-         boundaries=("B2", "B3", "B5"), twins=("VIM010",)),
+         boundaries=("B2", "B3", "B4", "B5"), twins=("VIM010",)),
     _inv("VIM111", "runtime", "error", "status",
          "`status` is a Sample.Status; PENDING after generation and trainable ABORTED samples warn.",
          "The status decides truncation flags, partial-rollout recycling and filters.",

@@ -21,7 +21,7 @@ Usage (the default rollout, per generate and reward call)::
                           in_response_length=rl_in)
     check_reward_result(await rm(args, sample), args, hook_path=rm_path, rollout_id=rid)
 
-Source: CONTRACT.md §6b (boundaries B1-B6, modes); ours.
+See ``docs/contract.md`` §6b (boundaries, modes).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from vime.config import arg
 from vime.contract.checks import hook_results as hc
 from vime.contract.checks.policy import WarnOnce, enforce, should_check_settings
 from vime.contract.checks.rollout_output import collect_rollout_output
@@ -69,7 +70,7 @@ def _with_context(found: Sequence[Violation], ctx: CheckContext) -> list[Violati
 
 def _rollout_context(args: Any, hook_path: str, evaluation: bool,
                      rollout_id: int | None) -> CheckContext:
-    eval_path = getattr(args, "eval_function_path", None)
+    eval_path = arg(args, "eval_function_path")
     hook = "eval_function_path" if evaluation and eval_path else "rollout_function_path"
     return CheckContext(hook, hook_path, rollout_id)
 
@@ -258,7 +259,7 @@ def _convert(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Viol
     return hc.convert_result_problems(v[0], v[1], ctx.name)
 
 
-def _sync_result(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
+def _sync_hook_result(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> list[Violation]:
     found = hc.awaitable_problem(v[0], ctx.arg, ctx.name)
     return [] if found is None else [found]
 
@@ -286,7 +287,7 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
                  ("VIM162", "VIM165"), _post_process),
     HookBoundary("convert_result", "custom_convert_samples_to_train_data_path", "B4",
                  ("VIM162", "VIM165"), _convert),
-    HookBoundary("sync_result", "", "B4", ("VIM165",), _sync_result),
+    HookBoundary("sync_hook_result", "", "B4", ("VIM165",), _sync_hook_result),
 )})
 
 
@@ -408,5 +409,5 @@ def check_sync_hook_result(result: Any, args: Any, *, hook: str, hook_path: str 
                            rollout_id: int | None = None) -> list[Violation]:
     """B3/B4: a sync hook (``hook``: a ``HOOKS`` dest) did not return an awaitable (a returned
     coroutine is closed). See :func:`check_boundary`."""
-    return check_boundary("sync_result", result, args=args, hook_path=hook_path,
+    return check_boundary("sync_hook_result", result, args=args, hook_path=hook_path,
                           rollout_id=rollout_id, hook=hook)
