@@ -3,7 +3,7 @@
 A train output of 64 groups x 8 samples, each with a 128-token prompt and a 4,096-token
 response (``tokens``, ``loss_mask`` and ``rollout_log_probs`` filled), is checked by:
 
-- ``vime_lint.runtime`` (ours): every invariant of CONTRACT.md §6b (B5);
+- ``vime_lint.runtime`` (ours): every invariant of docs/contract.md §6b (B5);
 - typeguard ``check_type(samples, list[list[Sample]], ALL_ITEMS)``: structure and
   ``isinstance(Sample)`` only, since typeguard does not look inside dataclasses;
 - typeguard + a naive dataclass-field lookup (``typing.get_type_hints`` per instance, every
@@ -20,8 +20,6 @@ Usage::
 
     .venv/bin/python benchmarks/contract_check.py            # prints markdown tables
     .venv/bin/python benchmarks/contract_check.py --quick    # 8 x 8 samples, for a smoke run
-
-Source: ours (issue 3).
 """
 
 from __future__ import annotations

@@ -18,8 +18,6 @@ of ``--repeat`` runs):
   expected: torch, ray, vllm, transformers, httpx, libcst).
 
 Targets: vime-lint <= 1.5x the floor; faster than Fixit; start-up imports nothing heavy.
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -28,8 +28,6 @@ processes busy-wait (vLLM's shared-memory queue spins for 1 s after each read), 
 then starves the client for 1-2 s and stretches a whole repetition 2-4x, on either side; the
 best repetitions show the engine-bound rate, the medians how often such stalls hit.
 The machine is shared: compare only runs made back to back, and read the medians.
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -20,8 +20,6 @@ Run it (from the repository root, after ``make demo`` built ``runs/demo``)::
         --custom-generate-function-path examples.answer_prefix_generate.generate \
         --num-rollout 20 --run-dir runs/answer_prefix
     vime-lint rollout examples/answer_prefix_generate.py
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -28,8 +28,6 @@ never learnt the tool, so it rarely calls it: this shows the plumbing, not a tri
         --rollout-function-path examples.calculator_rollout.generate_rollout \
         --rollout-max-response-len 48 --num-rollout 10 --run-dir runs/calculator
     vime-lint rollout examples/calculator_rollout.py
-
-Source: ours.
 """
 
 from __future__ import annotations

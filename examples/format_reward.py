@@ -14,8 +14,6 @@ Run it on the demo's task (from the repository root, after ``make demo`` built `
         --custom-rm-path examples.format_reward.reward_func --num-rollout 20 \
         --run-dir runs/format_reward
     vime-lint rollout examples/format_reward.py
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Run it on the demo's task (from the repository root, after ``make demo`` built `
         --over-sampling-batch-size 64 --num-rollout 20 --run-dir runs/filtered
     vime-lint rollout examples/informative_groups_filter.py
 
-Source: ours (the zero-std rule is the one of ``vime.rollout.filter_hub``, CONTRACT.md §5).
+The zero-std rule is the one of ``vime.rollout.filter_hub`` (``docs/contract.md`` §5).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A rollout module written against the upstream vime contract (CONTRACT.md §12).
+"""A rollout module written against the upstream vime contract (docs/contract.md §12).
 
 It runs unchanged on vime, loads with the signature check, lints clean and passes the runtime
 checker. Use it as the smallest template for your own:

@@ -5,7 +5,7 @@ Usage::
     python scripts/document_rules.py            # write docs/rules.md
     python scripts/document_rules.py --check    # exit 1 if docs/rules.md is stale
 
-Source: ours (after Fixit's ``scripts/document_rules.py``).
+Follows Fixit's ``scripts/document_rules.py``.
 """
 
 from __future__ import annotations

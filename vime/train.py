@@ -18,7 +18,7 @@ SIGTERM. Engines are stopped on every exit. The first Ctrl-C or SIGTERM stops th
 the current step, the second at once; either way the last finished step is checkpointed first
 (with ``--save``).
 
-Source: ours, after upstream ``slime/train.py`` (the loop order).
+The loop order follows upstream slime's ``slime/train.py``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ configuration or parse errors.
 Start-up imports only the standard library and ``vime.contract``; LibCST is imported when a
 command needs it.
 
-Source: ours (options and exit codes follow Ruff).
+Options and exit codes follow Ruff's.
 """
 
 from __future__ import annotations

@@ -15,8 +15,7 @@ Run it from the demo's SFT checkpoint (from the repository root, after ``make de
         --custom-reward-post-process-path examples.demo.shuffled_rewards.reward_post_process
     vime-lint rollout examples/demo/shuffled_rewards.py
 
-Source: ours (a permutation control, as in the shuffled-label baselines of supervised
-learning).
+A permutation control, as in the shuffled-label baselines of supervised learning.
 """
 
 from __future__ import annotations

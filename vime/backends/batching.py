@@ -10,9 +10,7 @@ Usage::
 
 With left padding a model given no ``position_ids`` numbers the pad tokens too, so the real
 tokens get shifted positions and different log probs than the sampler computed; passing
-``position_ids = cumsum(mask) - 1`` fixes that for either side (ENVIRONMENT.md, "Pitfalls").
-
-Source: ours.
+``position_ids = cumsum(mask) - 1`` fixes that for either side (docs/environment.md, "Pitfalls").
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ Usage::
     path = iteration_dir(args.save, rollout_id)
     mark_complete(args.save, rollout_id)
 
-Source: ours (the ``latest_checkpointed_iteration.txt`` / ``iter_%07d`` names follow upstream's
-checkpoint directories so tools that read them keep working).
+The ``latest_checkpointed_iteration.txt`` / ``iter_%07d`` names follow upstream slime's checkpoint
+directories, so tools that read them keep working.
 """
 
 from __future__ import annotations

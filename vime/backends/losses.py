@@ -13,10 +13,9 @@ rollout), then summed over the micro-batch and divided by the number of rollouts
 optimiser step. Micro-batch losses therefore add up to the step's mean-over-rollouts of the
 per-rollout token mean, and gradient accumulation needs no rescaling.
 
-Source: PPO-clip from Schulman et al. 2017 ("Proximal Policy Optimization Algorithms", eq. 7),
-with the asymmetric upper bound of DAPO (Yu et al. 2025); GSPO's sequence-level ratio from
-Zheng et al. 2025; the "k3" KL estimator from J. Schulman, "Approximating KL divergence" (2020);
-ours (reduction by ``rollout_mask_sums``).
+PPO-clip as in Schulman et al. 2017 ("Proximal Policy Optimization Algorithms", eq. 7), with the
+asymmetric upper bound of DAPO (Yu et al. 2025); GSPO's sequence-level ratio from Zheng et al. 2025;
+the "k3" KL estimator from J. Schulman, "Approximating KL divergence" (2020).
 """
 
 from __future__ import annotations

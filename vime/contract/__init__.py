@@ -5,11 +5,12 @@ Everything that checks user code reads from here:
 
 - ``load_function(path, hook=dest)`` (load time, VIM100) uses :data:`HOOKS` and
   :func:`check_signature`;
-- ``vime_lint.runtime`` (run time, VIM101+) uses :data:`SAMPLE_FIELDS` and :data:`INVARIANTS`;
+- ``vime.contract.checks`` (run time, VIM101+; called by the runtime and by ``vime-lint
+  check``) uses :data:`SAMPLE_FIELDS` and :data:`INVARIANTS`;
 - ``vime_lint.static`` (lint time, VIM001+) uses all of them;
 - ``docs/rules.md`` is generated from :data:`INVARIANTS` and the rules' docstrings.
 
-Source: CONTRACT.md §1.
+See ``docs/contract.md`` §1.
 """
 
 from vime.contract.errors import (

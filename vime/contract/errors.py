@@ -10,7 +10,7 @@ Exception tree::
 A :class:`Violation` is one finding: the load-time check, the runtime checker and the linter
 all produce them, and :class:`ContractError` carries a list of them.
 
-Source: CONTRACT.md §0.2 and §1 (`vime.contract.errors`); ours.
+See ``docs/contract.md`` §0.2 and §1.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Usage::
     spec.render()             # "def generate_rollout(args, rollout_id, data_source, evaluation=False)"
     hook_spec("custom_rm_path", group_rm=True).params   # ("args", "samples")
 
-Source: CONTRACT.md §4 and §5.
+See ``docs/contract.md`` §4 and §5.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ GROUP_RM_SPEC: HookSpec = HookSpec(
 )
 
 #: Keys a ``--custom-convert-samples-to-train-data-path`` result must hold, each a column of
-#: ``len(samples)`` values (CONTRACT.md §5; VIM162).
+#: ``len(samples)`` values (docs/contract.md §5; VIM162).
 CONVERT_REQUIRED_KEYS: tuple[str, ...] = (
     "tokens", "response_lengths", "rewards", "raw_reward", "truncated", "sample_indices",
     "loss_masks",

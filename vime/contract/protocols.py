@@ -14,7 +14,7 @@ A definition with another parameter name (``data_buffer``), no ``evaluation`` pa
 ``async def`` where ``def`` is called fails the assignment under mypy. The names of these
 classes are the ``protocol`` fields of ``vime.contract.hooks.HOOKS``; a test keeps them in step.
 
-Source: CONTRACT.md §4-5; ours.
+See ``docs/contract.md`` §4 and §5.
 """
 
 from __future__ import annotations

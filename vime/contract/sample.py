@@ -11,7 +11,7 @@ Usage::
     FIELDS_BY_NAME["loss_mask"].length_rule      # "response_length"
     FIELDS_BY_NAME["tokens"].hint                # "list[int]"
 
-Source: CONTRACT.md §2 (field order = upstream's newest ``slime/utils/types.py``).
+Field order follows upstream slime's ``slime/utils/types.py`` (newest); see ``docs/contract.md`` §2.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ STATUS_VALUES: tuple[tuple[str, str], ...] = (
 )
 
 #: vLLM ``finish_reason`` type -> ``Sample.Status`` member name, as applied by
-#: ``Sample.append_response_tokens(meta_info=...)`` and the default generate (CONTRACT.md §2,
+#: ``Sample.append_response_tokens(meta_info=...)`` and the default generate (docs/contract.md §2,
 #: §8); other reasons leave the status unchanged.
 FINISH_REASON_STATUS: MappingProxyType[str, str] = MappingProxyType({
     "length": "TRUNCATED",

@@ -9,7 +9,7 @@ Usage::
     for v in check_signature(params, is_async=False, spec=HOOKS["rollout_function_path"]):
         print(v.id, v.severity, v.message)
 
-Source: CONTRACT.md §4 (load-time rules) and §12 (the variants that must be rejected); ours.
+See ``docs/contract.md`` §4 (load-time rules) and §12 (the definitions it rejects).
 """
 
 from __future__ import annotations

@@ -13,9 +13,8 @@ reinforce_plus_plus_baseline: ``r - mean`` and, for grpo / gspo / cispo with
 ``--grpo-std-normalization`` (forced off when ``n_samples_per_prompt == 1``),
 ``(r - mean) / (std + 1e-6)`` with the unbiased (n - 1) standard deviation, in float32.
 
-Source: CONTRACT.md §10 (columns, groups, steps); the formulas are those of the GRPO paper
-(Shao et al. 2024, "DeepSeekMath", outcome supervision) and of REINFORCE++ (Hu 2025); ours
-(rollout-id grouping, the undividable-group error, ``rollout_mask_sums``).
+The formulas are those of the GRPO paper (Shao et al. 2024, "DeepSeekMath", outcome supervision) and
+of REINFORCE++ (Hu 2025); see ``docs/contract.md`` §10.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ __all__ = [
     "split_into_steps",
 ]
 
-#: Added to the group standard deviation before dividing (CONTRACT.md §10).
+#: Added to the group standard deviation before dividing (docs/contract.md §10).
 EPS_STD = 1e-6
 #: Estimators whose rewards get the group mean subtracted.
 NORMALISED_ESTIMATORS = frozenset({"grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"})
@@ -147,7 +146,7 @@ def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
 
 def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
                        keys: Sequence[Hashable] | None = None) -> list[float]:
-    """Group-normalise ``raw`` (one reward per flat sample) per CONTRACT.md §10: per prompt
+    """Group-normalise ``raw`` (one reward per flat sample) per docs/contract.md §10: per prompt
     group, ``r - mean`` and, for :data:`STD_ESTIMATORS`, ``/ (std + EPS_STD)``, one value per
     unique rollout (``keys``: :func:`rollout_keys`, computed when None).
 
@@ -215,7 +214,7 @@ def _check_custom_convert(fn: Any, data: Any, samples: Sequence[Sample]) -> dict
 
 
 class BatchBuilder:
-    """The default conversion of samples to training data (CONTRACT.md §10)."""
+    """The default conversion of samples to training data (docs/contract.md §10)."""
 
     @staticmethod
     def convert(args: Namespace, samples: Sequence[Sample]) -> dict[str, Any]:
@@ -305,7 +304,7 @@ def _mask_sums(keys: Sequence[Hashable], masks: Sequence[Sequence[int]]) -> list
 
 def global_batch_size(args: Namespace) -> int:
     """Rollouts per optimiser step: ``--global-batch-size``, else ``rollout_batch_size *
-    n_samples_per_prompt // num_steps_per_rollout`` (CONTRACT.md §11).
+    n_samples_per_prompt // num_steps_per_rollout`` (docs/contract.md §11).
 
     Raises:
         ValueError: the result is < 1 (names the arguments).

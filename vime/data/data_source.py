@@ -1,6 +1,6 @@
 """Upstream's newest import path for the data sources; re-exports ``vime.rollout.data_source``.
 
-Source: CONTRACT.md §1 (module map).
+See ``docs/contract.md`` §1.
 """
 
 from vime.rollout.data_source import (

@@ -5,8 +5,6 @@ Usage::
     wait_ready(proc, lambda: probe() , timeout=300.0, interval=0.5, fail=lambda w: Err(w))
     stop_process_group(proc, timeout=20.0)      # SIGTERM, then SIGKILL of the whole group
     log_tail(path, lines=40)                    # "" when there is no log yet
-
-Source: ours.
 """
 
 from __future__ import annotations

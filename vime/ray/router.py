@@ -17,8 +17,8 @@ sample reuses the engine that holds its prefix cache. The router forwards
 reload to ONE worker chosen by the policy, so those go to every engine directly
 (``vime.ray.engine_control``). One engine needs no router: its own address is used.
 
-Source: CONTRACT.md §8, §11 (``--vllm-router-policy``, ``--router-request-timeout-secs``);
-ENVIRONMENT.md (vllm-router flags and behaviour measured here); ours.
+See ``docs/contract.md`` §8 and §11, and for the vllm-router flags and behaviour measured here
+``docs/environment.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from vime.ray.engine import find_free_port
 __all__ = ["ROUTER_POLICIES", "RouterStartError", "VLLMRouter", "router_address",
            "router_binary"]
 
-#: Policies v1 supports (CONTRACT.md §11: the others are parsed but not implemented).
+#: Policies v1 supports (docs/contract.md §11: the others are parsed but not implemented).
 ROUTER_POLICIES = ("consistent_hash", "round_robin")
 
 _LIVE: set[VLLMRouter] = set()

@@ -7,8 +7,8 @@ Usage::
     eval_out = call_rollout_fn(fn, args, rollout_id, data_source, evaluation=True)
     eval_out.data        # {name: {"rewards": [...], "truncated": [...], "samples": [...]}}
 
-Source: CONTRACT.md §3 and §4 (call_rollout_fn table); upstream ``slime/rollout/base_types.py``
-(the two output classes); ours (strict result handling, finalize_rollout_groups).
+The two output classes follow upstream slime's ``slime/rollout/base_types.py``; see
+``docs/contract.md`` §3 and §4.
 """
 
 from __future__ import annotations

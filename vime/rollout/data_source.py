@@ -1,4 +1,4 @@
-"""Data sources: where rollout functions get prompt groups (CONTRACT.md §7).
+"""Data sources: where rollout functions get prompt groups (docs/contract.md §7).
 
 Usage::
 
@@ -15,8 +15,8 @@ The checkpoint holds ``sample_offset``, ``epoch_id``, ``sample_group_index``, ``
 with ``torch.save`` to a temporary file in the same folder, then ``os.replace``-d, so a crash
 mid-write leaves the previous checkpoint intact.
 
-Source: CONTRACT.md §7; upstream ``slime/rollout/data_source.py`` (class names, counters, file
-name); ours (buffer checkpointing, atomic writes, input checks).
+Class names, counters and the state file name follow upstream slime's
+``slime/rollout/data_source.py``; see ``docs/contract.md`` §7.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class DataSource(ABC):
 
 
 class RolloutDataSource(DataSource):
-    """Read-only prompts from ``--prompt-data`` (CONTRACT.md §7).
+    """Read-only prompts from ``--prompt-data`` (docs/contract.md §7).
 
     With ``--rollout-shuffle`` epoch ``e`` is shuffled with seed ``rollout_seed + e``.
     ``get_samples(n)`` takes the next ``n`` prompts across epoch boundaries; the counters

@@ -13,8 +13,8 @@ No engine is involved. The tokenizer is ``AutoTokenizer.from_pretrained(args.hf_
 (cached per path); the mask comes from ``MultiTurnLossMaskGenerator(tokenizer,
 args.loss_mask_type)``; tools come from ``sample.metadata["tools"]``.
 
-Source: CONTRACT.md §9; upstream ``slime/rollout/sft_rollout.py`` (the train branch); ours (the
-eval branch, COMPLETED status, float reward, the checks).
+The train branch follows upstream slime's ``slime/rollout/sft_rollout.py``; see ``docs/contract.md``
+§9.
 """
 
 from __future__ import annotations

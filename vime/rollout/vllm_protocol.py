@@ -22,7 +22,7 @@ top_logprobs}``; ``usage`` has ``prompt_tokens``, ``completion_tokens`` and
 ``{"type": ...}`` and a single ``weight_version``: both are read too. Recorded responses in
 ``tests/fixtures/vllm/`` pin this; a test validates them with vLLM's own models.
 
-Source: CONTRACT.md §8 ("Request", "generate"); the installed vLLM's protocol module; ours.
+See ``docs/contract.md`` §8; the field names are the installed vLLM's protocol module's.
 """
 
 from __future__ import annotations

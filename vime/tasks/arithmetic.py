@@ -16,7 +16,8 @@ operators), one of
 by ``--rm-type math``: the last number of the response). Use the RL files with
 ``--input-key input --label-key label --apply-chat-template``.
 
-Source: ENVIRONMENT.md ("A CPU-sized RL task that learns"); ours.
+The task and its sizes follow the measured recipe in ``docs/environment.md`` ("A CPU-sized RL task
+that learns").
 """
 
 from __future__ import annotations

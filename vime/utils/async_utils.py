@@ -6,13 +6,13 @@ Usage::
     result = run(some_coroutine())            # blocks the caller; runs on the background loop
     result = run(some_coroutine(), timeout=30.0)   # seconds; TimeoutError after that
 
-Rollout functions are plain ``def`` (CONTRACT.md §4); their async work (HTTP to the engines,
+Rollout functions are plain ``def`` (docs/contract.md §4); their async work (HTTP to the engines,
 async reward functions) goes through :func:`run`, never ``asyncio.run``: the loop, and the shared
 HTTP client that lives on it (``vime.utils.http_utils``), outlive one call, so connections are
 pooled across rollout steps. The loop runs in a daemon thread; a forked child process gets its
 own loop on first use.
 
-Source: CONTRACT.md §4 ("Async work MUST go through run(coro)"); ours.
+See ``docs/contract.md`` §4.
 """
 
 from __future__ import annotations

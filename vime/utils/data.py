@@ -1,4 +1,4 @@
-"""Prompt datasets: JSONL/Parquet records -> ``Sample`` prompts (CONTRACT.md §7, dataset format).
+"""Prompt datasets: JSONL/Parquet records -> ``Sample`` prompts (docs/contract.md §7, dataset format).
 
 Usage::
 
@@ -15,7 +15,7 @@ Rows are the non-blank lines of a ``.jsonl`` file (1-based line numbers in messa
 of a ``.parquet`` file (0-based row numbers); ``path@[start:end]`` slices them in file order
 (Python slice semantics, bounds optional) before decoding, filtering and shuffling.
 
-Source: CONTRACT.md §7 ("Dataset format"); ours (strict mode, error locations, counts).
+See ``docs/contract.md`` §7 (dataset format).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def read_rows(spec: str, *, skip_bad_records: bool = True,
     """Yield ``(location, record)`` for each row of ``spec`` (sliced), in file order.
 
     ``location`` is ``"file:LINE"`` (JSONL, 1-based) or ``"file row N"`` (Parquet, 0-based).
-    With ``skip_bad_records`` (the CONTRACT default) an undecodable JSONL line or a line that is
+    With ``skip_bad_records`` (the default) an undecodable JSONL line or a line that is
     not a JSON object is skipped and counted in ``counts["bad_records"]``.
 
     Raises:
@@ -195,7 +195,7 @@ class Dataset:
             prompt becomes one user message first).
         apply_chat_template_kwargs: extra template keywords; also stored on each sample.
         seed: shuffle seed; epoch ``e`` is shuffled with ``seed + e``.
-        skip_bad_records: skip and count undecodable JSONL lines (default, CONTRACT.md §7);
+        skip_bad_records: skip and count undecodable JSONL lines (default, docs/contract.md §7);
             False raises on the first one.
 
     Raises:

@@ -25,8 +25,7 @@ arguments). Unknown keys raise ``ValueError`` naming the key and the file; keys 
 knows but v1 does not implement (``app_service``, ``eval_task_timeout``, ...) raise
 ``NotImplementedError``.
 
-Source: CONTRACT.md §11 (``EvalDatasetConfig``); ours (strict keys, resolution order in one
-place).
+See ``docs/contract.md`` §11.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ __all__ = [
 #: The name given to a lone ``--eval-prompt-data PATH`` (upstream's convention).
 DEFAULT_EVAL_NAME = "aime"
 
-#: Eval-config keys upstream accepts that v1 parses but does not implement (CONTRACT.md §11 P).
+#: Eval-config keys upstream accepts that v1 parses but does not implement (docs/contract.md §11 P).
 UNSUPPORTED_EVAL_KEYS: tuple[str, ...] = (
     "app_service", "eval_task_timeout", "min_eval_samples", "message_processor", "reward_model",
     "remote_environment",

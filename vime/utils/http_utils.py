@@ -15,8 +15,7 @@ exponential back-off (``backoff * 2**attempt`` seconds, at most ``max_backoff``;
 of a connection error goes at once, as that is most often a kept-alive connection the server
 had closed); other HTTP errors raise at once with the response body in the message.
 
-Source: CONTRACT.md §1 (``vime.utils.http_utils``: ``post``, ``get``), §8 (connection pooling,
-bounded concurrency); ours.
+See ``docs/contract.md`` §1 and §8.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Loss masks for multi-turn chats, by the chat-template prefix method (CONTRACT.md §9).
+"""Loss masks for multi-turn chats, by the chat-template prefix method (docs/contract.md §9).
 
 Usage::
 
@@ -13,7 +13,7 @@ with ``add_generation_prompt=True``, for each assistant message ``k`` the ids in
 headers, every other role and assistant messages whose ``step_loss_mask`` is not 1 are 0.
 ``token_ids = R(len(messages))``. Rendering is text then ``encode(add_special_tokens=False)``.
 
-Source: CONTRACT.md §9; ours (the prefix checks and their messages).
+See ``docs/contract.md`` §9.
 """
 
 from __future__ import annotations

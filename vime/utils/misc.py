@@ -6,8 +6,8 @@ Usage::
     cls = load_function("vime.rollout.data_source.RolloutDataSourceWithBuffer",
                         hook="data_source_path")
 
-Source: CONTRACT.md §4 ("Loading"); upstream ``slime/utils/misc.py`` (``load_function`` without
-a check); ours (the three import failures, the signature check, the cache).
+Follows upstream slime's ``slime/utils/misc.py`` (``load_function``, there without a check); see
+``docs/contract.md`` §4.
 """
 
 from __future__ import annotations

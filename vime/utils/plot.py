@@ -12,7 +12,7 @@ by the policy after r updates, so its reward sits at x = r; an eval in that reco
 the update, x = r + 1) plus, before training, one record holding only the first evaluation
 (x = its ``rollout_id``).
 
-Source: ours (record layout: ``vime.utils.logging_utils.MetricsLog``).
+The record layout is ``vime.utils.logging_utils.MetricsLog``'s.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ The chat template is ChatML. The same ``seed`` gives identical tensors.
 
 Why untied: a tied model saved with ``save_pretrained`` has no ``lm_head.weight`` in its
 safetensors, and vLLM's CPU build then keeps the old output head after a weight reload
-(ENVIRONMENT.md, "Weight reload pitfall"). Why ``head_dim == 32``: the smallest head size the CPU
+(docs/environment.md, "Weight reload pitfall"). Why ``head_dim == 32``: the smallest head size the CPU
 attention kernel supports.
 
-Source: ours; the measured recipe in ENVIRONMENT.md ("A CPU-sized RL task that learns").
+The sizes follow the measured recipe in ``docs/environment.md`` ("A CPU-sized RL task that learns").
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Usage::
 The fields are the contract's (``vime.contract.sample.SAMPLE_FIELDS``); a test keeps this class
 and that list identical. Construct with keywords only (VIM006): field order follows upstream.
 
-Source: CONTRACT.md §2; upstream ``slime/utils/types.py`` (field names and order).
+Field names and order follow upstream slime's ``slime/utils/types.py``; see ``docs/contract.md`` §2.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["MultimodalTypes", "ParamInfo", "RolloutBatch", "Sample"]
 
 @dataclass
 class Sample:
-    """One trajectory. Field meanings: ``vime.contract.sample.SAMPLE_FIELDS`` (CONTRACT.md §2).
+    """One trajectory. Field meanings: ``vime.contract.sample.SAMPLE_FIELDS`` (docs/contract.md §2).
 
     Per-token lists (``loss_mask``, ``rollout_log_probs``, ``teacher_log_probs``) have one entry
     per response token, i.e. ``response_length`` entries; ``tokens`` is prompt then response.
@@ -93,7 +93,7 @@ class Sample:
 
 
     class Status(Enum):
-        """Where a sample stands: see CONTRACT.md §2."""
+        """Where a sample stands: see docs/contract.md §2."""
 
         PENDING = "pending"  #: not generated yet
         COMPLETED = "completed"  #: stopped normally (EOS or a stop string)

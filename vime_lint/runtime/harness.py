@@ -17,7 +17,7 @@ Exit status: 0 clean; 1 any finding (errors and warnings alike); 2 the hooks can
 or run (a message, never a traceback). ``--rollout-external-engine-addrs`` is accepted and
 passed through on ``args``; the dry run itself does not contact engines.
 
-Source: CONTRACT.md §6b (``vime-lint check``); ours.
+See ``docs/contract.md`` §6b.
 """
 
 from __future__ import annotations

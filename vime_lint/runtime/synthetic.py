@@ -10,7 +10,7 @@ Usage::
     groups = ds.get_samples(2)                      # 2 groups of n deep copies, indices set
     sample = await dry_run_generate(args, groups[0][0], {"max_tokens": 16})
 
-Source: CONTRACT.md §7 (data-source API, JSONL records), §8 (generate's result); ours.
+See ``docs/contract.md`` §7 (data-source API) and §8 (generate's result).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def load_prompts(path: str, input_key: str = "input", label_key: str | None = No
 
 
 class SyntheticDataSource(DataSource):
-    """A tiny in-memory data source (the ``DataSource`` API of CONTRACT.md §7).
+    """A tiny in-memory data source (the ``DataSource`` API of docs/contract.md §7).
 
     ``get_samples(n)`` returns ``n`` groups of ``args.n_samples_per_prompt`` deep copies of one
     prompt each, with one ``group_index`` per group and increasing ``index`` per sample; prompts

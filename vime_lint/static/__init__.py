@@ -12,7 +12,7 @@ The linter never imports or runs the code it lints. Rules live in
 ``vime_lint.static.rules`` (one module per family); hook signatures, Sample fields and
 invariant ids come from ``vime.contract``.
 
-Source: CONTRACT.md §6a; ours.
+See ``docs/contract.md`` §6a.
 """
 
 from vime_lint.static._engine import lint_source, select_rules

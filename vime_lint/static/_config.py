@@ -10,7 +10,7 @@ Keys (Ruff's spelling): ``select``, ``extend-select``, ``ignore``, ``per-file-ig
 ``extend-exclude``. Underscored spellings are accepted. An unknown key or a wrong type raises
 :class:`ConfigError` naming the key and the file.
 
-Source: ours (the key names follow Ruff).
+The key names follow Ruff's.
 """
 
 from __future__ import annotations

@@ -5,8 +5,6 @@ Usage::
     params_of(fn)                  # [Param("args", "POSITIONAL_OR_KEYWORD", False, ""), ...]
     dotted(node)                   # "asyncio.to_thread" for an Attribute chain, else None
     code_of(node)                  # source text of an expression
-
-Source: ours.
 """
 
 from __future__ import annotations

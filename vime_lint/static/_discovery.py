@@ -16,8 +16,6 @@ Usage::
     launch = scan_launch_files(root, exclude)
     bindings = bind_targets(root, launch.targets + config_targets(config))
     bindings[Path("/repo/pkg/mod.py")]       # (HookBinding("fn", spec, "run.sh:3 (...)"),)
-
-Source: ours.
 """
 
 from __future__ import annotations

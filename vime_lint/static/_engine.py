@@ -14,7 +14,7 @@ Usage::
     for f in result.findings:
         print(f.path, f.line, f.col + 1, f.code, f.message)
 
-Source: ours; LibCST's ``MetadataWrapper.visit_batched`` and ``PositionProvider``.
+Built on LibCST's ``MetadataWrapper.visit_batched`` and ``PositionProvider``.
 """
 
 from __future__ import annotations

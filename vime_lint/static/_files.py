@@ -4,7 +4,7 @@ Usage::
 
     files, problems = collect_files([Path("src")], root, exclude=DEFAULT_EXCLUDE)
 
-Source: ours (the default excludes and ``--force-exclude`` follow Ruff).
+The default excludes and ``--force-exclude`` follow Ruff.
 """
 
 from __future__ import annotations

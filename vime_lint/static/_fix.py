@@ -9,8 +9,6 @@ Usage::
 
     edits = fix_edits(module, source, fix)      # tuple[Edit, ...]
     new_source, applied = apply_edits(source, [edits_a, edits_b])
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Usage::
     Finding(code="VIM007", slug="status-string-assignment", severity="error",
             message="...", path="r.py", line=3, col=4, end_line=3, end_col=30)
 
-Source: ours (the shape follows Fixit's ``LintViolation`` and Ruff's JSON output).
+The shape follows Fixit's ``LintViolation`` and Ruff's JSON output.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Usage::
 
     text = render(results, "concise")          # "r.py:3:5: VIM001 rollout function ..."
 
-Source: ours; SARIF 2.1.0 (OASIS, https://docs.oasis-open.org/sarif/sarif/v2.1.0/) for
-``sarif``; GitHub Actions workflow commands for ``github``.
+SARIF 2.1.0 (OASIS, https://docs.oasis-open.org/sarif/sarif/v2.1.0/) for ``sarif``; GitHub Actions
+workflow commands for ``github``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Usage::
             ...
             self.report(node, "`status` set from a string")
 
-Source: ours, after Fixit's ``LintRule`` (one class per rule, examples as tests).
+Follows Fixit's ``LintRule`` (one class per rule, examples as tests).
 """
 
 from __future__ import annotations

@@ -4,8 +4,6 @@ Usage::
 
     settings = Settings(paths=[Path("src")], select=("VIM",))
     outcome = run(settings)          # RunOutcome(results, problems, hooks, missing)
-
-Source: ours.
 """
 
 from __future__ import annotations

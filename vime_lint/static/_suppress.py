@@ -9,7 +9,7 @@ Usage::
     for c in parse_suppressions(source):
         c.line, c.col, c.codes, c.file_level      # 3, 10, ("VIM001",), False
 
-Source: ours (the comment syntax follows flake8/Ruff).
+The comment syntax follows flake8 and Ruff.
 """
 
 from __future__ import annotations

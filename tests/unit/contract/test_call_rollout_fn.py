@@ -1,4 +1,4 @@
-"""call_rollout_fn: the CONTRACT.md §4 result table, row by row."""
+"""call_rollout_fn: the docs/contract.md §4 result table, row by row."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ class MySource:
         self.args = args
 
 
-# The variants CONTRACT.md section 12 says must be rejected:
+# The variants docs/contract.md §12 says must be rejected:
 def old_name(args, rollout_id, data_buffer, evaluation=False):
     pass
 

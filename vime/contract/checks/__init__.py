@@ -11,7 +11,7 @@ Usage::
     from vime.contract.checks import run_checks, check_generate_result, ContractChecker
     findings, seconds = run_checks(out, args, evaluation=False, hook_path=path, rollout_id=7)
 
-Boundaries (CONTRACT.md §6b): B1/B5/B6 ``validate_rollout_output`` / ``run_checks``;
+Boundaries (docs/contract.md §6b): B1/B5/B6 ``validate_rollout_output`` / ``run_checks``;
 B2 ``check_generate_result``; B3 ``check_reward_result``, ``check_batch_reward_result``;
 B4 ``check_group_rewards``, ``check_dynamic_filter_result``, ``check_buffer_filter_result``,
 ``check_sample_hook_result``, ``check_reward_post_process_result``, ``check_convert_result``,

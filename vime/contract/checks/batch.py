@@ -13,7 +13,7 @@ Usage::
     for check in BATCH_CHECKS.values():
         found += check(shape, settings, info)
 
-Source: CONTRACT.md §3 (shape, rollout-id rule), §6b (VIM103-VIM120); ours.
+See ``docs/contract.md`` §3 (shape, rollout-id rule) and §6b.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: Built-in ``--rm-type`` values that compare the response with ``label`` (a ``boxed_``
-#: prefix keeps the base type's needs). Source: CONTRACT.md §5 (built-in RMs).
+#: prefix keeps the base type's needs). Source: docs/contract.md §5 (built-in RMs).
 LABEL_BASED_RM_TYPES: frozenset[str] = frozenset(
     {"deepscaler", "dapo", "math", "f1", "gpqa", "ifbench"})
 

@@ -9,7 +9,7 @@ Usage::
 
     check_eval_data(output.data, settings)     # list[Violation]
 
-Source: CONTRACT.md §3 ("Eval data"), §6b VIM130; ours.
+See ``docs/contract.md`` §3 (eval data) and §6b.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Usage::
     generate_result_problems(status_in, result, settings)        # B2
     reward_result_problems(await rm(args, sample), settings)       # B3
 
-Source: CONTRACT.md §5 (hook table), §6b (VIM140-VIM165); ours.
+See ``docs/contract.md`` §5 (hooks) and §6b.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Usage::
     loc.at("tokens", 5)          # "samples[3][1].tokens[5] (index=13)"
     loc.at()                     # "samples[3][1] (index=13)"
 
-Source: CONTRACT.md §0.3 (location format); STYLE.md (error messages); ours.
+See ``docs/contract.md`` §0.3 (messages and locations).
 """
 
 from __future__ import annotations

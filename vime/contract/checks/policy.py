@@ -15,7 +15,7 @@ Usage::
         ...
     enforce(findings, "raise", ctx)                    # raises ContractError on errors
 
-Source: CONTRACT.md §0.2 (severities), §6b (modes, interval); ours.
+See ``docs/contract.md`` §0.2 (severities) and §6b (modes, interval).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = ["ALWAYS_CHECKED", "WarnOnce", "enforce", "order_findings", "should_ch
 
 logger = logging.getLogger("vime.contract.checks")
 
-#: Boundaries checked on every step whatever the interval (CONTRACT.md §6b).
+#: Boundaries checked on every step whatever the interval (docs/contract.md §6b).
 ALWAYS_CHECKED: frozenset[str] = frozenset({"B0", "B1"})
 
 #: How many findings a ContractError lists before "... and N more".

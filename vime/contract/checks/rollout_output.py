@@ -8,7 +8,7 @@ Usage::
 
     found = collect_rollout_output(output, CheckSettings.from_args(args), evaluation=False)
 
-Source: CONTRACT.md §3, §6b; ours.
+See ``docs/contract.md`` §3 and §6b.
 """
 
 from __future__ import annotations

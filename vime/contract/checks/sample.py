@@ -14,7 +14,7 @@ Usage::
     #            "has 17 entries, expected response_length=18", ...)]
     check_sample(sample, loc, settings, "train")     # every per-sample invariant
 
-Source: CONTRACT.md §2 (fields), §6b (VIM105-VIM111); ours.
+See ``docs/contract.md`` §2 (fields) and §6b.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ __all__ = [
 Stage = Literal["generate", "train"]
 SampleCheck = Callable[[Sample, Loc, CheckSettings, Stage], list[Violation]]
 
-#: Tolerance above 0 for log-probs (float rounding), CONTRACT.md §6b VIM109.
+#: Tolerance above 0 for log-probs (float rounding), docs/contract.md §6b VIM109.
 LOGPROB_EPS = 1e-6
 
 _INT = frozenset({int})

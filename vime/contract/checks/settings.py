@@ -12,7 +12,7 @@ Usage::
     ctx = CheckContext.for_hook("rollout_function_path", "my_pkg.rollout.generate_rollout", 7)
     ctx.describe()   # "rollout `my_pkg.rollout.generate_rollout` (--rollout-function-path) step 7"
 
-Source: CONTRACT.md §6b (modes, interval), §11 (argument names and defaults); ours.
+See ``docs/contract.md`` §6b (modes, interval) and §11 (arguments).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Usage::
     shape.groups           # list of groups, each a list of rollouts (a rollout = its leaves)
     shape.leaves           # every Leaf (sample, location) in order
 
-Source: CONTRACT.md §3 ("samples", fan-out, flat legacy), §6b VIM102; ours.
+See ``docs/contract.md`` §3 (samples, fan-out, flat legacy) and §6b.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Usage::
 The dataclass extension is active only inside this module's calls (a context variable), so
 other typeguard users in the same process see typeguard's own behaviour.
 
-Source: CONTRACT.md §6b ("Field types"); ENVIRONMENT.md (typeguard facts); ours.
+See ``docs/contract.md`` §6b and, for typeguard's defaults, ``docs/environment.md``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Usage::
     reward_problem(True, None)                 # ("warning", "is a bool (True); ...")
     json_problem({"x": {1, 2}})                # "['x'] is a set, not JSON-serialisable"
 
-Source: CONTRACT.md §2 (``get_reward_value``), §6b (VIM110, VIM116, VIM130, VIM150); ours.
+See ``docs/contract.md`` §2 (``get_reward_value``) and §6b.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def real_problem(value: Any) -> tuple[Severity, str] | None:
 
 def reward_problem(value: Any, reward_key: str | None, *,
                    key_arg: str = "--reward-key") -> tuple[Severity, str] | None:
-    """Why ``value`` is not a valid reward (CONTRACT.md §2 ``get_reward_value``), or None.
+    """Why ``value`` is not a valid reward (docs/contract.md §2 ``get_reward_value``), or None.
 
     Valid: a finite real, or a dict holding a finite real under ``reward_key``. None, a dict
     without ``reward_key`` set, a dict missing the key, or a non-finite value are errors; a

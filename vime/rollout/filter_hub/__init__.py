@@ -5,7 +5,7 @@ Usage::
     --dynamic-sampling-filter-path \
         vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std
 
-Source: CONTRACT.md §1, §5.
+See ``docs/contract.md`` §1 and §5.
 """
 
 from vime.rollout.filter_hub.base_types import DynamicFilterOutput

@@ -6,8 +6,8 @@ Usage::
     DynamicFilterOutput(keep=False, reason="zero_std_1.0")        # counted as drop_zero_std_1.0
     DynamicFilterOutput(keep=False, reason="zero_std_0.0", keep_when_insufficient=True)
 
-Source: CONTRACT.md §5 (``--dynamic-sampling-filter-path``); upstream
-``slime/rollout/filter_hub/base_types.py`` (field names).
+Field names follow upstream slime's ``slime/rollout/filter_hub/base_types.py``; see
+``docs/contract.md`` §5.
 """
 
 from __future__ import annotations

@@ -9,8 +9,7 @@ A GRPO group with identical rewards has zero advantages everywhere: it costs a t
 teaches nothing. Rewards are read with ``Sample.get_reward_value(args)`` (dict rewards through
 ``--reward-key``); fan-out groups count each leaf sample.
 
-Source: CONTRACT.md §5 (``check_reward_nonzero_std`` keeps a group iff reward std > 1e-6,
-reason ``zero_std_<reward>``; ``_with_fallback`` sets ``keep_when_insufficient``).
+See ``docs/contract.md`` §5.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ types: ``math`` (last number vs label), ``f1`` (token F1), ``random`` (0 or 1), 
 ``\\boxed{...}`` of the response. ``deepscaler``, ``dapo``, ``gpqa``, ``ifbench`` are named by the
 contract but not in v1 (``NotImplementedError``).
 
-Source: CONTRACT.md §5 ("Built-in --rm-type", ``--custom-rm-path``); upstream
-``slime/rollout/rm_hub/__init__.py`` (names and dispatch order).
+Names and dispatch order follow upstream slime's ``slime/rollout/rm_hub/__init__.py``; see
+``docs/contract.md`` §5.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Usage::
 Tokens are lower-cased words with punctuation stripped; articles are kept. Precision and recall
 count shared tokens with multiplicity (as SQuAD's F1 does).
 
-Source: ours; the SQuAD F1 definition (Rajpurkar et al., 2016).
+F1 as defined for SQuAD (Rajpurkar et al., 2016).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Grading: the last number of the response equals the label's last number (or the 
 when it holds no number, compared as stripped text). Numbers are compared exactly as decimals
 (``"85" == "85.0"``); thousands separators are ignored.
 
-Source: ours (CONTRACT.md §5 names the ``math`` rm type and the ``boxed_`` prefix).
+See ``docs/contract.md`` §5 (the ``math`` type and the ``boxed_`` prefix).
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
 """Every vime-lint rule, one module per rule family; :data:`ALL_RULES` in code order.
-
-Source: ours.
 """
 
 from __future__ import annotations

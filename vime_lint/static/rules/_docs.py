@@ -7,7 +7,7 @@ Usage::
     print(rule_markdown(RolloutFunctionSignature))
     page = rules_page()
 
-Source: ours (after Fixit's ``scripts/document_rules.py``).
+Follows Fixit's ``scripts/document_rules.py``.
 """
 
 from __future__ import annotations

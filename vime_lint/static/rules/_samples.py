@@ -4,8 +4,6 @@ A name holds a sample when it is a hook parameter named ``sample``, is assigned
 ``Sample(...)``, loops over ``iter_samples(...)`` or over a name ending in ``group``/``samples``,
 or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
-
-Source: ours.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Configuration and group handling: VIM010, VIM016, VIM017.
 
-Source: CONTRACT.md §4 (``args`` is configuration only), §7 (groups from ``get_samples``), §6a.
+See ``docs/contract.md`` §4 (``args`` is configuration only), §7 (groups from ``get_samples``) and
+§6a.
 """
 
 from __future__ import annotations

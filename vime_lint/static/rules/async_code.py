@@ -1,6 +1,6 @@
 """Async code in hooks: blocking calls (VIM005) and un-awaited coroutines (VIM021).
 
-Source: CONTRACT.md §5 (generate and reward hooks are awaited on one event loop), §6a; ours.
+See ``docs/contract.md`` §5 and §6a.
 """
 
 from __future__ import annotations

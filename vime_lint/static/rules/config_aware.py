@@ -6,8 +6,7 @@ YAML/JSON/TOML configs: the file that names a hook (``--custom-rm-path pkg.rm.sc
 named by a launch file and stay quiet when none was found, so a module linted on its own never
 gets a configuration-aware finding.
 
-Source: CONTRACT.md §2 (``get_reward_value``), §5 (reward hooks), §7 (``--label-key``),
-§8 (a reward already set skips the RM), §6a; ours.
+See ``docs/contract.md`` §2, §5, §7, §8 and §6a.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ transitively), because multi-turn code usually keeps its loop in a helper
 (``generate -> run_episode``). The finish-reason mapping comes from
 ``vime.contract.FINISH_REASON_STATUS``; nothing is copied here.
 
-Source: CONTRACT.md §2 (``append_response_tokens(meta_info=...)`` maps the finish reason),
-§8 (vLLM's ``finish_reason``: ``length``, ``stop``, ``abort``), §6a; ours.
+See ``docs/contract.md`` §2 (``append_response_tokens(meta_info=...)``), §8 (vLLM's
+``finish_reason``) and §6a.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Code ported from slime / SGLang, and private vime imports: VIM012.
 
-Source: CONTRACT.md §6a, §8 (vLLM's token-in/token-out response fields); ours.
+See ``docs/contract.md`` §6a and §8 (vLLM's token-in/token-out response fields).
 """
 
 from __future__ import annotations

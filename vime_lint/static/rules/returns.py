@@ -1,6 +1,6 @@
 """What rollout and reward functions return: VIM002, VIM003, VIM011, VIM020.
 
-Source: CONTRACT.md §3 (output shapes), §4 (the ``call_rollout_fn`` table), §6a; ours.
+See ``docs/contract.md`` §3, §4 (the ``call_rollout_fn`` table) and §6a.
 """
 
 from __future__ import annotations

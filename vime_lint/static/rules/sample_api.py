@@ -3,7 +3,7 @@
 Field names come from ``vime.contract.SAMPLE_FIELDS`` and status values from
 ``vime.contract.STATUS_VALUES``; nothing is copied here.
 
-Source: CONTRACT.md §2, §6a; ours.
+See ``docs/contract.md`` §2 and §6a.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 All signature judgements come from ``vime.contract.check_signature`` over ``Param`` tuples read
 from the CST, the same function that ``load_function(..., hook=)`` runs at load time (VIM100).
 
-Source: CONTRACT.md §4, §5, §6a; ours.
+See ``docs/contract.md`` §4, §5 and §6a.
 """
 
 from __future__ import annotations

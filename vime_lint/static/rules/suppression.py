@@ -2,7 +2,7 @@
 
 These rules have no visitor: the engine reports them while applying ``# noqa`` comments.
 
-Source: ours (the comment syntax follows flake8/Ruff).
+The comment syntax follows flake8 and Ruff.
 """
 
 from __future__ import annotations
