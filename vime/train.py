@@ -32,6 +32,7 @@ import time
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.contract.errors import ContractError
 
 __all__ = ["STOP_REQUEST", "Terminated", "early_stop", "main", "run"]
@@ -264,7 +265,7 @@ def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -
         ValueError: the metric is not among the step's metrics (a typo would otherwise train
             to the end silently); ``eval/`` metrics may be missing on steps without an eval.
     """
-    name = getattr(args, "early_stop_metric", None)
+    name = arg(args, "early_stop_metric")
     if not name:
         return ""
     if name not in metrics:

@@ -22,6 +22,8 @@ from argparse import Namespace
 
 import torch
 
+from vime.config import arg
+
 __all__ = ["LR_STYLES", "build_optimizer", "build_scheduler", "lr_at"]
 
 LR_STYLES = ("constant", "linear", "cosine")
@@ -58,17 +60,17 @@ def build_optimizer(model: torch.nn.Module, args: Namespace) -> torch.optim.Opti
     Reads ``lr``, ``weight_decay``, ``weight_decay_all``, ``adam_beta1``, ``adam_beta2``,
     ``adam_eps`` (default 1e-8).
     """
-    decay_all = bool(getattr(args, "weight_decay_all", False))
+    decay_all = bool(arg(args, "weight_decay_all"))
     decay: list[torch.nn.Parameter] = []
     no_decay: list[torch.nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.ndim >= 2 or decay_all else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": float(getattr(args, "weight_decay", 0.0))},
+    groups = [{"params": decay, "weight_decay": float(arg(args, "weight_decay"))},
               {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(
         groups, lr=float(args.lr),
-        betas=(float(getattr(args, "adam_beta1", 0.9)), float(getattr(args, "adam_beta2", 0.999))),
+        betas=(float(arg(args, "adam_beta1")), float(arg(args, "adam_beta2"))),
         eps=float(getattr(args, "adam_eps", 1e-8) or 1e-8),
     )
 
@@ -78,9 +80,9 @@ def build_scheduler(optimizer: torch.optim.Optimizer, args: Namespace,
     """A ``LambdaLR`` following :func:`lr_at` (reads ``lr``, ``min_lr``, ``lr_warmup_steps``,
     ``lr_decay_style``); its ``state_dict`` checkpoints the step count."""
     lr = float(args.lr)
-    min_lr = float(getattr(args, "min_lr", 0.0) or 0.0)
-    warmup = int(getattr(args, "lr_warmup_steps", 0) or 0)
-    style = getattr(args, "lr_decay_style", "constant") or "constant"
+    min_lr = float(arg(args, "min_lr"))
+    warmup = int(arg(args, "lr_warmup_steps"))
+    style = arg(args, "lr_decay_style")
     lr_at(0, lr=lr, min_lr=min_lr, warmup=warmup, total=total_steps, style=style)  # validate
 
     def factor(step: int) -> float:

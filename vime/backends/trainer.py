@@ -48,6 +48,7 @@ from vime.backends.losses import (
 )
 from vime.backends.optim import build_optimizer, build_scheduler
 from vime.backends.weights import write_weights
+from vime.config import arg
 from vime.data.batch_builder import split_into_steps
 
 __all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor"]
@@ -57,7 +58,7 @@ SUPPORTED_ESTIMATORS = ("grpo", "gspo", "reinforce_plus_plus_baseline")
 
 
 def _device(args: Namespace) -> torch.device:
-    name = getattr(args, "train_device", "cpu") or "cpu"
+    name = arg(args, "train_device")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError(f"--train-device {name}: no CUDA device is visible to this process "
                          "(torch.cuda.is_available() is False); use --train-device cpu")
@@ -87,32 +88,32 @@ class Trainer:
         from transformers import AutoModelForCausalLM
 
         self.args = args
-        loss_type = getattr(args, "loss_type", "policy_loss")
+        loss_type = arg(args, "loss_type")
         if loss_type not in SUPPORTED_LOSSES:
             raise NotImplementedError(f"--loss-type {loss_type} is not implemented in vime v1; "
                                       f"use one of {SUPPORTED_LOSSES}")
-        estimator = getattr(args, "advantage_estimator", "grpo")
+        estimator = arg(args, "advantage_estimator")
         if loss_type == "policy_loss" and estimator not in SUPPORTED_ESTIMATORS:
             raise NotImplementedError(f"--advantage-estimator {estimator} is not implemented in "
                                       f"vime v1's trainer; use one of {SUPPORTED_ESTIMATORS}")
-        if float(getattr(args, "kl_coef", 0.0) or 0.0) != 0.0:
+        if float(arg(args, "kl_coef")) != 0.0:
             raise NotImplementedError("--kl-coef (a KL penalty in the reward) is not implemented "
                                       "in vime v1; use --use-kl-loss --kl-loss-coef C instead")
-        if not getattr(args, "hf_checkpoint", None):
+        if not arg(args, "hf_checkpoint"):
             raise ValueError("--hf-checkpoint is required: the trainer loads its model from it")
         self.device = _device(args)
-        torch.manual_seed(int(getattr(args, "seed", 1234)))
+        torch.manual_seed(int(arg(args, "seed")))
         self.model = AutoModelForCausalLM.from_pretrained(
             args.hf_checkpoint, dtype=torch.float32).to(self.device)  # type: ignore[arg-type]
         self.model.train()
         self.pad_id = int(getattr(self.model.config, "pad_token_id", None) or 0)
         self.ref_model = None
-        if getattr(args, "use_kl_loss", False):
+        if arg(args, "use_kl_loss"):
             self.ref_model = AutoModelForCausalLM.from_pretrained(
                 args.hf_checkpoint, dtype=torch.float32).to(self.device).eval()  # type: ignore[arg-type]
             self.ref_model.requires_grad_(False)
-        if total_steps is None and getattr(args, "num_rollout", None):
-            total_steps = int(args.num_rollout) * int(getattr(args, "num_steps_per_rollout", 1) or 1)
+        if total_steps is None and arg(args, "num_rollout"):
+            total_steps = int(args.num_rollout) * int(arg(args, "num_steps_per_rollout") or 1)
         self.total_steps = total_steps
         self.optimizer = build_optimizer(self.model, args)
         self.scheduler = build_scheduler(self.optimizer, args, total_steps)
@@ -129,7 +130,7 @@ class Trainer:
         batch = pad_batch(tokens, pad_id=self.pad_id, side="right", device=self.device)
         logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                        position_ids=batch.position_ids).logits
-        temperature = float(getattr(self.args, "rollout_temperature", 1.0) or 1.0)
+        temperature = float(arg(self.args, "rollout_temperature"))
         lp, valid = gather_response(token_log_probs(logits, batch.input_ids, temperature),
                                     batch, response_lengths)
         if not with_stats:
@@ -189,14 +190,14 @@ class Trainer:
         """
         t0 = time.perf_counter()
         args = self.args
-        post = getattr(args, "rollout_data_postprocess_path", None)
+        post = arg(args, "rollout_data_postprocess_path")
         if post:
             from vime.utils.misc import load_function
 
             load_function(post, hook="rollout_data_postprocess_path")(args, rollout_id, data)
-        policy = getattr(args, "loss_type", "policy_loss") == "policy_loss"
+        policy = arg(args, "loss_type") == "policy_loss"
         if policy:
-            if getattr(args, "use_rollout_logprobs", False):
+            if arg(args, "use_rollout_logprobs"):
                 if "rollout_log_probs" not in data:
                     raise ValueError("--use-rollout-logprobs: the samples carry no "
                                      "rollout_log_probs (the rollout must store one sampler "
@@ -205,11 +206,11 @@ class Trainer:
             else:
                 data["old_log_probs"] = self.compute_log_probs(
                     data["tokens"], data["response_lengths"],
-                    micro_batch_size=max(1, int(getattr(args, "micro_batch_size", 1))))
+                    micro_batch_size=max(1, int(arg(args, "micro_batch_size"))))
             if self.ref_model is not None:
                 data["ref_log_probs"] = self.compute_log_probs(
                     data["tokens"], data["response_lengths"], reference=True,
-                    micro_batch_size=max(1, int(getattr(args, "micro_batch_size", 1))))
+                    micro_batch_size=max(1, int(arg(args, "micro_batch_size"))))
         steps = split_into_steps(args, data)
         per_step = [self._train_step(step, policy) for step in steps]
         keys = sorted({k for s in per_step for k in s})
@@ -222,14 +223,14 @@ class Trainer:
         args = self.args
         n = len(step["tokens"])
         num_rollouts = len(set(step["rollout_ids"]))
-        max_tokens = (getattr(args, "max_tokens_per_gpu", None)
-                      if getattr(args, "use_dynamic_batch_size", False) else None)
+        max_tokens = (arg(args, "max_tokens_per_gpu")
+                      if arg(args, "use_dynamic_batch_size") else None)
         chunks = micro_batches(step["total_lengths"],
-                               micro_batch_size=int(getattr(args, "micro_batch_size", 1) or 1),
+                               micro_batch_size=int(arg(args, "micro_batch_size")),
                                max_tokens=max_tokens)
         advantages = self._advantages(step) if policy else None
-        entropy_coef = float(getattr(args, "entropy_coef", 0.0) or 0.0)
-        kl_coef = float(getattr(args, "kl_loss_coef", 0.0) or 0.0)
+        entropy_coef = float(arg(args, "entropy_coef"))
+        kl_coef = float(arg(args, "kl_loss_coef"))
         sums: dict[str, float] = {}
         self.optimizer.zero_grad(set_to_none=True)
         for rows in chunks:
@@ -250,9 +251,9 @@ class Trainer:
                 adv = advantages[rows, :width]
                 loss, stats = policy_loss(
                     lp, old, adv, mask, denom, num_rollouts,
-                    eps_clip=float(getattr(args, "eps_clip", 0.2)),
-                    eps_clip_high=getattr(args, "eps_clip_high", None),
-                    sequence_level=getattr(args, "advantage_estimator", "grpo") == "gspo")
+                    eps_clip=float(arg(args, "eps_clip")),
+                    eps_clip_high=arg(args, "eps_clip_high"),
+                    sequence_level=arg(args, "advantage_estimator") == "gspo")
                 if self.ref_model is not None:
                     ref = pad_per_token([step["ref_log_probs"][i] for i in rows], width,
                                         device=self.device)
@@ -273,7 +274,7 @@ class Trainer:
                 weight = 1.0 if k in ("loss", "pg_loss", "sft_loss", "kl_loss", "entropy") \
                     else len(rows) / n
                 sums[k] = sums.get(k, 0.0) + v * weight
-        clip = float(getattr(args, "clip_grad", 0.0) or 0.0)
+        clip = float(arg(args, "clip_grad") or 0.0)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if clip > 0:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
@@ -293,7 +294,7 @@ class Trainer:
         width = max(step["response_lengths"])
         rewards = torch.tensor(step["rewards"], dtype=torch.float32, device=self.device)
         adv = rewards.unsqueeze(-1).expand(-1, width).clone()
-        if getattr(self.args, "advantage_estimator", "grpo") == "reinforce_plus_plus_baseline":
+        if arg(self.args, "advantage_estimator") == "reinforce_plus_plus_baseline":
             mask = pad_per_token(step["loss_masks"], width, device=self.device)
             n = mask.sum().clamp(min=1)
             mean = (adv * mask).sum() / n
@@ -314,7 +315,7 @@ class Trainer:
         Raises:
             ValueError: neither ``save_dir`` nor ``--save`` is set.
         """
-        root = save_dir or getattr(self.args, "save", None)
+        root = save_dir or arg(self.args, "save")
         if not root:
             raise ValueError("Trainer.save: no checkpoint folder; pass --save DIR")
         target = ckpt.iteration_dir(root, rollout_id)
@@ -378,7 +379,7 @@ def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> 
 
     import ray
 
-    gpus = 1 if str(getattr(args, "train_device", "cpu")).startswith("cuda") else 0
+    gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0
     threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
     actor_cls = ray.remote(num_cpus=0, num_gpus=gpus,
                            runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}})(Trainer)

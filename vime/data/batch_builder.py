@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from vime.config import arg
 from vime.contract.checks.enforced import conversion_problems, require, reward_value_problems
 from vime.contract.checks.hook_results import (
     convert_result_problems,
@@ -131,7 +132,7 @@ def _where(s: Sample, i: int) -> str:
 
 
 def _group_size(args: Namespace) -> int:
-    return int(getattr(args, "n_samples_per_prompt", 1) or 1)
+    return int(arg(args, "n_samples_per_prompt"))
 
 
 def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
@@ -140,7 +141,7 @@ def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
     Raises:
         ContractError: VIM110, a reward that is not a finite real (names the sample index).
     """
-    require(reward_value_problems(samples, getattr(args, "reward_key", None)))
+    require(reward_value_problems(samples, arg(args, "reward_key")))
     return [float(s.get_reward_value(args)) for s in samples]
 
 
@@ -159,15 +160,15 @@ def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence
     """
     if keys is None:
         keys = rollout_keys(samples)
-    estimator = getattr(args, "advantage_estimator", "grpo")
-    if estimator not in NORMALISED_ESTIMATORS or not getattr(args, "rewards_normalization", True):
+    estimator = arg(args, "advantage_estimator")
+    if estimator not in NORMALISED_ESTIMATORS or not arg(args, "rewards_normalization"):
         return [float(np.float32(r)) for r in raw]
     n = _group_size(args)
-    divide = (estimator in STD_ESTIMATORS and bool(getattr(args, "grpo_std_normalization", True))
+    divide = (estimator in STD_ESTIMATORS and bool(arg(args, "grpo_std_normalization"))
               and n > 1)
 
     require(conversion_problems(samples, keys, n_samples_per_prompt=n,
-                                reward_key=getattr(args, "reward_key", None), rewards=False))
+                                reward_key=arg(args, "reward_key"), rewards=False))
     first: dict[Hashable, int] = {}
     for i, k in enumerate(keys):
         first.setdefault(k, i)
@@ -246,7 +247,7 @@ class BatchBuilder:
                                 "returned an empty batch)")
         from vime.utils.misc import load_function
 
-        convert_path = getattr(args, "custom_convert_samples_to_train_data_path", None)
+        convert_path = arg(args, "custom_convert_samples_to_train_data_path")
         keys = rollout_keys(samples)
         ids = _numeric_ids(keys)
         if convert_path:
@@ -257,11 +258,11 @@ class BatchBuilder:
                 custom["rollout_mask_sums"] = _mask_sums(keys, custom["loss_masks"])
             return custom
 
-        post_path = getattr(args, "custom_reward_post_process_path", None)
+        post_path = arg(args, "custom_reward_post_process_path")
         if post_path:
             fn = load_function(post_path, hook="custom_reward_post_process_path")
             require(conversion_problems(samples, keys, n_samples_per_prompt=_group_size(args),
-                                        reward_key=getattr(args, "reward_key", None),
+                                        reward_key=arg(args, "reward_key"),
                                         rewards=False))
             raw, rewards = _check_reward_post_process(fn, fn(args, samples), samples)
         else:
@@ -309,10 +310,10 @@ def global_batch_size(args: Namespace) -> int:
     Raises:
         ValueError: the result is < 1 (names the arguments).
     """
-    gbs = getattr(args, "global_batch_size", None)
+    gbs = arg(args, "global_batch_size")
     if gbs is None:
-        steps = getattr(args, "num_steps_per_rollout", None) or 1
-        gbs = args.rollout_batch_size * (getattr(args, "n_samples_per_prompt", 1) or 1) // steps
+        steps = arg(args, "num_steps_per_rollout") or 1
+        gbs = args.rollout_batch_size * arg(args, "n_samples_per_prompt") // steps
     if gbs < 1:
         raise ValueError(f"--global-batch-size resolves to {gbs}; it must be >= 1 rollouts per "
                          "optimiser step (set --global-batch-size or lower --num-steps-per-rollout)")

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
 from vime.ray.engine_control import (
     EngineInfo,
@@ -356,8 +357,8 @@ class EngineGroup:
 
 
 def _num_engines(args: Namespace) -> int:
-    total = getattr(args, "rollout_num_gpus", None) or 1
-    per = getattr(args, "rollout_num_gpus_per_engine", None) or 1
+    total = int(arg(args, "rollout_num_gpus") or 1)
+    per = int(arg(args, "rollout_num_gpus_per_engine"))
     if total % per:
         raise ValueError(f"--rollout-num-gpus={total} is not a multiple of "
                          f"--rollout-num-gpus-per-engine={per}")
@@ -379,12 +380,12 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
         EngineRegistrationError: an engine lacks the generate or abort route (names engine and
             vLLM version).
     """
-    external = getattr(args, "rollout_external_engine_addrs", None)
+    external = arg(args, "rollout_external_engine_addrs")
     if external:
         urls = [u if "://" in u else f"http://{u}" for u in external]
         infos = [run(probe_engine(u)) for u in urls]
         return EngineGroup(urls=[i.url for i in infos], infos=infos, external=True)
-    model = getattr(args, "hf_checkpoint", None)
+    model = arg(args, "hf_checkpoint")
     if not model:
         raise ValueError("start_engines: --hf-checkpoint is required to start vLLM engines "
                          "(or give --rollout-external-engine-addrs)")
@@ -392,7 +393,7 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
 
     n = _num_engines(args)
     cpu = is_vllm_cpu()
-    per = getattr(args, "rollout_num_gpus_per_engine", None) or 1
+    per = arg(args, "rollout_num_gpus_per_engine")
     actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
     actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,
                                name=f"engine-{i}", extra_args=getattr(args, "vllm_extra_args", None),

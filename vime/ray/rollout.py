@@ -37,6 +37,7 @@ from typing import Any
 
 import ray
 
+from vime.config import arg
 from vime.contract.checks.enforced import awaitable_result_problems, require
 from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
@@ -69,7 +70,7 @@ def load_hooks(args: Namespace) -> dict[str, Any]:
             message names the argument and the path.
     """
     loaded: dict[str, Any] = {}
-    group_rm = bool(getattr(args, "group_rm", False))
+    group_rm = bool(arg(args, "group_rm"))
     for dest, spec in HOOKS.items():
         value = getattr(args, dest, None)
         if not value:
@@ -86,11 +87,11 @@ def needs_engines(args: Namespace) -> bool:
     """False when no engine is needed: ``--no-rollout-engines``, an engine-free rollout function
     (the SFT rollout) for train and eval, or ``--debug-train-only`` with
     ``--load-debug-rollout-data``."""
-    if not getattr(args, "rollout_engines", True):
+    if not arg(args, "rollout_engines"):
         return False
-    if getattr(args, "debug_train_only", False) and getattr(args, "load_debug_rollout_data", None):
+    if arg(args, "debug_train_only") and arg(args, "load_debug_rollout_data"):
         return False
-    paths = {args.rollout_function_path, getattr(args, "eval_function_path", None)
+    paths = {args.rollout_function_path, arg(args, "eval_function_path")
              or args.rollout_function_path}
     return not paths <= ENGINE_FREE_ROLLOUTS
 
@@ -106,7 +107,7 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
     The checker honours ``--contract-check`` (off / warn / raise) and
     ``--contract-check-interval`` itself; in ``raise`` mode it raises one ``ContractError``.
     """
-    if getattr(args, "contract_check", "raise") == "off":
+    if arg(args, "contract_check") == "off":
         return 0.0
     from vime.contract.checks import validate_rollout_output
 
@@ -142,7 +143,7 @@ class RolloutManagerCore:
         self.generate_rollout = self.hooks["rollout_function_path"]
         self.eval_rollout = self.hooks.get("eval_function_path", self.generate_rollout)
         self.rollout_hook_path = args.rollout_function_path
-        self.eval_hook_path = getattr(args, "eval_function_path", None) or args.rollout_function_path
+        self.eval_hook_path = arg(args, "eval_function_path") or args.rollout_function_path
         self.data_source = self.hooks["data_source_path"](args)
         self.engines: Any = None
         self.router: Any = None
@@ -237,7 +238,7 @@ class RolloutManagerCore:
         return RolloutFnTrainOutput(samples=flat)  # type: ignore[arg-type]  # flat dump
 
     def _dump(self, rollout_id: int | str, samples: list[Sample], **extra: Any) -> None:
-        template = getattr(self.args, "save_debug_rollout_data", None)
+        template = arg(self.args, "save_debug_rollout_data")
         if not template:
             return
         import torch
@@ -266,7 +267,7 @@ class RolloutManagerCore:
             set_id(rollout_id)
         start = time.perf_counter()
         check_time = 0.0
-        if getattr(args, "load_debug_rollout_data", None):
+        if arg(args, "load_debug_rollout_data"):
             output = self._load_debug(rollout_id)
         else:
             result = call_rollout_fn(self.generate_rollout, args, rollout_id, self.data_source,
@@ -286,7 +287,7 @@ class RolloutManagerCore:
             metrics.update(rollout_metrics(args, samples, rollout_time))
         metrics["perf/rollout_time"] = rollout_time
         metrics["perf/contract_check_time"] = check_time
-        if getattr(args, "debug_rollout_only", False):
+        if arg(args, "debug_rollout_only"):
             return None, metrics
         data = BatchBuilder.convert(args, samples)
         data["total_lengths"] = [len(t) for t in data["tokens"]]
@@ -302,7 +303,7 @@ class RolloutManagerCore:
             ``--log-passrate``, the function's own metrics, ``perf/eval_time`` (seconds).
         """
         args = self.args
-        if getattr(args, "debug_train_only", False):
+        if arg(args, "debug_train_only"):
             return {}
         start = time.perf_counter()
         output = call_rollout_fn(self.eval_rollout, args, rollout_id, self.data_source,
@@ -359,7 +360,7 @@ class RolloutManagerCore:
 
 
 def _seed_process(args: Namespace) -> None:
-    seed = int(getattr(args, "seed", 1234))
+    seed = int(arg(args, "seed"))
     random.seed(seed)
     with contextlib.suppress(ImportError):
         import numpy as np

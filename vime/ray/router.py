@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
 from vime.ray.engine import find_free_port
 
@@ -184,16 +185,15 @@ def router_address(args: Namespace, engine_urls: Sequence[str], *,
     Raises:
         NotImplementedError: an unsupported policy; RouterStartError: the router failed.
     """
-    ip = getattr(args, "vllm_router_ip", None)
-    port = getattr(args, "vllm_router_port", None)
+    ip = arg(args, "vllm_router_ip")
+    port = arg(args, "vllm_router_port")
     if ip and port:
         return str(ip), int(port), None
     if len(engine_urls) == 1:
         parts = urlsplit(engine_urls[0])
         return str(parts.hostname), int(parts.port or 80), None
-    router = VLLMRouter(engine_urls, policy=getattr(args, "router_policy", None) or
-                        "consistent_hash",
-                        request_timeout_secs=getattr(args, "router_request_timeout_secs", None)
-                        or 14400, log_dir=log_dir)
+    router = VLLMRouter(engine_urls, policy=arg(args, "router_policy"),
+                        request_timeout_secs=arg(args, "router_request_timeout_secs"),
+                        log_dir=log_dir)
     router.start()
     return router.host, int(router.port or 0), router

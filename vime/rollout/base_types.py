@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
@@ -177,7 +178,7 @@ def finalize_rollout_groups(
         return leaf.index if leaf is not None and leaf.index is not None else 0
 
     groups = sorted(groups, key=first_index)
-    path = getattr(args, "rollout_sample_filter_path", None)
+    path = arg(args, "rollout_sample_filter_path")
     if path:
         from vime.utils.misc import load_function
 

@@ -30,6 +30,7 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
+from vime.config import arg
 from vime.contract.hooks import HOOKS
 from vime.utils.types import Sample
 
@@ -115,27 +116,27 @@ class RolloutDataSource(DataSource):
         self.sample_index = 0
         self.metadata: dict[str, Any] = {}
         self.dataset: Any = None
-        if getattr(args, "rollout_global_dataset", True) and getattr(args, "prompt_data", None):
+        if arg(args, "rollout_global_dataset") and arg(args, "prompt_data"):
             self.dataset = self._build_dataset(args)
-            if getattr(args, "rollout_shuffle", False):
+            if arg(args, "rollout_shuffle"):
                 self.dataset.shuffle(self.epoch_id)
 
     @staticmethod
     def _build_dataset(args: Namespace) -> Any:
         from vime.utils.data import Dataset, load_tokenizer
 
-        max_len = getattr(args, "rollout_max_prompt_len", None)
-        template = getattr(args, "apply_chat_template", False)
+        max_len = arg(args, "rollout_max_prompt_len")
+        template = arg(args, "apply_chat_template")
         tokenizer = load_tokenizer(args.hf_checkpoint) if (template or max_len) else None
         return Dataset(
             args.prompt_data, tokenizer=tokenizer, max_length=max_len,
-            input_key=getattr(args, "input_key", "input"),
-            label_key=getattr(args, "label_key", None),
-            metadata_key=getattr(args, "metadata_key", "metadata"),
-            tool_key=getattr(args, "tool_key", "tools"),
+            input_key=arg(args, "input_key"),
+            label_key=arg(args, "label_key"),
+            metadata_key=arg(args, "metadata_key"),
+            tool_key=arg(args, "tool_key"),
             apply_chat_template=template,
-            apply_chat_template_kwargs=getattr(args, "apply_chat_template_kwargs", None),
-            seed=getattr(args, "rollout_seed", 42),
+            apply_chat_template_kwargs=arg(args, "apply_chat_template_kwargs"),
+            seed=arg(args, "rollout_seed"),
         )
 
     # ---- prompts -------------------------------------------------------------------------
@@ -155,7 +156,7 @@ class RolloutDataSource(DataSource):
             if self.sample_offset >= len(self.dataset):
                 self.epoch_id += 1
                 self.sample_offset = 0
-                if getattr(self.args, "rollout_shuffle", False):
+                if arg(self.args, "rollout_shuffle"):
                     self.dataset.shuffle(self.epoch_id)
         return prompts
 
@@ -219,13 +220,13 @@ class RolloutDataSource(DataSource):
         self.sample_group_index = int(state["sample_group_index"])
         self.sample_index = int(state["sample_index"])
         self.metadata = dict(state.get("metadata") or {})
-        if self.dataset is not None and getattr(self.args, "rollout_shuffle", False):
+        if self.dataset is not None and arg(self.args, "rollout_shuffle"):
             self.dataset.shuffle(self.epoch_id)
 
     def save(self, rollout_id: int) -> None:
         """Write :meth:`state_dict` to ``{args.save}/rollout/global_dataset_state_dict_{id}.pt``
         atomically; does nothing without ``--save``."""
-        folder = getattr(self.args, "save", None)
+        folder = arg(self.args, "save")
         if not folder:
             return
         _atomic_torch_save(self.state_dict(), state_path(folder, rollout_id))
@@ -238,7 +239,7 @@ class RolloutDataSource(DataSource):
         Raises:
             ValueError: the file exists but is not a data-source state (path named).
         """
-        folder = getattr(self.args, "load", None)
+        folder = arg(self.args, "load")
         if not folder:
             return
         if rollout_id is None:
@@ -285,7 +286,7 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
 
         super().__init__(args)
         self.buffer: list[list[Sample]] = []
-        path = str(getattr(args, "buffer_filter_path", None)
+        path = str(arg(args, "buffer_filter_path")
                    or HOOKS["buffer_filter_path"].default)
         self.buffer_filter = load_function(path, hook="buffer_filter_path")
         self._buffer_filter_path = path

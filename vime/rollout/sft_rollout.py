@@ -23,6 +23,7 @@ import functools
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.contract.hooks import SFT_ROLLOUT_PATH
 from vime.rollout.base_types import (
@@ -38,10 +39,10 @@ _ROLLOUT = SFT_ROLLOUT_PATH
 
 
 def _check_args(args: Namespace) -> None:
-    if getattr(args, "n_samples_per_prompt", 1) != 1:
+    if arg(args, "n_samples_per_prompt") != 1:
         raise ContractError(f"{_ROLLOUT} needs --n-samples-per-prompt 1, got "
                             f"{args.n_samples_per_prompt}: a conversation is one sample")
-    if getattr(args, "apply_chat_template", False):
+    if arg(args, "apply_chat_template"):
         raise ContractError(f"{_ROLLOUT} needs message-list prompts; remove "
                             "--apply-chat-template (the loss mask renders the template itself)")
 
@@ -51,7 +52,7 @@ def _mask_generator(args: Namespace) -> Any:
     from vime.utils.mask_utils import MultiTurnLossMaskGenerator
 
     return MultiTurnLossMaskGenerator(load_tokenizer(args.hf_checkpoint),
-                                      tokenizer_type=getattr(args, "loss_mask_type", "qwen"))
+                                      tokenizer_type=arg(args, "loss_mask_type"))
 
 
 def _tokenize(sample: Sample, generator: Any, where: str) -> None:

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vime.config import arg
+
 __all__ = [
     "DEFAULT_EVAL_NAME",
     "EvalDatasetConfig",
@@ -237,8 +239,9 @@ def _resolve(entry: Mapping[str, Any], defaults: Mapping[str, Any],
             values[name] = defaults[name]
         else:
             for attr in _CLI_FALLBACK.get(name, ()):
-                if getattr(args, attr, None) is not None:
-                    values[name] = getattr(args, attr)
+                value = arg(args, attr)
+                if value is not None:
+                    values[name] = value
                     break
             else:
                 if name in _FINAL_DEFAULTS:
@@ -258,11 +261,11 @@ def build_eval_datasets(args: Namespace) -> list[EvalDatasetConfig]:
         ValueError, NotImplementedError, FileNotFoundError: see :func:`load_eval_config` and
             :func:`parse_eval_prompt_data`.
     """
-    config = getattr(args, "eval_config", None)
+    config = arg(args, "eval_config")
     if config:
         defaults, entries = load_eval_config(config)
     else:
         defaults = {}
         entries = [{"name": n, "path": p}
-                   for n, p in parse_eval_prompt_data(getattr(args, "eval_prompt_data", None))]
+                   for n, p in parse_eval_prompt_data(arg(args, "eval_prompt_data"))]
     return [_resolve(e, defaults, args) for e in entries]

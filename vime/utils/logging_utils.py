@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vime.config import arg
 from vime.rollout.rollout_metrics import BUILTIN_ROLLOUT_METRICS, rollout_metrics
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "METRICS_FILE", "MetricsLog", "TrainProgress", "eval_metrics", "pass_at_k",
@@ -59,14 +60,14 @@ def eval_metrics(args: Namespace, data: Mapping[str, Mapping[str, Any]]) -> dict
         taken in consecutive groups of ``n_samples_per_eval_prompt``).
     """
     out: dict[str, float] = {}
-    group = int(getattr(args, "n_samples_per_eval_prompt", 1) or 1)
+    group = int(arg(args, "n_samples_per_eval_prompt"))
     for name, entry in data.items():
         rewards = [float(r) for r in entry.get("rewards", [])]
         out[f"eval/{name}"] = _mean(rewards)
         if "truncated" in entry:
             out[f"eval/{name}-truncated_ratio"] = _mean([float(bool(t))
                                                          for t in entry["truncated"]])
-        if getattr(args, "log_passrate", False) and rewards and len(rewards) % group == 0:
+        if arg(args, "log_passrate") and rewards and len(rewards) % group == 0:
             k = 1
             while k <= group:
                 vals = [pass_at_k(group, sum(r > 0 for r in rewards[i:i + group]), k)

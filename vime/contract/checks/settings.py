@@ -1,9 +1,10 @@
 """The run's configuration as the runtime checker reads it, and where a check runs.
 
 ``CheckSettings.from_args(args)`` reads every argument the checks depend on with
-``getattr(args, name, default)`` (the checker must work on any ``argparse.Namespace``, also
-one without vime's full argument set). ``CheckContext`` says which user function is being
-checked and at which rollout step, for the ``in ...`` line of every finding.
+``vime.config.arg`` (``args``' value, else the parser's default: the checker works on any
+``argparse.Namespace``, also one without vime's full argument set). ``CheckContext`` says
+which user function is being checked and at which rollout step, for the ``in ...`` line of
+every finding.
 
 Usage::
 
@@ -21,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from vime.config import arg
 from vime.contract.hooks import HOOKS
 
 __all__ = ["CheckContext", "CheckSettings", "Mode", "MODES"]
@@ -110,40 +112,40 @@ class CheckSettings:
 
     @classmethod
     def from_args(cls, args: Any) -> CheckSettings:
-        """Read the settings from ``args`` (any object; missing attributes take defaults).
+        """Read the settings from ``args`` (any object; a missing attribute: the parser's default).
 
         Raises:
             ValueError: ``--contract-check`` is not one of off/warn/raise, or
                 ``--contract-check-interval`` is not a positive int (the message names the
                 argument and the value).
         """
-        mode = getattr(args, "contract_check", "raise") or "raise"
+        mode = arg(args, "contract_check")
         if mode not in MODES:
             raise ValueError(f"--contract-check={mode!r}: expected one of {', '.join(MODES)}")
-        interval = getattr(args, "contract_check_interval", 1)
+        interval = arg(args, "contract_check_interval")
         if interval is None:
             interval = 1
         if not isinstance(interval, int) or isinstance(interval, bool) or interval < 1:
             raise ValueError(f"--contract-check-interval={interval!r}: expected an int >= 1")
-        n = getattr(args, "n_samples_per_prompt", 1)
+        n = arg(args, "n_samples_per_prompt")
         vocab = getattr(args, "vocab_size", None)
         return cls(
             n_samples_per_prompt=n if isinstance(n, int) and n > 0 else 1,
-            rollout_batch_size=getattr(args, "rollout_batch_size", None),
-            reward_key=getattr(args, "reward_key", None) or None,
-            eval_reward_key=getattr(args, "eval_reward_key", None) or None,
+            rollout_batch_size=arg(args, "rollout_batch_size"),
+            reward_key=arg(args, "reward_key") or None,
+            eval_reward_key=arg(args, "eval_reward_key") or None,
             logprob_flags=tuple(flag for name, flag in LOGPROB_CONSUMERS
-                                if getattr(args, name, False)),
-            partial_rollout=bool(getattr(args, "partial_rollout", False)),
-            rm_type=getattr(args, "rm_type", None) or None,
-            custom_rm_path=getattr(args, "custom_rm_path", None) or None,
-            label_key=getattr(args, "label_key", None) or None,
-            rollout_sample_filter_path=getattr(args, "rollout_sample_filter_path", None) or None,
+                                if arg(args, name)),
+            partial_rollout=bool(arg(args, "partial_rollout")),
+            rm_type=arg(args, "rm_type") or None,
+            custom_rm_path=arg(args, "custom_rm_path") or None,
+            label_key=arg(args, "label_key") or None,
+            rollout_sample_filter_path=arg(args, "rollout_sample_filter_path") or None,
             rollout_all_samples_process_path=(
-                getattr(args, "rollout_all_samples_process_path", None) or None),
+                arg(args, "rollout_all_samples_process_path") or None),
             eval_dataset_names=_dataset_names(getattr(args, "eval_datasets", None)),
             vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else None,
-            loss_type=getattr(args, "loss_type", None),
+            loss_type=arg(args, "loss_type"),
             mode=mode,
             interval=interval,
         )

@@ -25,6 +25,7 @@ from argparse import Namespace
 from collections.abc import Sequence
 from typing import Any
 
+from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.contract.invariants import INVARIANTS
 from vime.rollout.rm_hub.f1 import f1_score
@@ -50,7 +51,7 @@ async def remote_rm(args: Namespace, sample: Sample, **kwargs: Any) -> float | d
     """
     from vime.utils.http_utils import post
 
-    url = getattr(args, "rm_url", None)
+    url = arg(args, "rm_url")
     if not url:
         raise ValueError("--rm-type remote_rm needs --rm-url (the reward server's URL)")
     body = await post(url, {"prompt": sample.prompt, "response": sample.response,
@@ -62,7 +63,7 @@ async def remote_rm(args: Namespace, sample: Sample, **kwargs: Any) -> float | d
 
 
 def _rm_type(args: Namespace, sample: Sample) -> str:
-    rm_type = (sample.metadata or {}).get("rm_type") or getattr(args, "rm_type", None)
+    rm_type = (sample.metadata or {}).get("rm_type") or arg(args, "rm_type")
     if not rm_type:
         raise ValueError(f"sample index={sample.index}: no reward model: set --rm-type (e.g. "
                          "math), --custom-rm-path, or metadata['rm_type']")
@@ -103,7 +104,7 @@ async def async_rm(args: Namespace, sample: Sample, **kwargs: Any) -> float | di
         ValueError: no reward model configured; a label-based RM without a label.
         NotImplementedError: an rm type that v1 does not have.
     """
-    path = sample.custom_rm_path or getattr(args, "custom_rm_path", None)
+    path = sample.custom_rm_path or arg(args, "custom_rm_path")
     if path:
         from vime.utils.misc import load_function
 
@@ -125,7 +126,7 @@ async def batched_async_rm(args: Namespace, samples: Sequence[Sample], **kwargs:
     import asyncio
 
     samples = list(samples)
-    path = getattr(args, "custom_rm_path", None)
+    path = arg(args, "custom_rm_path")
     if not path:
         return list(await asyncio.gather(*(async_rm(args, s, **kwargs) for s in samples)))
     from vime.utils.misc import load_function
