@@ -23,7 +23,7 @@ _OUTSIDE_DOCS = ["".join(parts) + ".md" for parts in
                  (("CON", "TRACT"), ("ENVIRON", "MENT"), ("ARCHI", "TECTURE"), ("STY", "LE"))]
 _SHARED = "sha" + "red"
 PATTERNS = [re.compile(rf"\b{re.escape(name)}") for name in _OUTSIDE_DOCS] + [
-    re.compile(rf"(?:\.\./)+{_SHARED}(?:/|\b)"),     # ../shared/..., ../../shared
+    re.compile(rf"(?:\.\./)+{_SHARED}(?:/|\b)"),     # one or more "../" then the folder
     re.compile(rf"/work/{_SHARED}(?:/|\b)"),         # the absolute path of the same folder
 ]
 
