@@ -111,9 +111,13 @@ class _Keep(dict[str, Any]):
 
 
 #: Runtime ids the runtime enforces whatever ``--contract-check`` says: a batch that breaks one
-#: cannot be converted to training data (or would serve a group twice from the buffer).
+#: cannot be converted to training data (VIM108/110/112/113/115, VIM103 for positional groups,
+#: VIM162 for the conversion hooks), would serve a group twice from the buffer (VIM102/103), a
+#: sync hook's coroutine would never run (VIM165), or the built-in generate would generate a
+#: finished sample again (VIM140). The same ids are also checked per policy at their boundaries.
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
-    "VIM102", "VIM103", "VIM108", "VIM112", "VIM113", "VIM115", "VIM162", "VIM165",
+    "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM140", "VIM162",
+    "VIM165",
 })
 
 

@@ -30,7 +30,7 @@ from vime.contract.checks.hook_results import awaitable_problem
 from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import check_vim108
 from vime.contract.checks.settings import CheckSettings
-from vime.contract.checks.shape import Leaf, Rollout, Shape, read_shape
+from vime.contract.checks.shape import Leaf, Rollout, Shape, group_rollouts, read_shape
 from vime.contract.checks.values import reward_problem
 from vime.contract.errors import ContractError, Violation
 from vime.contract.invariants import INVARIANTS
@@ -103,21 +103,10 @@ def _conversion_shape(samples: Sequence[Sample], keys: Sequence[Hashable], n: in
             rollouts[key] = Rollout(leaf.loc.prefix, [leaf])
         else:
             rollout.leaves.append(leaf)
-    order = list(rollouts.values())
     shape = Shape(depth=1, leaves=leaves)
-    if all(r.leaves[0].sample.group_index is not None for r in order):
-        by_group: dict[Any, list[Rollout]] = {}
-        for r in order:
-            by_group.setdefault(r.leaves[0].sample.group_index, []).append(r)
-        for g, members in by_group.items():
-            shape.groups.append(members)
-            shape.group_prefixes.append(f"samples (group_index={g})")
-    else:
-        for start in range(0, len(order), n):
-            chunk = order[start:start + n]
-            shape.groups.append(chunk)
-            shape.group_prefixes.append(f"rollouts[{start}:{start + len(chunk)}] (no "
-                                        "group_index: positional groups)")
+    group_rollouts(shape, list(rollouts.values()), n,
+                   by_group=lambda g: f"samples (group_index={g})",
+                   chunk=lambda a, b: f"rollouts[{a}:{b}] (no group_index: positional groups)")
     return shape
 
 

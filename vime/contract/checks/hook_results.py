@@ -73,17 +73,26 @@ def awaitable_problem(result: Any, hook_arg: str, name: str) -> Violation | None
 # ---- B2: generate ---------------------------------------------------------------------------
 
 
+def generate_status_problems(status: Any, where: str = "generate input") -> list[Violation]:
+    """VIM140: generate takes a PENDING or ABORTED sample (the built-in generate always
+    enforces this)."""
+    if status in _RESUMABLE:
+        return []
+    shown = status.name if isinstance(status, Sample.Status) else repr(status)
+    return [INVARIANTS["VIM140"].violation(
+        where, problem=f"has status {shown}; generate takes PENDING or ABORTED samples "
+        "(finished samples must not be generated again)",
+        fix="skip COMPLETED/TRUNCATED/FAILED samples before calling generate")]
+
+
 def generate_entry_problems(status: Any, response_length: Any, s: CheckSettings, *,
                             where: str = "generate input") -> list[Violation]:
     """VIM140 on entry: the sample is PENDING or ABORTED, and has a response only with
     ``--partial-rollout``."""
     inv = INVARIANTS["VIM140"]
-    if status not in _RESUMABLE:
-        shown = status.name if isinstance(status, Sample.Status) else repr(status)
-        return [inv.violation(where, problem=f"has status {shown}; generate takes PENDING or "
-                              "ABORTED samples (finished samples must not be generated again)",
-                              fix="skip COMPLETED/TRUNCATED/FAILED samples before calling "
-                              "generate")]
+    found = generate_status_problems(status, where)
+    if found:
+        return found
     if isinstance(response_length, int) and response_length > 0 and not s.partial_rollout:
         return [inv.violation(where, problem=f"already has response_length={response_length} "
                               "without --partial-rollout: generate would continue stale tokens",

@@ -18,6 +18,7 @@ See ``docs/contract.md`` §3 (samples, fan-out, flat legacy) and §6b.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
-__all__ = ["Leaf", "Rollout", "Shape", "read_shape"]
+__all__ = ["Leaf", "Rollout", "Shape", "group_rollouts", "read_shape"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,25 @@ def read_shape(samples: Any, s: CheckSettings,
     return shape, out
 
 
+def group_rollouts(shape: Shape, rollouts: list[Rollout], n: int, *,
+                   by_group: Callable[[Any], str], chunk: Callable[[int, int], str]) -> None:
+    """Append ``rollouts`` (a flat list) to ``shape`` as groups: by the ``group_index`` of each
+    rollout's first leaf when every one has one, else in positional chunks of ``n``.
+    ``by_group(g)`` and ``chunk(start, end)`` name each group."""
+    if all(r.leaves[0].sample.group_index is not None for r in rollouts):
+        by_key: dict[Any, list[Rollout]] = {}
+        for r in rollouts:
+            by_key.setdefault(r.leaves[0].sample.group_index, []).append(r)
+        for key, members in by_key.items():
+            shape.groups.append(members)
+            shape.group_prefixes.append(by_group(key))
+        return
+    for start in range(0, len(rollouts), n):
+        members = rollouts[start:start + n]
+        shape.groups.append(members)
+        shape.group_prefixes.append(chunk(start, start + len(members)))
+
+
 def _flat(samples: list[Sample], s: CheckSettings,
           root: str = "samples") -> tuple[Shape, list[Violation]]:
     n = s.n_samples_per_prompt
@@ -135,16 +155,7 @@ def _flat(samples: list[Sample], s: CheckSettings,
     shape = Shape(depth=1)
     leaves = [_leaf(x, f"{root}[{i}]") for i, x in enumerate(samples)]
     shape.leaves = leaves
-    if all(x.group_index is not None for x in samples):
-        by_key: dict[Any, list[Rollout]] = {}
-        for leaf in leaves:
-            by_key.setdefault(leaf.sample.group_index, []).append(Rollout(leaf.loc.prefix, [leaf]))
-        for key, rollouts in by_key.items():
-            shape.groups.append(rollouts)
-            shape.group_prefixes.append(f"{root} (group_index={key})")
-    else:
-        for start in range(0, len(leaves), n):
-            chunk = leaves[start:start + n]
-            shape.groups.append([Rollout(leaf.loc.prefix, [leaf]) for leaf in chunk])
-            shape.group_prefixes.append(f"{root}[{start}:{start + len(chunk)}]")
+    group_rollouts(shape, [Rollout(leaf.loc.prefix, [leaf]) for leaf in leaves], n,
+                   by_group=lambda g: f"{root} (group_index={g})",
+                   chunk=lambda a, b: f"{root}[{a}:{b}]")
     return shape, [finding]

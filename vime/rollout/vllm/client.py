@@ -20,8 +20,9 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.contract.checks.enforced import require
+from vime.contract.checks.hook_results import generate_status_problems
 from vime.contract.errors import ContractError
-from vime.contract.invariants import INVARIANTS
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import (
     build_generate_request,
@@ -140,11 +141,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         vime.utils.http_utils.HTTPError: another HTTP error (e.g. 400, the server's message).
     """
     state = await get_state(args)
-    if sample.status not in (Sample.Status.PENDING, Sample.Status.ABORTED):
-        raise ContractError([INVARIANTS["VIM140"].violation(
-            f"sample index={sample.index}", problem=f"generate got a sample with status "
-            f"{sample.status.value}; expected pending or aborted (a finished sample is not "
-            "generated again)")])
+    require(generate_status_problems(sample.status, f"generate input (index={sample.index})"))
     await state.ensure_registered()
     loop = asyncio.get_running_loop()
     url = state.base_url + "/inference/v1/generate"

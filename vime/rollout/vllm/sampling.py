@@ -18,7 +18,8 @@ from argparse import Namespace
 from typing import Any
 
 from vime.contract import checks as rt
-from vime.contract.hooks import BUILTIN_GENERATE_PATH
+from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
+from vime.contract.signature import optional_kwargs
 from vime.rollout.base_types import iter_samples
 from vime.rollout.vllm.client import generate
 from vime.rollout.vllm.state import RolloutState, get_state
@@ -58,17 +59,10 @@ def _generate_function(args: Namespace, sample: Sample, evaluation: bool) -> tup
     return load_function(path, hook="custom_generate_function_path"), path
 
 
-def _accepts(fn: Any, name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-
-
 async def _call_generate(state: RolloutState, fn: Any, args: Namespace, sample: Sample,
                          sampling_params: dict[str, Any], evaluation: bool) -> Any:
-    kwargs = {"evaluation": evaluation} if fn is not generate and _accepts(fn, "evaluation") else {}
+    kwargs = ({} if fn is generate else
+              optional_kwargs(fn, HOOKS["custom_generate_function_path"], evaluation=evaluation))
     if getattr(fn, "abort_mode", None) != "request":
         return await fn(args, sample, sampling_params, **kwargs)
     task = asyncio.ensure_future(fn(args, sample, sampling_params, **kwargs))
@@ -91,12 +85,9 @@ async def _run_sample_hooks(state: RolloutState, args: Namespace, sample: Sample
 
     for path in getattr(args, "rollout_sample_hook_path", None) or []:
         hook = load_function(path, hook="rollout_sample_hook_path")
-        kwargs: dict[str, Any] = {}
-        if _accepts(hook, "rollout_id"):
-            kwargs["rollout_id"] = state.rollout_id
-        if _accepts(hook, "evaluation"):
-            kwargs["evaluation"] = evaluation
-        out = hook(args, sample, **kwargs)
+        out = hook(args, sample, **optional_kwargs(hook, HOOKS["rollout_sample_hook_path"],
+                                                   rollout_id=state.rollout_id,
+                                                   evaluation=evaluation))
         if inspect.isawaitable(out):
             out = await out
         rt.check_sample_hook_result(out, args, hook_path=path, rollout_id=state.rollout_id)

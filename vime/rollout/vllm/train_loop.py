@@ -27,8 +27,7 @@ from collections import Counter
 from typing import Any
 
 from vime.contract import checks as rt
-from vime.contract.errors import ContractError
-from vime.contract.invariants import INVARIANTS
+from vime.contract.checks.enforced import group_size_problems, require
 from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups, iter_samples
 from vime.rollout.rollout_metrics import rollout_step_metrics
 from vime.rollout.vllm.abort import abort, recyclable_groups
@@ -112,12 +111,10 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                 if len(kept) >= target:
                     extra.append(group)
                     continue
-                if len(group) != n:
-                    first = next(iter_samples(group), None)
-                    raise ContractError([INVARIANTS["VIM103"].violation(
-                        f"rollout {rollout_id}, group_index="
-                        f"{first.group_index if first is not None else None}",
-                        actual=len(group), expected=n)])
+                first = next(iter_samples(group), None)
+                require(group_size_problems([group], n, [
+                    f"rollout {rollout_id}, group_index="
+                    f"{first.group_index if first is not None else None}"]))
                 finished.append(group)
                 if dyn is not None:
                     keep, reason, fallback = _run_dynamic_filter(dyn, str(filter_path), args,
