@@ -131,11 +131,19 @@ def test_engine_killed_mid_rollout(victim_and_router, tiny_model_dir, caplog):
         assert s.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED)
         assert len(s.rollout_log_probs) == s.response_length >= 1
         assert s.reward in (0.0, 1.0)
-    retries = [r for r in caplog.records if "retrying through" in r.getMessage()]
+    # The victim's running requests were re-sent to the live engine: usually by the router
+    # itself (its log shows the failed sends and the ring shrinking to one worker; the client
+    # then sees no failure), else by vime's client. Any client retry went through the router,
+    # never straight to an engine, and was for a sample of this rollout.
+    retried = _retries(caplog)
+    for index, url, _ in retried:
+        assert url == f"{router.url}/inference/v1/generate" and index in indices, retried
     print(f"fail-over done {time.monotonic() - killed_at:.1f} s after the kill; "
-          f"client-side retries: {len(retries)}")
+          f"client-side retries: {len(retried)}")
+    caplog.clear()
 
-    # the victim as the only engine: a clear error naming it, no sample touched
+    # the victim as the only engine: the client retries with back-off, then a clear error
+    # naming the engine, no sample touched
     source2 = Source(2)
     start = time.monotonic()
     with pytest.raises(EngineUnavailableError) as info:
@@ -145,8 +153,30 @@ def test_engine_killed_mid_rollout(victim_and_router, tiny_model_dir, caplog):
     assert "--rollout-engine-retry-secs" in message
     assert info.value.dead_engines == [victim.url]
     assert time.monotonic() - start < 30
+    # A first failure never exhausts --rollout-engine-retry-secs (2 s): at least one retry,
+    # after the first back-off step, straight to the victim (there is no router here).
+    attempts = re.search(r"\((\d+) attempt\(s\)\)", message)
+    assert attempts and int(attempts.group(1)) >= 2, message
+    retried = _retries(caplog)
+    assert retried, "the client did not retry the dead engine before giving up"
+    given = {s.index for s in iter_samples(source2.given)}
+    for index, url, _ in retried:
+        assert url == f"{victim.url}/inference/v1/generate" and index in given, retried
+    assert {delay for _, _, delay in retried} <= {1.0, 2.0, 4.0}, retried   # 1, 2, 4, 4, ... s
+    assert min(delay for _, _, delay in retried) == 1.0, retried
     for s in iter_samples(source2.given):
         assert s.status == Sample.Status.PENDING and s.tokens == [] and s.response_length == 0
+
+
+def _retries(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str, float]]:
+    """``(sample index, url, delay s)`` of each "retrying through" warning of vime's client."""
+    out = []
+    for record in caplog.records:
+        found = re.match(r"generate: sample index=(\d+): .*; retrying through (\S+) in "
+                         r"([0-9.]+) s$", record.getMessage())
+        if found:
+            out.append((int(found.group(1)), found.group(2), float(found.group(3))))
+    return out
 
 
 async def run_registration(args: Namespace) -> None:

@@ -80,8 +80,11 @@ def test_bare_dict_in_eval_is_wrapped_with_deprecation_warning() -> None:
 def test_rejected_results_name_function_mode_and_type(value: Any, evaluation: bool, message: str) -> None:
     with pytest.raises(ContractError, match=message) as info:
         call_rollout_fn(returning(value), None, 0, None, evaluation=evaluation)
-    assert "VIM101 error: rollout function `tests.unit.contract.test_call_rollout_fn.returning.<locals>.generate_rollout`" in str(info.value) or \
-        "returning.<locals>.generate_rollout" in str(info.value)
+    # The function is named by module and qualified name (this module's name depends on how
+    # pytest imported it, so it is read, not spelled out).
+    name = f"{returning.__module__}.returning.<locals>.generate_rollout"
+    assert f"VIM101 error: rollout function `{name}` ({'eval' if evaluation else 'train'}) " \
+        f"returned " in str(info.value)
 
 
 def test_coroutine_is_closed_and_rejected() -> None:

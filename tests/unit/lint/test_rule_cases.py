@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import string
+
 import pytest
 
+from vime.contract.invariants import INVARIANTS
 from vime_lint.static._engine import lint_source
 from vime_lint.static._model import Invalid, Valid, options_from_mapping
 from vime_lint.static._rule import Rule
@@ -43,7 +46,12 @@ def test_invalid(rule: type[Rule], case: Invalid) -> None:
     assert (case.line, case.col) in positions, positions
     hit = next(f for f in mine if (f.line, f.col) == (case.line, case.col))
     assert hit.slug == rule.slug()
-    assert hit.message and rule.code() not in ("",)
+    assert hit.message.strip(), "empty message"
+    template = INVARIANTS[rule.code()].message_template
+    unfilled = [f"{{{name}}}" for _, name, _, _ in string.Formatter().parse(template)
+                if name and f"{{{name}}}" in hit.message]
+    assert not unfilled, f"message fields left unfilled: {unfilled} in {hit.message!r}"
+    assert hit.fix_hint and "\n" not in hit.fix_hint, hit.fix_hint  # one line: how to fix it
     if case.severity is not None:
         assert hit.severity == case.severity
     fixed = lint_source(case.code, "case.py", options, rules=_rules_for(rule), fix=True, unsafe_fixes=True)

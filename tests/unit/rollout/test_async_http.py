@@ -63,12 +63,14 @@ def test_run_timeout():
 class _Server:
     """A local threaded HTTP server answering from a script of (status, body) replies (then
     ``200 {}``); a ``None`` reply closes the connection without answering (a kept-alive
-    connection the server dropped); ``delays`` maps a path to seconds to wait before answering."""
+    connection the server dropped); ``delays`` maps a path to seconds to wait before answering.
+    ``calls`` records each request as it arrives, ``answered`` each path as its reply is sent."""
 
     def __init__(self, replies=(), delays=None):
         self.replies = list(replies)
         delays = dict(delays or {})
         self.calls = []
+        self.answered = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +85,7 @@ class _Server:
                     self.close_connection = True
                     return
                 status, body = reply
+                outer.answered.append(self.path)
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -177,26 +180,31 @@ def one_connection_pools():
     http_utils._config.update(saved)
 
 
-def _fast_while_slow(url: str, slow_pool: str) -> float:
-    """Seconds a default-pool POST /fast takes while ``slow_pool`` holds a POST /slow."""
+def _answer_order(srv: _Server, slow_pool: str) -> list[str]:
+    """The order the server answered a POST /slow on ``slow_pool`` and a default-pool POST
+    /fast sent once /slow holds its connection (the server keeps /slow for its delay)."""
 
     async def both():
-        slow = asyncio.ensure_future(post(url + "/slow", {}, pool=slow_pool))
-        await asyncio.sleep(0.2)   # /slow holds its pool's only connection
-        t0 = time.monotonic()
-        await post(url + "/fast", {})
-        elapsed = time.monotonic() - t0
+        srv.answered.clear()
+        before = len(srv.calls)
+        slow = asyncio.ensure_future(post(srv.url + "/slow", {}, pool=slow_pool))
+        deadline = time.monotonic() + 60
+        while not any(path == "/slow" for _, path, _, _ in srv.calls[before:]):
+            assert time.monotonic() < deadline, "POST /slow never reached the server"
+            await asyncio.sleep(0.01)   # now /slow holds its pool's only connection
+        await post(srv.url + "/fast", {})
         await slow
-        return elapsed
+        return list(srv.answered)
 
     return run(both())
 
 
 def test_control_calls_do_not_queue_behind_generate_calls(one_connection_pools):
-    srv = _Server(delays={"/slow": 2.0})
+    # Ordering, not timing: /fast overtakes /slow only when it does not wait for its connection.
+    srv = _Server(delays={"/slow": 3.0})
     try:
-        assert _fast_while_slow(srv.url, "generate") < 1.0      # separate pools
-        assert _fast_while_slow(srv.url, "default") > 1.5       # one pool: it waits
+        assert _answer_order(srv, "generate") == ["/fast", "/slow"]   # separate pools
+        assert _answer_order(srv, "default") == ["/slow", "/fast"]    # one pool: it waits
     finally:
         srv.close()
     with pytest.raises(ValueError, match="unknown pool 'other'"):

@@ -117,9 +117,12 @@ def test_recorded_stop_response_includes_stop_token():
 
 
 def test_recorded_responses_match_vllm_schema():
-    protocol = pytest.importorskip(
-        "vllm.entrypoints.scale_out.token_in_token_out.protocol")
-    sp_mod = pytest.importorskip("vllm.sampling_params")
+    # Imported plainly, not importorskip: vllm is always in the dev environment (`make test`
+    # installs the cpu extra), and a moved or renamed module is exactly the schema change this
+    # test exists to report, so it must fail, not skip.
+    import vllm.entrypoints.scale_out.token_in_token_out.protocol as protocol
+    import vllm.sampling_params as sp_mod
+
     for kind in ("length", "stop", "abort"):
         protocol.GenerateTokensResponse.model_validate(load(kind))
     params = make_sampling_params(temperature=1.0, top_p=1.0, top_k=-1, max_response_len=8,

@@ -282,5 +282,10 @@ def test_vim120_warns_when_sample_filter_bypassed() -> None:
 def test_vim120_accepts_finalized_output() -> None:
     args = make_args(rollout_all_samples_process_path="my_pkg.hooks.log_all")
     out = finalize_rollout_groups(args, 7, make_groups())
+    assert out.finalized is True
     assert only(findings(out, args), "VIM120") == []
-    assert HOOK  # the context names the hook (see the policy tests)
+    # The same groups returned directly are flagged, naming the all-samples hook that never ran,
+    # and the context names the rollout hook and step.
+    (bypassed,) = only(findings(train_output(make_groups()), args), "VIM120")
+    assert "--rollout-all-samples-process-path never ran" in bypassed.message
+    assert bypassed.context == f"rollout `{HOOK}` (--rollout-function-path) step 7"

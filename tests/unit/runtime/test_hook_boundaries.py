@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from vime_lint.runtime import (
 pytestmark = pytest.mark.unit
 
 GEN = "my_pkg.gen.generate"
+RUNTIME_HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "runtime_hooks"
 
 
 def _raises(fn, *args, **kwargs) -> str:
@@ -287,9 +289,23 @@ def test_boundaries_respect_off_and_interval() -> None:
         check_reward_result(None, args, rollout_id=6)
 
 
-def test_async_reward_end_to_end() -> None:
-    async def reward(args: object, sample: Sample) -> float:
-        return 1.0 if sample.response == sample.label else 0.0
+def test_async_reward_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """B3 as the default rollout runs it: ``async_rm`` loads the ``--custom-rm-path`` async
+    function (the reference fixtures), awaits it, and ``check_reward_result`` judges the result."""
+    from vime.rollout.rm_hub import async_rm
 
-    value = asyncio.run(reward(None, _generated()))
-    assert value == 1.0 and check_reward_result(value, make_args()) == []
+    monkeypatch.syspath_prepend(str(RUNTIME_HOOKS))
+    good = make_args(custom_rm_path="vime_ref_good.reward_func")
+    value = asyncio.run(async_rm(good, _generated()))
+    assert value == 1.0  # response "5" == label "5"
+    assert check_reward_result(value, good, hook_path=good.custom_rm_path) == []
+    wrong = _generated()
+    wrong.label = "6"
+    assert asyncio.run(async_rm(good, wrong)) == 0.0
+    broken = make_args(custom_rm_path="vime_ref_broken.reward_none")
+    value = asyncio.run(async_rm(broken, _generated()))
+    assert value is None  # the coroutine fell off its end
+    text = _raises(check_reward_result, value, broken, hook_path=broken.custom_rm_path,
+                   rollout_id=3, index=3)
+    assert "VIM150 error: reward function result (index=3) is None" in text
+    assert "reward function `vime_ref_broken.reward_none` (--custom-rm-path) step 3" in text

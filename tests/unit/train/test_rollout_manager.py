@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,17 @@ def _toy_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HOOKS_DIR))
 
 
+@pytest.fixture
+def accepted(_toy_on_path: None) -> Iterator[list[int]]:
+    """``vime_toy_rollout.ACCEPTED`` (the rollout ids whose ``on_accepted`` ran), empty at the
+    start of the test and cleared after it: the module-level list outlives each test."""
+    import vime_toy_rollout
+
+    vime_toy_rollout.ACCEPTED.clear()
+    yield vime_toy_rollout.ACCEPTED
+    vime_toy_rollout.ACCEPTED.clear()
+
+
 def make_args(tmp_path: Path, *extra: str) -> object:
     return parse_args(["--rollout-batch-size", "2", "--n-samples-per-prompt", "2",
                        "--num-rollout", "2", "--rollout-function-path",
@@ -28,9 +40,7 @@ def make_args(tmp_path: Path, *extra: str) -> object:
                        "--no-rollout-engines", *extra])
 
 
-def test_generate_converts_and_reports_metrics(tmp_path: Path) -> None:
-    import vime_toy_rollout
-
+def test_generate_converts_and_reports_metrics(tmp_path: Path, accepted: list[int]) -> None:
     args = make_args(tmp_path)
     core = RolloutManagerCore(args)
     data, metrics = core.generate(0)
@@ -43,7 +53,7 @@ def test_generate_converts_and_reports_metrics(tmp_path: Path) -> None:
     assert metrics["rollout/toy/groups"] == 2
     assert metrics["rollout/raw_reward"] == 0.5
     assert metrics["perf/contract_check_time"] >= 0.0
-    assert vime_toy_rollout.ACCEPTED[-1] == 0
+    assert accepted == [0]  # on_accepted ran once, for this rollout
     core.shutdown()
 
 

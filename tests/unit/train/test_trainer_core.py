@@ -4,6 +4,7 @@ argument errors; logging and checkpoint helpers."""
 from __future__ import annotations
 
 import json
+import math
 from argparse import Namespace
 from pathlib import Path
 
@@ -43,10 +44,12 @@ def make_args(model: Path, **kw: object) -> Namespace:
     return Namespace(**base)
 
 
-def batch(args: Namespace) -> dict[str, object]:
+def batch(args: Namespace, rewards: tuple[float, ...] = (0.0, 1.0, 0.0, 1.0),
+          rollout_log_probs: tuple[float, ...] = (-1.0, -1.0, -1.0)) -> dict[str, object]:
+    """Two groups of two samples (prompt [1, 2, 3], three response tokens each)."""
     samples = [Sample(index=i, group_index=i // 2, tokens=[1, 2, 3, 10 + i, 20 + i, 30],
-                      response_length=3, reward=float(i % 2), status=Sample.Status.COMPLETED,
-                      rollout_log_probs=[-1.0, -1.0, -1.0])
+                      response_length=3, reward=rewards[i], status=Sample.Status.COMPLETED,
+                      rollout_log_probs=list(rollout_log_probs))
                for i in range(4)]
     return BatchBuilder.convert(args, samples)
 
@@ -67,11 +70,67 @@ def test_policy_step_with_kl_and_entropy(small_model: Path) -> None:
     assert second["train/kl_loss"] > 0  # the policy moved away from the reference
 
 
-@pytest.mark.parametrize("estimator", ["gspo", "reinforce_plus_plus_baseline"])
-def test_other_estimators_run(small_model: Path, estimator: str) -> None:
-    args = make_args(small_model, advantage_estimator=estimator)
-    out = Trainer(args).train(0, batch(args))
-    assert out["train/pg_loss"] == pytest.approx(out["train/loss"] + 0.0, abs=1e-6)
+def _first_step(model: Path, estimator: str, **kw: object) -> dict[str, float]:
+    """One optimiser step from the saved initial weights (the same start for every estimator)."""
+    rewards = kw.pop("rewards", (0.0, 1.0, 0.0, 1.0))
+    lps = kw.pop("rollout_log_probs", (-1.0, -1.0, -1.0))
+    args = make_args(model, advantage_estimator=estimator, **kw)
+    out = Trainer(args).train(0, batch(args, rewards, lps))  # type: ignore[arg-type]
+    assert out["train/pg_loss"] == pytest.approx(out["train/loss"], abs=1e-6)  # no KL/entropy
+    return out
+
+
+def test_gspo_equals_grpo_on_policy(small_model: Path) -> None:
+    """At ratio 1 (old log probs recomputed) the sequence ratio is 1 too and its gradient flows
+    through every token, so GSPO's first step is GRPO's."""
+    grpo = _first_step(small_model, "grpo")
+    gspo = _first_step(small_model, "gspo")
+    assert grpo["train/ppo_kl"] == pytest.approx(0.0, abs=1e-6)
+    assert gspo["train/pg_loss"] == pytest.approx(grpo["train/pg_loss"], abs=1e-6)
+    assert gspo["train/grad_norm"] == pytest.approx(grpo["train/grad_norm"], rel=1e-4)
+
+
+def test_gspo_clips_one_sequence_ratio_grpo_each_token(small_model: Path) -> None:
+    """Off policy (rollout log probs that differ per token): GRPO clips each token's ratio,
+    GSPO the sample's geometric-mean ratio; each loss matches its formula, and they differ."""
+    lps = (-1.0, -3.0, -5.0)
+    args = make_args(small_model, use_rollout_logprobs=True)
+    data = batch(args, rollout_log_probs=lps)
+    lp = torch.tensor(Trainer(args).compute_log_probs(data["tokens"],  # type: ignore[arg-type]
+                                                      data["response_lengths"]))  # type: ignore[arg-type]
+    log_ratio = lp - torch.tensor(lps)
+    adv = torch.tensor(data["rewards"]).unsqueeze(-1)  # type: ignore[arg-type]
+
+    def expected(ratio: torch.Tensor) -> float:
+        per_token = torch.maximum(-adv * ratio, -adv * ratio.clamp(0.8, 1.2))  # eps_clip 0.2
+        return float(per_token.mean(-1).mean())  # token mean per sample, mean over 4 rollouts
+
+    token_level = expected(log_ratio.exp())
+    sequence_level = expected(log_ratio.mean(-1, keepdim=True).exp().expand_as(log_ratio))
+    assert abs(token_level - sequence_level) > 0.05  # the batch tells the two apart
+    grpo = _first_step(small_model, "grpo", use_rollout_logprobs=True, rollout_log_probs=lps)
+    gspo = _first_step(small_model, "gspo", use_rollout_logprobs=True, rollout_log_probs=lps)
+    assert grpo["train/pg_loss"] == pytest.approx(token_level, rel=1e-4)
+    assert gspo["train/pg_loss"] == pytest.approx(sequence_level, rel=1e-4)
+
+
+def test_reinforce_plus_plus_baseline_whitens_over_the_step(small_model: Path) -> None:
+    """GRPO divides each group by its (unbiased) std: rewards (0, 1) -> advantages -+1/sqrt(2);
+    REINFORCE++-baseline only centres each group, then whitens over the step's tokens: -+1. At
+    ratio 1 the gradient is linear in the advantages, so its norm grows by sqrt(2)."""
+    grpo = _first_step(small_model, "grpo")
+    rpp = _first_step(small_model, "reinforce_plus_plus_baseline")
+    assert grpo["train/pg_loss"] == pytest.approx(0.0, abs=1e-6)  # centred advantages
+    assert rpp["train/pg_loss"] == pytest.approx(0.0, abs=1e-6)
+    assert rpp["train/grad_norm"] == pytest.approx(math.sqrt(2) * grpo["train/grad_norm"],
+                                                   rel=1e-4)
+    # Scaling one group's rewards: GRPO's per-group std erases it, the step-wide whitening of
+    # REINFORCE++-baseline keeps group 1's advantages three times group 0's.
+    spread = (0.0, 1.0, 0.0, 3.0)
+    grpo_spread = _first_step(small_model, "grpo", rewards=spread)
+    rpp_spread = _first_step(small_model, "reinforce_plus_plus_baseline", rewards=spread)
+    assert grpo_spread["train/grad_norm"] == pytest.approx(grpo["train/grad_norm"], rel=1e-5)
+    assert rpp_spread["train/grad_norm"] != pytest.approx(rpp["train/grad_norm"], rel=1e-3)
 
 
 def test_rollout_logprobs_are_used_when_asked(small_model: Path) -> None:
