@@ -5,6 +5,8 @@ checks their signatures (VIM100), then runs one train and one eval step of the r
 on the CPU against a synthetic data source, and every hook result through the same boundary
 checks the training runtime uses (``vime.contract.checks.boundaries.HOOK_BOUNDARIES``).
 
+- :mod:`vime_lint.check.arguments`: the parser (vime's flags, vime's defaults, plus the
+  check's own);
 - :mod:`vime_lint.check.calls`: calling user code, turning crashes into messages;
 - :mod:`vime_lint.check.dry_run`: the stages (hooks, train step, eval step);
 - :mod:`vime_lint.check.report`: the per-invariant table and the exit status.

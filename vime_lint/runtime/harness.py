@@ -27,6 +27,7 @@ import sys
 from typing import Any
 
 from vime.contract.hooks import HOOKS
+from vime_lint.check.arguments import build_parser, parse_check_args
 from vime_lint.check.calls import HarnessError
 from vime_lint.check.dry_run import DryRun
 from vime_lint.check.report import PROG, Report, render
@@ -35,46 +36,6 @@ from vime_lint.runtime.synthetic import DRY_RUN_GENERATE
 __all__ = ["DryRun", "HarnessError", "Report", "build_parser", "main", "make_args", "render"]
 
 # ---- arguments ------------------------------------------------------------------------------
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``vime-lint check`` parser: every ``--*-path`` of ``vime.contract.HOOKS`` plus the
-    data, batch and reward arguments the dry run needs."""
-    parser = argparse.ArgumentParser(
-        prog=PROG, allow_abbrev=False,
-        description="Dry-run a rollout function and its hooks through the runtime contract "
-                    "checks (imports and runs the user's code on the CPU, no engine).")
-    hooks = parser.add_argument_group("hooks (dotted paths)")
-    for spec in HOOKS.values():
-        if not spec.v1:
-            continue
-        hooks.add_argument(spec.arg, dest=spec.dest, default=None, metavar="PKG.MOD.NAME",
-                           action="append" if spec.multiple else "store",
-                           required=spec.dest == "rollout_function_path", help=spec.doc)
-    data = parser.add_argument_group("data and batch")
-    data.add_argument("--prompt-data", default=None, metavar="FILE.jsonl",
-                      help="prompts (default: synthetic arithmetic prompts)")
-    data.add_argument("--input-key", default="input")
-    data.add_argument("--label-key", default=None)
-    data.add_argument("--metadata-key", default="metadata")
-    data.add_argument("--rollout-batch-size", type=int, default=2, metavar="M")
-    data.add_argument("--n-samples-per-prompt", type=int, default=2, metavar="N")
-    data.add_argument("--n-samples-per-eval-prompt", type=int, default=1)
-    data.add_argument("--rollout-max-response-len", type=int, default=32)
-    reward = parser.add_argument_group("reward")
-    reward.add_argument("--reward-key", default=None)
-    reward.add_argument("--eval-reward-key", default=None)
-    reward.add_argument("--rm-type", default=None)
-    reward.add_argument("--group-rm", action="store_true")
-    data.add_argument("--eval-datasets", nargs="+", default=None, metavar="NAME",
-                      help="eval dataset names the eval output must use (default: not checked)")
-    other = parser.add_argument_group("other")
-    other.add_argument("--use-rollout-logprobs", action="store_true")
-    other.add_argument("--partial-rollout", action="store_true")
-    other.add_argument("--rollout-external-engine-addrs", nargs="+", default=None,
-                       metavar="HOST:PORT", help="passed through on args; the dry run does not "
-                       "contact engines")
-    return parser
 
 
 def _base_namespace() -> dict[str, Any]:
@@ -119,9 +80,8 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run ``vime-lint check`` with ``argv`` (default ``sys.argv[1:]``); return the exit status
     (0 clean, 1 findings, 2 cannot load or run)."""
-    parser = build_parser()
     try:
-        ns = parser.parse_args(argv)
+        ns = parse_check_args(argv)
     except SystemExit as exc:  # argparse printed the usage error (or --help)
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:

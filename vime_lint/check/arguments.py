@@ -1,0 +1,76 @@
+"""The ``vime-lint check`` arguments: every vime flag, with vime's default, plus the check's own.
+
+Usage::
+
+    ns = parse_check_args(["--rollout-function-path", "my_pkg.rollout.generate_rollout",
+                           "--hf-checkpoint", "/models/qwen", "--n-samples-per-prompt", "4"])
+    ns.rollout_seed                  # 42: vime's default
+    build_parser().print_help()      # vime's flags, then the "vime-lint check" group
+
+The parser is built by the function that declares vime's own flags
+(``vime.config.parser.add_arguments``), so a launch command of ``vime train`` can be checked as
+it is: ``--config FILE.yaml`` and ``--vllm-<flag>`` passthrough work as for vime. The check
+adds ``--eval-datasets`` and keeps a few defaults of its own (:data:`DRY_RUN_DEFAULTS`, hooks
+unset); ``--rollout-function-path`` is required. Imports the standard library, ``vime.config``
+and ``vime.contract`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from vime.config.command_line import parse_command_line
+from vime.config.parser import add_arguments, add_config_argument
+from vime.contract.hooks import HOOKS
+from vime_lint.check.report import PROG
+
+__all__ = ["DRY_RUN_DEFAULTS", "build_parser", "parse_check_args"]
+
+#: Defaults of the check that differ from vime's, kept on purpose: a dry run on the CPU takes a
+#: small batch (vime: --rollout-batch-size required), groups of 2 so that the group checks
+#: (VIM103, reward normalisation) have something to check (vime: 1), and short responses
+#: (vime: no limit).
+DRY_RUN_DEFAULTS: dict[str, Any] = {
+    "rollout_batch_size": 2,
+    "n_samples_per_prompt": 2,
+    "rollout_max_response_len": 32,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``vime-lint check`` parser: vime's flags (``add_arguments``, ``--config``) and
+    ``--eval-datasets``; :data:`DRY_RUN_DEFAULTS` and unset hooks as defaults."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, allow_abbrev=False,
+        usage=f"{PROG} --rollout-function-path PKG.MOD.NAME [vime options]",
+        description="Dry-run a rollout function and its hooks through the runtime contract "
+                    "checks (imports and runs the user's code on the CPU, no engine). Takes "
+                    "every `vime train` argument; only the hooks given are loaded and checked.")
+    add_config_argument(parser)
+    add_arguments(parser)
+    check = parser.add_argument_group("vime-lint check")
+    check.add_argument("--eval-datasets", nargs="+", default=None, metavar="NAME",
+                       help="eval dataset names the eval output must use (default: not "
+                            "checked)")
+    # Hooks default to unset, not to vime's built-in paths: the check loads and runs only the
+    # hooks the user names (make_args gives the hooks vime's defaults on args afterwards).
+    parser.set_defaults(**{dest: None for dest in HOOKS})
+    parser.set_defaults(**DRY_RUN_DEFAULTS)
+    return parser
+
+
+def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse ``vime-lint check`` arguments (``--config`` applied, ``--vllm-*`` collected into
+    ``vllm_extra_args``); vime's validation is not run (the dry run needs none of it).
+
+    Raises:
+        SystemExit: status 2 with usage and ``vime-lint check: error: ...`` for a bad value, an
+            unknown argument or a missing ``--rollout-function-path``; 0 after ``--help``.
+    """
+    parser = build_parser()
+    ns = parse_command_line(parser, argv)
+    if not ns.rollout_function_path:
+        parser.error("the following arguments are required: --rollout-function-path")
+    return ns
