@@ -80,6 +80,9 @@ def _defined_names(module: str) -> set[str]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
+        elif isinstance(node, ast.ImportFrom) and node.module and \
+                [a.name for a in node.names] == ["*"]:
+            names |= _defined_names(node.module)  # a facade: what the source module defines
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.Assign):

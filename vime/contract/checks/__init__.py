@@ -21,7 +21,7 @@ Imports only the standard library, typeguard and ``vime`` 's light modules.
 """
 
 from vime.contract.checks.boundaries import (
-    ContractChecker,
+    HOOK_BOUNDARIES,
     check_batch_reward_result,
     check_buffer_filter_result,
     check_convert_result,
@@ -32,14 +32,14 @@ from vime.contract.checks.boundaries import (
     check_reward_result,
     check_sample_hook_result,
     check_sync_hook_result,
-    run_checks,
-    validate_rollout_output,
 )
+from vime.contract.checks.checker import ContractChecker, run_checks, validate_rollout_output
 from vime.contract.checks.policy import should_check
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 
 __all__ = [
+    "HOOK_BOUNDARIES",
     "CheckContext",
     "CheckSettings",
     "ContractChecker",

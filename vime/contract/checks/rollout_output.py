@@ -1,6 +1,6 @@
 """All findings for one rollout function result (B1 metrics, B5 train output, B6 eval output).
 
-Pure: no logging, no raising, no context; ``vime.contract.checks.boundaries.validate_rollout_output``
+Pure: no logging, no raising, no context; ``vime.contract.checks.checker.validate_rollout_output``
 adds the hook's name and step and applies ``--contract-check``; the ``vime-lint check``
 harness and the benchmark call this directly.
 
