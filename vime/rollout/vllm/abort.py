@@ -14,6 +14,7 @@ import logging
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.rollout.base_types import iter_samples
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.utils.types import Sample
@@ -85,7 +86,7 @@ def recyclable_groups(args: Namespace, groups: list[list[Any]], rollout_id: int 
     """With ``--partial-rollout``: the ``groups`` holding an ABORTED sample with a response,
     their samples' ``metadata["start_rollout_id"]`` set to ``rollout_id`` if unset; else ``[]``.
     """
-    if not getattr(args, "partial_rollout", False):
+    if not arg(args, "partial_rollout"):
         return []
     out = []
     for group in groups:

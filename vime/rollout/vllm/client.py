@@ -20,6 +20,7 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.contract.checks.enforced import require
 from vime.contract.checks.hook_results import generate_status_problems
 from vime.contract.errors import ContractError
@@ -66,7 +67,7 @@ def _prompt_ids(state: RolloutState, sample: Sample) -> list[int]:
 
 
 def _retry_seconds(args: Namespace) -> float:
-    value = getattr(args, "rollout_engine_retry_secs", None)
+    value = arg(args, "rollout_engine_retry_secs")
     if value is None:
         return ENGINE_RETRY_S
     value = float(value)
@@ -145,8 +146,8 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     await state.ensure_registered()
     loop = asyncio.get_running_loop()
     url = state.base_url + "/inference/v1/generate"
-    model = getattr(args, "hf_checkpoint", None)
-    max_context = getattr(args, "rollout_max_context_len", None)
+    model = arg(args, "hf_checkpoint")
+    max_context = arg(args, "rollout_max_context_len")
     skip_special = sampling_params.get("skip_special_tokens", True)
     checked = False
     first_failure: float | None = None

@@ -18,6 +18,7 @@ from argparse import Namespace
 from collections.abc import Sequence
 from typing import Any
 
+from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
 from vime.rollout.vllm.sampling import generate_and_rm
 from vime.rollout.vllm.state import RolloutState, get_state
@@ -36,10 +37,9 @@ def _eval_prompts(state: RolloutState, args: Namespace, cfg: Any) -> list[Sample
         ds = Dataset(cfg.path, tokenizer=state.tokenizer, max_length=cfg.max_prompt_len,
                      input_key=cfg.input_key or "input", label_key=cfg.label_key,
                      metadata_key=cfg.metadata_key or "metadata", tool_key=cfg.tool_key,
-                     apply_chat_template=bool(getattr(args, "apply_chat_template", False)),
-                     apply_chat_template_kwargs=getattr(args, "apply_chat_template_kwargs",
-                                                        None),
-                     seed=int(getattr(args, "rollout_seed", 42)))
+                     apply_chat_template=bool(arg(args, "apply_chat_template")),
+                     apply_chat_template_kwargs=arg(args, "apply_chat_template_kwargs"),
+                     seed=int(arg(args, "rollout_seed")))
         state.eval_cache[key] = list(ds.samples)
     return state.eval_cache[key]
 
@@ -49,26 +49,26 @@ def _eval_sampling_params(args: Namespace, cfg: Any) -> dict[str, Any]:
         return default if value is None else value
 
     return make_sampling_params(
-        temperature=float(pick(cfg.temperature, getattr(args, "rollout_temperature", 1.0))),
-        top_p=float(pick(cfg.top_p, getattr(args, "rollout_top_p", 1.0))),
-        top_k=int(pick(cfg.top_k, getattr(args, "rollout_top_k", -1))),
+        temperature=float(pick(cfg.temperature, arg(args, "rollout_temperature"))),
+        top_p=float(pick(cfg.top_p, arg(args, "rollout_top_p"))),
+        top_k=int(pick(cfg.top_k, arg(args, "rollout_top_k"))),
         max_response_len=pick(cfg.max_response_len,
-                              getattr(args, "rollout_max_response_len", None)),
+                              arg(args, "rollout_max_response_len")),
         min_new_tokens=cfg.min_new_tokens,
         repetition_penalty=cfg.repetition_penalty,
         stop=cfg.stop, stop_token_ids=cfg.stop_token_ids,
         no_stop_trim=True if cfg.no_stop_trim is None else bool(cfg.no_stop_trim),
-        skip_special_tokens=bool(getattr(args, "rollout_skip_special_tokens", False)),
+        skip_special_tokens=bool(arg(args, "rollout_skip_special_tokens")),
     )
 
 
 async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[str, Any]:
     prompts = _eval_prompts(state, args, cfg)
-    n_per = int(cfg.n_samples_per_eval_prompt or getattr(args, "n_samples_per_eval_prompt", 1)
+    n_per = int(cfg.n_samples_per_eval_prompt or arg(args, "n_samples_per_eval_prompt")
                 or 1)
     params = _eval_sampling_params(args, cfg)
-    deterministic = getattr(args, "vllm_enable_deterministic_inference", False)
-    seed = int(getattr(args, "rollout_seed", 42))
+    deterministic = arg(args, "vllm_enable_deterministic_inference")
+    seed = int(arg(args, "rollout_seed"))
     samples: list[Sample] = []
     calls = []
     for i, prompt in enumerate(prompts):
@@ -89,7 +89,7 @@ async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[
             calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
-    key = getattr(args, "eval_reward_key", None) or getattr(args, "reward_key", None)
+    key = arg(args, "eval_reward_key") or arg(args, "reward_key")
     reward_args = Namespace(reward_key=key)
     return {"rewards": [float(s.get_reward_value(reward_args)) for s in leaves],
             "truncated": [s.status == Sample.Status.TRUNCATED for s in leaves],
@@ -110,7 +110,7 @@ async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
     Raises:
         ValueError: ``--group-rm`` (not supported for evaluation).
     """
-    if getattr(args, "group_rm", False):
+    if arg(args, "group_rm"):
         raise ValueError("--group-rm is not supported for evaluation in vime v1: score eval "
                          "samples one by one (drop --group-rm or give the eval a --custom-rm-path"
                          " for single samples)")

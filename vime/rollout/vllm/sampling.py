@@ -17,6 +17,7 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.contract import checks as rt
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
 from vime.contract.signature import optional_kwargs
@@ -36,24 +37,24 @@ def sampling_params_from_args(args: Namespace) -> dict[str, Any]:
     Raises:
         ValueError: ``--rollout-temperature`` <= 0 or another out-of-range value.
     """
-    temperature = float(getattr(args, "rollout_temperature", 1.0))
+    temperature = float(arg(args, "rollout_temperature"))
     if temperature <= 0:
         raise ValueError(f"--rollout-temperature {temperature}: expected > 0 for RL rollouts")
     return make_sampling_params(
         temperature=temperature,
-        top_p=float(getattr(args, "rollout_top_p", 1.0)),
-        top_k=int(getattr(args, "rollout_top_k", -1)),
-        max_response_len=getattr(args, "rollout_max_response_len", None),
-        stop=getattr(args, "rollout_stop", None),
-        stop_token_ids=getattr(args, "rollout_stop_token_ids", None),
-        skip_special_tokens=bool(getattr(args, "rollout_skip_special_tokens", False)),
+        top_p=float(arg(args, "rollout_top_p")),
+        top_k=int(arg(args, "rollout_top_k")),
+        max_response_len=arg(args, "rollout_max_response_len"),
+        stop=arg(args, "rollout_stop"),
+        stop_token_ids=arg(args, "rollout_stop_token_ids"),
+        skip_special_tokens=bool(arg(args, "rollout_skip_special_tokens")),
     )
 
 
 def _generate_function(args: Namespace, sample: Sample, evaluation: bool) -> tuple[Any, str]:
     from vime.utils.misc import load_function
 
-    path = sample.generate_function_path or getattr(args, "custom_generate_function_path", None)
+    path = sample.generate_function_path or arg(args, "custom_generate_function_path")
     if not path:
         return generate, BUILTIN_GENERATE_PATH
     return load_function(path, hook="custom_generate_function_path"), path
@@ -83,7 +84,7 @@ async def _run_sample_hooks(state: RolloutState, args: Namespace, sample: Sample
                             evaluation: bool) -> Sample:
     from vime.utils.misc import load_function
 
-    for path in getattr(args, "rollout_sample_hook_path", None) or []:
+    for path in arg(args, "rollout_sample_hook_path") or []:
         hook = load_function(path, hook="rollout_sample_hook_path")
         out = hook(args, sample, **optional_kwargs(hook, HOOKS["rollout_sample_hook_path"],
                                                    rollout_id=state.rollout_id,
@@ -114,8 +115,8 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     state = await get_state(args)
     if sample.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED):
         return sample
-    if (getattr(args, "partial_rollout", False)
-            and getattr(args, "mask_offpolicy_in_partial_rollout", False)
+    if (arg(args, "partial_rollout")
+            and arg(args, "mask_offpolicy_in_partial_rollout")
             and sample.response_length > 0):
         sample.loss_mask = [0] * sample.response_length
     if state.aborted:
@@ -131,7 +132,7 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     leaves = result if isinstance(result, list) else [result]
     leaves = [await _run_sample_hooks(state, args, s, evaluation) for s in leaves]
     result = leaves if isinstance(result, list) else leaves[0]
-    if getattr(args, "group_rm", False):
+    if arg(args, "group_rm"):
         return result
     if isinstance(result, list):
         if not any(s.status == Sample.Status.ABORTED for s in result):
@@ -180,8 +181,8 @@ async def generate_and_rm_group(args: Namespace, group: list[Sample],
         The group, same length and order (elements may be fan-out lists).
     """
     state = await get_state(args)
-    deterministic = getattr(args, "vllm_enable_deterministic_inference", False)
-    seed = int(getattr(args, "rollout_seed", 42))
+    deterministic = arg(args, "vllm_enable_deterministic_inference")
+    seed = int(arg(args, "rollout_seed"))
     calls = []
     for j, sample in enumerate(group):
         if sample.session_id is None:
@@ -189,7 +190,7 @@ async def generate_and_rm_group(args: Namespace, group: list[Sample],
         params = {**sampling_params, "seed": seed + j} if deterministic else sampling_params
         calls.append(generate_and_rm(args, sample, params, evaluation=evaluation))
     results = list(await asyncio.gather(*calls))
-    if getattr(args, "group_rm", False) and not state.aborted:
+    if arg(args, "group_rm") and not state.aborted:
         leaves = list(iter_samples(results))
         if leaves and not any(s.status == Sample.Status.ABORTED for s in leaves):
             await _score_batch(state, args, leaves, evaluation)

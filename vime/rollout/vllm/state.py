@@ -18,6 +18,7 @@ import asyncio
 from argparse import Namespace
 from typing import Any
 
+from vime.config import arg
 from vime.rollout.rollout_metrics import BusyClock
 from vime.utils.types import Sample
 
@@ -61,7 +62,7 @@ class RolloutState:
         if self._tokenizer is None:
             from vime.utils.data import load_tokenizer
 
-            self._tokenizer = load_tokenizer(getattr(self.args, "hf_checkpoint", None))
+            self._tokenizer = load_tokenizer(arg(self.args, "hf_checkpoint"))
         return self._tokenizer
 
     async def ensure_registered(self) -> None:
@@ -86,12 +87,11 @@ class RolloutState:
             self.engines = list(await asyncio.gather(*(probe_engine(u) for u in urls)))
             keys = [e.sampling_keys for e in self.engines if e.sampling_keys]
             self.sampling_keys = frozenset.intersection(*keys) if keys else frozenset()
-            per_engine = int(getattr(self.args, "vllm_server_concurrency", None) or 512)
+            per_engine = int(arg(self.args, "vllm_server_concurrency"))
             size = per_engine * max(1, len(self.engines))
             self.semaphore = asyncio.Semaphore(size)
             configure_client(max_connections=size,
-                             timeout=float(getattr(self.args, "router_request_timeout_secs",
-                                                   None) or 14400))
+                             timeout=float(arg(self.args, "router_request_timeout_secs")))
             self.registered = True
 
     def start_step(self, rollout_id: int | None) -> None:
@@ -119,11 +119,11 @@ async def get_state(args: Namespace) -> RolloutState:
 
 
 def _router_url(args: Namespace) -> str:
-    ip = getattr(args, "vllm_router_ip", None)
-    port = getattr(args, "vllm_router_port", None)
+    ip = arg(args, "vllm_router_ip")
+    port = arg(args, "vllm_router_port")
     if ip and port:
         return f"http://{ip}:{int(port)}"
-    external = getattr(args, "rollout_external_engine_addrs", None)
+    external = arg(args, "rollout_external_engine_addrs")
     if external and len(external) == 1:
         addr = str(external[0]).rstrip("/")
         return addr if "://" in addr else f"http://{addr}"
@@ -143,7 +143,7 @@ def get_model_url(args: Namespace, model_name: str | None = None,
         ValueError: the router address is not set.
         NotImplementedError: another model name (multi-model setups are not in v1).
     """
-    hf = getattr(args, "hf_checkpoint", None)
+    hf = arg(args, "hf_checkpoint")
     if model_name not in (None, "", hf, "default", "actor"):
         raise NotImplementedError(f"get_model_url: model {model_name!r}: vime v1 serves one "
                                   f"model (--hf-checkpoint {hf!r})")

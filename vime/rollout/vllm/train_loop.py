@@ -26,6 +26,7 @@ from argparse import Namespace
 from collections import Counter
 from typing import Any
 
+from vime.config import arg
 from vime.contract import checks as rt
 from vime.contract.checks.enforced import group_size_problems, require
 from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups, iter_samples
@@ -78,10 +79,10 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
     state.start_step(rollout_id)
     start = time.monotonic()
     target = int(args.rollout_batch_size)
-    n = int(getattr(args, "n_samples_per_prompt", 1) or 1)
-    over = int(getattr(args, "over_sampling_batch_size", None) or target)
+    n = int(arg(args, "n_samples_per_prompt") or 1)
+    over = int(arg(args, "over_sampling_batch_size") or target)
     params = sampling_params_from_args(args)
-    filter_path = getattr(args, "dynamic_sampling_filter_path", None)
+    filter_path = arg(args, "dynamic_sampling_filter_path")
     dyn = load_function(filter_path, hook="dynamic_sampling_filter_path") if filter_path else None
     kept: list[list[Any]] = []
     finished: list[list[Any]] = []
@@ -135,7 +136,7 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
         wall_s=time.monotonic() - start, generated_tokens=state.generated_tokens,
         generation_busy_s=state.gen_clock.total(), reward_busy_s=state.rm_clock.total(),
         recycled_groups=len(recycled)))
-    all_path = getattr(args, "rollout_all_samples_process_path", None)
+    all_path = arg(args, "rollout_all_samples_process_path")
     if all_path:
         load_function(all_path, hook="rollout_all_samples_process_path")(args, finished,
                                                                         data_source)
