@@ -9,5 +9,6 @@ checks the training runtime uses (``vime.contract.checks.boundaries.HOOK_BOUNDAR
   check's own);
 - :mod:`vime_lint.check.calls`: calling user code, turning crashes into messages;
 - :mod:`vime_lint.check.dry_run`: the stages (hooks, train step, eval step);
-- :mod:`vime_lint.check.report`: the per-invariant table and the exit status.
+- :mod:`vime_lint.check.report`: the per-invariant table and the exit status;
+- :mod:`vime_lint.check.synthetic`: the synthetic data source and generator of the dry run.
 """

@@ -22,11 +22,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from vime.config.command_line import parse_command_line
+from vime.config.defaults import parser_defaults
 from vime.config.parser import add_arguments, add_config_argument
 from vime.contract.hooks import HOOKS
 from vime_lint.check.report import PROG
+from vime_lint.check.synthetic import DRY_RUN_GENERATE
 
-__all__ = ["DRY_RUN_DEFAULTS", "build_parser", "parse_check_args"]
+__all__ = ["DRY_RUN_DEFAULTS", "build_parser", "make_args", "parse_check_args"]
 
 #: Defaults of the check that differ from vime's, kept on purpose: a dry run on the CPU takes a
 #: small batch (vime: --rollout-batch-size required), groups of 2 so that the group checks
@@ -74,3 +76,26 @@ def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if not ns.rollout_function_path:
         parser.error("the following arguments are required: --rollout-function-path")
     return ns
+
+
+def make_args(ns: argparse.Namespace) -> argparse.Namespace:
+    """The ``args`` the user's hooks see: vime's defaults (the parser's), overlaid with the
+    command line.
+
+    Generation falls back to the built-in dry-run generator (``--custom-generate-function-
+    path`` unset); vime code that checks contracts itself logs instead of raising
+    (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
+    """
+    values = dict(parser_defaults())
+    values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
+    values["contract_check"] = "warn"
+    names = ns.eval_datasets or []
+    values["eval_datasets"] = [argparse.Namespace(
+        name=n, path=None, n_samples_per_eval_prompt=ns.n_samples_per_eval_prompt,
+        rm_type=ns.rm_type, custom_rm_path=None, custom_generate_function_path=None,
+        metadata_overrides={}) for n in names] or None
+    values["over_sampling_batch_size"] = ns.rollout_batch_size
+    values["rollout_global_dataset"] = True
+    if not ns.custom_generate_function_path:
+        values["custom_generate_function_path"] = DRY_RUN_GENERATE
+    return argparse.Namespace(**values)

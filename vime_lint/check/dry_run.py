@@ -4,7 +4,7 @@ Each hook result goes through the same check as in training (``boundary_problems
 ``vime.contract.checks.boundaries.HOOK_BOUNDARIES``), and the report marks that boundary's
 invariant ids as exercised; the train and eval outputs go through ``collect_rollout_output``
 (B5, B6). Generation the user's code asks of vime (``--custom-generate-function-path`` unset)
-is served by a deterministic built-in generator (:mod:`vime_lint.runtime.synthetic`).
+is served by a deterministic built-in generator (:mod:`vime_lint.check.synthetic`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from vime_lint.check.calls import (
     warning_findings,
 )
 from vime_lint.check.report import Report
-from vime_lint.runtime.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
+from vime_lint.check.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
 
 __all__ = ["DryRun"]
 

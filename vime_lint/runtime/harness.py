@@ -22,60 +22,14 @@ See ``docs/contract.md`` §6b.
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
 
-from vime.contract.hooks import HOOKS
-from vime_lint.check.arguments import build_parser, parse_check_args
+from vime_lint.check.arguments import build_parser, make_args, parse_check_args
 from vime_lint.check.calls import HarnessError
 from vime_lint.check.dry_run import DryRun
 from vime_lint.check.report import PROG, Report, render
-from vime_lint.runtime.synthetic import DRY_RUN_GENERATE
 
 __all__ = ["DryRun", "HarnessError", "Report", "build_parser", "main", "make_args", "render"]
-
-# ---- arguments ------------------------------------------------------------------------------
-
-
-def _base_namespace() -> dict[str, Any]:
-    """vime's own argument defaults when ``vime.utils.arguments`` is importable, else {}."""
-    try:
-        from vime.utils.arguments import get_parser
-    except Exception:  # an optional convenience: the harness works without it
-        return {}
-    try:
-        return {a.dest: a.default for a in get_parser()._actions
-                if a.dest != "help" and a.default is not argparse.SUPPRESS}
-    except Exception:
-        return {}
-
-
-def make_args(ns: argparse.Namespace) -> argparse.Namespace:
-    """The ``args`` the user's hooks see: vime's defaults, overlaid with the harness values.
-
-    Generation falls back to the built-in dry-run generator (``--custom-generate-function-
-    path`` unset); vime code that checks contracts itself logs instead of raising
-    (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
-    """
-    values = _base_namespace()
-    values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
-    values["contract_check"] = "warn"
-    names = ns.eval_datasets or []
-    values["eval_datasets"] = [argparse.Namespace(
-        name=n, path=None, n_samples_per_eval_prompt=ns.n_samples_per_eval_prompt,
-        rm_type=ns.rm_type, custom_rm_path=None, custom_generate_function_path=None,
-        metadata_overrides={}) for n in names] or None
-    values["over_sampling_batch_size"] = ns.rollout_batch_size
-    values["rollout_global_dataset"] = True
-    if not ns.custom_generate_function_path:
-        values["custom_generate_function_path"] = DRY_RUN_GENERATE
-    values.setdefault("rollout_temperature", 1.0)
-    values.setdefault("rollout_top_p", 1.0)
-    values.setdefault("rollout_top_k", -1)
-    values.setdefault("rollout_seed", 42)
-    return argparse.Namespace(**values)
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``vime-lint check`` with ``argv`` (default ``sys.argv[1:]``); return the exit status

@@ -156,7 +156,7 @@ def test_filter_returning_none_is_vim160(capsys: pytest.CaptureFixture[str]) -> 
 def test_synthetic_data_source_groups() -> None:
     from argparse import Namespace
 
-    from vime_lint.runtime.synthetic import SyntheticDataSource
+    from vime_lint.check.synthetic import SyntheticDataSource
 
     ds = SyntheticDataSource(Namespace(n_samples_per_prompt=3))
     groups = ds.get_samples(2)
@@ -170,5 +170,5 @@ def test_synthetic_data_source_groups() -> None:
 
 def test_user_data_source_is_used(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
-                        "--data-source-path", "vime_lint.runtime.synthetic.SyntheticDataSource")
+                        "--data-source-path", "vime_lint.check.synthetic.SyntheticDataSource")
     assert code == 0, out

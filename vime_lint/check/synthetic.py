@@ -27,7 +27,7 @@ __all__ = ["DRY_RUN_GENERATE", "SyntheticDataSource", "dry_run_generate", "encod
            "load_prompts", "synthetic_prompts"]
 
 #: Dotted path of :func:`dry_run_generate` (a valid ``--custom-generate-function-path``).
-DRY_RUN_GENERATE = "vime_lint.runtime.synthetic.dry_run_generate"
+DRY_RUN_GENERATE = "vime_lint.check.synthetic.dry_run_generate"
 #: Vocabulary size of :func:`encode` (bytes).
 VOCAB_SIZE = 256
 
