@@ -77,7 +77,7 @@ def test_generate_rejects_unknown_sampling_key_and_finished_samples(args):
         run(vr.generate(args, Sample(index=5, prompt=PROMPT), {"max_token": 3, "logprobs": 1}))
     from vime.contract.errors import ContractError
 
-    with pytest.raises(ContractError, match="VIM140 error: sample index=6.*status completed"):
+    with pytest.raises(ContractError, match=r"VIM140 error: generate input \(index=6\) has status COMPLETED"):
         run(vr.generate(args, Sample(index=6, prompt=PROMPT, status=Sample.Status.COMPLETED),
                         {}))
 
