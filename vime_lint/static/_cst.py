@@ -16,8 +16,8 @@ import libcst as cst
 from vime.contract import Param
 
 __all__ = [
-    "code_of", "dotted", "is_generator", "iter_returns", "may_fall_through", "params_of",
-    "string_value",
+    "ReturnCollector", "body_statements", "code_of", "dotted", "dotted_text", "is_generator",
+    "iter_returns", "may_fall_through", "params_of", "string_value",
 ]
 
 _EMPTY = cst.Module(body=[])
@@ -39,6 +39,16 @@ def dotted(node: cst.BaseExpression) -> str | None:
         parts.append(cur.value)
         return ".".join(reversed(parts))
     return None
+
+
+def dotted_text(node: cst.BaseExpression | None) -> str:
+    """``"a.b.c"`` for a ``Name``/``Attribute`` chain (an import's module or alias name, an
+    annotation); ``""`` for None, and any other part of the chain reads as ``""``."""
+    if isinstance(node, cst.Attribute):
+        return f"{dotted_text(node.value)}.{node.attr.value}"
+    if isinstance(node, cst.Name):
+        return node.value
+    return ""
 
 
 def string_value(node: cst.BaseExpression) -> str | None:
@@ -74,7 +84,8 @@ def params_of(fn: cst.FunctionDef, *, drop_self: bool = False) -> list[Param]:
     return out
 
 
-def _body_statements(node: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+def body_statements(node: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
+    """The statements of a block (indented or on the ``if x: ...`` line)."""
     if isinstance(node, cst.IndentedBlock):
         return node.body
     if isinstance(node, cst.SimpleStatementSuite):
@@ -142,13 +153,16 @@ def may_fall_through(suite: cst.BaseSuite) -> bool:
     Conservative for precision: constructs it does not model (``match``, ``try*``) count as
     terminating, so a finding is only reported when the fall-through is visible.
     """
-    stmts = _body_statements(suite)
+    stmts = body_statements(suite)
     if not stmts:
         return True
     return _stmt_may_fall_through(stmts[-1])
 
 
-class _ReturnCollector(cst.CSTVisitor):
+class ReturnCollector(cst.CSTVisitor):
+    """One walk of a function body: its own ``return`` statements and whether it yields
+    (nested functions, lambdas and classes skipped). Subclass it to gather more in that walk."""
+
     def __init__(self) -> None:
         super().__init__()
         self.returns: list[cst.Return] = []
@@ -170,8 +184,8 @@ class _ReturnCollector(cst.CSTVisitor):
         return False
 
 
-def _collect(fn: cst.FunctionDef) -> _ReturnCollector:
-    collector = _ReturnCollector()
+def _collect(fn: cst.FunctionDef) -> ReturnCollector:
+    collector = ReturnCollector()
     fn.body.visit(collector)
     return collector
 

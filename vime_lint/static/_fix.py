@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from vime_lint.static._cst import dotted_text
 from vime_lint.static._model import Edit
 from vime_lint.static._rule import Fix
 
@@ -38,14 +39,6 @@ def _is_import_line(stmt: cst.BaseStatement) -> bool:
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
-def _module_name(node: cst.BaseExpression | None) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_module_name(node.value)}.{node.attr.value}"
-    if isinstance(node, cst.Name):
-        return node.value
-    return ""
-
-
 def _add_import(module: cst.Module, mod: str, name: str) -> cst.Module:
     body = list(module.body)
     for i, stmt in enumerate(body):
@@ -53,7 +46,7 @@ def _add_import(module: cst.Module, mod: str, name: str) -> cst.Module:
             continue
         for j, small in enumerate(stmt.body):
             if (isinstance(small, cst.ImportFrom) and small.relative == ()
-                    and _module_name(small.module) == mod
+                    and dotted_text(small.module) == mod
                     and not isinstance(small.names, cst.ImportStar)):
                 names = list(small.names)
                 if any(isinstance(a.name, cst.Name) and a.name.value == name and a.asname is None

@@ -31,6 +31,7 @@ from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import HOOKS, Invariant, Severity
 from vime.contract.hooks import GROUP_RM_SPEC, HookSpec
+from vime_lint.static._cst import dotted_text
 from vime_lint.static._model import HookBinding, Invalid, LintOptions, Valid
 
 __all__ = ["FileContext", "Fix", "FunctionTracker", "Report", "Rule", "build_context"]
@@ -103,26 +104,15 @@ class FileContext:
 
 
 def _import_names(stmt: cst.ImportFrom) -> tuple[str, list[tuple[str, str]]]:
-    module = stmt.module
-    mod = ""
-    if module is not None:
-        mod = _dotted_name(module)
+    mod = dotted_text(stmt.module)
     pairs: list[tuple[str, str]] = []
     if isinstance(stmt.names, Sequence):
         for alias in stmt.names:
-            name = _dotted_name(alias.name)
+            name = dotted_text(alias.name)
             local = alias.asname.name.value if (alias.asname is not None and isinstance(
                 alias.asname.name, cst.Name)) else name
             pairs.append((name, local))
     return mod, pairs
-
-
-def _dotted_name(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted_name(node.value)}.{node.attr.value}"
-    if isinstance(node, cst.Name):
-        return node.value
-    return ""
 
 
 def _plausible(fn: cst.FunctionDef | cst.ClassDef, spec: HookSpec) -> bool:
@@ -175,7 +165,7 @@ def build_context(path: str, module: cst.Module, options: LintOptions,
                         if mod == "vime.rollout.base_types":
                             base_types[name] = local
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    ann = _dotted_name(small.annotation.annotation).rpartition(".")[2]
+                    ann = dotted_text(small.annotation.annotation).rpartition(".")[2]
                     spec = _PROTOCOLS.get(ann)
                     if spec is not None and isinstance(small.value, cst.Name):
                         annotated.append((small.value.value, spec, ann))

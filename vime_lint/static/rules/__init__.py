@@ -11,31 +11,23 @@ from vime_lint.static.rules.config_aware import (
     LabelWithoutLabelKey,
     RewardSetBeforeCustomRm,
 )
-from vime_lint.static.rules.generation import ReencodedGeneratedText, UnmappedFinishReason
+from vime_lint.static.rules.eval_data import EvalDataKeys
+from vime_lint.static.rules.finish_reason import UnmappedFinishReason
+from vime_lint.static.rules.group_getattr import GetattrOnGroupElement
 from vime_lint.static.rules.ported_code import PortedSglangShape
-from vime_lint.static.rules.returns import (
-    EvalDataKeys,
-    EvaluationBranch,
-    RawRolloutReturn,
-    RewardReturnsNone,
-)
-from vime_lint.static.rules.sample_api import (
-    GetattrOnGroupElement,
-    MaskFromFullTokens,
-    SampleConstructor,
-    StaleDataBuffer,
-    StaleSampleFlag,
-    StatusString,
-    TensorInMetadata,
-    TokensWithoutLossMask,
-    UnknownSampleAttribute,
-)
+from vime_lint.static.rules.retokenisation import ReencodedGeneratedText
+from vime_lint.static.rules.reward_returns import RewardReturnsNone
+from vime_lint.static.rules.rollout_returns import EvaluationBranch, RawRolloutReturn
+from vime_lint.static.rules.sample_fields import SampleConstructor, UnknownSampleAttribute
+from vime_lint.static.rules.sample_metadata import TensorInMetadata
 from vime_lint.static.rules.signatures import (
     HookSignature,
     RolloutFunctionSignature,
     UnpicklableHook,
 )
+from vime_lint.static.rules.stale_api import StaleDataBuffer, StaleSampleFlag, StatusString
 from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
+from vime_lint.static.rules.token_lists import MaskFromFullTokens, TokensWithoutLossMask
 
 __all__ = ["ALL_RULES", "rules_for_code"]
 

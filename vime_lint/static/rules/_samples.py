@@ -4,15 +4,25 @@ A name holds a sample when it is a hook parameter named ``sample``, is assigned
 ``Sample(...)``, loops over ``iter_samples(...)`` or over a name ending in ``group``/``samples``,
 or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
+
+Also the ``Sample.Status`` member of each status value, and the ``Sample`` import line that
+rule examples start with.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
+from vime.contract import STATUS_VALUES
 from vime_lint.static._rule import FileContext, FunctionTracker
 
-__all__ = ["SampleTracker", "is_sample_call_name"]
+__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_call_name",
+           "is_sample_name"]
+
+#: The import that rule examples (VALID / INVALID cases) using ``Sample`` start with.
+SAMPLE_IMPORT = "from vime.utils.types import Sample\n"
+#: Status value -> ``Sample.Status`` member name (``"truncated"`` -> ``"TRUNCATED"``).
+STATUS_BY_VALUE = {value: name for name, value in STATUS_VALUES}
 
 
 def is_sample_call_name(func: cst.BaseExpression, sample_names: frozenset[str]) -> bool:
@@ -20,6 +30,12 @@ def is_sample_call_name(func: cst.BaseExpression, sample_names: frozenset[str]) 
     if isinstance(func, cst.Name):
         return func.value in sample_names
     return isinstance(func, cst.Attribute) and func.attr.value == "Sample"
+
+
+def is_sample_name(name: str, known: set[str] | frozenset[str]) -> bool:
+    """True when ``name`` is one of the ``known`` sample names or is spelled ``sample`` or
+    ``*_sample``."""
+    return name in known or name == "sample" or name.endswith("_sample")
 
 
 def _group_like(name: str) -> bool:
@@ -89,7 +105,4 @@ class SampleTracker(FunctionTracker):
 
     def is_sample(self, expr: cst.BaseExpression) -> bool:
         """True when ``expr`` is a name known (or spelled) to hold a ``Sample``."""
-        if not isinstance(expr, cst.Name):
-            return False
-        v = expr.value
-        return v in self.sample_vars[-1] or v == "sample" or v.endswith("_sample")
+        return isinstance(expr, cst.Name) and is_sample_name(expr.value, self.sample_vars[-1])

@@ -10,7 +10,7 @@ from pathlib import PurePath
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import string_value
+from vime_lint.static._cst import dotted_text, string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Rule
 
@@ -19,14 +19,6 @@ __all__ = ["PortedSglangShape"]
 _SGLANG_KEYS = ("meta_info", "output_token_logprobs")
 _REQUEST_KEYS = ("input_ids", "return_logprob")
 _SGLANG_ENDPOINT = "/" + "generate"
-
-
-def _module_name(node: cst.BaseExpression | None) -> str:
-    if isinstance(node, cst.Attribute):
-        return f"{_module_name(node.value)}.{node.attr.value}"
-    if isinstance(node, cst.Name):
-        return node.value
-    return ""
 
 
 class PortedSglangShape(Rule):
@@ -85,7 +77,7 @@ class PortedSglangShape(Rule):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            name = _module_name(alias.name)
+            name = dotted_text(alias.name)
             if name == "slime" or name.startswith("slime."):
                 self.report(node, self.INVARIANT.render(
                     problem=f"`import {name}`: slime's API is not vime's; import from `vime`"),
@@ -98,7 +90,7 @@ class PortedSglangShape(Rule):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative:
             return
-        mod = _module_name(node.module)
+        mod = dotted_text(node.module)
         if mod == "slime" or mod.startswith("slime."):
             self.report(node, self.INVARIANT.render(
                 problem=f"`from {mod} import ...`: slime's API is not vime's; import the same "

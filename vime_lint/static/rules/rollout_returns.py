@@ -1,4 +1,9 @@
-"""What rollout and reward functions return: VIM002, VIM003, VIM011, VIM020.
+"""What the rollout function returns on the train and eval paths: VIM002, VIM003.
+
+:class:`RawRolloutReturn` (VIM003) checks that every ``return`` gives a
+``RolloutFnTrainOutput`` / ``RolloutFnEvalOutput``; :class:`EvaluationBranch` (VIM002) that
+``evaluation`` is read and each path returns its own output type. The output class names and
+:func:`is_output_call` are also used by the eval-data rule (VIM020).
 
 See ``docs/contract.md`` §3, §4 (the ``call_rollout_fn`` table) and §6a.
 """
@@ -10,13 +15,13 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from vime.contract import INVARIANTS, Severity
-from vime.contract.hooks import EVAL_ENTRY_KEYS
-from vime_lint.static._cst import may_fall_through, string_value
+from vime_lint.static._cst import body_statements, may_fall_through
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, Fix, FunctionTracker
+from vime_lint.static._rule import Fix, FunctionTracker
+from vime_lint.static.rules._assignments import Assignments, assignments
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
-__all__ = ["EvalDataKeys", "EvaluationBranch", "RawRolloutReturn", "RewardReturnsNone"]
+__all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_output_call"]
 
 TRAIN_OUT = "RolloutFnTrainOutput"
 EVAL_OUT = "RolloutFnEvalOutput"
@@ -25,7 +30,7 @@ BASE_TYPES = "vime.rollout.base_types"
 _IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
 
 
-def _is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
+def is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
     """True for ``RolloutFnTrainOutput(...)`` / ``bt.RolloutFnTrainOutput(...)`` (by name)."""
     if not isinstance(node, cst.Call):
         return False
@@ -35,90 +40,11 @@ def _is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
     return isinstance(func, cst.Attribute) and func.attr.value == cls
 
 
-class _Assignments(cst.CSTVisitor):
-    """One walk of a function body: local assignments (None: bound some other way), its own
-    ``return`` statements, whether it yields, and the names it reads."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.values: dict[str, list[cst.BaseExpression | None]] = {}
-        self.subscript_values: dict[str, list[cst.BaseExpression]] = {}
-        self.returns: list[cst.Return] = []
-        self.yields = False
-        self.names: set[str] = set()
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.yields = True
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-        if isinstance(target, cst.Name):
-            self.values.setdefault(target.value, []).append(value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self._bind(el.value, None)
-        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
-                and value is not None:
-            self.subscript_values.setdefault(target.value.value, []).append(value)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name) and not isinstance(node.value, (cst.List, cst.ListComp)):
-            self._bind(node.target, None)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target, None)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._bind(node.target, node.value)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._bind(node.name, None)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
-def assignments(fn: cst.FunctionDef, context: FileContext | None = None) -> _Assignments:
-    """Facts about ``fn``'s body, walked once per file (cached in ``context``).
-
-    Parameters count as assignments of unknown value.
-    """
-    if context is not None:
-        hit = context.cache.get(id(fn))
-        if isinstance(hit, _Assignments):
-            return hit
-    a = _Assignments()
-    fn.body.visit(a)
-    if context is not None:
-        context.cache[id(fn)] = a
-    for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params):
-        a.values.setdefault(p.name.value, []).append(None)
-    return a
-
-
 _RAW_CALLS = {"dict": "a bare dict", "list": "a bare list", "sorted": "a bare list",
               "tuple": "a tuple"}
 
 
-def classify(expr: cst.BaseExpression | None, local: _Assignments, depth: int = 0) -> list[str]:
+def classify(expr: cst.BaseExpression | None, local: Assignments, depth: int = 0) -> list[str]:
     """The raw kinds ``expr`` can evaluate to (empty: an output object or unknown)."""
     if expr is None or (isinstance(expr, cst.Name) and expr.value == "None"):
         return ["None"]
@@ -269,10 +195,6 @@ def _evaluation_test(test: cst.BaseExpression) -> str | None:
     return None
 
 
-def _statements(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement | cst.BaseSmallStatement]:
-    return suite.body if isinstance(suite, (cst.IndentedBlock, cst.SimpleStatementSuite)) else ()
-
-
 def _sided_returns(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
                    side: str | None) -> Iterator[tuple[cst.Return, str | None]]:
     """Each ``return`` with the branch it is on: "eval", "train" or None (either)."""
@@ -287,26 +209,26 @@ def _sided_returns(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
         elif isinstance(stmt, cst.If):
             branch = _evaluation_test(stmt.test)
             if branch is None:
-                yield from _sided_returns(_statements(stmt.body), rest_side)
+                yield from _sided_returns(body_statements(stmt.body), rest_side)
                 if isinstance(stmt.orelse, cst.Else):
-                    yield from _sided_returns(_statements(stmt.orelse.body), rest_side)
+                    yield from _sided_returns(body_statements(stmt.orelse.body), rest_side)
                 elif isinstance(stmt.orelse, cst.If):
                     yield from _sided_returns([stmt.orelse], rest_side)
                 continue
             other = "train" if branch == "eval" else "eval"
-            yield from _sided_returns(_statements(stmt.body), branch)
+            yield from _sided_returns(body_statements(stmt.body), branch)
             if isinstance(stmt.orelse, cst.Else):
-                yield from _sided_returns(_statements(stmt.orelse.body), other)
+                yield from _sided_returns(body_statements(stmt.orelse.body), other)
             elif isinstance(stmt.orelse, cst.If):
                 yield from _sided_returns([stmt.orelse], other)
             elif not may_fall_through(stmt.body):
                 rest_side = other
         elif isinstance(stmt, (cst.For, cst.While, cst.With)):
-            yield from _sided_returns(_statements(stmt.body), rest_side)
+            yield from _sided_returns(body_statements(stmt.body), rest_side)
         elif isinstance(stmt, cst.Try):
-            yield from _sided_returns(_statements(stmt.body), rest_side)
+            yield from _sided_returns(body_statements(stmt.body), rest_side)
             for h in stmt.handlers:
-                yield from _sided_returns(_statements(h.body), rest_side)
+                yield from _sided_returns(body_statements(h.body), rest_side)
 
 
 class EvaluationBranch(FunctionTracker):
@@ -384,170 +306,14 @@ class EvaluationBranch(FunctionTracker):
                 name=name, problem="never reads or forwards `evaluation`, so eval steps get "
                 "train output"), severity=severity)
             return
-        for ret, side in _sided_returns(_statements(node.body), None):
-            if side == "eval" and _is_output_call(ret.value, TRAIN_OUT):
+        for ret, side in _sided_returns(body_statements(node.body), None):
+            if side == "eval" and is_output_call(ret.value, TRAIN_OUT):
                 assert ret.value is not None
                 self.report(ret.value, self.INVARIANT.render(
                     name=name, problem=f"returns {TRAIN_OUT} on the evaluation=True path"),
                     severity=severity)
-            elif side == "train" and _is_output_call(ret.value, EVAL_OUT):
+            elif side == "train" and is_output_call(ret.value, EVAL_OUT):
                 assert ret.value is not None
                 self.report(ret.value, self.INVARIANT.render(
                     name=name, problem=f"returns {EVAL_OUT} on the evaluation=False path"),
                     severity=severity)
-
-
-def _dict_keys(d: cst.Dict) -> set[str] | None:
-    keys: set[str] = set()
-    for el in d.elements:
-        if not isinstance(el, cst.DictElement):
-            return None  # a ** splat: keys unknown
-        key = string_value(el.key)
-        if key is None:
-            return None
-        keys.add(key)
-    return keys
-
-
-class EvalDataKeys(FunctionTracker):
-    """Each eval data entry carries ``rewards``, ``truncated`` and ``samples``.
-
-    ## What it does
-    Checks the ``data`` of ``RolloutFnEvalOutput(data=...)`` when the code shows it: a dict
-    literal of dict literals, or a local variable filled with ``data = {...}`` /
-    ``data[name] = {...}``.
-
-    ## Why is this bad?
-    Eval logging averages ``rewards`` (``eval/<name>``), reads ``truncated`` for the
-    truncation ratio and ``samples`` for debug dumps; a missing key fails the eval step, and
-    upstream's own contract tests reject it.
-
-    ## Example
-    ```python
-    return RolloutFnEvalOutput(data={"toy": {"rewards": rewards}})
-    ```
-
-    ## Use instead
-    ```python
-    return RolloutFnEvalOutput(
-        data={"toy": {"rewards": rewards, "truncated": truncated, "samples": samples}})
-    ```
-
-    ## Fix safety
-    No fix: the values must come from the samples.
-    """
-
-    INVARIANT = INVARIANTS["VIM020"]
-    VALID = [
-        Valid("RolloutFnEvalOutput(data={'toy': {'rewards': r, 'truncated': t, 'samples': s}})\n"),
-        Valid("RolloutFnEvalOutput(data=build(samples))\n"),
-        Valid("RolloutFnEvalOutput(data={'toy': {**base, 'rewards': r}})\n"),
-        Valid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'truncated': 2, "
-              "'samples': 3}\n    return RolloutFnEvalOutput(data=data)\n"),
-    ]
-    INVALID = [
-        Invalid("RolloutFnEvalOutput(data={'toy': {'rewards': r}})\n", line=1, col=33),
-        Invalid("import vime.rollout.base_types as bt\n"
-                "bt.RolloutFnEvalOutput({'toy': {'rewards': r, 'samples': s}})\n",
-                line=2, col=31),
-        Invalid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'samples': 3}\n"
-                "    return RolloutFnEvalOutput(data=data)\n", line=3, col=16),
-    ]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not _is_output_call(node, EVAL_OUT):
-            return
-        data: cst.BaseExpression | None = None
-        for i, arg in enumerate(node.args):
-            if (arg.keyword is not None and arg.keyword.value == "data") or (
-                    i == 0 and arg.keyword is None and not arg.star):
-                data = arg.value
-        if isinstance(data, cst.Dict):
-            self._check_outer(data)
-        elif isinstance(data, cst.Name) and self.current is not None:
-            local = assignments(self.current, self.context)
-            for v in local.values.get(data.value, []):
-                if isinstance(v, cst.Dict):
-                    self._check_outer(v)
-            for v in local.subscript_values.get(data.value, []):
-                if isinstance(v, cst.Dict):
-                    self._check_entry(v, "<dataset>")
-
-    def _check_outer(self, data: cst.Dict) -> None:
-        for el in data.elements:
-            if isinstance(el, cst.DictElement) and isinstance(el.value, cst.Dict):
-                self._check_entry(el.value, string_value(el.key) or "<dataset>")
-
-    def _check_entry(self, entry: cst.Dict, dataset: str) -> None:
-        keys = _dict_keys(entry)
-        if keys is None:
-            return
-        missing = [k for k in EVAL_ENTRY_KEYS if k not in keys]
-        if missing:
-            self.report(entry, self.INVARIANT.render(
-                dataset=dataset, missing=", ".join(f"`{m}`" for m in missing)))
-
-
-class RewardReturnsNone(FunctionTracker):
-    """A reward function returns a value on every path.
-
-    ## What it does
-    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, and a body that can
-    end without ``return``.
-
-    ## Why is this bad?
-    The reward lands in ``Sample.reward``; None cannot be normalised, and the step fails at
-    conversion, far from the reward function (failure kind: "reward fn returns None").
-
-    ## Example
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        if sample.response.strip() == sample.label:
-            return 1.0
-    ```
-
-    ## Use instead
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        return 1.0 if sample.response.strip() == sample.label else 0.0
-    ```
-
-    ## Fix safety
-    No fix: only the author knows the missing reward.
-    """
-
-    INVARIANT = INVARIANTS["VIM011"]
-    NEEDS_HOOKS = True
-    VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return 1.0 if sample.label else 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if sample.label:\n        return 1.0\n    else:\n        return 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    raise NotImplementedError\n"),
-    ]
-    INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if sample.label:\n        return 1.0\n", line=1, col=10),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if not sample.label:\n        return\n    return 1.0\n", line=3, col=8),
-        Invalid("async def score(args, sample, **kwargs):\n    return None\n", line=2, col=4,
-                options={"hooks": {"score": "custom_rm_path"}}),
-    ]
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        if binding is None or binding.spec.dest != "custom_rm_path":
-            return
-        facts = assignments(node, self.context)
-        if facts.yields:
-            return
-        name = binding.function
-        for ret in facts.returns:
-            if ret.value is None or (isinstance(ret.value, cst.Name) and ret.value.value == "None"):
-                self.report(ret, self.INVARIANT.render(name=name, problem="`return None`"))
-        if may_fall_through(node.body):
-            self.report(node.name, self.INVARIANT.render(
-                name=name, problem="the body can end without `return`"))
-

@@ -1,0 +1,112 @@
+"""The ``data`` of ``RolloutFnEvalOutput``: VIM020.
+
+:class:`EvalDataKeys` checks that each eval data entry carries ``rewards``, ``truncated`` and
+``samples`` where the code shows the entries.
+
+See ``docs/contract.md`` §3 (eval ``data``) and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime.contract.hooks import EVAL_ENTRY_KEYS
+from vime_lint.static._cst import string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.rules.rollout_returns import EVAL_OUT, is_output_call
+
+__all__ = ["EvalDataKeys"]
+
+
+def _dict_keys(d: cst.Dict) -> set[str] | None:
+    keys: set[str] = set()
+    for el in d.elements:
+        if not isinstance(el, cst.DictElement):
+            return None  # a ** splat: keys unknown
+        key = string_value(el.key)
+        if key is None:
+            return None
+        keys.add(key)
+    return keys
+
+
+class EvalDataKeys(FunctionTracker):
+    """Each eval data entry carries ``rewards``, ``truncated`` and ``samples``.
+
+    ## What it does
+    Checks the ``data`` of ``RolloutFnEvalOutput(data=...)`` when the code shows it: a dict
+    literal of dict literals, or a local variable filled with ``data = {...}`` /
+    ``data[name] = {...}``.
+
+    ## Why is this bad?
+    Eval logging averages ``rewards`` (``eval/<name>``), reads ``truncated`` for the
+    truncation ratio and ``samples`` for debug dumps; a missing key fails the eval step, and
+    upstream's own contract tests reject it.
+
+    ## Example
+    ```python
+    return RolloutFnEvalOutput(data={"toy": {"rewards": rewards}})
+    ```
+
+    ## Use instead
+    ```python
+    return RolloutFnEvalOutput(
+        data={"toy": {"rewards": rewards, "truncated": truncated, "samples": samples}})
+    ```
+
+    ## Fix safety
+    No fix: the values must come from the samples.
+    """
+
+    INVARIANT = INVARIANTS["VIM020"]
+    VALID = [
+        Valid("RolloutFnEvalOutput(data={'toy': {'rewards': r, 'truncated': t, 'samples': s}})\n"),
+        Valid("RolloutFnEvalOutput(data=build(samples))\n"),
+        Valid("RolloutFnEvalOutput(data={'toy': {**base, 'rewards': r}})\n"),
+        Valid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'truncated': 2, "
+              "'samples': 3}\n    return RolloutFnEvalOutput(data=data)\n"),
+    ]
+    INVALID = [
+        Invalid("RolloutFnEvalOutput(data={'toy': {'rewards': r}})\n", line=1, col=33),
+        Invalid("import vime.rollout.base_types as bt\n"
+                "bt.RolloutFnEvalOutput({'toy': {'rewards': r, 'samples': s}})\n",
+                line=2, col=31),
+        Invalid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'samples': 3}\n"
+                "    return RolloutFnEvalOutput(data=data)\n", line=3, col=16),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_output_call(node, EVAL_OUT):
+            return
+        data: cst.BaseExpression | None = None
+        for i, arg in enumerate(node.args):
+            if (arg.keyword is not None and arg.keyword.value == "data") or (
+                    i == 0 and arg.keyword is None and not arg.star):
+                data = arg.value
+        if isinstance(data, cst.Dict):
+            self._check_outer(data)
+        elif isinstance(data, cst.Name) and self.current is not None:
+            local = assignments(self.current, self.context)
+            for v in local.values.get(data.value, []):
+                if isinstance(v, cst.Dict):
+                    self._check_outer(v)
+            for v in local.subscript_values.get(data.value, []):
+                if isinstance(v, cst.Dict):
+                    self._check_entry(v, "<dataset>")
+
+    def _check_outer(self, data: cst.Dict) -> None:
+        for el in data.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.value, cst.Dict):
+                self._check_entry(el.value, string_value(el.key) or "<dataset>")
+
+    def _check_entry(self, entry: cst.Dict, dataset: str) -> None:
+        keys = _dict_keys(entry)
+        if keys is None:
+            return
+        missing = [k for k in EVAL_ENTRY_KEYS if k not in keys]
+        if missing:
+            self.report(entry, self.INVARIANT.render(
+                dataset=dataset, missing=", ".join(f"`{m}`" for m in missing)))

@@ -1,0 +1,163 @@
+"""Turn loops keep the sampled token ids instead of re-encoding generated text: VIM018.
+
+:class:`ReencodedGeneratedText` looks at rollout, eval and custom generate functions together
+with the module-level helpers they call
+(:func:`~vime_lint.static.rules._closure.local_closure`); the per-function analysis is
+:func:`~vime_lint.static.rules._turn_loops.retokenised_calls`.
+
+See ``docs/contract.md`` §2 (``append_response_tokens``), §8 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.rules._closure import local_closure
+from vime_lint.static.rules._turn_loops import retokenised_calls
+
+__all__ = ["ReencodedGeneratedText"]
+
+_TURN_DESTS = ("rollout_function_path", "eval_function_path", "custom_generate_function_path")
+
+
+class ReencodedGeneratedText(FunctionTracker):
+    """Turn loops keep the sampled token ids instead of re-encoding generated text.
+
+    ## What it does
+    In rollout, eval and custom generate functions (and the module-level helpers they call),
+    reports a tokenizer call inside a ``for``/``while`` loop that encodes text the model
+    generated to build the next turn's tokens: ``tokenizer.encode(text)``, ``tokenizer(text)``,
+    or
+    ``tokenizer.apply_chat_template(messages)`` without ``tokenize=False``, where ``text`` /
+    ``messages`` hold ``tokenizer.decode(...)`` output, ``sample.response`` or an engine
+    response's ``choices[...]["text"]``, directly or through assignments, f-strings,
+    concatenation, string methods and ``messages.append({...})`` in the same loop.
+    The encoded ids must visibly become tokens (assigned to ``.tokens``, passed as
+    ``tokens=``/``token_ids=``, stored under ``"token_ids"``, or sent to an awaited or
+    ``*generate*`` call), so counting tokens of a response for a metric is fine; so is encoding
+    tool or environment output that is not derived from generated text.
+
+    ## Known problems
+    Decoded text and ``sample.response`` count as generated only in a loop that awaits
+    something or calls a ``*generate*`` function (an SFT rollout tokenising dataset text in
+    a loop is fine); the analysis does not follow values through calls of other functions.
+
+    ## Why is this bad?
+    Decoding and encoding again does not reproduce the sampled ids (merges, special tokens,
+    whitespace normalisation), so the next turn's prompt and the trained tokens differ from
+    what the engine sampled, and the log-probs of the sampler no longer line up with the
+    trained tokens (failure kind: "retokenisation drift").
+
+    ## Example
+    ```python
+    async def generate(args, sample, sampling_params):
+        for _ in range(MAX_TURNS):
+            out = await engine(ids)
+            messages.append({"role": "assistant", "content": tokenizer.decode(out.token_ids)})
+            messages.append({"role": "tool", "content": run_tool(out)})
+            ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        for _ in range(MAX_TURNS):
+            out = await engine(sample.tokens)
+            sample.append_response_tokens(args, tokens=out.token_ids, log_probs=out.log_probs)
+            tool = tokenizer.encode(run_tool(out), add_special_tokens=False)
+            sample.append_response_tokens(args, tokens=tool, trainable=False)
+    ```
+
+    ## Fix safety
+    No fix: keeping the ids changes how the loop is written.
+    """
+
+    INVARIANT = INVARIANTS["VIM018"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    for _ in range(3):\n"
+              "        out = await engine(sample.tokens)\n"
+              "        text = tokenizer.decode(out)\n"
+              "        tool = run_tool(text)\n"
+              "        ids = tokenizer.encode(f'<result>{tool}</result>')\n"
+              "        sample.append_response_tokens(args, tokens=ids, trainable=False)\n"
+              "    return sample\n"),
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    for _ in range(3):\n"
+              "        out = await engine(sample.tokens)\n"
+              "        text = tokenizer.decode(out)\n"
+              "        sample.metadata['n'] = len(tokenizer.encode(text))\n"
+              "    return sample\n"),
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    text = tokenizer.decode(sample.tokens)\n"
+              "    ids = tokenizer.encode(text)\n"
+              "    return sample\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    for group in data_source.get_samples(4):\n"
+              "        for sample in group:\n"
+              "            sample.tokens = tokenizer.apply_chat_template(sample.prompt)\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    for group in data_source.get_samples(4):\n"
+              "        for sample in group:\n"
+              "            sample.response = sample.label\n"
+              "            sample.tokens = tokenizer.encode(sample.prompt + sample.response)\n"),
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    while True:\n"
+              "        data = sample.response.encode('utf-8')\n"
+              "        prompt = tokenizer.apply_chat_template(msgs + [{'content': sample.response}],"
+              " tokenize=False)\n"
+              "        break\n"
+              "    return sample\n"),
+    ]
+    INVALID = [
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    messages = [{'role': 'user', 'content': sample.prompt}]\n"
+                "    for _ in range(3):\n"
+                "        out = await engine(ids)\n"
+                "        text = tokenizer.decode(out['token_ids'])\n"
+                "        messages.append({'role': 'assistant', 'content': text})\n"
+                "        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)\n"
+                "    return sample\n", line=7, col=14),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    while not done:\n"
+                "        prompt = self.tok.apply_chat_template(msgs, tokenize=False)\n"
+                "        prompt += sample.response.strip()\n"
+                "        ids = self.tok.encode(prompt)\n"
+                "        sample = await vllm_generate(args, sample, ids)\n"
+                "    return sample\n", line=5, col=14),
+        Invalid("async def _episode(sample):\n"
+                "    for turn in range(4):\n"
+                "        out = await post(url, payload)\n"
+                "        history = history + out['choices'][0]['text']\n"
+                "        payload = {'token_ids': tokenizer(history)['input_ids']}\n"
+                "    return sample\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    return await _episode(sample)\n", line=5, col=32),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.reported: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in _TURN_DESTS:
+            return
+        for fn in local_closure(node, self.context):
+            for call in retokenised_calls(fn):
+                if id(call) in self.reported:
+                    continue
+                self.reported.add(id(call))
+                self.report(call, self.INVARIANT.render(name=fn.name.value)
+                            + f": `{_short(call)}` inside a loop encodes generated text again")
+
+
+def _short(call: cst.Call, limit: int = 60) -> str:
+    text = " ".join(code_of(call).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -1,0 +1,177 @@
+"""``Sample`` fields: what ``Sample(...)`` is built with and which attributes code sets: VIM006.
+
+:class:`SampleConstructor` checks ``Sample(...)`` calls (keywords, known fields);
+:class:`UnknownSampleAttribute` checks assignments to attributes of names holding a sample.
+Field names come from ``vime.contract.SAMPLE_FIELDS``; nothing is copied here.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Fix, Rule
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker, is_sample_call_name
+
+__all__ = ["SampleConstructor", "UnknownSampleAttribute"]
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def _suggest(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(SAMPLE_FIELD_NAMES), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+class SampleConstructor(Rule):
+    """``Sample(...)`` is built with keywords and known fields only.
+
+    ## What it does
+    Reports positional arguments to ``Sample(...)`` (a warning) and keywords that are not
+    fields of ``Sample`` (an error, with the closest field name).
+
+    ## Why is this bad?
+    Positional arguments bind to whatever field sits at that position, and the field order
+    follows upstream's newest release: ``Sample("prompt")`` sets ``group_index``. An unknown
+    keyword raises ``TypeError`` when the rollout runs (failure kind: "field order changes").
+
+    ## Example
+    ```python
+    Sample(0, 1, None, "What is 2+2?")
+    Sample(prompt="What is 2+2?", lable="4")
+    ```
+
+    ## Use instead
+    ```python
+    Sample(group_index=0, index=1, rollout_id=None, prompt="What is 2+2?")
+    Sample(prompt="What is 2+2?", label="4")
+    ```
+
+    ## Fix safety
+    Turning positional arguments into keywords in ``SAMPLE_FIELDS`` order is safe: it binds
+    each value to the same field as before.
+    """
+
+    INVARIANT = INVARIANTS["VIM006"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    VALID = [
+        Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
+        Valid("class Sample:\n    pass\nSample(1, 2)\n"),
+        Valid(SAMPLE_IMPORT + "s = Sample(**fields)\n"),
+    ]
+    INVALID = [
+        Invalid(SAMPLE_IMPORT + "s = Sample(0, 1, prompt='hi')\n", line=2, col=4,
+                severity="warning",
+                fixed=SAMPLE_IMPORT + "s = Sample(group_index=0, index=1, prompt='hi')\n"),
+        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='hi', lable='1')\n", line=2, col=4,
+                severity="error"),
+        Invalid("import vime.utils.types as t\ns = t.Sample(prompt='x', tokenz=[1])\n",
+                line=2, col=4, severity="error"),
+        Invalid("from vime.utils.types import Sample as S\ns = S('x')\n", line=2, col=4,
+                fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
+    ]
+
+    def _is_sample(self, func: cst.BaseExpression) -> bool:
+        if isinstance(func, cst.Name):
+            return func.value in self.context.sample_names
+        if isinstance(func, cst.Attribute) and func.attr.value == "Sample":
+            return any((q.startswith("vime.") or q.startswith("slime.")) and q.endswith(".Sample")
+                       for q in self.qualified(func))
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_sample_call_name(node.func, self.context.sample_names) \
+                or not self._is_sample(node.func):
+            return
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        starred = any(a.star == "*" for a in node.args)
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value not in SAMPLE_FIELD_NAMES:
+                kw = a.keyword.value
+                self.report(node, self.INVARIANT.render(
+                    problem=f"has no field `{kw}`{_suggest(kw)}"), severity="error")
+        if positional:
+            if len(positional) > len(SAMPLE_FIELDS):
+                self.report(node, self.INVARIANT.render(
+                    problem=f"takes {len(positional)} positional arguments; Sample has "
+                    f"{len(SAMPLE_FIELDS)} fields"), severity="error")
+                return
+            fix = None
+            if not starred:
+                repl = []
+                for a, spec in zip(positional, SAMPLE_FIELDS, strict=False):
+                    repl.append((a, a.with_changes(keyword=cst.Name(spec.name), equal=_EQ)))
+                fix = Fix("Pass the fields by keyword", True, tuple(repl))
+            names = ", ".join(f.name for f in SAMPLE_FIELDS[:len(positional)])
+            self.report(node, self.INVARIANT.render(
+                problem=f"passes {len(positional)} positional argument(s), bound by field "
+                f"order to {names}"), severity="warning", fix=fix)
+
+
+class UnknownSampleAttribute(SampleTracker):
+    """Code sets only fields that ``Sample`` has.
+
+    ## What it does
+    Reports an assignment to an attribute that is not a ``Sample`` field, on a name known to
+    hold a sample (a hook's ``sample`` parameter, ``x = Sample(...)``, a loop over a group).
+    A near miss of a field name (``loss_masks``) is an error, any other name a warning.
+
+    ## Why is this bad?
+    ``Sample`` accepts any attribute, so a typo such as ``sample.loss_masks = mask`` raises
+    nothing: the real field stays None and training uses a mask of all ones.
+
+    ## Example
+    ```python
+    async def generate(args, sample, sampling_params):
+        sample.loss_masks = [1, 1, 0]
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        sample.loss_mask = [1, 1, 0]
+    ```
+
+    ## Fix safety
+    No fix: the intended field is a guess.
+    """
+
+    INVARIANT = INVARIANTS["VIM006"]
+    VALID = [
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    sample.loss_mask = [1]\n    sample.metadata['x'] = 1\n    return sample\n"),
+        Valid("def f(thing):\n    thing.loss_masks = 1\n"),
+        Valid("def f(sample):\n    sample._cache = 1\n"),
+    ]
+    INVALID = [
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    sample.loss_masks = [1]\n    return sample\n", line=2, col=4,
+                severity="error"),
+        Invalid("def f(group):\n    for s in group:\n        s.my_score = 1\n", line=3, col=8,
+                severity="warning"),
+    ]
+
+    def _check_target(self, target: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Attribute) or not self.is_sample(target.value):
+            return
+        attr = target.attr.value
+        if attr in SAMPLE_FIELD_NAMES or attr.startswith("_") or attr in ("truncated", "aborted"):
+            return  # stale flags are VIM007's
+        hint = _suggest(attr)
+        self.report(target, self.INVARIANT.render(
+            problem=f"sets `{attr}`, which is not a Sample field{hint}"),
+            severity="error" if hint else "warning")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
+        for t in node.targets:
+            self._check_target(t.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_target(node.target)

@@ -1,0 +1,199 @@
+"""Stale ``Sample`` status API and the old ``data_buffer`` attribute: VIM007.
+
+:class:`StatusString` reports ``status`` set from or compared with strings,
+:class:`StaleSampleFlag` the old ``.truncated``/``.aborted`` booleans, and
+:class:`StaleDataBuffer` the old ``data_buffer`` attribute. Status values come from
+``vime.contract.STATUS_VALUES``; nothing is copied here.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Fix, Rule
+from vime_lint.static.rules._samples import (
+    SAMPLE_IMPORT,
+    STATUS_BY_VALUE,
+    SampleTracker,
+    is_sample_call_name,
+)
+
+__all__ = ["StaleDataBuffer", "StaleSampleFlag", "StatusString"]
+
+
+def _status_member(value: str) -> str | None:
+    return STATUS_BY_VALUE.get(value.lower())
+
+
+class StatusString(SampleTracker):
+    """``status`` is set from and compared with ``Sample.Status`` members, not strings.
+
+    ## What it does
+    Reports ``x.status = "completed"``, ``x.status == "aborted"`` and
+    ``Sample(status="truncated")``.
+
+    ## Why is this bad?
+    ``Sample.Status`` is an ``Enum``: a string never equals a member, so status checks are
+    always false, and ``to_dict`` needs ``.value`` (failure kind: "to_dict needs .value").
+
+    ## Example
+    ```python
+    sample.status = "truncated"
+    ```
+
+    ## Use instead
+    ```python
+    sample.status = Sample.Status.TRUNCATED
+    ```
+
+    ## Fix safety
+    Replacing a known status string with its ``Sample.Status`` member is safe when ``Sample``
+    is imported in the module; no fix is offered otherwise.
+    """
+
+    INVARIANT = INVARIANTS["VIM007"]
+    VALID = [
+        Valid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = Sample.Status.TRUNCATED\n"),
+        Valid("response.status = 'ok'\n"),
+        Valid("if resp.status == 200:\n    pass\n"),
+    ]
+    INVALID = [
+        Invalid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = 'truncated'\n", line=3, col=4,
+                fixed=SAMPLE_IMPORT + "def f(sample):\n"
+                "    sample.status = Sample.Status.TRUNCATED\n"),
+        Invalid("def f(x):\n    if x.status == 'aborted':\n        pass\n", line=2, col=7),
+        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='p', status='completed')\n", line=2, col=4,
+                fixed=SAMPLE_IMPORT + "s = Sample(prompt='p', status=Sample.Status.COMPLETED)\n"),
+    ]
+
+    def _member(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        value = string_value(node)
+        member = _status_member(value) if value is not None else None
+        if member is None or not self.context.sample_names:
+            return None
+        alias = "Sample" if "Sample" in self.context.sample_names else sorted(
+            self.context.sample_names)[0]
+        return cst.parse_expression(f"{alias}.Status.{member}")
+
+    def _report(self, node: cst.CSTNode, literal: cst.BaseExpression, what: str) -> None:
+        repl = self._member(literal)
+        value = string_value(literal)
+        fix = Fix(f"Use `Sample.Status.{_status_member(value or '')}`", True,
+                  ((literal, repl),)) if repl is not None else None
+        self.report(node, self.INVARIANT.render(
+            problem=f"{what} the string {value!r} instead of a `Sample.Status` member"), fix=fix)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
+        value = string_value(node.value)
+        if value is None:
+            return
+        for t in node.targets:
+            tgt = t.target
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value == "status" and (
+                    self.is_sample(tgt.value) or _status_member(value) is not None):
+                self._report(node, node.value, "`status` is set to")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "status"):
+            return
+        for comp in node.comparisons:
+            value = string_value(comp.comparator)
+            if value is not None and _status_member(value) is not None \
+                    and isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+                self._report(node, comp.comparator, "`status` is compared with")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_sample_call_name(node.func, self.context.sample_names):
+            return
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "status" \
+                    and string_value(a.value) is not None:
+                self._report(node, a.value, "`status` is built from")
+
+
+class StaleSampleFlag(SampleTracker):
+    """No ``.truncated`` / ``.aborted`` booleans on samples: read ``status``.
+
+    ## What it does
+    Reports reads and writes of ``.truncated`` or ``.aborted`` on a name holding a sample.
+
+    ## Why is this bad?
+    These are fields of an old API. ``Sample`` accepts the attribute, so writing it raises
+    nothing, but nothing reads it: the truncation never reaches the training data, which
+    exports ``truncated`` from ``status == TRUNCATED`` only.
+
+    ## Example
+    ```python
+    if sample.truncated:
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    if sample.status == Sample.Status.TRUNCATED:
+        ...
+    ```
+
+    ## Fix safety
+    No fix: a write needs a different statement than a read.
+    """
+
+    INVARIANT = INVARIANTS["VIM007"]
+    VALID = [
+        Valid("def f(sample):\n    return sample.status\n"),
+        Valid("def f(output):\n    return output.truncated\n"),
+    ]
+    INVALID = [
+        Invalid("def f(sample):\n    if sample.truncated:\n        pass\n", line=2, col=7),
+        Invalid("def f(group):\n    for s in group:\n        s.aborted = True\n", line=3, col=8),
+    ]
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        attr = node.attr.value
+        if attr in ("truncated", "aborted") and self.is_sample(node.value):
+            member = "TRUNCATED" if attr == "truncated" else "ABORTED"
+            self.report(node, self.INVARIANT.render(
+                problem=f"`.{attr}` is a stale Sample API; use `status == "
+                f"Sample.Status.{member}`"))
+
+
+class StaleDataBuffer(Rule):
+    """No ``data_buffer``: the data source is ``data_source``.
+
+    ## What it does
+    Reports attribute access to ``.data_buffer`` (``self.data_buffer``, ``args.data_buffer``).
+    The rollout function's parameter of that name is VIM001's.
+
+    ## Why is this bad?
+    ``data_buffer`` is the name of an old API; vime's manager and hooks pass and hold a
+    ``data_source``. The attribute does not exist and fails with ``AttributeError``.
+
+    ## Example
+    ```python
+    samples = self.data_buffer.get_samples(4)
+    ```
+
+    ## Use instead
+    ```python
+    samples = self.data_source.get_samples(4)
+    ```
+
+    ## Fix safety
+    No fix: the owner of the attribute may really define one.
+    """
+
+    INVARIANT = INVARIANTS["VIM007"]
+    VALID = [Valid("self.data_source.get_samples(4)\n")]
+    INVALID = [Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4)]
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "data_buffer":
+            self.report(node, self.INVARIANT.render(
+                problem="`.data_buffer` is a stale API; the data source is `data_source`"))

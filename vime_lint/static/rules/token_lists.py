@@ -1,0 +1,198 @@
+"""The per-token lists ``loss_mask`` and ``rollout_log_probs``: VIM008, VIM022.
+
+:class:`TokensWithoutLossMask` (VIM008) reports code that grows ``tokens`` without the
+per-token lists; :class:`MaskFromFullTokens` (VIM022) reports those lists sized by the full
+``tokens`` instead of the response.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import dotted
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker, Rule
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, is_sample_call_name
+
+__all__ = ["MaskFromFullTokens", "TokensWithoutLossMask"]
+
+
+_GROW_METHODS = ("extend", "append", "insert", "__iadd__")
+_PER_TOKEN = ("loss_mask", "rollout_log_probs", "append_response_tokens")
+
+
+class TokensWithoutLossMask(FunctionTracker):
+    """Code that grows ``tokens`` also grows ``loss_mask`` / ``rollout_log_probs``.
+
+    ## What it does
+    Reports a function that extends ``x.tokens`` or ``x.response_length`` (``+=``,
+    ``.extend``, ``.append``, ``x.tokens = x.tokens + ...``) but never touches ``.loss_mask``,
+    ``.rollout_log_probs`` or ``append_response_tokens``. Setting ``tokens`` once (as a
+    whole) is not reported. Runtime twins: VIM108, VIM109.
+
+    ## Why is this bad?
+    Multi-turn code that appends tokens turn by turn leaves the per-token lists one turn
+    short; training then masks or scores the wrong tokens (failure kind: "loss_mask /
+    log-prob length mismatch").
+
+    ## Example
+    ```python
+    async def generate(args, sample, sampling_params):
+        sample.tokens += new_tokens
+        sample.response_length += len(new_tokens)
+        return sample
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        sample.append_response_tokens(args, tokens=new_tokens, log_probs=new_log_probs)
+        return sample
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM008"]
+    VALID = [
+        Valid("def f(sample, t, lp):\n    sample.tokens += t\n    sample.loss_mask += [1]*len(t)\n"),
+        Valid("def f(sample, t):\n    sample.tokens = [1, 2] + t\n    sample.response_length = 2\n"),
+        Valid("def f(sample, t):\n    sample.append_response_tokens(None, tokens=t)\n"),
+    ]
+    INVALID = [
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    sample.tokens += [1]\n    sample.response_length += 1\n    return sample\n",
+                line=2, col=4),
+        Invalid("def f(sample, t):\n    sample.tokens.extend(t)\n", line=2, col=4),
+        Invalid("def f(sample, t):\n    sample.tokens = sample.tokens + t\n", line=2, col=4),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.state: list[tuple[list[tuple[cst.CSTNode, str]], list[bool]]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.state.append(([], [False]))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        grows, handled = self.state.pop()
+        if grows and not handled[0]:
+            node, field = grows[0]
+            self.report(node, self.INVARIANT.render(name=original_node.name.value, field=field))
+        super().leave_FunctionDef(original_node)
+
+    def _grow(self, node: cst.CSTNode, field: str) -> None:
+        if self.state:
+            self.state[-1][0].append((node, field))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target
+        if isinstance(t, cst.Attribute) and t.attr.value in ("tokens", "response_length") \
+                and isinstance(node.operator, cst.AddAssign):
+            self._grow(node, t.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        for t in node.targets:
+            tgt = t.target
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value == "tokens" \
+                    and isinstance(value, cst.BinaryOperation) \
+                    and isinstance(value.left, cst.Attribute) and value.left.attr.value == "tokens":
+                self._grow(node, "tokens")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _GROW_METHODS \
+                and isinstance(func.value, cst.Attribute) and func.value.attr.value == "tokens":
+            self._grow(node, "tokens")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _PER_TOKEN and self.state:
+            self.state[-1][1][0] = True
+
+
+def _tokens_len(expr: cst.BaseExpression) -> bool:
+    """``len(x.tokens)``."""
+    return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
+            and expr.func.value == "len" and len(expr.args) == 1
+            and isinstance(expr.args[0].value, cst.Attribute)
+            and expr.args[0].value.attr.value == "tokens")
+
+
+def _full_tokens_sized(value: cst.BaseExpression) -> bool:
+    """``[c] * len(x.tokens)``, ``[c for _ in x.tokens]``, ``[... in range(len(x.tokens))]``."""
+    if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
+        return _tokens_len(value.left) or _tokens_len(value.right)
+    if isinstance(value, cst.ListComp):
+        it = value.for_in.iter
+        if isinstance(it, cst.Attribute) and it.attr.value == "tokens":
+            return True
+        return (isinstance(it, cst.Call) and dotted(it.func) == "range" and len(it.args) == 1
+                and _tokens_len(it.args[0].value))
+    if isinstance(value, cst.Call) and len(value.args) >= 1:
+        name = dotted(value.func) or ""
+        if name.rpartition(".")[2] in ("ones", "zeros", "full"):
+            return _tokens_len(value.args[0].value)
+    return False
+
+
+class MaskFromFullTokens(Rule):
+    """``loss_mask`` and ``rollout_log_probs`` are sized by the response, not by ``tokens``.
+
+    ## What it does
+    Reports ``x.loss_mask`` / ``x.rollout_log_probs`` (or the same ``Sample(...)`` keywords)
+    built with the length of the full ``x.tokens``: ``[1] * len(x.tokens)``,
+    ``[1 for _ in x.tokens]``, ``np.ones(len(x.tokens))``. Runtime twins: VIM108, VIM109.
+
+    ## Why is this bad?
+    ``tokens`` holds the prompt and the response; the per-token lists have one entry per
+    response token. A mask of ``len(tokens)`` fails the length check, or (when trimmed
+    later) trains on the prompt (failure kind: "loss_mask length != response_length").
+
+    ## Example
+    ```python
+    sample.loss_mask = [1] * len(sample.tokens)
+    ```
+
+    ## Use instead
+    ```python
+    sample.loss_mask = [1] * sample.response_length
+    ```
+
+    ## Fix safety
+    No fix: the response length may live in another variable.
+    """
+
+    INVARIANT = INVARIANTS["VIM022"]
+    VALID = [
+        Valid("sample.loss_mask = [1] * sample.response_length\n"),
+        Valid("sample.loss_mask = [1] * (len(sample.tokens) - prompt_len)\n"),
+    ]
+    INVALID = [
+        Invalid("sample.loss_mask = [1] * len(sample.tokens)\n", line=1, col=0),
+        Invalid("s.rollout_log_probs = [0.0 for _ in s.tokens]\n", line=1, col=0),
+        Invalid(SAMPLE_IMPORT + "s = Sample(tokens=t, loss_mask=[1] * len(x.tokens))\n", line=2,
+                col=4),
+    ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            tgt = t.target
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value in ("loss_mask",
+                                                                     "rollout_log_probs") \
+                    and _full_tokens_sized(node.value):
+                self.report(node, self.INVARIANT.render(field=tgt.attr.value,
+                                                        name=dotted(tgt.value) or "?"))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not is_sample_call_name(node.func, self.context.sample_names):
+            return
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value in ("loss_mask", "rollout_log_probs") \
+                    and _full_tokens_sized(a.value):
+                self.report(node, self.INVARIANT.render(field=a.keyword.value, name="Sample"))
