@@ -115,9 +115,11 @@ class _Keep(dict[str, Any]):
 #: VIM162 for the conversion hooks), would serve a group twice from the buffer (VIM102/103), a
 #: sync hook's coroutine would never run (VIM165), or the built-in generate would generate a
 #: finished sample again (VIM140). The same ids are also checked per policy at their boundaries.
+#: VIM128 is the AttributeError a group from get_samples raises when used as a Sample: the
+#: user's code stops there whatever ``--contract-check`` says (a plain list raised too).
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
-    "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM140", "VIM162",
-    "VIM165",
+    "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
+    "VIM162", "VIM165",
 })
 
 
@@ -420,6 +422,89 @@ _ALL: tuple[Invariant, ...] = (
          "custom rollout bypasses hooks",
          "{problem}", "return through vime.rollout.base_types.finalize_rollout_groups(...)",
          boundaries=("B5",)),
+    _inv("VIM121", "runtime", "error", "reward-kind",
+         "Within one train batch the rewards are all real numbers or all dicts (read through --reward-key), never a mix.",
+         "Upstream reads `reward[--reward-key]` when the key is set and the bare value otherwise, "
+         "so a mix crashes either way (a float is not subscriptable, a dict cannot be "
+         "normalised), and per-kind bookkeeping misaligns: float- and dict-returning reward "
+         "functions in one batch broke the reward columns in verl-project/verl#1031 (also "
+         "GAIR-NLP/ToRL#19).",
+         "mixed float and dict rewards",
+         "{problem}",
+         "return one kind from every reward function: a float everywhere, or a dict holding "
+         "the --reward-key key everywhere",
+         boundaries=("B5",), twins=("VIM110",)),
+    _inv("VIM122", "runtime", "error", "reward-python-number",
+         "A reward (or reward[--reward-key]) is a Python number, not a torch tensor, numpy array or numpy scalar (numpy.float64, a float subclass, is tolerated).",
+         "Tensors and arrays fail `float()` when they hold more than one element (\"only one "
+         "element tensors can be converted to Python scalars\", shibing624/MedicalGPT#120), "
+         "keep GPU memory alive across Ray, and compare as tensors in filters; numpy scalars "
+         "other than float64 are not float and break json.dumps of dumps and metrics.",
+         "tensor reward",
+         "{problem}", "return float(x) (x.item() for a one-element tensor or array)",
+         boundaries=("B5",), twins=("VIM110", "VIM150")),
+    _inv("VIM123", "runtime", "error", "shared-mutable-objects",
+         "No two samples hold the same `metadata` dict or `tokens`/`loss_mask`/`rollout_log_probs`/`teacher_log_probs` list object (fan-out siblings may share `metadata`).",
+         "A list or dict shared between samples is written by both: one sample's response or "
+         "reward bookkeeping lands in the other, silently (NovaSky-AI/SkyRL#1189). Fan-out "
+         "siblings are one rollout, so sharing the rollout's metadata dict is allowed; their "
+         "per-token lists are per sample.",
+         "template object shared between samples",
+         "{problem}",
+         "give every sample its own object: copy.deepcopy(template), dict(template), list(xs)",
+         boundaries=("B5",)),
+    _inv("VIM124", "runtime", "error", "length-budget",
+         "`response_length` <= --rollout-max-response-len and len(tokens) <= --rollout-max-context-len when set; a response ending in masked tokens warns.",
+         "Multi-turn loops that append observations overrun the budgets the run was sized for "
+         "(the engine then rejects the next request, TIGER-AI-Lab/verl-tool#85; training packs "
+         "and pads by them); an observation appended after the last generated turn is never "
+         "answered and only spends budget (NovaSky-AI/SkyRL#696).",
+         "observation overruns the budget",
+         "{problem}",
+         "stop the turn loop when the budget is spent, and cut the last observation to what is "
+         "left (or drop it)",
+         boundaries=("B5",)),
+    _inv("VIM125", "runtime", "error", "group-one-prompt",
+         "All samples of a group share one prompt: tokens[:len(tokens) - response_length] (the first segment of a fan-out rollout).",
+         "Group normalisation compares the samples of one prompt; a group holding two prompts "
+         "normalises rewards across prompts and the advantages mean nothing.",
+         "group mixes prompts",
+         "{problem}",
+         "build each group from copies of one prompt (keep the groups get_samples returns), and "
+         "append responses after the prompt tokens",
+         boundaries=("B5",)),
+    _inv("VIM126", "runtime", "warning", "weight-versions",
+         "If any sample of a step carries `weight_versions`, all do.",
+         "Staleness metrics (rollout/staleness/*) and pop_oldest read weight_versions; samples "
+         "without them silently drop out of the metrics or count as oldest "
+         "(verl-project/uni-agent#103: versions not propagated, staleness reported constant). "
+         "Nothing trains on them, so this is a warning.",
+         "weight versions not propagated",
+         "{problem}",
+         "record the engine's weight version on every generate call (append_response_tokens "
+         "with meta_info does it)",
+         boundaries=("B5",)),
+    _inv("VIM127", "runtime", "warning", "loss-mask-polarity",
+         "The loss mask is not inverted: trainable tokens do not all carry the placeholder log-prob 0.0 while masked tokens carry real ones.",
+         "An inverted mask trains on the environment's tokens and ignores the model's "
+         "(mll-lab-nu/RAGEN#71: the state mask was inverted, gradients only reached the "
+         "observations).",
+         "inverted loss mask",
+         "{problem}",
+         "loss_mask is 1 for tokens the model generated and 0 for environment/tool tokens "
+         "(append_response_tokens(trainable=...) sets both)",
+         boundaries=("B5",), twins=("VIM108", "VIM109")),
+    _inv("VIM128", "runtime", "error", "group-is-not-a-sample",
+         "Groups from `get_samples` are used as lists of samples, not as Samples.",
+         "get_samples returns list[list[Sample]]; code that treats a group as a Sample used to "
+         "fail with a bare \"'list' object has no attribute\" far from the cause, or set nothing "
+         "(radixark/miles#1056). The default data sources return SampleGroup lists that name "
+         "the mistake.",
+         "group treated as a sample",
+         "`.{attr}`: this is a group of {n} samples (list[Sample]) from get_samples, not a "
+         "Sample",
+         "iterate `for group in groups: for sample in group:`",
+         boundaries=("B1",), twins=("VIM013",)),
     _inv("VIM130", "runtime", "error", "eval-data",
          "Eval data maps names to dicts of `rewards` (finite reals), `truncated` (bools), `samples` of equal length.",
          "Eval logging averages rewards per dataset; a missing key or uneven lists fail the eval step.",

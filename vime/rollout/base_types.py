@@ -13,12 +13,14 @@ The two output classes follow upstream slime's ``slime/rollout/base_types.py``; 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from argparse import Namespace
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cache
+from typing import Any, NoReturn
 
 from vime.config import arg
 from vime.contract.errors import ContractError
@@ -29,6 +31,7 @@ from vime.utils.types import Sample
 __all__ = [
     "RolloutFnEvalOutput",
     "RolloutFnTrainOutput",
+    "SampleGroup",
     "call_rollout_fn",
     "dotted_name",
     "finalize_rollout_groups",
@@ -65,6 +68,52 @@ class RolloutFnEvalOutput:
 
     data: dict[str, dict[str, Any]]
     metrics: dict[str, Any] | None = None
+
+
+@cache
+def _sample_attributes() -> frozenset[str]:
+    """What a Sample has and a list has not: its fields and public methods."""
+    names = {f.name for f in dataclasses.fields(Sample)}
+    names.update(n for n in dir(Sample) if not n.startswith("_"))
+    return frozenset(names - set(dir(list)))
+
+
+class SampleGroup(list[Sample]):
+    """One group from ``get_samples``: a real ``list`` of ``n_samples_per_prompt`` Samples.
+
+    It pickles (Ray), copies, compares, serialises and type-checks as the list it is; only
+    reading or setting a Sample attribute on it (``group.reward``, ``group.status = ...``)
+    raises an ``AttributeError`` saying it is a group (VIM128), where a plain list said
+    "'list' object has no attribute". ``group.index`` is ``list.index`` and reads as that.
+
+    Usage::
+
+        groups = data_source.get_samples(2)      # list[SampleGroup]
+        groups[0] == list(groups[0])             # True: a list
+        groups[0].reward = 1.0                   # AttributeError: VIM128 error: group ...
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name in _sample_attributes():
+            raise self._not_a_sample(name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}",
+                             name=name, obj=self)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _sample_attributes() or name == "index":
+            raise self._not_a_sample(name)
+        super().__setattr__(name, value)
+
+    def _not_a_sample(self, name: str) -> AttributeError:
+        inv = INVARIANTS["VIM128"]
+        first = self[0] if self and isinstance(self[0], Sample) else None
+        where = "group" + (f" (group_index={first.group_index})"
+                           if first is not None and first.group_index is not None else "")
+        message = inv.render(attr=name, n=len(self))
+        return AttributeError(f"{inv.id} {inv.severity}: {where} {message}: {inv.fix}",
+                              name=name, obj=self)
 
 
 def iter_samples(value: Any) -> Iterator[Sample]:

@@ -32,6 +32,7 @@ from typing import Any
 
 from vime.config import arg
 from vime.contract.hooks import HOOKS
+from vime.rollout.base_types import SampleGroup
 from vime.utils.types import Sample
 
 __all__ = ["DataSource", "RolloutDataSource", "RolloutDataSourceWithBuffer", "pop_first",
@@ -163,12 +164,14 @@ class RolloutDataSource(DataSource):
     def get_samples(self, num_samples: int) -> list[list[Sample]]:
         """``num_samples`` groups of ``n_samples_per_prompt`` deep copies of the next prompts.
 
-        Each group gets the next ``group_index``; each copy the next ``index``.
+        Each group gets the next ``group_index``; each copy the next ``index``. Each group is a
+        :class:`~vime.rollout.base_types.SampleGroup` (a ``list`` that names the mistake when
+        used as a Sample, VIM128).
         """
         groups: list[list[Sample]] = []
         n = self.args.n_samples_per_prompt
         for prompt in self._next_prompts(num_samples):
-            group = []
+            group = SampleGroup()
             for _ in range(n):
                 sample = copy.deepcopy(prompt)
                 sample.group_index = self.sample_group_index
@@ -292,8 +295,11 @@ class RolloutDataSourceWithBuffer(RolloutDataSource):
         self._buffer_filter_path = path
 
     def get_samples(self, num_samples: int) -> list[list[Sample]]:
-        """Groups from the buffer first, then new prompts: ``num_samples`` groups in all."""
-        groups = self._get_samples_from_buffer(num_samples)
+        """Groups from the buffer first, then new prompts: ``num_samples`` groups in all (each a
+        ``SampleGroup``)."""
+        groups: list[list[Sample]] = [
+            g if type(g) is SampleGroup else SampleGroup(g)
+            for g in self._get_samples_from_buffer(num_samples)]
         if len(groups) < num_samples:
             groups += super().get_samples(num_samples - len(groups))
         return groups

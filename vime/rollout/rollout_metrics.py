@@ -31,6 +31,14 @@ True; :data:`BUILTIN_ROLLOUT_METRICS` lists them for the VIM119 clash check):
 - ``rollout/num_samples``: samples (fan-out segments count one each).
 - ``rollout/response_tokens``: response tokens of all samples (tokens).
 - ``perf/tokens_per_s``: ``response_tokens`` per second of the rollout function's time.
+- ``rollout/staleness/min``, ``/max``, ``/mean``: how many weight versions behind the step's
+  newest weights each sample's oldest tokens are: ``newest - oldest(sample)``, where
+  ``oldest(sample)`` is the lowest numeric entry of its ``weight_versions`` and ``newest`` the
+  highest over the step (weight versions). 0 when every sample was generated with the same
+  weights; larger with ``--partial-rollout`` (recycled samples keep their old versions) or
+  off-policy engines. Over the samples with numeric versions only; all three absent when none
+  has one (vLLM reports ``"default"`` unless told a version). VIM126 warns when only some
+  samples carry versions.
 - set by the manager and the train loop themselves: ``perf/rollout_time``,
   ``perf/contract_check_time``, ``perf/step_time``, ``perf/weight_sync_time`` (seconds).
 
@@ -65,7 +73,7 @@ from vime.contract.errors import ContractError
 from vime.utils.types import Sample
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "rollout_metrics",
-           "rollout_step_metrics"]
+           "rollout_step_metrics", "staleness_metrics"]
 
 #: The qualified prefix of the default rollout's own metrics.
 PREFIX = "rollout/vllm_rollout/"
@@ -73,7 +81,9 @@ PREFIX = "rollout/vllm_rollout/"
 BUILTIN_ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/raw_reward_std",
                            "rollout/response_len/mean", "rollout/response_len/max",
                            "rollout/response_len/min", "rollout/truncated_ratio",
-                           "rollout/num_samples", "rollout/response_tokens", "perf/tokens_per_s",
+                           "rollout/num_samples", "rollout/response_tokens",
+                           "rollout/staleness/min", "rollout/staleness/max",
+                           "rollout/staleness/mean", "perf/tokens_per_s",
                            "perf/rollout_time", "perf/contract_check_time", "perf/step_time",
                            "perf/weight_sync_time")
 
@@ -139,6 +149,29 @@ def _mean(xs: Sequence[float]) -> float:
     return float(sum(xs) / len(xs)) if xs else 0.0
 
 
+def _numeric_versions(sample: Sample) -> list[int]:
+    """The entries of ``weight_versions`` that read as ints (``"default"`` does not)."""
+    out: list[int] = []
+    for version in sample.weight_versions or ():
+        try:
+            out.append(int(version))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def staleness_metrics(samples: Sequence[Sample]) -> dict[str, float]:
+    """``rollout/staleness/{min,max,mean}`` of one step (see the module docstring); ``{}`` when
+    no sample has a numeric weight version."""
+    spans = [versions for versions in map(_numeric_versions, samples) if versions]
+    if not spans:
+        return {}
+    newest = max(max(versions) for versions in spans)
+    ages = [float(newest - min(versions)) for versions in spans]
+    return {"rollout/staleness/min": min(ages), "rollout/staleness/max": max(ages),
+            "rollout/staleness/mean": _mean(ages)}
+
+
 def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: float
                     ) -> dict[str, float]:
     """The built-in metrics of a train rollout (see the module docstring for the keys).
@@ -162,6 +195,7 @@ def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: fl
         "rollout/response_tokens": sum(lengths),
         "perf/tokens_per_s": sum(lengths) / rollout_time if rollout_time > 0 else 0.0,
     }
+    out.update(staleness_metrics(samples))
     try:
         rewards = [float(s.get_reward_value(args)) for s in samples]
     except (ContractError, TypeError, ValueError):

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from vime.rollout.base_types import SampleGroup
 from vime.rollout.data_source import DataSource
 from vime.utils.types import Sample
 
@@ -115,8 +116,10 @@ class SyntheticDataSource(DataSource):
         self.buffer: list[list[Sample]] = []
 
     def get_samples(self, num_samples: int) -> list[list[Sample]]:
-        """``num_samples`` groups (``list[list[Sample]]``), buffered groups first."""
-        groups = self.buffer[:num_samples]
+        """``num_samples`` groups (``list[list[Sample]]``, each a ``SampleGroup`` as the default
+        data source returns), buffered groups first."""
+        groups: list[list[Sample]] = [g if type(g) is SampleGroup else SampleGroup(g)
+                                      for g in self.buffer[:num_samples]]
         del self.buffer[:num_samples]
         while len(groups) < num_samples:
             prompt, label, meta = self.prompts[self.offset % len(self.prompts)]
@@ -125,7 +128,7 @@ class SyntheticDataSource(DataSource):
                               label=None if label is None else str(label),
                               metadata=copy.deepcopy(meta))
             self.group_index += 1
-            group = []
+            group = SampleGroup()
             for _ in range(self.n):
                 sample = copy.deepcopy(template)
                 sample.index = self.sample_index

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from argparse import Namespace
 from typing import Any
 
@@ -17,7 +18,8 @@ HOOK = "my_pkg.rollout.generate_rollout"
 
 def make_sample(g: int = 0, k: int = 0, n: int = 4, response_length: int = 3,
                 **overrides: Any) -> Sample:
-    """A valid generated sample: 3 prompt tokens + ``response_length`` response tokens."""
+    """A valid generated sample: 3 prompt tokens + ``response_length`` response tokens; each
+    override is the sample's own copy (no object shared between samples, VIM123)."""
     sample = Sample(
         group_index=g, index=g * n + k, prompt="What is 2+3?",
         tokens=[11, 12, 13] + [40 + i for i in range(response_length)],
@@ -25,7 +27,7 @@ def make_sample(g: int = 0, k: int = 0, n: int = 4, response_length: int = 3,
         rollout_log_probs=[-0.5 - 0.1 * i for i in range(response_length)],
         status=Sample.Status.COMPLETED)
     for name, value in overrides.items():
-        setattr(sample, name, value)
+        setattr(sample, name, copy.deepcopy(value))
     return sample
 
 

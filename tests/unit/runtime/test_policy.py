@@ -24,7 +24,7 @@ pytestmark = pytest.mark.unit
 def _bad_groups() -> list:
     groups = make_groups()
     groups[0][1].loss_mask = [1]
-    groups[1][0].weight_versions = [3]          # a warning (VIM105, not read by conversion)
+    groups[1][0].session_id = 3                 # a warning (VIM105, not read by conversion)
     return groups
 
 

@@ -29,19 +29,21 @@ def valid_batches(draw: st.DrawFn) -> tuple[list[list[Sample]], int, int]:
     index = 0
     for g in range(n_groups):
         group = []
+        prompt_len = draw(st.integers(1, 5))
+        prompt = draw(st.lists(st.integers(0, 1000), min_size=prompt_len, max_size=prompt_len))
         for _ in range(n):
-            prompt_len = draw(st.integers(1, 5))
             rl = draw(st.integers(1, 8))
             sample = Sample(
                 group_index=g, index=index, prompt="p",
-                tokens=draw(st.lists(st.integers(0, 1000), min_size=prompt_len + rl,
-                                     max_size=prompt_len + rl)),
+                tokens=prompt + draw(st.lists(st.integers(0, 1000), min_size=rl, max_size=rl)),
                 response_length=rl,
                 reward=draw(st.floats(-1, 1, allow_nan=False)),
                 status=draw(_STATUS),
                 metadata=draw(st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)))
             if with_mask:
                 mask = draw(st.lists(st.integers(0, 1), min_size=rl, max_size=rl))
+                if any(mask):
+                    mask[-1] = 1  # the response ends on a model token (VIM124)
                 sample.loss_mask = mask
                 sample.remove_sample = not any(mask)
             if with_logprobs:

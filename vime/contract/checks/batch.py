@@ -3,7 +3,9 @@
 Each ``check_vimXXX(shape, settings, info)`` looks at the whole step: group sizes (VIM103),
 group count (VIM104), all-or-none columns (VIM112), ``group_index`` (VIM113), ``index``
 (VIM114), the fan-out rollout-id rule (VIM115), JSON metadata (VIM116), constant rewards
-(VIM117), labels for label-based rewards (VIM118), ``finalize_rollout_groups`` (VIM120).
+(VIM117), labels for label-based rewards (VIM118), ``finalize_rollout_groups`` (VIM120), one
+reward kind (VIM121), no shared mutable objects (VIM123), one prompt per group (VIM125) and
+weight versions on all samples or none (VIM126).
 ``check_metrics`` is VIM119 (B1, also for eval output).
 
 Usage::
@@ -18,14 +20,15 @@ See ``docs/contract.md`` §3 (shape, rollout-id rule) and §6b.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import numbers
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Shape
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import is_finite_real, json_problem, real_problem
+from vime.contract.checks.values import array_number, is_finite_real, json_problem, real_problem
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import OPTIONAL_COLUMNS
@@ -315,6 +318,143 @@ def check_vim120(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Viola
         f"did not come through finalize_rollout_groups, so {' and '.join(hooks)} never ran"))]
 
 
+def _reward_kind(reward: Any) -> str | None:
+    """``"dict"``, ``"number"`` (a real, bool, or numpy/torch number) or None (None, a str, ...:
+    VIM110's)."""
+    if type(reward) is float or type(reward) is int:
+        return "number"
+    if isinstance(reward, Mapping):
+        return "dict"
+    if isinstance(reward, numbers.Real) or array_number(reward) is not None:
+        return "number"
+    return None
+
+
+def check_vim121(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM121: the rewards of the batch are all numbers or all dicts, never a mix (the counts
+    and the first sample of each kind are named)."""
+    first: dict[str, Leaf] = {}
+    counts = {"number": 0, "dict": 0}
+    for leaf in shape.leaves:
+        kind = _reward_kind(leaf.sample.reward)
+        if kind is not None:
+            counts[kind] += 1
+            first.setdefault(kind, leaf)
+    if not (counts["number"] and counts["dict"]):
+        return []
+    odd = "dict" if counts["dict"] <= counts["number"] else "number"
+    return [INVARIANTS["VIM121"].violation(first[odd].loc.at("reward"), problem=(
+        f"mixes reward kinds in one batch: {counts['number']} samples have a number (first: "
+        f"{first['number'].loc.at()}), {counts['dict']} a dict (first: {first['dict'].loc.at()})"
+        f"; with --reward-key={s.reward_key!r} upstream reads "
+        + ("reward[key], which fails on a number" if s.reward_key else
+           "the bare value, which fails on a dict")))]
+
+
+#: Fields that must be a sample's own object (VIM123); ``metadata`` may be shared by fan-out
+#: siblings (one rollout), the per-token lists may not.
+PER_SAMPLE_OBJECTS: tuple[str, ...] = ("metadata", "tokens", "loss_mask", "rollout_log_probs",
+                                       "teacher_log_probs")
+
+
+def check_vim123(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM123: no two samples hold the same list/dict object in :data:`PER_SAMPLE_OBJECTS`
+    (by ``id()``, O(samples)); fan-out siblings may share ``metadata``. A Sample object that
+    appears twice is named once."""
+    inv = INVARIANTS["VIM123"]
+    out: list[Violation] = []
+    owners: dict[int, tuple[str, Leaf, int]] = {}
+    seen: dict[int, Leaf] = {}
+    number = 0
+    for group in shape.groups:
+        for rollout in group:
+            number += 1
+            for leaf in rollout.leaves:
+                smp = leaf.sample
+                twin = seen.get(id(smp))
+                if twin is not None:
+                    out.append(inv.violation(leaf.loc.at(), problem=(
+                        f"is the same Sample object as {twin.loc.at()}: every field is shared")))
+                    continue
+                seen[id(smp)] = leaf
+                for name in PER_SAMPLE_OBJECTS:
+                    value = getattr(smp, name, None)
+                    if not isinstance(value, (list, dict)):
+                        continue
+                    hit = owners.setdefault(id(value), (name, leaf, number))
+                    if hit[1] is leaf:
+                        continue
+                    other, other_leaf, other_number = hit
+                    if name == other == "metadata" and other_number == number:
+                        continue  # fan-out siblings: one rollout's metadata
+                    kind = "dict" if isinstance(value, dict) else "list"
+                    same = f"its {other}" if other != name else other
+                    out.append(inv.violation(leaf.loc.at(name), problem=(
+                        f"is the same {kind} object (id {id(value):#x}) as {same} of "
+                        f"{other_leaf.loc.at()}: a write to one changes both")))
+    return out
+
+
+def _prompt_of(smp: Any) -> list[int] | None:
+    toks, rl = smp.tokens, smp.response_length
+    if type(toks) is not list or type(rl) is not int or not 0 < rl <= len(toks):
+        return None  # VIM106/VIM107 report it
+    return toks[:len(toks) - rl]
+
+
+def _names(leaves: list[Leaf], limit: int = 4) -> str:
+    shown = ", ".join(leaf.loc.at() for leaf in leaves[:limit])
+    return shown + (f" and {len(leaves) - limit} more" if len(leaves) > limit else "")
+
+
+def check_vim125(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM125: every sample of a group (the first leaf of each fan-out rollout) has the same
+    prompt ``tokens[:len(tokens) - response_length]``: prefix lengths first, then C-level
+    list comparisons, one per sample while the group has one prompt."""
+    inv = INVARIANTS["VIM125"]
+    out: list[Violation] = []
+    for prefix, group in zip(shape.group_prefixes, shape.groups, strict=True):
+        prompts: list[tuple[list[int], list[Leaf]]] = []
+        for rollout in group:
+            leaf = rollout.leaves[0]
+            prompt = _prompt_of(leaf.sample)
+            if prompt is None:
+                continue
+            for known, members in prompts:
+                if len(known) == len(prompt) and known == prompt:
+                    members.append(leaf)
+                    break
+            else:
+                prompts.append((prompt, [leaf]))
+        if len(prompts) < 2:
+            continue
+        (a, a_members), (b, b_members) = prompts[0], prompts[1]
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                  min(len(a), len(b)))
+        clusters = "; ".join(f"{_names(members)} ({len(p)} prompt tokens)"
+                             for p, members in prompts)
+        out.append(inv.violation(prefix, problem=(
+            f"holds {len(prompts)} different prompts (tokens[:len(tokens) - response_length]): "
+            f"{clusters}; {a_members[0].loc.prefix} and {b_members[0].loc.prefix} first differ "
+            f"at token {at}")))
+    return out
+
+
+def check_vim126(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
+    """VIM126 (warning): ``weight_versions`` is non-empty on every sample of the step or on
+    none (the first sample with and without them named)."""
+    leaves = shape.leaves
+    flags = [bool(leaf.sample.weight_versions) for leaf in leaves]
+    present = sum(flags)
+    if present == 0 or present == len(flags):
+        return []
+    with_v, without = leaves[flags.index(True)], leaves[flags.index(False)]
+    return [INVARIANTS["VIM126"].violation(without.loc.at("weight_versions"), problem=(
+        f"is empty but {present} of {len(flags)} samples carry weight versions (e.g. "
+        f"{with_v.loc.at()}: {list(with_v.sample.weight_versions)!r}): the staleness metrics "
+        "and pop_oldest see only part of the step"))]
+
+
 #: Every batch check of the train output, keyed by invariant id, in id order.
 BATCH_CHECKS: dict[str, BatchCheck] = {
     "VIM103": check_vim103,
@@ -327,6 +467,10 @@ BATCH_CHECKS: dict[str, BatchCheck] = {
     "VIM117": check_vim117,
     "VIM118": check_vim118,
     "VIM120": check_vim120,
+    "VIM121": check_vim121,
+    "VIM123": check_vim123,
+    "VIM125": check_vim125,
+    "VIM126": check_vim126,
 }
 
 

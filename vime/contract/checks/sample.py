@@ -1,8 +1,10 @@
-"""Per-sample invariants VIM105-VIM111: one pure function per id, run on every leaf sample.
+"""Per-sample invariants VIM105-VIM111, VIM122, VIM124, VIM127: one pure function per id, run
+on every leaf sample.
 
 Each ``check_vimXXX(sample, loc, settings, stage)`` returns the findings of its invariant for
 one ``Sample``: ``stage="generate"`` right after a generate call (boundary B2: no reward yet,
-ABORTED/FAILED may be empty), ``stage="train"`` on the train output (B5). Long per-token lists
+ABORTED/FAILED may be empty), ``stage="train"`` on the train output (B5; VIM122, VIM124 and
+VIM127 run only there). Long per-token lists
 are checked with C-level builtins (``set(map(type, xs))``, ``min``/``max``, ``sum``), never a
 per-item Python loop; the slow scan that names the first bad item runs only on failure.
 
@@ -20,8 +22,10 @@ See ``docs/contract.md`` §2 (fields) and §6b.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from functools import cache
+from itertools import compress
 from typing import Any, Literal
 
 from vime.contract.checks.locations import Loc
@@ -32,7 +36,7 @@ from vime.contract.checks.typecheck import (
     field_hint,
     field_type_problem,
 )
-from vime.contract.checks.values import reward_problem
+from vime.contract.checks.values import array_number, reward_problem
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
@@ -50,6 +54,9 @@ __all__ = [
     "check_vim109",
     "check_vim110",
     "check_vim111",
+    "check_vim122",
+    "check_vim124",
+    "check_vim127",
 ]
 
 #: ``"generate"``: right after a generate call (B2); ``"train"``: the train output (B5).
@@ -281,7 +288,8 @@ def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
             return [inv.violation(loc.at("rollout_log_probs", i), severity=severity,
                                   problem=problem)]
     last = _last_trainable(sample)
-    if last is not None and lp[last] == 0.0:
+    if last is not None and lp[last] == 0.0 and not (stage == "train" and
+                                                     mask_looks_inverted(sample)):
         return [inv.violation(loc.at("rollout_log_probs", last), severity="warning",
                               problem="is exactly 0.0 on the last trainable token: a placeholder, "
                               "not a sampler log-prob",
@@ -311,6 +319,8 @@ def check_vim110(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
         return []
     if type(reward) is float and math.isfinite(reward):
         return []
+    if stage == "train" and array_number(_reward_scalar(reward, s.reward_key)) is not None:
+        return []  # VIM122 names the tensor, array or numpy scalar
     found = reward_problem(reward, s.reward_key)
     if found is None:
         return []
@@ -352,6 +362,122 @@ def check_vim111(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     return []
 
 
+# ---- VIM122: rewards are Python numbers -----------------------------------------------------
+
+
+def _reward_scalar(reward: Any, key: str | None) -> Any:
+    """What conversion reads: ``reward[key]`` of a dict holding ``key``, else the reward."""
+    if isinstance(reward, dict) and key and key in reward:
+        return reward[key]
+    return reward
+
+
+def check_vim122(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM122: the reward (``reward[--reward-key]`` of a dict) is not a torch tensor, numpy
+    array or numpy scalar (``numpy.float64`` is a float subclass: tolerated). Train output
+    only."""
+    reward = sample.reward
+    if type(reward) is float or stage != "train":
+        return []
+    value = _reward_scalar(reward, s.reward_key)
+    found = array_number(value)
+    if found is None:
+        return []
+    what, elements = found
+    if elements == 1:
+        fix = "store float(x) (x.item() for a one-element tensor or array)"
+    elif elements:
+        fix = (f"reduce the {elements} elements to the one number to train on (e.g. "
+               "float(x.mean())), then store that float")
+    else:
+        fix = "store one Python float per sample"
+    where = loc.at("reward", s.reward_key) if value is not reward else loc.at("reward")
+    return [INVARIANTS["VIM122"].violation(where, problem=(
+        f"is {what}, not a Python number (only numpy.float64, a float subclass, is "
+        "tolerated)"), fix=fix)]
+
+
+# ---- VIM124: token budgets ------------------------------------------------------------------
+
+
+def check_vim124(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM124: ``response_length <= --rollout-max-response-len`` and ``len(tokens) <=
+    --rollout-max-context-len`` (each when set); a trained response whose ``loss_mask`` ends
+    in zeros after its last 1 warns (an observation after the last turn). Train output only."""
+    if stage != "train":
+        return []
+    inv = INVARIANTS["VIM124"]
+    out: list[Violation] = []
+    rl, toks = sample.response_length, sample.tokens
+    cap = s.max_response_len
+    if cap is not None and type(rl) is int and rl > cap:
+        out.append(inv.violation(loc.at("response_length"), problem=(
+            f"is {rl} tokens, {rl - cap} over --rollout-max-response-len={cap}")))
+    ctx = s.max_context_len
+    if ctx is not None and type(toks) is list and len(toks) > ctx:
+        parts = (f" ({len(toks) - rl} prompt + {rl} response)"
+                 if type(rl) is int and 0 < rl <= len(toks) else "")
+        out.append(inv.violation(loc.at("tokens"), problem=(
+            f"has {len(toks)} tokens{parts}, {len(toks) - ctx} over "
+            f"--rollout-max-context-len={ctx}")))
+    mask = sample.loss_mask
+    if (type(mask) is list and mask and mask[-1] == 0 and type(rl) is int and len(mask) == rl
+            and not sample.remove_sample):
+        try:
+            last = len(mask) - 1 - mask[::-1].index(1)
+        except ValueError:
+            return out  # no trainable token at all: VIM108's all-zero warning
+        run = len(mask) - 1 - last
+        out.append(inv.violation(loc.at("loss_mask", last + 1), severity="warning", problem=(
+            f"ends in {run} masked tokens (loss_mask 0 at response positions {last + 1}-"
+            f"{len(mask) - 1}, after the last trainable token at {last}): an observation "
+            "appended after the last generated turn is never answered"),
+            fix="end the turn loop on a model turn: do not append an observation after the "
+            "last generate call"))
+    return out
+
+
+# ---- VIM127: loss-mask polarity -------------------------------------------------------------
+
+
+def mask_looks_inverted(sample: Sample) -> bool:
+    """True when at least two trainable tokens (mask 1) all carry log-prob exactly 0.0 (the
+    placeholder of environment tokens) while every masked token (mask 0) carries a real,
+    negative log-prob. C-level passes; False on anything malformed (VIM108/VIM109 own it)."""
+    mask, lp = sample.loss_mask, sample.rollout_log_probs
+    if type(mask) is not list or type(lp) is not list or len(mask) != len(lp):
+        return False
+    try:
+        first = mask.index(1)                   # O(1) for the usual mask: the first token
+    except ValueError:
+        return False
+    if lp[first] != 0.0:                        # a real log-prob on a trainable token
+        return False
+    zeros = mask.count(0)
+    if zeros == 0 or len(mask) - zeros < 2:
+        return False
+    try:
+        if any(compress(lp, mask)):
+            return False
+        return bool(max(compress(lp, map(operator.not_, mask))) < 0)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_vim127(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+    """VIM127 (warning): the loss mask does not look inverted (see :func:`mask_looks_inverted`).
+    Train output only."""
+    if stage != "train" or sample.loss_mask is None or not mask_looks_inverted(sample):
+        return []
+    mask = sample.loss_mask
+    ones = len(mask) - mask.count(0)
+    return [INVARIANTS["VIM127"].violation(loc.at("loss_mask"), problem=(
+        f"looks inverted: all {ones} trainable tokens (mask 1) have rollout_log_probs exactly "
+        f"0.0, the placeholder of environment tokens, while the {len(mask) - ones} masked "
+        "tokens (mask 0) have real negative log-probs: the model's tokens are masked and the "
+        "environment's are trained"))]
+
+
 #: Every per-sample check, keyed by invariant id, in id order.
 SAMPLE_CHECKS: dict[str, SampleCheck] = {
     "VIM105": check_vim105,
@@ -361,6 +487,9 @@ SAMPLE_CHECKS: dict[str, SampleCheck] = {
     "VIM109": check_vim109,
     "VIM110": check_vim110,
     "VIM111": check_vim111,
+    "VIM122": check_vim122,
+    "VIM124": check_vim124,
+    "VIM127": check_vim127,
 }
 
 #: Fields whose type and values a specific check owns (VIM105 skips them).
@@ -371,7 +500,8 @@ _ALL_CHECKS = tuple(SAMPLE_CHECKS.values())
 
 
 def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
-    """Every per-sample invariant (VIM105-VIM111) on one ``Sample``, in id order."""
+    """Every per-sample invariant (VIM105-VIM111, VIM122, VIM124, VIM127) on one ``Sample``, in
+    id order."""
     out: list[Violation] = []
     for check in _ALL_CHECKS:
         found = check(sample, loc, s, stage)

@@ -66,6 +66,11 @@ def _dataset_names(value: Any) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def _positive(value: Any) -> int | None:
+    """A token budget: a positive int, else None (unset, 0 or not an int: no budget check)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 @dataclass(frozen=True, slots=True)
 class CheckSettings:
     """The arguments the runtime checks read, with their defaults when absent from ``args``."""
@@ -95,6 +100,9 @@ class CheckSettings:
     vocab_size: int | None = None
     #: ``--loss-type``: ``sft_loss`` skips the constant-reward warning (VIM117).
     loss_type: str | None = None
+    #: ``--rollout-max-response-len`` / ``--rollout-max-context-len`` (VIM124); None: unset.
+    max_response_len: int | None = None
+    max_context_len: int | None = None
     #: ``--contract-check``: ``off``, ``warn`` or ``raise``.
     mode: Mode = "raise"
     #: ``--contract-check-interval``: B2-B6 run on every N-th step.
@@ -146,6 +154,8 @@ class CheckSettings:
             eval_dataset_names=_dataset_names(getattr(args, "eval_datasets", None)),
             vocab_size=vocab if isinstance(vocab, int) and vocab > 0 else None,
             loss_type=arg(args, "loss_type"),
+            max_response_len=_positive(arg(args, "rollout_max_response_len")),
+            max_context_len=_positive(arg(args, "rollout_max_context_len")),
             mode=mode,
             interval=interval,
         )

@@ -21,7 +21,10 @@ from typing import Any
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Severity
 
-__all__ = ["is_finite_real", "json_problem", "real_problem", "reward_problem"]
+__all__ = ["array_number", "is_finite_real", "json_problem", "real_problem", "reward_problem"]
+
+#: Top-level packages whose tensors, arrays and scalars are not Python numbers (VIM122).
+ARRAY_PACKAGES: frozenset[str] = frozenset({"numpy", "torch", "jax", "jaxlib"})
 
 
 def is_finite_real(value: Any) -> bool:
@@ -36,6 +39,37 @@ def is_finite_real(value: Any) -> bool:
         return math.isfinite(float(value))
     except (TypeError, ValueError, OverflowError):
         return False
+
+
+def array_number(value: Any) -> tuple[str, int | None] | None:
+    """``(description, elements)`` when ``value`` is a numpy/torch/jax tensor, array or scalar,
+    else None; read from ``type(value).__module__``, ``.shape`` and ``.dtype`` without importing
+    numpy or torch. ``numpy.float64`` is a ``float`` subclass and gives None (tolerated).
+
+    Usage::
+
+        array_number(torch.tensor([0.5]))   # ("a torch.Tensor of shape (1,), dtype torch.float32", 1)
+        array_number(np.float32(0.5))       # ("a numpy.float32 scalar", 1)
+        array_number(np.float64(0.5)), array_number(0.5)   # None, None
+    """
+    cls = type(value)
+    if cls is float or cls is int or cls is bool or value is None:
+        return None
+    package = cls.__module__.partition(".")[0]
+    if package not in ARRAY_PACKAGES or isinstance(value, float):
+        return None
+    name = f"{package}.{cls.__name__}"
+    shape = getattr(value, "shape", None)
+    try:
+        dims = tuple(int(d) for d in shape) if shape is not None else None
+    except (TypeError, ValueError):
+        dims = None
+    if dims is None:
+        return f"a {name}", None
+    if not dims and package == "numpy" and cls.__name__ != "ndarray":
+        return f"a {name} scalar", 1
+    elements = math.prod(dims)
+    return f"a {name} of shape {dims}, dtype {getattr(value, 'dtype', '?')}", elements
 
 
 def real_problem(value: Any) -> tuple[Severity, str] | None:
