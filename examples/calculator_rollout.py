@@ -112,6 +112,16 @@ def find_tool_call(response: str) -> str | None:
     return match.group("expr") if match else None
 
 
+def _room_for(args: Namespace, params: dict[str, Any], sample: Sample, n: int) -> bool:
+    """True when ``n`` environment tokens and at least one model token still fit in the
+    response budget (``max_tokens``) and the context budget (``--rollout-max-context-len``)."""
+    budget = params.get("max_tokens")
+    if budget is not None and sample.response_length + n >= int(budget):
+        return False
+    context = getattr(args, "rollout_max_context_len", None)
+    return not (context and len(sample.tokens) + n >= int(context))
+
+
 async def run_episode(args: Namespace, sample: Sample, sampling_params: dict[str, Any],
                       model_turn: ModelTurn, tokenizer: Any) -> Sample:
     """Alternate model turns and calculator results until the model stops calling the tool.
@@ -123,8 +133,10 @@ async def run_episode(args: Namespace, sample: Sample, sampling_params: dict[str
         tokenizer: encodes tool results (``encode(text, add_special_tokens=False)``).
 
     Returns:
-        The sample: COMPLETED (no further call), TRUNCATED (budget) or ABORTED; tool results
-        have loss-mask 0; ``metadata["tool_calls"]`` counts the answered calls.
+        The sample: COMPLETED (no further call), TRUNCATED (budget: also when a tool result
+        and one more model token would not fit, so the response never ends in an unanswered
+        result) or ABORTED; tool results have loss-mask 0; ``metadata["tool_calls"]`` counts
+        the answered calls.
     """
     params = dict(sampling_params)
     params["stop"] = [*(params.get("stop") or []), CALL_END]
@@ -136,10 +148,15 @@ async def run_episode(args: Namespace, sample: Sample, sampling_params: dict[str
             break
         if calls >= MAX_TOOL_CALLS:
             break
-        calls += 1
         result = f"<result>{calculate(expression)}</result>"
-        sample.append_response_tokens(args, tokens=tokenizer.encode(result, add_special_tokens=False),
-                                      trainable=False, text=result)
+        result_ids = tokenizer.encode(result, add_special_tokens=False)
+        if not _room_for(args, params, sample, len(result_ids)):
+            # the result and a model turn after it do not fit: stop on the model's turn rather
+            # than overrun the budget with an unanswered observation (VIM124)
+            sample.status = Sample.Status.TRUNCATED
+            break
+        calls += 1
+        sample.append_response_tokens(args, tokens=result_ids, trainable=False, text=result)
         # the response goes on: the next model turn continues from sample.tokens
         sample.status = Sample.Status.PENDING
     sample.metadata["tool_calls"] = calls

@@ -144,12 +144,14 @@ class ScriptedModel:
         return sample
 
 
-def _episode(tokenizer: Any, turns: list[str]) -> tuple[Sample, ScriptedModel]:
+def _episode(tokenizer: Any, turns: list[str], max_tokens: int = 64
+             ) -> tuple[Sample, ScriptedModel]:
     prompt = "<|im_start|>user\nWhat is 37+48?<|im_end|>\n<|im_start|>assistant\n"
     model = ScriptedModel(tokenizer, turns, prompt)
     sample = Sample(index=0, group_index=0, prompt=prompt, label="85")
     args = Namespace(vllm_speculative_config=None)
-    out = asyncio.run(calc.run_episode(args, sample, {"max_tokens": 64}, model, tokenizer))
+    out = asyncio.run(calc.run_episode(args, sample, {"max_tokens": max_tokens}, model,
+                                       tokenizer))
     return out, model
 
 
@@ -171,9 +173,22 @@ def test_episode_answers_a_tool_call_with_untrained_tokens(tokenizer: Any) -> No
                                  Namespace(contract_check="raise")) == []
 
 
+def test_episode_stops_before_a_tool_result_that_overruns_the_budget(tokenizer: Any) -> None:
+    prompt = "<|im_start|>user\nWhat is 37+48?<|im_end|>\n<|im_start|>assistant\n"
+    call = "<calc>37+48</calc>"
+    n_call = len(tokenizer.encode(call, add_special_tokens=False))
+    model = ScriptedModel(tokenizer, [call, "never"], prompt)
+    sample = Sample(index=0, group_index=0, prompt=prompt, label="85")
+    args = Namespace(vllm_speculative_config=None)
+    out = asyncio.run(calc.run_episode(args, sample, {"max_tokens": n_call + 3}, model,
+                                       tokenizer))
+    assert out.response == call and out.status == Sample.Status.TRUNCATED
+    assert out.metadata["tool_calls"] == 0 and out.response_length == n_call
+
+
 def test_episode_stops_after_max_tool_calls(tokenizer: Any) -> None:
     turns = ["<calc>1+1</calc>"] * (calc.MAX_TOOL_CALLS + 1)
-    sample, model = _episode(tokenizer, turns)
+    sample, model = _episode(tokenizer, turns, max_tokens=256)   # room for every result
     assert sample.metadata["tool_calls"] == calc.MAX_TOOL_CALLS
     assert sample.response.endswith("<calc>1+1</calc>") and not model.turns
 
