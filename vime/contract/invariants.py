@@ -551,6 +551,112 @@ _ALL: tuple[Invariant, ...] = (
          "async reward not awaited",
          "{hook} `{name}` returned {actual}", "declare it with plain def, or register it where async is expected",
          boundaries=("B3", "B4"), twins=("VIM021",)),
+    # ---- 6b: failures reported in other frameworks (vime/contract/checks/field_reports.py) ----
+    _inv("VIM170", "runtime", "warning", "completed-at-budget",
+         "A COMPLETED sample's response_length is not exactly --rollout-max-response-len (at the budget it is TRUNCATED).",
+         "A response that used the whole budget was almost always cut by the engine (finish "
+         "reason `length`); left COMPLETED, its `truncated` flag is 0, so overlong filtering and "
+         "penalties silently skip it and the cut answer is rewarded as finished "
+         "(NVIDIA-NeMo/RL#4042, NVIDIA-NeMo/RL#3837, NovaSky-AI/SkyRL#111). A model that emits "
+         "its end token exactly at the budget is COMPLETED legitimately, hence a warning.",
+         "status not set from finish reason",
+         "is COMPLETED but response_length={rl} equals --rollout-max-response-len={budget}: the "
+         "engine most likely stopped on the budget, so the status should be TRUNCATED (the "
+         "truncated flag and overlong filtering read it)",
+         "set status from the finish reason (`length` -> Sample.Status.TRUNCATED; "
+         "append_response_tokens(meta_info=...) does it); ignore this if the last token is the "
+         "end-of-sequence token",
+         boundaries=("B5",), twins=("VIM009",)),
+    _inv("VIM171", "runtime", "warning", "no-group-signal",
+         "Not every group of the batch has identical rewards (while the batch's rewards differ).",
+         "With a group-mean baseline (grpo, gspo, cispo, reinforce_plus_plus_baseline) a group "
+         "whose members all score the same has zero advantages; when that holds for every group "
+         "the step's policy loss is zero although the rewards vary across prompts "
+         "(huggingface/trl#3857, areal-project/AReaL#450). VIM117 covers a constant batch.",
+         "constant reward, no signal",
+         "are equal within each of the {groups} groups (zero reward std in every group) although "
+         "they range from {lo} to {hi} across the batch: every {estimator} advantage is zero and "
+         "the step learns nothing",
+         "keep only groups with reward spread (--dynamic-sampling-filter-path "
+         "vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std), or give "
+         "partial credit / prompts of a difficulty the model sometimes solves",
+         boundaries=("B5",)),
+    _inv("VIM172", "runtime", "warning", "prompt-budget",
+         "The prompt part len(tokens) - response_length is at most --rollout-max-prompt-len (first segment of each rollout).",
+         "The data source drops longer string prompts at load, but a message-list prompt, a "
+         "custom data source or a generate function that rewrites the prompt bypasses the "
+         "filter: over-long prompts then crowd out the response budget or overflow the "
+         "sequence length training was sized for (verl-project/verl#1015, "
+         "NovaSky-AI/SkyRL#1539).",
+         "prompt over the budget",
+         "holds {prompt} prompt tokens (len(tokens)={n} - response_length={rl}), more than "
+         "--rollout-max-prompt-len={limit}",
+         "shorten or drop such prompts before generation (or raise --rollout-max-prompt-len and "
+         "the context budget with it)",
+         boundaries=("B5",)),
+    _inv("VIM173", "runtime", "warning", "placeholder-log-probs",
+         "No run of 8 or more consecutive exact 0.0 rollout_log_probs on trainable tokens (loss_mask 1 or None).",
+         "Exact 0.0 is the placeholder for tokens without a sampler log-prob (environment "
+         "tokens, or log-probs never filled); a run of them where the mask trains means "
+         "observation tokens are trained, or importance ratios use probability 1 "
+         "(radixark/miles#418, NovaSky-AI/SkyRL#354, PrimeIntellect-ai/prime-rl#606). Extends "
+         "VIM109, which checks length, finiteness and the last trainable token.",
+         "placeholder log-prob",
+         "has {run} consecutive entries of exactly 0.0 at trainable positions ({trainable}) from "
+         "index {start} to {end}: placeholder values, not sampler log-probs (observation tokens "
+         "trained, or log-probs never filled)",
+         "give environment/observation tokens loss_mask 0 (append_response_tokens(trainable=False) "
+         "does it) and store the engine's log-prob for every generated token",
+         boundaries=("B5",)),
+    _inv("VIM174", "runtime", "warning", "label-kind",
+         "The batch's labels are of one type, and no string label is empty or whitespace only.",
+         "Reward functions are written for one label type: an int label where a str is expected "
+         "raises inside the reward (the trajectory is then rejected or scored 0) and an empty "
+         "label scores every response against nothing (areal-project/AReaL#1430).",
+         "label missing for reward",
+         "{problem}",
+         "normalise labels to one type in the dataset or the data source (e.g. str(label))",
+         boundaries=("B5",)),
+    _inv("VIM175", "runtime", "warning", "empty-response-top-reward",
+         "A sample with an empty response does not have the batch's maximum reward (while max > min).",
+         "A reward function that scores empty output as correct (substring matching, an empty "
+         "answer matching an empty label) teaches the policy to say nothing "
+         "(PrimeIntellect-ai/verifiers#763, verl-project/verl#6793).",
+         "reward hacking by empty output",
+         "is {response!r} (response_length={rl}) but its reward {hi} is the batch maximum (min "
+         "{lo}); {count} of the {top} top-reward samples have an empty response: the reward "
+         "function scores empty output as correct",
+         "score an empty or whitespace-only response 0 in the reward function, and check the "
+         "labels for empty answers",
+         boundaries=("B5",)),
+    _inv("VIM176", "runtime", "error", "doubled-bos",
+         "`tokens` does not start with the tokenizer's BOS token twice.",
+         "A chat template that already writes BOS, encoded again with special tokens (or a "
+         "template applied twice), prefixes every training sequence with a second BOS the model "
+         "never saw in pretraining: every sequence silently changes (NVIDIA-NeMo/RL#855, "
+         "NovaSky-AI/SkyRL#210). Checked when the BOS id is known (the rollout manager reads it "
+         "from the --hf-checkpoint tokenizer).",
+         "chat template applied twice",
+         "starts with the BOS token id {bos} twice (tokens[0] == tokens[1] == {bos}): the prompt "
+         "was templated with BOS and encoded again with special tokens",
+         "encode a templated prompt with add_special_tokens=False (or tokenize once with "
+         "apply_chat_template(..., tokenize=True))",
+         boundaries=("B5",)),
+    _inv("VIM177", "runtime", "warning", "special-token-text",
+         "Responses do not contain the literal text of the EOS token (e.g. `<|im_end|>`).",
+         "A response decoded without skipping special tokens ends in `<|im_end|>` / "
+         "`<|endoftext|>` / `</s>`, so a format reward anchored at the end of the text "
+         "(`...</answer>$`) scores every such sample 0 (verl-project/verl#715, "
+         "huggingface/trl#2897; the latter asks for special tokens a reward does read, hence a "
+         "warning). Checked when the EOS text is known (the rollout manager reads it from the "
+         "--hf-checkpoint tokenizer).",
+         "special tokens in the response text",
+         "contains the end-of-sequence text {text!r} ({count} of {total} responses): it was "
+         "decoded without skipping special tokens, so a reward that anchors its format at the "
+         "end of the text fails on it",
+         "pass --rollout-skip-special-tokens (the built-in generate then decodes without them), or "
+         "strip the token in the reward function; ignore this if the reward reads special tokens",
+         boundaries=("B5",)),
 )
 
 #: Every invariant, keyed by id, in id order.

@@ -117,6 +117,27 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
     return time.perf_counter() - start
 
 
+def _record_tokenizer_facts(args: Namespace) -> None:
+    """Set ``args.bos_token_id`` / ``args.eos_token_text`` from the ``--hf-checkpoint`` tokenizer
+    for the runtime contract check (VIM176 doubled BOS, VIM177 EOS text in responses); values
+    already on ``args`` are kept. Nothing happens with ``--contract-check off``, without
+    ``--hf-checkpoint`` or when no tokenizer loads from it (those two checks are then skipped;
+    the rollout reports the tokenizer problem itself when it needs one)."""
+    path = arg(args, "hf_checkpoint")
+    if arg(args, "contract_check") == "off" or not path:
+        return
+    from vime.contract.checks.field_reports import tokenizer_facts
+    from vime.utils.data import load_tokenizer
+
+    try:
+        facts = tokenizer_facts(load_tokenizer(path))
+    except Exception:  # an optional check must not stop the manager
+        return
+    for name, value in facts.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+
+
 def _call_logger(fn: Any, dest: str, *call_args: Any) -> bool:
     result = fn(*call_args)
     require(awaitable_result_problems(result, HOOKS[dest].arg, dotted_name(fn)))
@@ -140,6 +161,7 @@ class RolloutManagerCore:
     def __init__(self, args: Namespace, *, start_engines: bool = True) -> None:
         self.args = args
         self.hooks = load_hooks(args)
+        _record_tokenizer_facts(args)
         self.generate_rollout = self.hooks["rollout_function_path"]
         self.eval_rollout = self.hooks.get("eval_function_path", self.generate_rollout)
         self.rollout_hook_path = args.rollout_function_path

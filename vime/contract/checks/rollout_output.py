@@ -18,6 +18,7 @@ from typing import Any
 
 from vime.contract.checks.batch import BATCH_CHECKS, OutputInfo, check_metrics
 from vime.contract.checks.evaluation import check_eval_data
+from vime.contract.checks.field_reports import check_field_reports
 from vime.contract.checks.sample import check_sample
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import read_shape
@@ -30,7 +31,8 @@ __all__ = ["collect_rollout_output", "collect_train_samples"]
 
 
 def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> list[Violation]:
-    """B5: the shape (VIM102), every leaf (VIM105-VIM111) and the batch (VIM103-VIM120)."""
+    """B5: the shape (VIM102), every leaf (VIM105-VIM111), the batch (VIM103-VIM120) and the
+    failures reported in other frameworks (VIM170-VIM177)."""
     shape, found = read_shape(samples, s)
     if shape is None:
         return found
@@ -40,6 +42,7 @@ def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> l
             found.extend(leaf_found)
     for check in BATCH_CHECKS.values():
         found.extend(check(shape, s, info))
+    found.extend(check_field_reports(shape, s, info))
     return found
 
 

@@ -71,6 +71,16 @@ def _positive(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
+def _non_negative(value: Any) -> int | None:
+    """A token id: an int >= 0, else None (unknown: the check is skipped)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _text(value: Any) -> str | None:
+    """A token's text: a non-empty str, else None (unknown: the check is skipped)."""
+    return value if isinstance(value, str) and value else None
+
+
 @dataclass(frozen=True, slots=True)
 class CheckSettings:
     """The arguments the runtime checks read, with their defaults when absent from ``args``."""
@@ -107,6 +117,18 @@ class CheckSettings:
     mode: Mode = "raise"
     #: ``--contract-check-interval``: B2-B6 run on every N-th step.
     interval: int = 1
+    #: ``--rollout-max-prompt-len`` (VIM172); None: unset.
+    max_prompt_len: int | None = None
+    #: ``--advantage-estimator`` and reward normalisation (off with
+    #: ``--disable-rewards-normalization``); a custom reward post-process or conversion hook
+    #: computes its own advantages (VIM171).
+    advantage_estimator: str | None = "grpo"
+    rewards_normalization: bool = True
+    custom_advantages: bool = False
+    #: The tokenizer's BOS id and EOS text (VIM176, VIM177), set on ``args`` by the rollout
+    #: manager (``args.bos_token_id``, ``args.eos_token_text``); None skips those checks.
+    bos_token_id: int | None = None
+    eos_token_text: str | None = None
 
     @property
     def logprobs_consumed(self) -> bool:
@@ -158,6 +180,13 @@ class CheckSettings:
             max_context_len=_positive(arg(args, "rollout_max_context_len")),
             mode=mode,
             interval=interval,
+            max_prompt_len=_positive(arg(args, "rollout_max_prompt_len")),
+            advantage_estimator=arg(args, "advantage_estimator"),
+            rewards_normalization=bool(arg(args, "rewards_normalization")),
+            custom_advantages=bool(arg(args, "custom_reward_post_process_path")
+                                   or arg(args, "custom_convert_samples_to_train_data_path")),
+            bos_token_id=_non_negative(getattr(args, "bos_token_id", None)),
+            eos_token_text=_text(getattr(args, "eos_token_text", None)),
         )
 
     def eval_key(self) -> str | None:
