@@ -30,6 +30,7 @@ from vime.contract.checks.shape import Leaf, Shape
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.checks.values import array_number, is_finite_real, json_problem, real_problem
 from vime.contract.errors import Violation
+from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import OPTIONAL_COLUMNS
 
@@ -309,9 +310,9 @@ def check_vim120(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Viola
     came through ``finalize_rollout_groups`` (warning)."""
     if info.is_default_rollout or info.finalized:
         return []
-    hooks = [arg for arg, path in (("--rollout-sample-filter-path", s.rollout_sample_filter_path),
-                                   ("--rollout-all-samples-process-path",
-                                    s.rollout_all_samples_process_path)) if path]
+    hooks = [HOOKS[dest].arg for dest, path in (
+        ("rollout_sample_filter_path", s.rollout_sample_filter_path),
+        ("rollout_all_samples_process_path", s.rollout_all_samples_process_path)) if path]
     if not hooks:
         return []
     return [INVARIANTS["VIM120"].violation("output", problem=(

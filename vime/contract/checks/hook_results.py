@@ -30,7 +30,7 @@ from vime.contract.checks.shape import Leaf
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.checks.values import real_problem, reward_problem
 from vime.contract.errors import Violation
-from vime.contract.hooks import CONVERT_REQUIRED_KEYS
+from vime.contract.hooks import CONVERT_REQUIRED_KEYS, HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
@@ -133,7 +133,7 @@ def generate_result_problems(sample_in_status: Any, result: Any, s: CheckSetting
     if s.rm_configured:
         preset = [leaf for leaf in leaves if leaf.sample.reward is not None]
         if preset:
-            rm = "--custom-rm-path" if s.custom_rm_path else f"--rm-type {s.rm_type}"
+            rm = HOOKS["custom_rm_path"].arg if s.custom_rm_path else f"--rm-type {s.rm_type}"
             out.append(INVARIANTS["VIM141"].violation(preset[0].loc.at("reward"), problem=(
                 f"is already set by generate ({preset[0].sample.reward!r}) while {rm} is "
                 "configured: the reward model skips rewarded samples")))
@@ -229,7 +229,7 @@ def dynamic_filter_result_problems(result: Any, name: str = "dynamic sampling fi
     where = f"{name} result"
     if _is_filter_output(result):
         return []
-    found = awaitable_problem(result, "--dynamic-sampling-filter-path", name)
+    found = awaitable_problem(result, HOOKS["dynamic_sampling_filter_path"].arg, name)
     if found is not None:
         return [found]
     if result is None:
@@ -249,7 +249,7 @@ def buffer_filter_result_problems(result: Any, buffer: Sequence[Any], num_sample
     ``buffer`` (the buffer after the call)."""
     inv = INVARIANTS["VIM161"]
     where = f"{name} result"
-    found = awaitable_problem(result, "--buffer-filter-path", name)
+    found = awaitable_problem(result, HOOKS["buffer_filter_path"].arg, name)
     if found is not None:
         return [found]
     if not isinstance(result, list):
@@ -293,7 +293,7 @@ def reward_post_process_result_problems(result: Any, samples: Sequence[Any],
     """VIM162: ``(raw_rewards, rewards)``, each ``len(samples)`` finite reals."""
     inv = INVARIANTS["VIM162"]
     where = f"{name} result"
-    found = awaitable_problem(result, "--custom-reward-post-process-path", name)
+    found = awaitable_problem(result, HOOKS["custom_reward_post_process_path"].arg, name)
     if found is not None:
         return [found]
     if not isinstance(result, (tuple, list)) or len(result) != 2:
@@ -328,7 +328,7 @@ def convert_result_problems(result: Any, samples: Sequence[Any],
     ``len(samples)`` values."""
     inv = INVARIANTS["VIM162"]
     where = f"{name} result"
-    found = awaitable_problem(result, "--custom-convert-samples-to-train-data-path", name)
+    found = awaitable_problem(result, HOOKS["custom_convert_samples_to_train_data_path"].arg, name)
     if found is not None:
         return [found]
     if not isinstance(result, dict):
