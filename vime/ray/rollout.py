@@ -119,8 +119,8 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
 
 def _record_tokenizer_facts(args: Namespace) -> None:
     """Set ``args.bos_token_id`` / ``args.eos_token_text`` from the ``--hf-checkpoint`` tokenizer
-    for the runtime contract check (VIM176 doubled BOS, VIM177 EOS text in responses); values
-    already on ``args`` are kept. Nothing happens with ``--contract-check off``, without
+    for the runtime contract check (VIM176 doubled BOS, VIM177 EOS text in responses, the latter
+    only with ``--rollout-skip-special-tokens``); values already on ``args`` are kept. Nothing happens with ``--contract-check off``, without
     ``--hf-checkpoint`` or when no tokenizer loads from it (those two checks are then skipped;
     the rollout reports the tokenizer problem itself when it needs one)."""
     path = arg(args, "hf_checkpoint")
@@ -133,6 +133,10 @@ def _record_tokenizer_facts(args: Namespace) -> None:
         facts = tokenizer_facts(load_tokenizer(path))
     except Exception:  # an optional check must not stop the manager
         return
+    if not arg(args, "rollout_skip_special_tokens"):
+        # The built-in generate keeps special tokens in ``response`` on purpose then (rewards
+        # read them), so EOS text there is no mistake: VIM177 applies to runs that skip them.
+        facts.pop("eos_token_text", None)
     for name, value in facts.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)

@@ -186,6 +186,16 @@ def test_vim173_accepts_zeros_on_masked_observations_and_short_runs() -> None:
     assert only(findings(train_output(groups)), "VIM173") == []
 
 
+def test_vim173_defers_to_vim127_on_an_inverted_mask() -> None:
+    """Zeros on every trainable token and real log-probs on every masked one: the mask looks
+    inverted (VIM127), which is reported once instead of also as placeholder log-probs."""
+    groups = make_groups()
+    groups[1][2] = _long_sample([0] * 4 + [1] * 9, [-0.5] * 4 + [0.0] * 9)
+    found = findings(train_output(groups))
+    assert only(found, "VIM173") == []
+    assert [v.where for v in only(found, "VIM127")] == ["samples[1][2].loss_mask (index=6)"]
+
+
 # ---- VIM174 labels of one kind --------------------------------------------------------------
 
 def test_vim174_warns_mixed_label_types() -> None:
@@ -311,9 +321,15 @@ def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.Mo
     from vime.ray import rollout
 
     monkeypatch.setattr(vime.utils.data, "load_tokenizer", lambda path: _Tokenizer())
-    args = Namespace(hf_checkpoint="/models/m", contract_check="raise")
+    args = Namespace(hf_checkpoint="/models/m", contract_check="raise",
+                     rollout_skip_special_tokens=True)
     rollout._record_tokenizer_facts(args)
     assert (args.bos_token_id, args.eos_token_text) == (128000, "<|eot_id|>")
+    # Without --rollout-skip-special-tokens the built-in generate keeps EOS text in responses
+    # on purpose: VIM177 gets no EOS text, VIM176 still gets the BOS id.
+    keeps = Namespace(hf_checkpoint="/models/m", contract_check="raise")
+    rollout._record_tokenizer_facts(keeps)
+    assert keeps.bos_token_id == 128000 and not hasattr(keeps, "eos_token_text")
     kept = Namespace(hf_checkpoint="/models/m", contract_check="warn", eos_token_text="</s>")
     rollout._record_tokenizer_facts(kept)
     assert kept.eos_token_text == "</s>"

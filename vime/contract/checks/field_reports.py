@@ -31,7 +31,7 @@ from typing import Any
 
 from vime.contract.checks.batch import OutputInfo
 from vime.contract.checks.locations import Loc
-from vime.contract.checks.sample import Stage
+from vime.contract.checks.sample import Stage, mask_looks_inverted
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Shape
 from vime.contract.checks.values import is_finite_real
@@ -101,6 +101,8 @@ def check_vim173(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     lp = sample.rollout_log_probs
     if type(lp) is not list or len(lp) < PLACEHOLDER_RUN or 0.0 not in lp:
         return []
+    if mask_looks_inverted(sample):
+        return []   # VIM127 names the likelier cause: the mask is inverted
     mask = sample.loss_mask
     n = len(lp)
     if mask is None:
