@@ -282,6 +282,89 @@ _ALL: tuple[Invariant, ...] = (
          "loss_mask length != response_length",
          "`.{field}` built from len(...tokens) in `{name}`",
          "size it by response_length (or use append_response_tokens)", twins=("VIM108", "VIM109")),
+    # Static twins of failures reported in other frameworks (vime_lint/static/rules/).
+    _inv("VIM023", "static", "error", "reward-return-kind",
+         "Every return path of a reward function returns the same kind: a real number everywhere or a dict everywhere.",
+         "A batch mixing float and dict rewards fails either way: with --reward-key a float is "
+         "not subscriptable, without it a dict cannot be normalised, and the per-key reward "
+         "columns misalign (verl-project/verl#1031: a compute_score returning a float on one "
+         "path and a dict on another; GAIR-NLP/ToRL#19).",
+         "mixed float and dict rewards",
+         "reward function `{name}` returns {first} on one path and {second} on another",
+         "return one kind on every path: a float everywhere, or a dict with the --reward-key "
+         "key everywhere", twins=("VIM121",)),
+    _inv("VIM024", "static", "error", "reward-returns-tensor",
+         "A reward function returns Python numbers, not torch tensors, numpy arrays or numpy scalars other than float64.",
+         "A tensor or array reward fails `float()` when it holds more than one element (\"only "
+         "one element tensors can be converted to Python scalars\", shibing624/MedicalGPT#120), "
+         "keeps GPU memory alive across Ray and compares as a tensor in filters; numpy scalars "
+         "other than float64 (a float subclass) are not Python numbers and break json.dumps.",
+         "tensor reward",
+         "reward function `{name}` returns {what} (`{code}`), not a Python number",
+         "return float(x) (x.item() for a one-element tensor or array)", twins=("VIM122",)),
+    _inv("VIM025", "static", "error", "shared-sample-objects",
+         "A dict or list bound outside a loop is not assigned to a Sample field inside it without a copy.",
+         "Every sample built in the loop then holds the same object: a write through one "
+         "sample (a response token, a metadata key) lands in all of them, silently "
+         "(NovaSky-AI/SkyRL#1189).",
+         "template object shared between samples",
+         "`{target} = {value}` inside a loop gives every sample the same {kind} object "
+         "`{value}` (bound outside the loop)",
+         "copy it per sample: dict(x) / copy.deepcopy(x) for a dict, list(x) for a list",
+         twins=("VIM123",)),
+    _inv("VIM026", "static", "warning", "mutable-default-argument",
+         "Hook functions have no mutable default arguments (`cache={}`, `seen=[]`).",
+         "A default is built once, when the module is imported: every call of the hook, for "
+         "every sample of every step in that process, shares and grows the same object, and "
+         "other Ray actors hold a different one (NovaSky-AI/SkyRL#1189).",
+         "template object shared between samples",
+         "hook `{name}` has the mutable default `{param}={code}`: one object shared by every "
+         "call",
+         "default to None and build the object inside the function (or keep a deliberate cache "
+         "at module level)"),
+    _inv("VIM027", "static", "warning", "per-turn-token-budget",
+         "A multi-turn loop does not ask for the whole --rollout-max-response-len on every turn.",
+         "The response budget is for the whole trajectory; asking every turn for all of it "
+         "lets a multi-turn response grow to turns x budget, past the length training was "
+         "sized for, until the engine rejects the context (NovaSky-AI/SkyRL#696, "
+         "TIGER-AI-Lab/verl-tool#85). vime's built-in generate subtracts what a sample "
+         "already holds; direct engine requests do not.",
+         "observation overruns the budget",
+         "`{key}` asks for the whole --rollout-max-response-len on every turn of the loop "
+         "in `{name}`: nothing generated in earlier turns is subtracted",
+         "ask for the budget that is left: args.rollout_max_response_len - "
+         "sample.response_length (or call vime.rollout.vllm_rollout.generate, which does it)",
+         twins=("VIM124",)),
+    _inv("VIM028", "static", "error", "group-used-as-sample",
+         "Elements of `get_samples(...)` / `RolloutFnTrainOutput.samples` are groups (list[Sample]), not Samples.",
+         "get_samples returns list[list[Sample]]: iterating it yields groups, and reading or "
+         "setting a Sample attribute on a group raises AttributeError (or, through getattr "
+         "with a default, quietly answers the default) (radixark/miles#1056).",
+         "group treated as a sample",
+         "`{expr}` treats a group as a Sample: `{name}` is an element of {source}, a "
+         "list[Sample]",
+         "iterate the samples of each group: `for group in groups: for sample in group:`",
+         twins=("VIM128",)),
+    _inv("VIM029", "static", "error", "one-event-loop",
+         "Hooks and the helpers they call never call `asyncio.run(...)` (or run a new event loop).",
+         "asyncio.run creates and closes a loop per call: HTTP clients and engine connections "
+         "made on one step's loop are used on the next step's and fail with \"Event loop is "
+         "closed\"; inside an async hook it raises \"cannot be called from a running event "
+         "loop\" at once (NovaSky-AI/SkyRL#868).",
+         "event loop closed between steps",
+         "`{call}` in {where}: {problem}",
+         "use vime.utils.async_utils.run(coro) from sync code (one background loop per "
+         "process), and `await` inside async code"),
+    _inv("VIM030", "static", "warning", "swallowed-reward-failure",
+         "A reward function does not turn a broad exception into a constant score.",
+         "`except Exception: return 0.0` makes a broken scorer (a crashed verifier, an "
+         "unreachable reward server, a bug) indistinguishable from a wrong answer: the step "
+         "trains on zeros and nothing fails (verl-project/verl#4417, NVIDIA-NeMo/RL#2207).",
+         "scorer failure scored as a wrong answer",
+         "reward function `{name}` returns the constant `{value}` when {caught} is raised{via}",
+         "let the exception propagate (or log and re-raise); catch only the errors that mean "
+         "a wrong answer (e.g. ValueError from parsing). Returning None will mark a failed "
+         "reward once vime's failure-as-data policy exists"),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",
@@ -433,7 +516,7 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}",
          "return one kind from every reward function: a float everywhere, or a dict holding "
          "the --reward-key key everywhere",
-         boundaries=("B5",), twins=("VIM110",)),
+         boundaries=("B5",), twins=("VIM110", "VIM023")),
     _inv("VIM122", "runtime", "error", "reward-python-number",
          "A reward (or reward[--reward-key]) is a Python number, not a torch tensor, numpy array or numpy scalar (numpy.float64, a float subclass, is tolerated).",
          "Tensors and arrays fail `float()` when they hold more than one element (\"only one "
@@ -442,7 +525,7 @@ _ALL: tuple[Invariant, ...] = (
          "other than float64 are not float and break json.dumps of dumps and metrics.",
          "tensor reward",
          "{problem}", "return float(x) (x.item() for a one-element tensor or array)",
-         boundaries=("B5",), twins=("VIM110", "VIM150")),
+         boundaries=("B5",), twins=("VIM110", "VIM150", "VIM024")),
     _inv("VIM123", "runtime", "error", "shared-mutable-objects",
          "No two samples hold the same `metadata` dict or `tokens`/`loss_mask`/`rollout_log_probs`/`teacher_log_probs` list object (fan-out siblings may share `metadata`).",
          "A list or dict shared between samples is written by both: one sample's response or "
@@ -452,7 +535,7 @@ _ALL: tuple[Invariant, ...] = (
          "template object shared between samples",
          "{problem}",
          "give every sample its own object: copy.deepcopy(template), dict(template), list(xs)",
-         boundaries=("B5",)),
+         boundaries=("B5",), twins=("VIM025",)),
     _inv("VIM124", "runtime", "error", "length-budget",
          "`response_length` <= --rollout-max-response-len and len(tokens) <= --rollout-max-context-len when set; a response ending in masked tokens warns.",
          "Multi-turn loops that append observations overrun the budgets the run was sized for "
@@ -463,7 +546,7 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}",
          "stop the turn loop when the budget is spent, and cut the last observation to what is "
          "left (or drop it)",
-         boundaries=("B5",)),
+         boundaries=("B5",), twins=("VIM027",)),
     _inv("VIM125", "runtime", "error", "group-one-prompt",
          "All samples of a group share one prompt: tokens[:len(tokens) - response_length] (the first segment of a fan-out rollout).",
          "Group normalisation compares the samples of one prompt; a group holding two prompts "
@@ -504,7 +587,7 @@ _ALL: tuple[Invariant, ...] = (
          "`.{attr}`: this is a group of {n} samples (list[Sample]) from get_samples, not a "
          "Sample",
          "iterate `for group in groups: for sample in group:`",
-         boundaries=("B1",), twins=("VIM013",)),
+         boundaries=("B1",), twins=("VIM013", "VIM028")),
     _inv("VIM130", "runtime", "error", "eval-data",
          "Eval data maps names to dicts of `rewards` (finite reals), `truncated` (bools), `samples` of equal length.",
          "Eval logging averages rewards per dataset; a missing key or uneven lists fail the eval step.",

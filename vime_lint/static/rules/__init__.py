@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from vime_lint.static._rule import Rule
 from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
-from vime_lint.static.rules.async_code import BlockingCallInAsync, UnawaitedCoroutine
+from vime_lint.static.rules.async_code import (
+    AsyncioRunInHook,
+    BlockingCallInAsync,
+    UnawaitedCoroutine,
+)
 from vime_lint.static.rules.config_aware import (
     DictRewardWithoutRewardKey,
     LabelWithoutLabelKey,
@@ -13,13 +17,19 @@ from vime_lint.static.rules.config_aware import (
 )
 from vime_lint.static.rules.eval_data import EvalDataKeys
 from vime_lint.static.rules.finish_reason import UnmappedFinishReason
-from vime_lint.static.rules.group_getattr import GetattrOnGroupElement
+from vime_lint.static.rules.group_getattr import GetattrOnGroupElement, GroupUsedAsSample
 from vime_lint.static.rules.ported_code import PortedSglangShape
 from vime_lint.static.rules.retokenisation import ReencodedGeneratedText
-from vime_lint.static.rules.reward_returns import RewardReturnsNone
+from vime_lint.static.rules.reward_returns import (
+    RewardReturnKind,
+    RewardReturnsNone,
+    RewardReturnsTensor,
+    SwallowedRewardFailure,
+)
 from vime_lint.static.rules.rollout_returns import EvaluationBranch, RawRolloutReturn
 from vime_lint.static.rules.sample_fields import SampleConstructor, UnknownSampleAttribute
 from vime_lint.static.rules.sample_metadata import TensorInMetadata
+from vime_lint.static.rules.shared_objects import MutableDefaultArgument, SharedSampleObject
 from vime_lint.static.rules.signatures import (
     HookSignature,
     RolloutFunctionSignature,
@@ -28,6 +38,7 @@ from vime_lint.static.rules.signatures import (
 from vime_lint.static.rules.stale_api import StaleDataBuffer, StaleSampleFlag, StatusString
 from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
 from vime_lint.static.rules.token_lists import MaskFromFullTokens, TokensWithoutLossMask
+from vime_lint.static.rules.turn_budget import FullBudgetEveryTurn
 
 __all__ = ["ALL_RULES", "rules_for_code"]
 
@@ -59,6 +70,14 @@ _RULES: list[type[Rule]] = [
     DictRewardWithoutRewardKey,
     RewardSetBeforeCustomRm,
     LabelWithoutLabelKey,
+    RewardReturnKind,
+    RewardReturnsTensor,
+    SharedSampleObject,
+    MutableDefaultArgument,
+    FullBudgetEveryTurn,
+    GroupUsedAsSample,
+    AsyncioRunInHook,
+    SwallowedRewardFailure,
     BareNoqa,
     UnusedSuppression,
 ]

@@ -1,21 +1,24 @@
-"""Which tokenizer calls in a turn loop encode generated text again (the analysis of VIM018).
+"""Turn loops of multi-turn code: which tokenizer calls encode generated text again (the
+analysis of VIM018), and which loops carry a trajectory from turn to turn (VIM027).
 
 :func:`retokenised_calls` finds, per function, the tokenizer calls inside a loop whose text
 comes from the model (a taint fixpoint over the loop's assignments) and whose ids become the
 next turn's tokens. :class:`~vime_lint.static.rules.retokenisation.ReencodedGeneratedText`
-reports them.
+reports them. :func:`turn_loops` finds the loops that grow a trajectory and send it again on
+the next iteration (:class:`TurnLoop`); :mod:`~vime_lint.static.rules.turn_budget` reads them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from vime_lint.static._cst import dotted, string_value
 from vime_lint.static.rules._samples import is_sample_name
 
-__all__ = ["retokenised_calls"]
+__all__ = ["TurnLoop", "mentions", "retokenised_calls", "turn_loops"]
 
 _DECODE = frozenset({"decode", "batch_decode"})
 _ENCODE = frozenset({"encode", "encode_plus", "batch_encode_plus"})
@@ -277,3 +280,182 @@ def _becomes_tokens(sink: cst.Call, facts: _LoopFacts) -> bool:
     names: set[str] = set()
     _bound_names(facts.binds, names, lambda value: _contains(value, sink, names))
     return any(_contains(use, sink, names) for use in facts.token_uses)
+
+
+def mentions(node: cst.CSTNode, names: set[str] | frozenset[str]) -> bool:
+    """True when ``node`` reads one of ``names`` (nested functions included)."""
+    if isinstance(node, cst.Name):
+        return node.value in names
+    return any(mentions(c, names) for c in node.children)
+
+
+@dataclass(slots=True)
+class TurnLoop:
+    """A loop that grows a trajectory and sends it again: a multi-turn loop."""
+
+    node: cst.For | cst.While
+    #: Names bound before the loop that it grows (``response += ...``, ``messages.append``,
+    #: ``sample.append_response_tokens(...)``, ``prompt = prompt + ...``).
+    accumulators: frozenset[str]
+    #: Calls inside the loop (nested functions skipped), in source order.
+    calls: list[cst.Call] = field(default_factory=list)
+    #: ``(name, value)`` of the loop's assignments (for data-flow fixpoints).
+    binds: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)
+    #: Names the loop (re)binds, subscript-assigns (``p["k"] = ...``) or updates in place.
+    written: set[str] = field(default_factory=set)
+
+    def reaching(self, start: set[str]) -> set[str]:
+        """``start`` and the names the loop binds to values that read them (a fixpoint)."""
+        names = set(start)
+        _bound_names(self.binds, names, lambda value: mentions(value, names))
+        return names
+
+    def receivers(self, names: set[str], node: cst.CSTNode | None = None) -> list[cst.Call]:
+        """Calls of the loop with an argument that reads ``names`` (or contains ``node``)."""
+        out = []
+        for call in self.calls:
+            for a in call.args:
+                if mentions(a.value, names) or (node is not None and _contains(a.value, node,
+                                                                                set())):
+                    out.append(call)
+                    break
+        return out
+
+
+_GROW_ATTRS = frozenset({"append", "extend", "insert", "append_response_tokens"})
+
+
+class _TurnFacts(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.grown: set[str] = set()
+        #: What the accumulators grow by (values of ``+=``, grow-call arguments, ...).
+        self.growth: list[cst.CSTNode] = []
+        self.loop = TurnLoop(cst.While(test=cst.Name("True"), body=cst.IndentedBlock([])),
+                             frozenset())
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.loop.binds.append((target.value, value))
+            self.loop.written.add(target.value)
+            if mentions(value, {target.value}):
+                self.grown.add(target.value)
+                self.growth.append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, value)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self.loop.written.add(target.value.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        target: cst.BaseExpression = node.target
+        while isinstance(target, (cst.Attribute, cst.Subscript)):
+            target = target.value
+        if isinstance(target, cst.Name):
+            self.grown.add(target.value)
+            self.growth.append(node.value)
+            self.loop.written.add(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self.loop.written.add(name)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.loop.calls.append(node)
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            if func.attr.value in _GROW_ATTRS:
+                self.grown.add(func.value.value)
+                self.growth += [a.value for a in node.args]
+            if func.attr.value in ("update", "pop", "setdefault", "clear"):
+                self.loop.written.add(func.value.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for el in target.elements for n in _target_names(el.value)}
+    return set()
+
+
+def _counting(node: cst.For) -> bool:
+    """``for _ in range(...)`` / ``itertools.count()``: a loop over turns, not over samples."""
+    it = node.iter
+    return isinstance(it, cst.Call) and (dotted(it.func) or "").rpartition(".")[2] in (
+        "range", "count")
+
+
+class _AllLoops(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loops: list[cst.For | cst.While] = []
+
+    def visit_For(self, node: cst.For) -> None:
+        if _counting(node):
+            self.loops.append(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loops.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def turn_loops(fn: cst.FunctionDef) -> list[TurnLoop]:
+    """The ``while`` loops and ``for ... in range(...)`` loops of ``fn`` (nested loops too,
+    nested functions skipped) that grow a trajectory and send it again: some accumulator (a
+    name the loop grows) is read, directly or through names bound in the loop, by an argument
+    of a call whose result grows an accumulator in turn (``out = await post(..., text)``,
+    ``text += out``). A loop over samples (``for i in range(n): results.append(await
+    post(...))``) sends nothing it grew and is not a turn loop."""
+    finder = _AllLoops()
+    fn.body.visit(finder)
+    out: list[TurnLoop] = []
+    for node in finder.loops:
+        facts = _TurnFacts()
+        node.body.visit(facts)
+        if isinstance(node, cst.While):
+            node.test.visit(facts)
+        loop = facts.loop
+        loop.node = node
+        loop.accumulators = frozenset(facts.grown)
+        if not facts.grown:
+            continue
+        carried = loop.reaching(set(facts.grown))
+        sends = [c for c in loop.calls
+                 if not (isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROW_ATTRS)
+                 and any(mentions(a.value, carried) for a in c.args)]
+        if any(_feeds_back(c, loop, facts.growth) for c in sends):
+            out.append(loop)
+    return out
+
+
+def _feeds_back(call: cst.Call, loop: TurnLoop, growth: list[cst.CSTNode]) -> bool:
+    """``call``'s result (directly or through names bound in the loop) grows an accumulator."""
+    results = {name for name, value in loop.binds if _contains(value, call, set())}
+    results = loop.reaching(results)
+    return any(_contains(g, call, results) for g in growth)

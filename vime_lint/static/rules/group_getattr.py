@@ -1,23 +1,95 @@
-"""Reading ``status`` / ``reward`` of group elements with a ``getattr`` default: VIM013.
+"""Groups used as samples: VIM013, VIM028.
 
-:class:`GetattrOnGroupElement` reports ``getattr(x, "status" | "reward", default)``.
+:class:`GetattrOnGroupElement` reports ``getattr(x, "status" | "reward", default)``;
+:class:`GroupUsedAsSample` reports Sample attributes read or set on a group, found by the type
+flow of :mod:`vime_lint.static.rules._groups` (``get_samples`` -> ``for group in groups``).
+When that flow knows the receiver is a group, VIM028 reports the ``getattr`` as an error and
+VIM013 stays quiet, so one mistake gives one finding.
 
-See ``docs/contract.md`` §3 (nested groups) and §6a.
+See ``docs/contract.md`` §3 (nested groups), §7 (``get_samples``) and §6a.
 """
 
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import string_value
+from vime_lint.static._cst import code_of, string_value
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import Rule
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.rules._groups import SAMPLE_ATTRIBUTES, GroupFlow, group_flow
 
-__all__ = ["GetattrOnGroupElement"]
+__all__ = ["GetattrOnGroupElement", "GroupUsedAsSample"]
 
 
-class GetattrOnGroupElement(Rule):
+class _GroupTracker(FunctionTracker):
+    """A rule that asks the group flow of the enclosing function (``self.group_of(expr)``),
+    comprehension targets included."""
+
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.comp_groups: list[dict[str, str]] = []
+
+    def flow(self) -> GroupFlow | None:
+        fn = self.current
+        if fn is None:
+            return None
+        binding = self.hook_of(fn) if fn is self.functions[0] else None
+        return group_flow(fn, self.context, self.qualified,
+                          binding.spec.dest if binding is not None else None)
+
+    def group_of(self, expr: cst.BaseExpression) -> str | None:
+        """How ``expr`` holds a group (list[Sample]), or None."""
+        if isinstance(expr, cst.Name):
+            for scope in reversed(self.comp_groups):
+                if expr.value in scope:
+                    return scope[expr.value]
+        flow = self.flow()
+        return flow.group_source(expr) if flow is not None else None
+
+    def _enter(self, for_in: cst.CompFor) -> None:
+        flow = self.flow()
+        self.comp_groups.append(flow.comprehension_groups(for_in) if flow is not None else {})
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._enter(node.for_in)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self.comp_groups.pop()
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._enter(node.for_in)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self.comp_groups.pop()
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._enter(node.for_in)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self.comp_groups.pop()
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._enter(node.for_in)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self.comp_groups.pop()
+
+
+def _getattr_read(node: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+    """``(receiver, attribute)`` of ``getattr(x, "attr", ...)`` with a literal name."""
+    if isinstance(node.func, cst.Name) and node.func.value == "getattr" \
+            and len(node.args) >= 2:
+        attr = string_value(node.args[1].value)
+        if attr is not None:
+            return node.args[0].value, attr
+    return None
+
+
+class GetattrOnGroupElement(_GroupTracker):
     """No ``getattr(x, "status" | "reward", default)``: iterate leaves with ``iter_samples``.
 
     ## What it does
@@ -48,8 +120,114 @@ class GetattrOnGroupElement(Rule):
                Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5)]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "getattr" \
-                and len(node.args) == 3:
-            attr = string_value(node.args[1].value)
-            if attr in ("status", "reward"):
-                self.report(node, self.INVARIANT.render(attr=attr))
+        read = _getattr_read(node)
+        if read is not None and len(node.args) == 3 and read[1] in ("status", "reward") \
+                and self.group_of(read[0]) is None:  # a known group: VIM028's error
+            self.report(node, self.INVARIANT.render(attr=read[1]))
+
+
+class GroupUsedAsSample(_GroupTracker):
+    """Elements of ``get_samples(...)`` are groups, not Samples.
+
+    ## What it does
+    Follows ``data_source.get_samples(...)``, ``RolloutFnTrainOutput(...).samples`` (resolved
+    by qualified name, aliases included) and the hook parameters the contract's Protocols type
+    ``list[list[Sample]]`` (by position, whatever they are called: the sample filter's
+    ``groups``, ``all_groups``, the buffer filter's ``buffer``) through local names, slices and
+    filters to their elements (``for x in ...``, ``enumerate``, comprehensions, ``groups[i]``),
+    and reports a Sample attribute read or set on such an element (``x.reward = ...``,
+    ``x.tokens``, ``x.append_response_tokens(...)``, ``getattr(x, "status", None)``), whatever
+    the loop variable is called. List methods (``group.append``, ``group.index(...)``) are
+    fine, and so is an element rebound to a sample (``(sample,) = sample``). A ``getattr``
+    with a default on a known group is reported here, as an error, instead of by VIM013.
+    Runtime twin: VIM128.
+
+    ## Why is this bad?
+    ``get_samples`` returns ``list[list[Sample]]``: iterating it yields groups. Setting or
+    reading a Sample attribute on a group raises ``AttributeError`` at the first rollout
+    step; through ``getattr`` with a default it quietly answers the default, so a check such
+    as "is it aborted" is always false (radixark/miles#1056; failure kind: "group treated as
+    a sample").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        for sample in data_source.get_samples(args.rollout_batch_size):
+            sample.reward = 0.0
+    ```
+
+    ## Use instead
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        for group in data_source.get_samples(args.rollout_batch_size):
+            for sample in group:
+                sample.reward = 0.0
+    ```
+
+    ## Fix safety
+    No fix: the loop needs a second level.
+    """
+
+    INVARIANT = INVARIANTS["VIM028"]
+    VALID = [
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    groups = data_source.get_samples(4)\n    for group in groups:\n"
+              "        for sample in group:\n            sample.reward = 1.0\n"
+              "    return groups\n"),
+        Valid("from vime.rollout.base_types import iter_samples\ndef f(data_source):\n"
+              "    for sample in iter_samples(data_source.get_samples(2)):\n"
+              "        sample.reward = 0.0\n"),
+        Valid("def f(data_source):\n    for group in data_source.get_samples(2):\n"
+              "        group.append(group[0])\n        n = group.index(group[0])\n"),
+        Valid("def f(data_source):\n    groups = data_source.get_samples(2)\n"
+              "    groups = [s for g in groups for s in g]\n    for s in groups:\n"
+              "        s.reward = 1.0\n"),
+        Valid("def f(groups):\n    for g in groups:\n        g.reward = 1\n"),
+        Valid("def f(data_source):\n    out = [[s for s in g] for g in data_source.get_samples(2)]\n"
+              "    return [s.reward for g in out for s in g]\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    for s in data_source.get_samples(args.rollout_batch_size):\n"
+                "        s.reward = 0.0\n", line=3, col=8),
+        Invalid("def f(args, data_source):\n    groups = data_source.get_samples(8)\n"
+                "    batch = groups[:4]\n    for sample in batch:\n"
+                "        print(sample.tokens)\n", line=5, col=14),
+        Invalid("from vime.rollout.base_types import RolloutFnTrainOutput as Out\n"
+                "def f(groups):\n    out = Out(samples=groups)\n"
+                "    return [x.response for x in out.samples]\n", line=4, col=12),
+        Invalid("def f(ds):\n    for i, g in enumerate(ds.get_samples(2)):\n"
+                "        if getattr(g, 'status', None) is None:\n            pass\n",
+                line=3, col=11),
+        Invalid("def rollout_sample_filter(args, data):\n    for sample in data:\n"
+                "        sample.remove_sample = True\n", line=3, col=8),
+        Invalid("def f(args, ds):\n    first = ds.get_samples(1)[0]\n"
+                "    first.append_response_tokens(args, tokens=[1])\n", line=3, col=4),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.targets: set[int] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.targets |= {id(t.target) for t in node.targets}
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.targets.add(id(node.target))
+
+    def _check(self, node: cst.CSTNode, receiver: cst.BaseExpression, attr: str,
+               written: bool) -> None:
+        if attr not in SAMPLE_ATTRIBUTES and not (written and attr == "index"):
+            return
+        source = self.group_of(receiver)
+        if source is not None:
+            self.report(node, self.INVARIANT.render(
+                expr=code_of(node), name=code_of(receiver), source=source))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._check(node, node.value, node.attr.value, id(node) in self.targets)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        read = _getattr_read(node)
+        if read is not None:
+            self._check(node, read[0], read[1], False)

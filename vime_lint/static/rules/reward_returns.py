@@ -1,6 +1,12 @@
-"""What a reward function returns: VIM011.
+"""What a reward function returns: VIM011, VIM023, VIM024, VIM030.
 
-:class:`RewardReturnsNone` reports a ``--custom-rm-path`` function that can return None.
+:class:`RewardReturnsNone` reports a ``--custom-rm-path`` function that can return None;
+:class:`RewardReturnKind` one that returns a number on one path and a dict on another;
+:class:`RewardReturnsTensor` one that returns a torch/numpy/jax value;
+:class:`SwallowedRewardFailure` one that turns a broad exception into a constant score. The
+last three read the hook's return values through
+:func:`~vime_lint.static.rules._reward_values.reward_leaves` (local names, helpers, the list of
+a batch reward function).
 
 See ``docs/contract.md`` §5 and §6a.
 """
@@ -8,14 +14,24 @@ See ``docs/contract.md`` §5 and §6a.
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import may_fall_through
-from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._cst import code_of, may_fall_through
+from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.rules._reward_values import (
+    Leaf,
+    module_constants,
+    reward_functions,
+    reward_leaves,
+)
 
-__all__ = ["RewardReturnsNone"]
+__all__ = ["RewardReturnKind", "RewardReturnsNone", "RewardReturnsTensor",
+           "SwallowedRewardFailure"]
+
+_RM = "custom_rm_path"
 
 
 class RewardReturnsNone(FunctionTracker):
@@ -80,3 +96,528 @@ class RewardReturnsNone(FunctionTracker):
         if may_fall_through(node.body):
             self.report(node.name, self.INVARIANT.render(
                 name=name, problem="the body can end without `return`"))
+
+
+def _short(node: cst.CSTNode, limit: int = 40) -> str:
+    text = " ".join(code_of(node).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _via(leaf: Leaf) -> str:
+    return f" (through `{'` -> `'.join(leaf.via)}`)" if leaf.via else ""
+
+
+class _RewardRule(FunctionTracker):
+    """A rule that looks at module-level ``--custom-rm-path`` functions (``self.reward``)."""
+
+    NEEDS_HOOKS = True
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is not None and binding.spec.dest == _RM:
+            self.reward(node, binding)
+
+    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
+        """Check reward function ``fn``."""
+        raise NotImplementedError
+
+
+#: Calls whose result is a number (a real, bool, or a numpy/torch number: VIM121 counts them all
+#: as numbers).
+_NUMBER_CALLS = frozenset({
+    "builtins.float", "builtins.int", "builtins.bool", "builtins.round", "builtins.len",
+    "builtins.abs", "builtins.sum", "builtins.min", "builtins.max",
+})
+_NUMBER_ROOTS = ("math.", "statistics.", "numpy.", "torch.", "jax.")
+_NUMBER_METHODS = frozenset({"item", "get_reward_value"})
+_DICT_CALLS = frozenset({"builtins.dict", "collections.OrderedDict", "collections.defaultdict",
+                         "collections.Counter"})
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
+               cst.Power)
+
+
+class RewardReturnKind(_RewardRule):
+    """Every return path of a reward function returns the same kind: number or dict.
+
+    ## What it does
+    Follows every value a ``--custom-rm-path`` function can return (through local names,
+    conditional expressions, module constants and module-level helpers such as
+    ``return compute_score(...)``; the elements of the returned list for a ``--group-rm``
+    batch function) and reports the first value of a second kind when one path returns a
+    number (a literal, ``float(...)``, arithmetic, a comparison, ``math``/``numpy``/``torch``
+    results) and another a dict (``{...}``, ``dict(...)``). Values it cannot see (parameters,
+    calls into other modules) count as neither. Runtime twin: VIM121.
+
+    ## Why is this bad?
+    A batch then mixes floats and dicts: with ``--reward-key`` the float is not subscriptable,
+    without it the dict cannot be normalised, and the per-key reward columns misalign
+    (verl-project/verl#1031, GAIR-NLP/ToRL#19; failure kind: "mixed float and dict
+    rewards").
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        if "\\\\boxed" not in sample.response:
+            return 0.0
+        return {"score": 1.0, "format": 1.0}
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        if "\\\\boxed" not in sample.response:
+            return {"score": 0.0, "format": 0.0}
+        return {"score": 1.0, "format": 1.0}
+    ```
+
+    ## Fix safety
+    No fix: which kind to keep is the author's choice (and --reward-key follows it).
+    """
+
+    INVARIANT = INVARIANTS["VIM023"]
+    VALID = [
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    if not sample.response:\n        return 0\n"
+              "    return float(sample.response == sample.label)\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    if not sample.response:\n        return {'score': 0.0, 'acc': 0.0}\n"
+              "    return dict(score=1.0, acc=1.0)\n"),
+        Valid("import json\nasync def reward_func(args, sample, **kwargs):\n"
+              "    body = json.loads(sample.response)\n"
+              "    return body if isinstance(body, dict) else float(body)\n"),
+        Valid("async def batched_reward_func(args, samples, **kwargs):\n"
+              "    return [float(s.label == s.response) for s in samples]\n"),
+        Valid("def score(response):\n    return {'score': float(bool(response))}\n"
+              "def helper():\n    return 1.0\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return score(sample.response)\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    if '\\\\boxed' not in sample.response:\n        return 0.0\n"
+                "    return {'score': 1.0, 'format': 1.0}\n", line=4, col=11),
+        Invalid("def compute_score(response, label):\n    if response is None:\n"
+                "        return -1.0\n    result = {'score': float(response == label)}\n"
+                "    return result\n"
+                "async def custom_rm(args, sample, **kwargs):\n"
+                "    return compute_score(sample.response, sample.label)\n", line=4, col=13),
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    return {'score': 1.0} if sample.label else 0.0\n", line=2, col=47),
+        Invalid("import numpy as np\nFAILED = {'score': 0.0}\n"
+                "async def score(args, sample, **kwargs):\n    if not sample.response:\n"
+                "        return FAILED\n    return np.mean([1.0, 0.5])\n", line=6, col=11,
+                options={"hooks": {"score": _RM}}),
+        Invalid("async def group_reward_func(args, samples, **kwargs):\n    rewards = []\n"
+                "    for s in samples:\n        if s.response:\n"
+                "            rewards.append({'score': 1.0})\n        else:\n"
+                "            rewards.append(0.0)\n    return rewards\n", line=7, col=27),
+    ]
+
+    def _kind(self, e: cst.BaseExpression) -> str | None:
+        if isinstance(e, (cst.Integer, cst.Float, cst.Comparison)):
+            return "number"
+        if isinstance(e, cst.Name):
+            return "number" if e.value in ("True", "False") else None
+        if isinstance(e, cst.UnaryOperation):
+            return "number" if isinstance(e.operator, cst.Not) else self._kind(e.expression)
+        if isinstance(e, (cst.Dict, cst.DictComp)):
+            return "dict"
+        if isinstance(e, cst.BinaryOperation):
+            if isinstance(e.operator, _ARITHMETIC):
+                return "number"
+            kinds = {self._kind(e.left), self._kind(e.right)}
+            return "dict" if "dict" in kinds else ("number" if "number" in kinds else None)
+        if isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Attribute) and e.func.attr.value in _NUMBER_METHODS:
+                return "number"
+            names = self.qualified(e.func)
+            if names & _DICT_CALLS:
+                return "dict"
+            if names & _NUMBER_CALLS or any(n.startswith(_NUMBER_ROOTS) for n in names):
+                return "number"
+        return None
+
+    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
+        first: dict[str, Leaf] = {}
+        for leaf in reward_leaves(fn, binding, self.context):
+            kind = self._kind(leaf.value)
+            if kind is not None and kind not in first:
+                first[kind] = leaf
+                if len(first) == 2:
+                    (k1, a), (k2, b) = first.items()
+                    self.report(b.value, self.INVARIANT.render(
+                        name=binding.function,
+                        first=f"a {k1} (`{_short(a.value)}`{_via(a)})",
+                        second=f"a {k2} (`{_short(b.value)}`{_via(b)})"))
+                    return
+
+
+#: torch callables whose result is not a tensor (by qualified-name prefix).
+_TORCH_PLAIN = ("torch.is_", "torch.get_", "torch.set_", "torch.cuda.", "torch.distributed.",
+                "torch.backends.", "torch.utils.", "torch.numel", "torch.equal",
+                "torch.allclose", "torch.no_grad", "torch.inference_mode", "torch.device",
+                "torch.manual_seed", "torch.load", "torch.save", "torch.compile")
+#: numpy callables that always build an array.
+_NUMPY_ARRAYS = frozenset(f"numpy.{n}" for n in (
+    "array", "asarray", "asanyarray", "zeros", "ones", "full", "empty", "arange", "linspace",
+    "stack", "concatenate", "vstack", "hstack", "zeros_like", "ones_like", "full_like",
+    "atleast_1d", "eye", "identity"))
+#: numpy scalar types that are not Python numbers (``numpy.float64`` is a float subclass).
+_NUMPY_SCALARS = frozenset(f"numpy.{n}" for n in (
+    "float16", "float32", "half", "single", "longdouble", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64", "int_", "intc", "intp", "longlong", "bool_"))
+#: Tensor methods whose result is a tensor again.
+_TENSOR_METHODS = frozenset({
+    "sum", "mean", "max", "min", "amax", "amin", "std", "var", "prod", "norm", "median",
+    "float", "double", "half", "cpu", "cuda", "to", "detach", "clone", "squeeze", "unsqueeze",
+    "reshape", "view", "flatten", "abs", "exp", "log", "sigmoid", "softmax", "clamp", "clip",
+    "round", "sqrt", "neg", "mul", "add", "sub", "div", "pow", "contiguous", "type_as",
+})
+#: ndarray methods whose result is an array again (reductions give numpy scalars: left out).
+_ARRAY_METHODS = frozenset({"astype", "reshape", "flatten", "ravel", "copy", "squeeze",
+                            "transpose", "clip"})
+_TENSOR = "a torch tensor"
+_ARRAY = "a numpy array"
+_JAX = "a jax array"
+
+
+class RewardReturnsTensor(_RewardRule):
+    """A reward function returns Python numbers, not tensors or arrays.
+
+    ## What it does
+    Follows every value a ``--custom-rm-path`` function can return (as VIM023 does, and the
+    values of a returned dict) and reports a torch tensor (a ``torch.*`` call, a tensor
+    method such as ``t.sum()``, indexing or arithmetic on a tensor), a numpy array
+    (``np.array(...)``, ``np.zeros(...)``, arithmetic on one), a numpy scalar type other than
+    ``float64`` (``np.float32(x)``, ``np.int64(x)``) or any ``jax.numpy`` result, resolving
+    ``import numpy as np`` and ``from torch import tensor as T`` by qualified name. ``.item()``,
+    ``.tolist()``, ``float(...)`` end the tracking. numpy reductions (``np.mean(xs)``,
+    ``arr.sum()``) are left alone: on float data they give ``numpy.float64``, a ``float``
+    subclass that the runtime tolerates. Runtime twin: VIM122.
+
+    ## Why is this bad?
+    A tensor reward fails ``float()`` once it holds more than one element ("only one element
+    tensors can be converted to Python scalars", shibing624/MedicalGPT#120), keeps GPU memory
+    alive across Ray and compares as a tensor in filters; numpy scalars other than float64
+    are not Python numbers and break ``json.dumps`` of dumps and metrics (failure kind:
+    "tensor reward").
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        scores = torch.tensor([judge(sample), fmt(sample)])
+        return scores.mean()
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        scores = torch.tensor([judge(sample), fmt(sample)])
+        return scores.mean().item()
+    ```
+
+    ## Fix safety
+    No fix: ``float(x)`` fails on a tensor of several elements, which the author must reduce.
+    """
+
+    INVARIANT = INVARIANTS["VIM024"]
+    VALID = [
+        Valid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
+              "    t = torch.tensor([1.0, 0.0])\n    return t.mean().item()\n"),
+        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
+              "    return float(np.mean([1.0, 0.0]))\n"),
+        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
+              "    scores = np.array([1.0, 0.0])\n    return np.float64(scores.mean())\n"),
+        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
+              "    return np.mean([1.0, 0.0])\n"),
+        Valid("import torch\ndef features(x):\n    return torch.tensor(x)\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return {'score': float(features([1.0]).sum())}\n"),
+    ]
+    INVALID = [
+        Invalid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
+                "    return torch.tensor(1.0 if sample.label else 0.0)\n", line=3, col=11),
+        Invalid("from torch import as_tensor as T\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    scores = T([1.0, 0.5])\n    return scores.sum()\n", line=4, col=11),
+        Invalid("import numpy\nasync def reward_func(args, sample, **kwargs):\n"
+                "    return numpy.float32(0.5)\n", line=3, col=11),
+        Invalid("import numpy as np\ndef score(response):\n"
+                "    return np.array([len(response)]) / 10\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return score(sample.response)\n", line=3, col=11),
+        Invalid("import torch.nn.functional as F\nimport torch\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return {'score': F.sigmoid(torch.zeros(1))[0]}\n", line=4, col=21),
+        Invalid("import jax.numpy as jnp\nasync def batched_reward_func(args, samples, **kw):\n"
+                "    return [jnp.mean(jnp.ones(2)) for s in samples]\n", line=3, col=12),
+    ]
+
+    def _name_kind(self, e: cst.Name, fn: cst.FunctionDef, depth: int) -> str | None:
+        bound = assignments(fn, self.context).values.get(e.value)
+        if not bound or any(v is None for v in bound):
+            return None
+        kinds = {self._array(v, fn, depth + 1) for v in bound if v is not None}
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _call_kind(self, e: cst.Call, fn: cst.FunctionDef, depth: int) -> str | None:
+        func = e.func
+        if isinstance(func, cst.Attribute):
+            receiver = self._array(func.value, fn, depth + 1)
+            method = func.attr.value
+            if receiver == _TENSOR:
+                return _ARRAY if method == "numpy" else (
+                    _TENSOR if method in _TENSOR_METHODS else None)
+            if receiver == _ARRAY:
+                return _ARRAY if method in _ARRAY_METHODS else None
+            if receiver == _JAX:
+                return None if method in ("item", "tolist") else _JAX
+        for name in self.qualified(func):
+            if name.startswith("torch.") and not name.startswith(_TORCH_PLAIN):
+                return _TENSOR
+            if name.startswith("jax.numpy."):
+                return _JAX
+            if name in _NUMPY_ARRAYS:
+                return _ARRAY
+            if name in _NUMPY_SCALARS:
+                return f"a {name} scalar"
+        return None
+
+    def _array(self, e: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> str | None:
+        """What torch/numpy/jax value ``e`` is (None: a Python value or unknown)."""
+        if depth > 8:
+            return None
+        if isinstance(e, cst.Name):
+            return self._name_kind(e, fn, depth)
+        if isinstance(e, cst.Call):
+            return self._call_kind(e, fn, depth)
+        if isinstance(e, cst.Subscript):
+            kind = self._array(e.value, fn, depth + 1)
+            if kind == _ARRAY:
+                return _ARRAY if any(isinstance(s.slice, cst.Slice) for s in e.slice) else None
+            return kind if kind in (_TENSOR, _JAX) else None
+        if isinstance(e, cst.BinaryOperation):
+            kinds = {self._array(e.left, fn, depth + 1), self._array(e.right, fn, depth + 1)}
+            for kind in (_TENSOR, _JAX, _ARRAY):
+                if kind in kinds:
+                    return kind
+            return None
+        if isinstance(e, cst.UnaryOperation) and not isinstance(e.operator, cst.Not):
+            kind = self._array(e.expression, fn, depth + 1)
+            return kind if kind in (_TENSOR, _JAX, _ARRAY) else None
+        if isinstance(e, cst.Attribute) and e.attr.value in ("T", "data", "mT"):
+            kind = self._array(e.value, fn, depth + 1)
+            return kind if kind in (_TENSOR, _JAX, _ARRAY) else None
+        return None
+
+    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
+        for leaf in reward_leaves(fn, binding, self.context):
+            values = [leaf.value]
+            if isinstance(leaf.value, cst.Dict):
+                values = [el.value for el in leaf.value.elements
+                          if isinstance(el, cst.DictElement)]
+            for value in values:
+                what = self._array(value, leaf.fn)
+                if what is not None:
+                    self.report(value, self.INVARIANT.render(
+                        name=binding.function, what=what + _via(leaf), code=_short(value)))
+
+
+#: Exception classes whose handler catches a failing scorer, not a wrong answer: anything
+#: (``Exception``), or the errors of HTTP clients and connections (a reward server).
+_BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
+_SCORER_ERRORS = ("httpx.", "requests.", "aiohttp.", "openai.", "urllib.error.",
+                  "builtins.ConnectionError", "builtins.ConnectionRefusedError",
+                  "builtins.ConnectionResetError")
+_STR_CALLS = frozenset({"str", "repr", "type", "format"})
+
+
+class _Handlers(cst.CSTVisitor):
+    """``try`` statements and named returns of one function body (nested defs skipped)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tries: list[cst.Try] = []
+        self.returned: set[str] = set()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.tries.append(node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if isinstance(node.value, cst.Name):
+            self.returned.add(node.value.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+class _HandlerBody(_Handlers):
+    """What an ``except`` block does: raises, returns, assigns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raises = False
+        self.returns: list[cst.Return] = []
+        self.assigns: list[tuple[str, cst.Assign]] = []
+
+    def visit_Raise(self, node: cst.Raise) -> None:
+        self.raises = True
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.assigns.append((t.target.value, node))
+
+
+class SwallowedRewardFailure(_RewardRule):
+    """A reward function does not turn a broad exception into a constant score.
+
+    ## What it does
+    In a ``--custom-rm-path`` function, and in the module-level helpers whose result it
+    returns, reports an ``except`` block that catches everything (bare ``except:``,
+    ``Exception``, ``BaseException``) or the errors of an HTTP client (``httpx``,
+    ``requests``, ``aiohttp``, ``openai``, ``ConnectionError``) and then returns a constant
+    score (``return 0.0``, ``return -1``, ``return {"score": 0.0, "error": str(e)}``, a module
+    constant), or assigns one to the name the function returns. A block that re-raises is
+    fine, and so is a narrow handler (``except ValueError: return 0.0`` for an unparsable
+    answer, which is a wrong answer).
+
+    ## Why is this bad?
+    A broken scorer (a crashed verifier, an unreachable reward server, a bug in the reward
+    code) then looks exactly like a wrong answer: the step trains on zeros, the reward curve
+    sags, and nothing fails (verl-project/verl#4417, NVIDIA-NeMo/RL#2207; failure kind:
+    "scorer failure scored as a wrong answer"). This is a warning: some runs prefer to train
+    on through a flaky judge, and should say so with ``# noqa: VIM030``.
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        try:
+            return await judge(sample.response, sample.label)
+        except Exception:
+            return 0.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        try:
+            answer = parse_answer(sample.response)
+        except ValueError:
+            return 0.0               # an unparsable answer is a wrong answer
+        return await judge(answer, sample.label)   # a failing judge raises
+    ```
+
+    ## Fix safety
+    No fix: whether to stop, retry or skip the sample is the author's choice.
+    """
+
+    INVARIANT = INVARIANTS["VIM030"]
+    VALID = [
+        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        answer = int(sample.response.strip())\n    except ValueError:\n"
+              "        return 0.0\n    return float(answer == int(sample.label))\n"),
+        Valid("import logging\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        return await judge(sample)\n    except Exception:\n"
+              "        logging.exception('judge failed')\n        raise\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        return await judge(sample)\n    except Exception:\n"
+              "        return await fallback_judge(sample)\n"),
+        Valid("def parse(text):\n    try:\n        return int(text)\n    except Exception:\n"
+              "        return 0\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return float(parse(sample.response) == 4)\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        return compute(sample.response, sample.label)\n"
+                "    except Exception:\n        return 0.0\n", line=5, col=8),
+        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        score = compute(sample)\n    except:\n        score = 0.0\n"
+                "    return score\n", line=5, col=8),
+        Invalid("import httpx as hx\nURL = 'http://judge:8000/score'\n"
+                "async def call_judge(text):\n    try:\n"
+                "        async with hx.AsyncClient() as client:\n"
+                "            r = await client.post(URL, json={'text': text})\n"
+                "        return float(r.json()['score'])\n    except hx.HTTPError:\n"
+                "        return -1.0\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return await call_judge(sample.response)\n", line=9, col=8),
+        Invalid("FAILED = 0.0\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        return {'score': await judge(sample)}\n"
+                "    except (KeyError, Exception) as exc:\n"
+                "        return {'score': FAILED, 'error': str(exc)}\n", line=6, col=8),
+    ]
+
+    def _caught(self, handler: cst.ExceptHandler) -> str | None:
+        if handler.type is None:
+            return "any exception (bare `except:`)"
+        types = ([el.value for el in handler.type.elements]
+                 if isinstance(handler.type, cst.Tuple) else [handler.type])
+        for t in types:
+            names = self.qualified(t)
+            if names & _BROAD or any(n.startswith(_SCORER_ERRORS) for n in names):
+                return f"`{code_of(t)}`"
+        return None
+
+    def _constant(self, e: cst.BaseExpression | None, numeric: bool = True) -> bool:
+        if isinstance(e, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+            return self._constant(e.expression)
+        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and len(e.args) == 1 \
+                and e.func.value in ("float", "int"):
+            return self._constant(e.args[0].value)
+        if isinstance(e, cst.Name):
+            value = module_constants(self.context).get(e.value)
+            return value is not None and not isinstance(value, cst.Name) \
+                and self._constant(value)
+        if isinstance(e, cst.Dict) and numeric:
+            values = [el.value for el in e.elements if isinstance(el, cst.DictElement)]
+            return len(values) == len(e.elements) and any(self._constant(v) for v in values) \
+                and all(self._constant(v) or self._textual(v) for v in values)
+        return False
+
+    @staticmethod
+    def _textual(e: cst.BaseExpression) -> bool:
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(e, cst.Name):
+            return e.value in ("None", "True", "False")
+        return isinstance(e, cst.Call) and isinstance(e.func, cst.Name) \
+            and e.func.value in _STR_CALLS
+
+    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
+        for helper, via in reward_functions(fn, binding, self.context):
+            facts = _Handlers()
+            helper.body.visit(facts)
+            suffix = f" in `{helper.name.value}`" if via else ""
+            for tr in facts.tries:
+                for handler in tr.handlers:
+                    caught = self._caught(handler)
+                    if caught is None:
+                        continue
+                    body = _HandlerBody()
+                    handler.body.visit(body)
+                    if body.raises:
+                        continue
+                    hits: list[tuple[cst.CSTNode, cst.BaseExpression]] = [
+                        (r, r.value) for r in body.returns
+                        if r.value is not None and self._constant(r.value)]
+                    hits += [(a, a.value) for name, a in body.assigns
+                             if name in facts.returned and self._constant(a.value)]
+                    for node, value in hits:
+                        self.report(node, self.INVARIANT.render(
+                            name=binding.function, value=_short(value), caught=caught,
+                            via=suffix))

@@ -1,0 +1,108 @@
+"""The static twins of failures reported in other frameworks (VIM023-VIM030) together: one
+finding per mistake where two rules could see it, and the shared analyses they ask."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from vime.contract import HOOKS, INVARIANTS
+from vime_lint.static._engine import lint_source
+from vime_lint.static._model import options_from_mapping
+from vime_lint.static._rule import build_context
+from vime_lint.static.rules import ALL_RULES
+from vime_lint.static.rules._groups import group_params
+from vime_lint.static.rules._reward_values import reward_leaves
+from vime_lint.static.rules._turn_loops import turn_loops
+
+pytestmark = pytest.mark.unit
+
+NEW = ("VIM023", "VIM024", "VIM025", "VIM026", "VIM027", "VIM028", "VIM029", "VIM030")
+
+
+def _codes(code: str, options: dict | None = None) -> list[tuple[str, int]]:
+    result = lint_source(code, "m.py", options_from_mapping(options or {}), rules=ALL_RULES)
+    assert result.failure is None, result.failure
+    return [(f.code, f.line) for f in result.findings]
+
+
+def test_static_records_name_their_runtime_twins_both_ways() -> None:
+    pairs = {"VIM023": "VIM121", "VIM024": "VIM122", "VIM025": "VIM123", "VIM027": "VIM124",
+             "VIM028": "VIM128"}
+    for static, runtime in pairs.items():
+        assert runtime in INVARIANTS[static].twins
+        assert static in INVARIANTS[runtime].twins
+    for code in NEW:
+        assert INVARIANTS[code].scope == "static"
+        assert any(r.code() == code for r in ALL_RULES), code
+
+
+def test_getattr_on_a_known_group_is_one_vim028_error_not_also_vim013() -> None:
+    code = ("def f(ds):\n    for g in ds.get_samples(2):\n"
+            "        if getattr(g, 'status', None):\n            pass\n"
+            "        for s in g:\n            getattr(s, 'status', None)\n")
+    found = _codes(code)
+    assert ("VIM028", 3) in found and ("VIM013", 3) not in found
+    assert ("VIM013", 6) in found  # a group's element may still be a fan-out list
+
+
+def test_group_params_come_from_the_protocols_by_position() -> None:
+    assert group_params("rollout_sample_filter_path") == frozenset({1})
+    assert group_params("buffer_filter_path") == frozenset({2})
+    assert group_params("custom_rm_path") == frozenset()
+    assert HOOKS["rollout_sample_filter_path"].params[1] == "groups"
+
+
+def test_reward_leaves_follow_names_helpers_and_batch_lists() -> None:
+    code = ("def helper(x):\n    if x:\n        return 1.0\n    return {'s': 0.0}\n"
+            "async def group_reward_func(args, samples, **kwargs):\n    out = []\n"
+            "    for s in samples:\n        out.append(helper(s))\n    return out\n")
+    module = cst.parse_module(code)
+    ctx = build_context("m.py", module, options_from_mapping({}), code)
+    fn = ctx.definitions["group_reward_func"]
+    assert isinstance(fn, cst.FunctionDef)
+    leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx)
+    assert [cst.Module([]).code_for_node(leaf.value) for leaf in leaves] == ["1.0", "{'s': 0.0}"]
+    assert {leaf.via for leaf in leaves} == {("helper",)}
+
+
+def test_turn_loops_need_a_grown_trajectory_sent_again() -> None:
+    turns = ("async def f(sample):\n    text = ''\n    for _ in range(3):\n"
+             "        out = await post(URL, {'prompt': sample.prompt + text})\n"
+             "        text += out\n")
+    samples = ("async def f(sample):\n    results = []\n    for _ in range(3):\n"
+               "        out = await post(URL, {'prompt': sample.prompt})\n"
+               "        results.append(out)\n        print(len(results))\n")
+    for code, expected in ((turns, 1), (samples, 0)):
+        fn = cst.parse_module(code).body[0]
+        assert isinstance(fn, cst.FunctionDef)
+        assert len(turn_loops(fn)) == expected
+
+
+def test_a_helper_reached_from_two_hooks_reports_once() -> None:
+    code = ("async def _episode(args, sample):\n    text = ''\n    while True:\n"
+            "        out = await post(URL, {'text': text,\n"
+            "                               'max_new_tokens': args.rollout_max_response_len})\n"
+            "        text += out\n"
+            "async def generate(args, sample, sampling_params):\n"
+            "    return await _episode(args, sample)\n"
+            "async def custom_generate(args, sample, sampling_params):\n"
+            "    return await _episode(args, sample)\n")
+    assert _codes(code).count(("VIM027", 5)) == 1
+
+
+def test_fan_out_segments_may_share_metadata_not_token_lists() -> None:
+    code = ("from vime.utils.types import Sample\n"
+            "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    meta, tokens = {}, [1, 2]\n    segments = []\n    for i in range(3):\n"
+            "        seg = Sample(prompt='p')\n        seg.rollout_id = 7\n"
+            "        seg.metadata = meta\n        seg.tokens = tokens\n"
+            "        segments.append(seg)\n")
+    found = [f for f in _codes(code) if f[0] == "VIM025"]
+    assert found == [("VIM025", 9)]
+
+
+def test_severities_follow_the_records() -> None:
+    errors = {"VIM023", "VIM024", "VIM025", "VIM028", "VIM029"}
+    for code in NEW:
+        assert INVARIANTS[code].severity == ("error" if code in errors else "warning"), code

@@ -1,0 +1,371 @@
+"""Objects shared where each sample (or call) needs its own: VIM025, VIM026.
+
+:class:`SharedSampleObject` reports a dict or list bound outside a loop and given, without a
+copy, to a Sample field of each sample the loop builds; :class:`MutableDefaultArgument`
+reports mutable default arguments of hook functions. The fields come from
+``vime.contract.SAMPLE_FIELDS``: the list and dict fields conversion reads or that hold one
+entry per response token.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from vime.contract import INVARIANTS, SAMPLE_FIELDS
+from vime.contract.sample import RESPONSE_LENGTH_FIELDS
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker, is_sample_call_name
+from vime_lint.static.rules._turn_loops import mentions
+
+__all__ = ["MutableDefaultArgument", "PER_SAMPLE_FIELDS", "SharedSampleObject"]
+
+#: Sample fields that hold a list or dict of one sample's own: what conversion reads, and the
+#: per-token lists (``tokens``, ``loss_mask``, ``rollout_log_probs``, ``metadata``, ...).
+PER_SAMPLE_FIELDS: dict[str, str] = {
+    f.name: "dict" if f.hint.startswith("dict[") else "list" for f in SAMPLE_FIELDS
+    if f.hint.startswith(("list[", "dict[")) and (f.read_by_conversion
+                                                  or f.name in RESPONSE_LENGTH_FIELDS)}
+#: Fields only a Sample has: the receiver need not be known as a sample.
+_DISTINCTIVE = frozenset(PER_SAMPLE_FIELDS) - {"tokens", "metadata"}
+#: Fan-out siblings (segments of one rollout) may share these (VIM123).
+_FAN_OUT_SHARED = frozenset({"metadata"})
+_GENERATE = "custom_generate_function_path"
+_CONSTANTS = frozenset({"None", "True", "False"})
+
+
+class _Bound(cst.CSTVisitor):
+    """Every name a loop binds on each iteration (its targets and its body's bindings)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+        self.sets_rollout_id = False
+
+    def _target(self, t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            self.names.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for el in t.elements:
+                self._target(el.value)
+        elif isinstance(t, cst.StarredElement):
+            self._target(t.value)
+        elif isinstance(t, cst.Attribute) and t.attr.value == "rollout_id":
+            self.sets_rollout_id = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _frame(node: cst.CSTNode) -> _Bound:
+    bound = _Bound()
+    node.visit(bound)
+    return bound
+
+
+def _root(value: cst.BaseExpression, per_iteration: set[str]) -> str | None:
+    """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
+    object is read from (None when an index changes per iteration: ``masks[i]``)."""
+    cur = value
+    while isinstance(cur, (cst.Attribute, cst.Subscript)):
+        if isinstance(cur, cst.Subscript) and mentions(cur.slice[0] if len(cur.slice) == 1
+                                                       else cur, per_iteration):
+            return None
+        cur = cur.value
+    if isinstance(cur, cst.Name) and cur.value not in _CONSTANTS:
+        return cur.value
+    return None
+
+
+class SharedSampleObject(SampleTracker):
+    """A dict or list bound outside a loop is not given to every sample of the loop.
+
+    ## What it does
+    Reports ``x.<field> = name`` inside a ``for``/``while`` loop (and ``Sample(<field>=name)``
+    inside a loop or comprehension) when the loop builds or visits a different sample on each
+    iteration (``x`` is bound by the loop), ``<field>`` is a list or dict field of the sample
+    (``metadata``, ``train_metadata``, ``tokens``, ``loss_mask``, ``rollout_log_probs``,
+    ``teacher_log_probs``) and ``name`` (or ``name.attr``) is bound outside the loop and never
+    rebound in it. A copy (``dict(meta)``, ``copy.deepcopy(meta)``, ``{**meta}``,
+    ``list(mask)``, ``mask[:]``) or an object built inside the loop is fine. ``metadata``
+    shared by the segments of one rollout (a custom generate function, or a loop that sets
+    ``rollout_id``) is allowed, as at run time. Runtime twin: VIM123.
+
+    ## Why is this bad?
+    Every sample then holds the same object: a write through one sample (a metadata key, a
+    response token appended in place) lands in all of them, silently corrupting rewards,
+    masks and logs (NovaSky-AI/SkyRL#1189; failure kind: "template object shared between
+    samples").
+
+    ## Example
+    ```python
+    meta = {"source": "gsm8k", "turns": []}
+    for sample in group:
+        sample.metadata = meta
+    ```
+
+    ## Use instead
+    ```python
+    meta = {"source": "gsm8k", "turns": []}
+    for sample in group:
+        sample.metadata = copy.deepcopy(meta)
+    ```
+
+    ## Fix safety
+    No fix: a shallow or a deep copy is the author's choice.
+    """
+
+    INVARIANT = INVARIANTS["VIM025"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    VALID = [
+        Valid("import copy\ndef f(group, template):\n    for sample in group:\n"
+              "        sample.metadata = copy.deepcopy(template)\n"),
+        Valid("def f(group, template):\n    for sample in group:\n"
+              "        sample.metadata = dict(template)\n        sample.metadata = {**template}\n"),
+        Valid("def f(group):\n    for sample in group:\n        meta = {'turns': []}\n"
+              "        sample.metadata = meta\n"),
+        Valid("def f(sample, mask):\n    for turn in range(3):\n        sample.loss_mask = mask\n"),
+        Valid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
+              "    meta = {'id': 1}\n"
+              "    segments = []\n    for part in sample.metadata['parts']:\n"
+              "        seg = Sample(prompt=part)\n        seg.metadata = meta\n"
+              "        segments.append(seg)\n    return segments\n"),
+        Valid(SAMPLE_IMPORT + "def f(prompts):\n    return [Sample(prompt=p, metadata={'p': p})"
+              " for p in prompts]\n"),
+        Valid("def f(group):\n    for s in group:\n        s.loss_mask = None\n"
+              "        s.tokens = s.tokens + [1]\n"),
+        Valid("def f(group, masks):\n    for i, s in enumerate(group):\n"
+              "        s.loss_mask = masks[i]\n"),
+    ]
+    INVALID = [
+        Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
+                "        sample.metadata = meta\n", line=4, col=8),
+        Invalid("def f(groups, n):\n    mask = [1] * n\n    for group in groups:\n"
+                "        for s in group:\n            s.loss_mask = mask\n", line=5, col=12),
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def f(prompts, template):\n"
+                "    return [S(prompt=p, metadata=template) for p in prompts]\n",
+                line=3, col=24),
+        Invalid(SAMPLE_IMPORT + "def f(sample, n):\n    out = []\n    for i in range(n):\n"
+                "        new = Sample(prompt=sample.prompt)\n        new.tokens = sample.tokens\n"
+                "        out.append(new)\n    return out\n", line=6, col=8),
+        Invalid("def f(group):\n    for i, sample in enumerate(group):\n"
+                "        sample.tokens = group[0].tokens\n", line=3, col=8),
+        Invalid("def f(groups):\n    for group in groups:\n        meta = {}\n"
+                "        for sample in group:\n            sample.metadata = meta\n",
+                line=5, col=12),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        #: Per function: the enclosing loops (innermost last) and their bindings.
+        self.loops: list[list[_Bound]] = [[]]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.loops.append([])
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.loops.pop()
+        super().leave_FunctionDef(original_node)
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        self.loops[-1].append(_frame(node))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.loops[-1].pop()
+
+    def visit_While(self, node: cst.While) -> None:
+        self.loops[-1].append(_frame(node))
+
+    def leave_While(self, original_node: cst.While) -> None:
+        self.loops[-1].pop()
+
+    def _comp(self, node: cst.CSTNode, for_in: cst.CompFor) -> None:
+        self._comprehension(for_in)
+        self.loops[-1].append(_frame(node))
+
+    def _leave_comp(self) -> None:
+        self.loops[-1].pop()
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comp(node, node.for_in)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._leave_comp()
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comp(node, node.for_in)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._leave_comp()
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comp(node, node.for_in)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._leave_comp()
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comp(node, node.for_in)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._leave_comp()
+
+    def _in_generate(self) -> bool:
+        fn = self.functions[0] if self.functions else None
+        binding = self.context.binding(fn.name.value) if fn is not None and not self.class_depth \
+            else None
+        return binding is not None and binding.spec.dest == _GENERATE
+
+    def _check(self, node: cst.CSTNode, field: str, value: cst.BaseExpression,
+               frame: _Bound, target: str) -> None:
+        root = _root(value, frame.names)
+        if root is None or root in frame.names:
+            return
+        if field in _FAN_OUT_SHARED and (frame.sets_rollout_id or self._in_generate()):
+            return
+        text = code_of(value)
+        self.report(node, self.INVARIANT.render(target=target, value=text,
+                                                kind=PER_SAMPLE_FIELDS[field]))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
+        frames = self.loops[-1]
+        if not frames:
+            return
+        for t in node.targets:
+            tgt = t.target
+            if not (isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name)
+                    and tgt.attr.value in PER_SAMPLE_FIELDS):
+                continue
+            field, receiver = tgt.attr.value, tgt.value
+            if field not in _DISTINCTIVE and not self.is_sample(receiver):
+                continue
+            frame = next((f for f in reversed(frames) if receiver.value in f.names), None)
+            if frame is not None:
+                self._check(node, field, node.value, frame, code_of(tgt))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        frames = self.loops[-1]
+        if not frames or not is_sample_call_name(node.func, self.context.sample_names):
+            return
+        if not any(q.endswith(".Sample") for q in self.qualified(node.func)):
+            return
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value in PER_SAMPLE_FIELDS:
+                self._check(a, a.keyword.value, a.value, frames[-1],
+                            f"Sample({a.keyword.value}=...)")
+
+
+_MUTABLE_CALLS = frozenset({"builtins.dict", "builtins.list", "builtins.set",
+                            "builtins.bytearray", "collections.defaultdict",
+                            "collections.OrderedDict", "collections.Counter",
+                            "collections.deque"})
+
+
+class MutableDefaultArgument(FunctionTracker):
+    """Hook functions have no mutable default arguments.
+
+    ## What it does
+    Reports a parameter of a hook function (any ``--*-path`` binding) whose default is a list,
+    dict or set display, a comprehension, or a call of ``dict``/``list``/``set``/
+    ``collections.defaultdict``/``OrderedDict``/``Counter``/``deque`` (resolved by qualified
+    name).
+
+    ## Why is this bad?
+    A default is evaluated once, when the module is imported: every call of the hook, for
+    every sample of every step in that process, shares the same object and sees what earlier
+    calls put in it, while other Ray actors hold their own copy (NovaSky-AI/SkyRL#1189;
+    failure kind: "template object shared between samples"). A warning: a deliberate
+    per-process cache is legitimate, but it reads better at module level.
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, seen={}, **kwargs):
+        seen[sample.index] = sample.response
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        seen: dict[int, str] = {}
+        ...
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM026"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def reward_func(args, sample, scale=1.0, names=('a', 'b'), **kwargs):\n"
+              "    return scale\n"),
+        Valid("def helper(x, cache={}):\n    return cache\n"),
+        Valid("async def reward_func(args, sample, cache=None, **kwargs):\n"
+              "    cache = {} if cache is None else cache\n    return 1.0\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, seen={}, **kwargs):\n    return 1.0\n",
+                line=1, col=41),
+        Invalid("from collections import defaultdict as dd\n"
+                "async def generate(args, sample, sampling_params, counts=dd(int)):\n"
+                "    return sample\n", line=2, col=57),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False, "
+                "history=[]):\n    pass\n", line=1, col=78),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None:
+            return
+        for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+            default = p.default
+            if default is None:
+                continue
+            mutable = isinstance(default, (cst.List, cst.Dict, cst.Set, cst.ListComp,
+                                           cst.DictComp, cst.SetComp))
+            if isinstance(default, cst.Call):
+                mutable = bool(self.qualified(default.func) & _MUTABLE_CALLS)
+            if mutable:
+                self.report(default, self.INVARIANT.render(
+                    name=binding.function, param=p.name.value, code=code_of(default)))

@@ -1,0 +1,289 @@
+"""The token budget of each turn of a multi-turn loop: VIM027.
+
+:class:`FullBudgetEveryTurn` looks at the custom generate and rollout functions (with the
+module-level helpers they call, :func:`~vime_lint.static.rules._closure.local_closure`) and
+their turn loops (:func:`~vime_lint.static.rules._turn_loops.turn_loops`).
+
+See ``docs/contract.md`` §5 (``sampling_params``), §8 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from vime.contract import INVARIANTS
+from vime.contract.hooks import ASYNC_API
+from vime_lint.static._cst import string_value
+from vime_lint.static._model import HookBinding, Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.rules._closure import local_closure
+from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
+
+__all__ = ["FullBudgetEveryTurn"]
+
+_DESTS = ("custom_generate_function_path", "rollout_function_path", "eval_function_path")
+_GENERATE = "custom_generate_function_path"
+#: Sampling-parameter keys (and keywords) that cap one request's new tokens.
+_BUDGET_KEYS = frozenset({"max_tokens", "max_new_tokens", "max_completion_tokens",
+                          "max_response_len"})
+_BUDGET_ARG = "rollout_max_response_len"
+#: vime's generate functions: they subtract what a sample already holds from ``max_tokens``.
+_SUBTRACTING = frozenset(n for n in ASYNC_API if n.rpartition(".")[2].startswith("generate"))
+
+
+class FullBudgetEveryTurn(FunctionTracker):
+    """A multi-turn loop does not ask for the whole response budget on every turn.
+
+    ## What it does
+    In a ``--custom-generate-function-path`` or rollout function, and the module-level helpers
+    it calls, finds the turn loops (``while`` and ``for _ in range(...)`` loops that grow a
+    trajectory: ``response += ...``, ``messages.append(...)``, ``prompt = prompt + ...``,
+    ``sample.append_response_tokens(...)``) and reports sampling parameters whose
+    ``max_tokens`` / ``max_new_tokens`` is exactly ``args.rollout_max_response_len`` (also
+    through ``vime.config.arg(args, "rollout_max_response_len")``, ``getattr`` or a local
+    name) when they go into the same request as the trajectory: set in the loop
+    (``params["max_tokens"] = ...``, ``{"max_new_tokens": ...}``, ``SamplingParams(max_tokens=
+    ...)``), or built before the loop (the generate function's own ``sampling_params``
+    included) and sent unchanged on every turn. Anything that subtracts (``budget -
+    sample.response_length``, ``min(...)``) is fine, and so is a loop that calls vime's
+    ``generate``, which subtracts itself. Runtime twin: VIM124.
+
+    ## Why is this bad?
+    ``--rollout-max-response-len`` is the budget of the whole trajectory. Asking each turn for
+    all of it lets a multi-turn response grow to turns x budget, past what training packs and
+    pads for, until the engine rejects the context (NovaSky-AI/SkyRL#696,
+    TIGER-AI-Lab/verl-tool#85; failure kind: "observation overruns the budget").
+
+    ## Example
+    ```python
+    async def generate(args, sample, sampling_params):
+        response = ""
+        for _ in range(MAX_TURNS):
+            params = {**sampling_params, "max_tokens": args.rollout_max_response_len}
+            out = await post(url, {"prompt": sample.prompt + response, "sampling_params": params})
+            response += out["text"]
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        response_tokens = []
+        for _ in range(MAX_TURNS):
+            left = args.rollout_max_response_len - len(response_tokens)
+            if left <= 0:
+                break
+            params = {**sampling_params, "max_tokens": left}
+            ...
+    ```
+
+    ## Known problems
+    The rule cannot see a budget subtracted inside a function of another module; it stays
+    quiet when the request is a call of a parameter (a model-turn callable passed in).
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM027"]
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def generate(args, sample, sampling_params):\n    response = ''\n"
+              "    for _ in range(3):\n"
+              "        left = args.rollout_max_response_len - len(response)\n"
+              "        out = await post(URL, {'text': sample.prompt + response,\n"
+              "                               'sampling_params': {'max_new_tokens': left}})\n"
+              "        response += out['text']\n    return sample\n"),
+        Valid("from vime.rollout.vllm_rollout import generate as turn\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    params = dict(sampling_params, max_tokens=args.rollout_max_response_len)\n"
+              "    while True:\n        sample = await turn(args, sample, params)\n"
+              "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
+              "        if sample.response_length > 8:\n            return sample\n"),
+        Valid("async def generate(args, sample, sampling_params):\n    results = []\n"
+              "    for i in range(4):\n        out = await post(URL, {'text': sample.prompt,\n"
+              "            'sampling_params': {'max_new_tokens': args.rollout_max_response_len}})\n"
+              "        results.append(out)\n    return sample\n"),
+        Valid("async def run_episode(args, sample, params, model_turn):\n    while True:\n"
+              "        sample = await model_turn(args, sample, params)\n"
+              "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    return await run_episode(args, sample, sampling_params, None)\n"),
+    ]
+    INVALID = [
+        Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
+                "    for _ in range(3):\n"
+                "        sampling_params['max_new_tokens'] = args.rollout_max_response_len\n"
+                "        payload = {'text': sample.prompt + response,"
+                " 'sampling_params': sampling_params}\n"
+                "        out = await post(URL, payload)\n        response += out['text']\n"
+                "    return sample\n", line=4, col=44),
+        Invalid("from vime.config import arg as cfg\n"
+                "async def _loop(args, client, messages):\n"
+                "    budget = cfg(args, 'rollout_max_response_len')\n    while True:\n"
+                "        reply = await client.chat.completions.create(messages=messages,"
+                " max_tokens=budget)\n"
+                "        messages.append({'role': 'assistant', 'content': reply})\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    await _loop(args, CLIENT, [])\n    return sample\n", line=5, col=83),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    params = {'temperature': 1.0, 'max_tokens': args.rollout_max_response_len}\n"
+                "    tokens = []\n    for turn in range(4):\n"
+                "        out = run(post(URL, {'prompt_token_ids': tokens, 'params': params}))\n"
+                "        tokens += out['token_ids']\n", line=2, col=48),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    tokens = list(sample.tokens)\n    while len(tokens) < 4096:\n"
+                "        out = await post(URL, {'input_ids': tokens,"
+                " 'sampling_params': sampling_params})\n"
+                "        tokens.extend(out['output_ids'])\n    return sample\n",
+                line=4, col=20),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self.reported: set[int] = set()
+
+    def _full(self, e: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:
+        """``e`` is ``--rollout-max-response-len`` itself (nothing subtracted)."""
+        if depth > 4:
+            return False
+        if isinstance(e, cst.Attribute):
+            return e.attr.value == _BUDGET_ARG
+        if isinstance(e, cst.Call):
+            if isinstance(e.func, cst.Name) and e.func.value == "int" and len(e.args) == 1:
+                return self._full(e.args[0].value, fn, depth + 1)
+            names = self.qualified(e.func)
+            reader = "builtins.getattr" in names or any(
+                n.startswith("vime.") and n.endswith(".arg") for n in names)
+            return reader and len(e.args) >= 2 and string_value(e.args[1].value) == _BUDGET_ARG
+        if isinstance(e, cst.Name):
+            values = assignments(fn, self.context).values.get(e.value, [])
+            return bool(values) and all(v is not None and self._full(v, fn, depth + 1)
+                                        for v in values)
+        return False
+
+    def _sites(self, node: cst.CSTNode, fn: cst.FunctionDef | None
+               ) -> list[tuple[cst.CSTNode, str, set[str]]]:
+        """``(full-budget expression, key, names it is stored in)`` set inside ``node``; with
+        ``fn`` None, every budget key set, whatever its value."""
+
+        def budget(key: str | None, value: cst.BaseExpression) -> bool:
+            return key in _BUDGET_KEYS and (fn is None or self._full(value, fn))
+
+        class _Sites(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.found: list[tuple[cst.CSTNode, str, set[str]]] = []
+
+            def visit_DictElement(self, el: cst.DictElement) -> None:
+                key = string_value(el.key)
+                if key is not None and budget(key, el.value):
+                    self.found.append((el.value, key, set()))
+
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                into = ({func.value.value} if isinstance(func, cst.Attribute)
+                        and func.attr.value == "update" and isinstance(func.value, cst.Name)
+                        else set())
+                for a in call.args:
+                    if a.keyword is not None and budget(a.keyword.value, a.value):
+                        self.found.append((a.value, a.keyword.value, into))
+
+            def visit_Assign(self, a: cst.Assign) -> None:
+                for t in a.targets:
+                    tgt = t.target
+                    if isinstance(tgt, cst.Subscript) and len(tgt.slice) == 1 \
+                            and isinstance(tgt.slice[0].slice, cst.Index):
+                        key = string_value(tgt.slice[0].slice.value)
+                        if key is not None and budget(key, a.value):
+                            names = {tgt.value.value} if isinstance(tgt.value, cst.Name) \
+                                else set()
+                            self.found.append((a.value, key, names))
+
+            def visit_FunctionDef(self, f: cst.FunctionDef) -> bool:
+                return False
+
+        sites = _Sites()
+        node.visit(sites)
+        return sites.found
+
+    def _direct(self, calls: list[cst.Call], params: set[str]) -> cst.Call | None:
+        """The first call that sends the request itself: not vime's generate, not a call of a
+        parameter (a callable passed in)."""
+        for call in calls:
+            if self.qualified(call.func) & _SUBTRACTING:
+                continue
+            if isinstance(call.func, cst.Name) and call.func.value in params:
+                continue
+            return call
+        return None
+
+    def _report_once(self, node: cst.CSTNode, key: str, name: str) -> None:
+        if id(node) not in self.reported:
+            self.reported.add(id(node))
+            self.report(node, self.INVARIANT.render(key=key, name=name))
+
+    def _check_loop(self, fn: cst.FunctionDef, loop: TurnLoop, binding: HookBinding | None,
+                    params: set[str]) -> None:
+        if any(self.qualified(c.func) & _SUBTRACTING for c in loop.calls):
+            return
+        sending = set(map(id, loop.receivers(loop.reaching(set(loop.accumulators)))))
+        name = fn.name.value
+        for site, key, into in self._sites(loop.node.body, fn):
+            carrier = into | {n for n, value in loop.binds if _holds(value, site)}
+            receivers = [c for c in loop.receivers(loop.reaching(carrier), site)
+                         if id(c) in sending]
+            if self._direct(receivers, params) is not None:
+                self._report_once(site, key, name)
+        if self._sites(loop.node.body, None):
+            return  # the loop sets the budget of each turn itself
+        for pname, where, key in self._outside(fn, loop, binding):
+            if pname in loop.written:
+                continue
+            receivers = [c for c in loop.receivers(loop.reaching({pname})) if id(c) in sending]
+            request = self._direct(receivers, params)
+            if request is not None:
+                self._report_once(where if where is not None else request, key, name)
+
+    def _outside(self, fn: cst.FunctionDef, loop: TurnLoop, binding: HookBinding | None
+                 ) -> list[tuple[str, cst.CSTNode | None, str]]:
+        """Names bound outside ``loop`` to parameters with the full budget: the generate
+        function's own ``sampling_params`` (no site), or a display or call that sets it."""
+        out: list[tuple[str, cst.CSTNode | None, str]] = []
+        positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        bound = assignments(fn, self.context).values
+        if binding is not None and binding.spec.dest == _GENERATE and len(positional) >= 3:
+            param = positional[2]
+            key = param  # max_tokens is the whole response budget (docs/contract.md §8)
+            out.append((param, None, key))
+            for pname, values in bound.items():  # params = dict(sampling_params), {**...}
+                if pname != param and values and all(
+                        v is not None and not _holds(loop.node, v) and mentions(v, {param})
+                        and not self._sites(v, None) for v in values):
+                    out.append((pname, None, key))
+        for pname, values in bound.items():
+            for value in values:
+                if value is not None and not _holds(loop.node, value):
+                    out += [(pname, site, key) for site, key, _ in self._sites(value, fn)]
+        return out
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in _DESTS:
+            return
+        for fn in local_closure(node, self.context):
+            params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
+                                             *fn.params.kwonly_params)}
+            for loop in turn_loops(fn):
+                self._check_loop(fn, loop, binding if fn is node else None, params)
+
+
+def _holds(value: cst.CSTNode, site: cst.CSTNode) -> bool:
+    """``value`` contains ``site`` (by identity)."""
+    return value is site or any(_holds(c, site) for c in value.children)
+
+
