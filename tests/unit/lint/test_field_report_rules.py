@@ -61,7 +61,7 @@ def test_reward_leaves_follow_names_helpers_and_batch_lists() -> None:
     ctx = build_context("m.py", module, options_from_mapping({}), code)
     fn = ctx.definitions["group_reward_func"]
     assert isinstance(fn, cst.FunctionDef)
-    leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx)
+    leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx, lambda node: set())
     assert [cst.Module([]).code_for_node(leaf.value) for leaf in leaves] == ["1.0", "{'s': 0.0}"]
     assert {leaf.via for leaf in leaves} == {("helper",)}
 

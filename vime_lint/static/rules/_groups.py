@@ -40,7 +40,9 @@ SAMPLE_ATTRIBUTES: frozenset[str] = frozenset(
                            "effective_response_length", "update_from_meta_info", "to_dict"})
     - set(dir(list)))
 _TRAIN_OUTPUT = ("RolloutFnTrainOutput",)
-_KEEP_CALLS = frozenset({"list", "sorted", "reversed", "tuple"})
+#: Builtins whose result holds the same elements.
+_KEEP_CALLS = frozenset({"builtins.list", "builtins.sorted", "builtins.reversed",
+                         "builtins.tuple"})
 
 Qualified = Callable[[cst.CSTNode], set[str]]
 
@@ -81,13 +83,11 @@ class _Loops(cst.CSTVisitor):
         return False
 
 
-def _element_targets(target: cst.BaseExpression,
-                     iterable: cst.BaseExpression) -> tuple[cst.BaseExpression,
-                                                            cst.BaseExpression] | None:
+def _element_targets(target: cst.BaseExpression, iterable: cst.BaseExpression,
+                     qualified: Qualified) -> tuple[cst.BaseExpression, cst.BaseExpression]:
     """``(target, groups)`` for ``for g in groups`` and ``for i, g in enumerate(groups)``."""
-    if isinstance(iterable, cst.Call) and isinstance(iterable.func, cst.Name) \
-            and iterable.func.value == "enumerate" and iterable.args \
-            and isinstance(target, cst.Tuple) and len(target.elements) == 2:
+    if isinstance(iterable, cst.Call) and iterable.args and isinstance(target, cst.Tuple) \
+            and len(target.elements) == 2 and "builtins.enumerate" in qualified(iterable.func):
         return target.elements[1].value, iterable.args[0].value
     return target, iterable
 
@@ -125,9 +125,9 @@ class GroupFlow:
         group_fors: dict[str, list[str]] = {}
         other_fors: set[str] = set()
         for target, iterable in loops.fors:
-            pair = _element_targets(target, iterable)
-            source = self.groups_source(pair[1]) if pair is not None else None
-            if pair is not None and isinstance(pair[0], cst.Name) and source is not None:
+            pair = _element_targets(target, iterable, self._qualified)
+            source = self.groups_source(pair[1])
+            if isinstance(pair[0], cst.Name) and source is not None:
                 group_fors.setdefault(pair[0].value, []).append(source)
             else:
                 other_fors |= _names(target)
@@ -157,7 +157,7 @@ class GroupFlow:
             func = e.func
             if isinstance(func, cst.Attribute) and func.attr.value == "get_samples":
                 return f"`{code_of(func)}(...)`"
-            if isinstance(func, cst.Name) and func.value in _KEEP_CALLS and e.args:
+            if e.args and self._qualified(func) & _KEEP_CALLS:
                 return self.groups_source(e.args[0].value)
             return None
         if isinstance(e, cst.Name):
@@ -195,8 +195,8 @@ class GroupFlow:
         out: dict[str, str] = {}
         cur: cst.CompFor | None = comp
         while cur is not None:
-            pair = _element_targets(cur.target, cur.iter)
-            if pair is not None and isinstance(pair[0], cst.Name):
+            pair = _element_targets(cur.target, cur.iter, self._qualified)
+            if isinstance(pair[0], cst.Name):
                 source = self.groups_source(pair[1])
                 if source is not None:
                     out[pair[0].value] = source

@@ -11,7 +11,7 @@ elements of the returned list: of a list display, a comprehension, or a name gro
 
 Usage::
 
-    for leaf in reward_leaves(fn, binding, context):
+    for leaf in reward_leaves(fn, binding, context, rule.qualified):
         leaf.value    # an expression the hook can return (or an element of its list)
         leaf.fn       # the function whose body holds it (the hook or a helper)
         leaf.via      # helpers followed from the hook, outermost first
@@ -19,7 +19,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import libcst as cst
@@ -34,6 +34,10 @@ __all__ = ["Leaf", "is_batched_reward", "module_constants", "reward_functions", 
 #: How many helpers deep :func:`reward_leaves` follows calls.
 _MAX_DEPTH = 6
 _CONSTANT_NAMES = frozenset({"True", "False"})
+_LIST_CALLS = frozenset({"builtins.list", "builtins.tuple"})
+
+#: Qualified names of a node (``Rule.qualified``).
+Qualified = Callable[[cst.CSTNode], set[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +127,9 @@ def _appends(fn: cst.FunctionDef, context: FileContext) -> dict[str, list[cst.Ba
 
 
 class _Resolver:
-    def __init__(self, context: FileContext) -> None:
+    def __init__(self, context: FileContext, qualified: Qualified) -> None:
         self.context = context
+        self.qualified = qualified
         self.constants = module_constants(context)
         self.leaves: list[Leaf] = []
         self.functions: list[tuple[cst.FunctionDef, tuple[str, ...]]] = []
@@ -182,8 +187,8 @@ class _Resolver:
                     self.expr(el.value, fn, via, False)
         elif isinstance(e, (cst.ListComp, cst.GeneratorExp)):
             self.expr(e.elt, fn, via, False)
-        elif isinstance(e, cst.Call) and isinstance(e.func, cst.Name) \
-                and e.func.value in ("list", "tuple") and len(e.args) == 1:
+        elif isinstance(e, cst.Call) and len(e.args) == 1 \
+                and self.qualified(e.func) & _LIST_CALLS:
             self.expr(e.args[0].value, fn, via, True)
 
     def _name(self, e: cst.Name, fn: cst.FunctionDef, via: tuple[str, ...],
@@ -206,27 +211,29 @@ class _Resolver:
                 self.expr(item, fn, via, False)
 
 
-def _resolve(fn: cst.FunctionDef, binding: HookBinding, context: FileContext) -> _Resolver:
+def _resolve(fn: cst.FunctionDef, binding: HookBinding, context: FileContext,
+             qualified: Qualified) -> _Resolver:
     key = id(fn.name)
     hit = context.cache.get(key)
     if isinstance(hit, _Resolver):
         return hit
-    resolver = _Resolver(context)
+    resolver = _Resolver(context, qualified)
     resolver.function(fn, (), is_batched_reward(binding, fn, context))
     context.cache[key] = resolver
     return resolver
 
 
-def reward_leaves(fn: cst.FunctionDef, binding: HookBinding,
-                  context: FileContext) -> list[Leaf]:
+def reward_leaves(fn: cst.FunctionDef, binding: HookBinding, context: FileContext,
+                  qualified: Qualified) -> list[Leaf]:
     """The expressions reward hook ``fn`` can return (the rewards of its list for a batch
     reward function), following local names (all their bindings), conditional expressions,
     module constants and calls of module-level helpers (``await`` too, at most six deep).
-    Parameters, loop variables and calls the linter cannot see are left out. Cached per file."""
-    return _resolve(fn, binding, context).leaves
+    Parameters, loop variables and calls the linter cannot see are left out. ``qualified``
+    resolves builtins (``list(...)``); the result is cached per file."""
+    return _resolve(fn, binding, context, qualified).leaves
 
 
-def reward_functions(fn: cst.FunctionDef, binding: HookBinding,
-                     context: FileContext) -> Iterator[tuple[cst.FunctionDef, tuple[str, ...]]]:
+def reward_functions(fn: cst.FunctionDef, binding: HookBinding, context: FileContext,
+                     qualified: Qualified) -> Iterator[tuple[cst.FunctionDef, tuple[str, ...]]]:
     """``fn`` and the module-level helpers whose result it returns, with the helper chain."""
-    yield from _resolve(fn, binding, context).functions
+    yield from _resolve(fn, binding, context, qualified).functions

@@ -261,6 +261,11 @@ class AsyncioRunInHook(FunctionTracker):
         return RolloutFnTrainOutput(samples=groups)
     ```
 
+    ## Known problems
+    A nested function that runs ``asyncio.run`` in a thread of its own is reported too; when
+    its coroutine shares no client with the rest of the process, silence it with
+    ``# noqa: VIM029``.
+
     ## Fix safety
     No fix: replacing the call changes which loop the coroutine runs on.
     """

@@ -79,10 +79,10 @@ class _GroupTracker(FunctionTracker):
         self.comp_groups.pop()
 
 
-def _getattr_read(node: cst.Call) -> tuple[cst.BaseExpression, str] | None:
-    """``(receiver, attribute)`` of ``getattr(x, "attr", ...)`` with a literal name."""
-    if isinstance(node.func, cst.Name) and node.func.value == "getattr" \
-            and len(node.args) >= 2:
+def _getattr_read(rule: _GroupTracker, node: cst.Call) -> tuple[cst.BaseExpression, str] | None:
+    """``(receiver, attribute)`` of ``getattr(x, "attr", ...)`` with a literal name (the
+    builtin, resolved by qualified name)."""
+    if len(node.args) >= 2 and "builtins.getattr" in rule.qualified(node.func):
         attr = string_value(node.args[1].value)
         if attr is not None:
             return node.args[0].value, attr
@@ -120,7 +120,7 @@ class GetattrOnGroupElement(_GroupTracker):
                Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5)]
 
     def visit_Call(self, node: cst.Call) -> None:
-        read = _getattr_read(node)
+        read = _getattr_read(self, node)
         if read is not None and len(node.args) == 3 and read[1] in ("status", "reward") \
                 and self.group_of(read[0]) is None:  # a known group: VIM028's error
             self.report(node, self.INVARIANT.render(attr=read[1]))
@@ -228,6 +228,6 @@ class GroupUsedAsSample(_GroupTracker):
         self._check(node, node.value, node.attr.value, id(node) in self.targets)
 
     def visit_Call(self, node: cst.Call) -> None:
-        read = _getattr_read(node)
+        read = _getattr_read(self, node)
         if read is not None:
             self._check(node, read[0], read[1], False)

@@ -241,7 +241,7 @@ class RewardReturnKind(_RewardRule):
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
         first: dict[str, Leaf] = {}
-        for leaf in reward_leaves(fn, binding, self.context):
+        for leaf in reward_leaves(fn, binding, self.context, self.qualified):
             kind = self._kind(leaf.value)
             if kind is not None and kind not in first:
                 first[kind] = leaf
@@ -413,7 +413,7 @@ class RewardReturnsTensor(_RewardRule):
         return None
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        for leaf in reward_leaves(fn, binding, self.context):
+        for leaf in reward_leaves(fn, binding, self.context, self.qualified):
             values = [leaf.value]
             if isinstance(leaf.value, cst.Dict):
                 values = [el.value for el in leaf.value.elements
@@ -431,7 +431,8 @@ _BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
 _SCORER_ERRORS = ("httpx.", "requests.", "aiohttp.", "openai.", "urllib.error.",
                   "builtins.ConnectionError", "builtins.ConnectionRefusedError",
                   "builtins.ConnectionResetError")
-_STR_CALLS = frozenset({"str", "repr", "type", "format"})
+_STR_CALLS = frozenset({"builtins.str", "builtins.repr", "builtins.type", "builtins.format"})
+_NUMBER_CASTS = frozenset({"builtins.float", "builtins.int"})
 
 
 class _Handlers(cst.CSTVisitor):
@@ -576,8 +577,8 @@ class SwallowedRewardFailure(_RewardRule):
             return True
         if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
             return self._constant(e.expression)
-        if isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and len(e.args) == 1 \
-                and e.func.value in ("float", "int"):
+        if isinstance(e, cst.Call) and len(e.args) == 1 \
+                and self.qualified(e.func) & _NUMBER_CASTS:
             return self._constant(e.args[0].value)
         if isinstance(e, cst.Name):
             value = module_constants(self.context).get(e.value)
@@ -589,17 +590,15 @@ class SwallowedRewardFailure(_RewardRule):
                 and all(self._constant(v) or self._textual(v) for v in values)
         return False
 
-    @staticmethod
-    def _textual(e: cst.BaseExpression) -> bool:
+    def _textual(self, e: cst.BaseExpression) -> bool:
         if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
             return True
         if isinstance(e, cst.Name):
             return e.value in ("None", "True", "False")
-        return isinstance(e, cst.Call) and isinstance(e.func, cst.Name) \
-            and e.func.value in _STR_CALLS
+        return isinstance(e, cst.Call) and bool(self.qualified(e.func) & _STR_CALLS)
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        for helper, via in reward_functions(fn, binding, self.context):
+        for helper, via in reward_functions(fn, binding, self.context, self.qualified):
             facts = _Handlers()
             helper.body.visit(facts)
             suffix = f" in `{helper.name.value}`" if via else ""

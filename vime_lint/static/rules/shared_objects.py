@@ -127,8 +127,9 @@ class SharedSampleObject(SampleTracker):
 
     ## Why is this bad?
     Every sample then holds the same object: a write through one sample (a metadata key, a
-    response token appended in place) lands in all of them, silently corrupting rewards,
-    masks and logs (NovaSky-AI/SkyRL#1189; failure kind: "template object shared between
+    response token: ``append_response_tokens`` extends ``tokens``, ``loss_mask`` and
+    ``rollout_log_probs`` in place) lands in all of them, silently corrupting rewards, masks
+    and logs (NovaSky-AI/SkyRL#1189; failure kind: "template object shared between
     samples").
 
     ## Example

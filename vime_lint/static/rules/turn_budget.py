@@ -153,9 +153,9 @@ class FullBudgetEveryTurn(FunctionTracker):
         if isinstance(e, cst.Attribute):
             return e.attr.value == _BUDGET_ARG
         if isinstance(e, cst.Call):
-            if isinstance(e.func, cst.Name) and e.func.value == "int" and len(e.args) == 1:
-                return self._full(e.args[0].value, fn, depth + 1)
             names = self.qualified(e.func)
+            if "builtins.int" in names and len(e.args) == 1:
+                return self._full(e.args[0].value, fn, depth + 1)
             reader = "builtins.getattr" in names or any(
                 n.startswith("vime.") and n.endswith(".arg") for n in names)
             return reader and len(e.args) >= 2 and string_value(e.args[1].value) == _BUDGET_ARG
