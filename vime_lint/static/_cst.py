@@ -16,7 +16,7 @@ import libcst as cst
 from vime.contract import Param
 
 __all__ = [
-    "ReturnCollector", "body_statements", "code_of", "dotted", "dotted_text", "is_generator",
+    "ReturnCollector", "SameScope", "body_statements", "code_of", "dotted", "dotted_text", "is_generator",
     "iter_returns", "may_fall_through", "params_of", "string_value",
 ]
 
@@ -159,7 +159,21 @@ def may_fall_through(suite: cst.BaseSuite) -> bool:
     return _stmt_may_fall_through(stmts[-1])
 
 
-class ReturnCollector(cst.CSTVisitor):
+class SameScope(cst.CSTVisitor):
+    """A visitor that stays in the scope it starts in: it does not descend into nested
+    functions, lambdas or classes (subclass it for per-function facts)."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+class ReturnCollector(SameScope):
     """One walk of a function body: its own ``return`` statements and whether it yields
     (nested functions, lambdas and classes skipped). Subclass it to gather more in that walk."""
 
@@ -174,14 +188,6 @@ class ReturnCollector(cst.CSTVisitor):
     def visit_Yield(self, node: cst.Yield) -> None:
         self.yields = True
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 def _collect(fn: cst.FunctionDef) -> ReturnCollector:

@@ -25,7 +25,7 @@ from functools import cache
 import libcst as cst
 
 from vime.contract import HOOKS, SAMPLE_FIELD_NAMES, protocols
-from vime_lint.static._cst import code_of
+from vime_lint.static._cst import SameScope, code_of
 from vime_lint.static._rule import FileContext
 from vime_lint.static.rules._assignments import assignments
 
@@ -63,7 +63,7 @@ def group_params(dest: str) -> frozenset[int]:
     return frozenset(i for i, p in enumerate(params) if p.annotation == GROUPS_TYPE)
 
 
-class _Loops(cst.CSTVisitor):
+class _Loops(SameScope):
     """``for`` targets of one function body, with their iterables (nested defs skipped)."""
 
     def __init__(self) -> None:
@@ -73,14 +73,6 @@ class _Loops(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> None:
         self.fors.append((node.target, node.iter))
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 def _element_targets(target: cst.BaseExpression, iterable: cst.BaseExpression,

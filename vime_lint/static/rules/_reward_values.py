@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from vime.contract.hooks import GROUP_RM_SPEC
+from vime_lint.static._cst import SameScope
 from vime_lint.static._model import HookBinding
 from vime_lint.static._rule import FileContext
 from vime_lint.static.rules._assignments import assignments
@@ -87,7 +88,7 @@ def module_constants(context: FileContext) -> dict[str, cst.BaseExpression]:
     return out
 
 
-class _Appends(cst.CSTVisitor):
+class _Appends(SameScope):
     """``name.append(x)`` / ``name.extend([...])`` arguments in one function body."""
 
     def __init__(self) -> None:
@@ -105,14 +106,6 @@ class _Appends(cst.CSTVisitor):
                             if isinstance(arg, cst.List) else [arg.elt])
                 self.appended.setdefault(func.value.value, []).extend(elements)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 def _appends(fn: cst.FunctionDef, context: FileContext) -> dict[str, list[cst.BaseExpression]]:

@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import code_of, may_fall_through
+from vime_lint.static._cst import SameScope, code_of, may_fall_through
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 from vime_lint.static.rules._assignments import assignments
@@ -435,7 +435,7 @@ _STR_CALLS = frozenset({"builtins.str", "builtins.repr", "builtins.type", "built
 _NUMBER_CASTS = frozenset({"builtins.float", "builtins.int"})
 
 
-class _Handlers(cst.CSTVisitor):
+class _Handlers(SameScope):
     """``try`` statements and named returns of one function body (nested defs skipped)."""
 
     def __init__(self) -> None:
@@ -450,14 +450,6 @@ class _Handlers(cst.CSTVisitor):
         if isinstance(node.value, cst.Name):
             self.returned.add(node.value.value)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 class _HandlerBody(_Handlers):
