@@ -175,9 +175,11 @@ def test_partial_rollout_aborts_and_recycles(cluster, tiny_model_dir):
     # re-entering samples (kept, or recycled again) have their old tokens masked out
     reentered = [s for g in out.samples + source.added for s in iter_samples(g)
                  if s.index >= 1000]
-    # both prefilled groups re-enter; one may finish during the drain and, without an aborted
-    # sample, be discarded (CONTRACT §8), so 1 or 2 groups of 2 come back
-    assert len(reentered) in (2, 4)
+    # Both prefilled groups re-enter. Which groups fill the step is a race on a 2-core machine
+    # (a fresh group can hit EOS within a few tokens while a prefilled one is still in prefill):
+    # a prefilled group that finishes during the drain has no aborted sample and is discarded
+    # (docs/contract.md §8), so 0, 1 or 2 groups of 2 come back (0 seen in a CI run).
+    assert len(reentered) in (0, 2, 4)
     for s in reentered:
         assert s.loss_mask[:595] == [0] * 595
         assert s.loss_mask[595:] == [1] * (s.response_length - 595)
