@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vime_lint.static._cst import dotted, string_value
+from vime_lint.static._cst import SameScope, dotted, string_value
 from vime_lint.static.rules._samples import is_sample_name
 
 __all__ = ["TurnLoop", "mentions", "retokenised_calls", "turn_loops"]
@@ -134,7 +134,7 @@ class _Taint:
         return _is_tokenizer(func) and self.tainted(arg)
 
 
-class _LoopFacts(cst.CSTVisitor):
+class _LoopFacts(SameScope):
     """Assignments, growing calls and tokenizer calls of one loop body (nested defs skipped)."""
 
     def __init__(self) -> None:
@@ -188,16 +188,6 @@ class _LoopFacts(cst.CSTVisitor):
         if isinstance(func, cst.Attribute) and func.attr.value in _GROW \
                 and isinstance(func.value, cst.Name) and node.args:
             self.binds.append((func.value.value, node.args[-1].value))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
 
 class _Loops(cst.CSTVisitor):
     """The outermost statement loops of a function body, and the names that hold samples."""
@@ -325,7 +315,7 @@ class TurnLoop:
 _GROW_ATTRS = frozenset({"append", "extend", "insert", "append_response_tokens"})
 
 
-class _TurnFacts(cst.CSTVisitor):
+class _TurnFacts(SameScope):
     def __init__(self) -> None:
         super().__init__()
         self.grown: set[str] = set()
@@ -378,16 +368,6 @@ class _TurnFacts(cst.CSTVisitor):
             if func.attr.value in ("update", "pop", "setdefault", "clear"):
                 self.loop.written.add(func.value.value)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-
 def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -403,7 +383,7 @@ def _counting(node: cst.For) -> bool:
         "range", "count")
 
 
-class _AllLoops(cst.CSTVisitor):
+class _AllLoops(SameScope):
     def __init__(self) -> None:
         super().__init__()
         self.loops: list[cst.For | cst.While] = []
@@ -414,16 +394,6 @@ class _AllLoops(cst.CSTVisitor):
 
     def visit_While(self, node: cst.While) -> None:
         self.loops.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
 
 def turn_loops(fn: cst.FunctionDef) -> list[TurnLoop]:
     """The ``while`` loops and ``for ... in range(...)`` loops of ``fn`` (nested loops too,
