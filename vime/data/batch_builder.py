@@ -160,15 +160,26 @@ def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence
     """
     if keys is None:
         keys = rollout_keys(samples)
-    estimator = arg(args, "advantage_estimator")
-    if estimator not in NORMALISED_ESTIMATORS or not arg(args, "rewards_normalization"):
+    require(conversion_problems(samples, keys, n_samples_per_prompt=_group_size(args),
+                                reward_key=arg(args, "reward_key"), rewards=False,
+                                grouped=_normalised(args)))
+    return _normalise(args, samples, raw, keys)
+
+
+def _normalised(args: Namespace) -> bool:
+    """The estimator normalises rewards per prompt group (and needs groups)."""
+    return (arg(args, "advantage_estimator") in NORMALISED_ESTIMATORS
+            and bool(arg(args, "rewards_normalization")))
+
+
+def _normalise(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
+               keys: Sequence[Hashable]) -> list[float]:
+    """:func:`normalised_rewards` on samples that ``conversion_problems`` passed."""
+    if not _normalised(args):
         return [float(np.float32(r)) for r in raw]
     n = _group_size(args)
-    divide = (estimator in STD_ESTIMATORS and bool(arg(args, "grpo_std_normalization"))
-              and n > 1)
-
-    require(conversion_problems(samples, keys, n_samples_per_prompt=n,
-                                reward_key=arg(args, "reward_key"), rewards=False))
+    divide = (arg(args, "advantage_estimator") in STD_ESTIMATORS
+              and bool(arg(args, "grpo_std_normalization")) and n > 1)
     first: dict[Hashable, int] = {}
     for i, k in enumerate(keys):
         first.setdefault(k, i)
@@ -259,15 +270,16 @@ class BatchBuilder:
             return custom
 
         post_path = arg(args, "custom_reward_post_process_path")
+        # One pass of the always-enforced checks for everything conversion reads.
+        require(conversion_problems(samples, keys, n_samples_per_prompt=_group_size(args),
+                                    reward_key=arg(args, "reward_key"), rewards=not post_path,
+                                    grouped=not post_path and _normalised(args)))
         if post_path:
             fn = load_function(post_path, hook="custom_reward_post_process_path")
-            require(conversion_problems(samples, keys, n_samples_per_prompt=_group_size(args),
-                                        reward_key=arg(args, "reward_key"),
-                                        rewards=False))
             raw, rewards = _check_reward_post_process(fn, fn(args, samples), samples)
         else:
-            raw = raw_rewards(args, samples)
-            rewards = normalised_rewards(args, samples, raw, keys)
+            raw = [float(s.get_reward_value(args)) for s in samples]
+            rewards = _normalise(args, samples, raw, keys)
         masks = [_loss_mask(s) for s in samples]
         data: dict[str, Any] = {
             "tokens": [list(s.tokens) for s in samples],

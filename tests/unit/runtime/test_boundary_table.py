@@ -156,3 +156,17 @@ def test_optional_kwargs_follow_the_hook_spec() -> None:
     assert optional_kwargs(takes_none, spec, rollout_id=3) == {}
     with pytest.raises(ValueError, match="not optional keywords"):
         optional_kwargs(takes_all, spec, step=3)
+
+
+def test_conversion_checks_masks_without_reward_normalisation() -> None:
+    """The always-enforced checks run once for every conversion, not only on the
+    normalisation path (an estimator without group normalisation still needs valid masks)."""
+    args = Namespace(advantage_estimator="grpo", rewards_normalization=False,
+                     grpo_std_normalization=True, n_samples_per_prompt=2, reward_key=None,
+                     contract_check="off", custom_convert_samples_to_train_data_path=None,
+                     custom_reward_post_process_path=None)
+    with pytest.raises(ContractError, match=r"VIM108 error: samples\[1\]\.loss_mask"):
+        BatchBuilder.convert(args, [_sample(0, 0), _sample(1, 0, loss_mask=[1, 1, 1])])
+    # without normalisation the groups need not divide: three rollouts convert
+    data = BatchBuilder.convert(args, [_sample(i, None) for i in range(3)])
+    assert data["rewards"] == [1.0, 1.0, 1.0]

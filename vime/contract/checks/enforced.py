@@ -112,13 +112,19 @@ def _conversion_shape(samples: Sequence[Sample], keys: Sequence[Hashable], n: in
 
 def conversion_problems(samples: Sequence[Sample], keys: Sequence[Hashable], *,
                         n_samples_per_prompt: int, reward_key: str | None,
-                        rewards: bool = True) -> list[Violation]:
-    """What conversion to training data needs of flat ``samples`` (``keys``: one rollout key
-    per sample, segments of a rollout share one): loss masks of ``response_length`` 0/1 values
-    (VIM108), optional columns on all samples or none (VIM112), ``group_index`` on all or none
-    and groups of ``n_samples_per_prompt`` rollouts when there is none (VIM113, VIM103),
-    segments of one rollout agreeing on ``group_index`` and reward (VIM115), and with
-    ``rewards`` a finite real reward per sample (VIM110)."""
+                        rewards: bool = True, grouped: bool = True) -> list[Violation]:
+    """What conversion to training data needs of flat ``samples`` (``list[Sample]``; ``keys``:
+    one rollout key per sample, segments of a rollout share one).
+
+    Always: loss masks of ``response_length`` 0/1 values (VIM108), optional columns on all
+    samples or none (VIM112), segments of one rollout agreeing on ``group_index`` and reward
+    (VIM115). With ``rewards``: a finite real reward per sample (VIM110). With ``grouped`` (the
+    rewards are normalised per prompt group): ``group_index`` on all samples or none (VIM113)
+    and, without one, whole groups of ``n_samples_per_prompt`` rollouts (VIM103).
+
+    Returns:
+        The findings, errors and warnings (``require`` raises the errors).
+    """
     s = CheckSettings(n_samples_per_prompt=n_samples_per_prompt, reward_key=reward_key)
     out: list[Violation] = []
     for i, smp in enumerate(samples):
@@ -127,10 +133,11 @@ def conversion_problems(samples: Sequence[Sample], keys: Sequence[Hashable], *,
         out.extend(reward_value_problems(samples, reward_key))
     shape = _conversion_shape(samples, keys, n_samples_per_prompt)
     out.extend(check_vim112(shape, s, OutputInfo()))
-    grouped = check_vim113(shape, s, OutputInfo())
-    out.extend(grouped)
-    if not grouped and any(smp.group_index is None for smp in samples):
-        out.extend(v for v in check_vim103(shape, s, OutputInfo()))
+    if grouped:
+        mixed = check_vim113(shape, s, OutputInfo())
+        out.extend(mixed)
+        if not mixed and any(smp.group_index is None for smp in samples):
+            out.extend(check_vim103(shape, s, OutputInfo()))
     for group in shape.groups:
         for rollout in group:
             out.extend(segments_disagree(rollout.leaves))
