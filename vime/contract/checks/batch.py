@@ -28,7 +28,13 @@ from typing import Any
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Shape
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import array_number, is_finite_real, json_problem, real_problem
+from vime.contract.checks.values import (
+    array_number,
+    is_finite_real,
+    json_problem,
+    keyed_reward,
+    real_problem,
+)
 from vime.contract.errors import Violation
 from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
@@ -253,18 +259,11 @@ def check_vim116(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Viola
     return out
 
 
-def _reward_value(leaf: Leaf, key: str | None) -> Any:
-    reward = leaf.sample.reward
-    if isinstance(reward, dict) and key:
-        return reward.get(key)
-    return reward
-
-
 def check_vim117(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
     """VIM117: rewards are not all identical across the batch (warning; skipped for SFT)."""
     if s.loss_type == "sft_loss" or len(shape.leaves) < 2:
         return []
-    values = [_reward_value(leaf, s.reward_key) for leaf in shape.leaves]
+    values = [keyed_reward(leaf.sample.reward, s.reward_key) for leaf in shape.leaves]
     if not all(map(is_finite_real, values)):
         return []
     if min(values) != max(values):

@@ -34,7 +34,7 @@ from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import Stage, mask_looks_inverted
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Shape
-from vime.contract.checks.values import is_finite_real
+from vime.contract.checks.values import is_finite_real, keyed_reward
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
@@ -69,13 +69,6 @@ def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
     eos = getattr(tokenizer, "eos_token", None)
     return {"bos_token_id": bos if type(bos) is int and bos >= 0 else None,
             "eos_token_text": eos if isinstance(eos, str) and eos else None}
-
-
-def _reward_value(sample: Sample, key: str | None) -> Any:
-    reward = sample.reward
-    if isinstance(reward, dict) and key:
-        return reward.get(key)
-    return reward
 
 
 # ---- per sample -----------------------------------------------------------------------------
@@ -171,7 +164,7 @@ def check_vim171(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Viola
     for group in shape.groups:
         if len(group) < 2:
             continue
-        values = [_reward_value(rollout.leaves[0].sample, key) for rollout in group]
+        values = [keyed_reward(rollout.leaves[0].sample.reward, key) for rollout in group]
         if not all(map(is_finite_real, values)):
             return []   # VIM110 reports them
         g_lo, g_hi = min(values), max(values)
@@ -267,7 +260,7 @@ def check_vim175(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Viola
     leaves = shape.leaves
     if len(leaves) < 2:
         return []
-    values = [_reward_value(leaf.sample, s.reward_key) for leaf in leaves]
+    values = [keyed_reward(leaf.sample.reward, s.reward_key) for leaf in leaves]
     if not all(map(is_finite_real, values)):
         return []
     hi, lo = max(values), min(values)

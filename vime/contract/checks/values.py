@@ -149,3 +149,11 @@ def _first_bad_path(value: Any, path: str, seen: set[int]) -> tuple[str, Any] | 
                 return found
         return None
     return path, value
+
+
+def keyed_reward(reward: Any, key: str | None) -> Any:
+    """The scalar a reward stands for: ``reward[key]`` of a dict reward when ``key``
+    (``--reward-key``) is set (None when the key is missing), else the reward itself."""
+    if isinstance(reward, Mapping) and key:
+        return reward.get(key)
+    return reward
