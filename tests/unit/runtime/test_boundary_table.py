@@ -128,9 +128,9 @@ def test_buffer_groups_and_group_size() -> None:
     assert buffer_groups_problems(groups, 2, root="add_samples: samples") == []
     found = buffer_groups_problems([[_sample(0, 0)]], 2, root="add_samples: samples")
     assert [(v.id, v.where) for v in found] == [("VIM103", "add_samples: samples[0]")]
-    found = group_size_problems([[1, 2, 3]], 2, ["rollout 4, group_index=1"])
+    found = group_size_problems([3], 2, ["rollout 4, group_index=1"])
     assert found[0].id == "VIM103" and found[0].where == "rollout 4, group_index=1"
-    assert group_size_problems([[1, 2]], 2, ["g"]) == []
+    assert group_size_problems([2], 2, ["g"]) == []
 
 
 def test_require_raises_errors_only() -> None:

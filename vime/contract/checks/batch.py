@@ -21,7 +21,7 @@ See ``docs/contract.md`` §3 (shape, rollout-id rule) and §6b.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,11 +72,16 @@ BatchCheck = Callable[[Shape, CheckSettings, OutputInfo], list[Violation]]
 
 def check_vim103(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
     """VIM103: each group has exactly ``n_samples_per_prompt`` elements."""
-    n = s.n_samples_per_prompt
+    return group_size_problems([len(g) for g in shape.groups], s.n_samples_per_prompt,
+                               shape.group_prefixes)
+
+
+def group_size_problems(sizes: Sequence[int], n: int, prefixes: Sequence[str]) -> list[Violation]:
+    """VIM103 on group sizes (elements per group; group ``g`` is at ``prefixes[g]``): each is
+    exactly ``n`` (``--n-samples-per-prompt``)."""
     inv = INVARIANTS["VIM103"]
-    return [inv.violation(prefix, actual=len(group), expected=n)
-            for prefix, group in zip(shape.group_prefixes, shape.groups, strict=True)
-            if len(group) != n]
+    return [inv.violation(prefix, actual=size, expected=n)
+            for prefix, size in zip(prefixes, sizes, strict=True) if size != n]
 
 
 def check_vim104(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:

@@ -150,7 +150,11 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
 def boundary_problems(name: str, *values: Any, settings: CheckSettings, ctx: CheckContext,
                       **options: Any) -> list[Violation]:
     """The findings of boundary ``name`` (a :data:`HOOK_BOUNDARIES` key) on ``values``, with
-    no policy applied (the dry run and the runtime calls both use this)."""
+    no policy applied (the dry run and the runtime calls both use this).
+
+    Raises:
+        KeyError: ``name`` is not a boundary.
+    """
     return HOOK_BOUNDARIES[name].problems(values, settings, ctx, **options)
 
 

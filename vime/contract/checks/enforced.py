@@ -24,6 +24,7 @@ from vime.contract.checks.batch import (
     check_vim103,
     check_vim112,
     check_vim113,
+    group_size_problems,
     segments_disagree,
 )
 from vime.contract.checks.hook_results import awaitable_problem
@@ -55,15 +56,6 @@ def require(found: Sequence[Violation]) -> None:
     errors = [v for v in found if v.severity == "error"]
     if errors:
         raise ContractError(errors)
-
-
-def group_size_problems(groups: Sequence[Sequence[Any]], n: int,
-                        prefixes: Sequence[str]) -> list[Violation]:
-    """VIM103 on ``groups`` (each at ``prefixes[g]``): exactly ``n`` elements each."""
-    shape = Shape(groups=[[Rollout(f"{p}[{e}]", []) for e in range(len(g))] for p, g in
-                          zip(prefixes, groups, strict=True)],
-                  group_prefixes=list(prefixes))
-    return check_vim103(shape, CheckSettings(n_samples_per_prompt=n), OutputInfo())
 
 
 def buffer_groups_problems(groups: Any, n: int, *, root: str) -> list[Violation]:

@@ -113,7 +113,7 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                     extra.append(group)
                     continue
                 first = next(iter_samples(group), None)
-                require(group_size_problems([group], n, [
+                require(group_size_problems([len(group)], n, [
                     f"rollout {rollout_id}, group_index="
                     f"{first.group_index if first is not None else None}"]))
                 finished.append(group)
