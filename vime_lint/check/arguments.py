@@ -41,6 +41,13 @@ DRY_RUN_DEFAULTS: dict[str, Any] = {
 }
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``vime-lint check`` parser: vime's flags (``add_arguments``, ``--config``) and
     ``--eval-datasets``; :data:`DRY_RUN_DEFAULTS` and unset hooks as defaults."""
@@ -56,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--eval-datasets", nargs="+", default=None, metavar="NAME",
                        help="eval dataset names the eval output must use (default: not "
                             "checked)")
+    check.add_argument("--max-violations", type=_positive_int, default=None, metavar="N",
+                       help="list up to N findings one by one (default: one line per "
+                            "invariant, field and hook, with the count and first locations)")
     # Hooks default to unset, not to vime's built-in paths: the check loads and runs only the
     # hooks the user names (make_args gives the hooks vime's defaults on args afterwards).
     parser.set_defaults(**{dest: None for dest in HOOKS})

@@ -42,8 +42,11 @@ def _status(report: Report, inv_id: str) -> str:
     return "pass" if inv_id in report.checked else "not run"
 
 
-def render(report: Report, out: TextIO) -> int:
-    """Print the per-invariant table, the findings and the notes; return the exit status."""
+def render(report: Report, out: TextIO, max_violations: int | None = None) -> int:
+    """Print the per-invariant table, the findings and the notes; return the exit status.
+
+    Findings are grouped per (invariant, field, hook) (:mod:`vime_lint.check.grouping`);
+    ``max_violations`` lists up to that many one by one instead (``--max-violations``)."""
     rows = [(inv_id, inv.slug, _status(report, inv_id)) for inv_id, inv in INVARIANTS.items()
             if inv.scope != "static"]
     width = max(len(r[1]) for r in rows)
@@ -53,8 +56,7 @@ def render(report: Report, out: TextIO) -> int:
         print(f"{inv_id:<7} {slug:<{width}}  {status}", file=out)
     if report.findings:
         print("", file=out)
-        for v in report.findings:
-            print(v.format(), file=out)
+        _print_findings(report.findings, out, max_violations)
     for note in report.notes:
         print(f"note: {note}", file=out)
     errors = sum(v.severity == "error" for v in report.findings)
@@ -62,3 +64,21 @@ def render(report: Report, out: TextIO) -> int:
     verdict = "clean" if not report.findings else f"{errors} error(s), {warns} warning(s)"
     print(f"{PROG}: {verdict}", file=out)
     return 1 if report.findings else 0
+
+
+def _print_findings(findings: list[Violation], out: TextIO, limit: int | None) -> None:
+    from vime_lint.check.grouping import group_findings
+
+    if limit is None:
+        groups = group_findings(findings)
+        for g in groups:
+            print(g.format(), file=out)
+        if len(groups) < len(findings):
+            print(f"({len(findings)} findings in {len(groups)} group(s); --max-violations "
+                  f"{len(findings)} lists them one by one)", file=out)
+        return
+    for v in findings[:limit]:
+        print(v.format(), file=out)
+    if len(findings) > limit:
+        print(f"... and {len(findings) - limit} more (--max-violations {len(findings)} lists "
+              "them all)", file=out)

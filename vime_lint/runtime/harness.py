@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:  # unreadable --prompt-data, bad settings
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
-    return render(report, sys.stdout)
+    return render(report, sys.stdout, ns.max_violations)
 
 
 if __name__ == "__main__":

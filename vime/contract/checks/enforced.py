@@ -32,7 +32,7 @@ from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import check_vim108
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Rollout, Shape, group_rollouts, read_shape
-from vime.contract.checks.values import reward_problem
+from vime.contract.checks.values import reward_fix, reward_problem
 from vime.contract.errors import ContractError, Violation
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
@@ -80,7 +80,8 @@ def reward_value_problems(samples: Sequence[Sample], reward_key: str | None) -> 
         found = reward_problem(smp.reward, reward_key)
         if found is not None and found[0] == "error":
             return [INVARIANTS["VIM110"].violation(Loc(f"samples[{i}]", smp.index).at("reward"),
-                                                   problem=found[1])]
+                                                   problem=found[1],
+                                                   fix=reward_fix(smp.reward, reward_key))]
     return []
 
 

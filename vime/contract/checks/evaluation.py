@@ -18,7 +18,7 @@ from typing import Any
 
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import reward_problem
+from vime.contract.checks.values import reward_fix, reward_problem
 from vime.contract.errors import Violation
 from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime.contract.invariants import INVARIANTS
@@ -80,7 +80,8 @@ def _column_problems(k: str, column: list[Any], at: str, key: str | None,
         for i, value in enumerate(column):
             found = reward_problem(value, key, key_arg=key_arg)
             if found is not None:
-                return [inv.violation(f"{at}[{i}]", severity=found[0], problem=found[1])]
+                return [inv.violation(f"{at}[{i}]", severity=found[0], problem=found[1],
+                                      fix=reward_fix(value, key, key_arg=key_arg))]
     elif k == "truncated":
         if not set(map(type, column)) <= {bool}:
             for i, value in enumerate(column):

@@ -28,7 +28,7 @@ from vime.contract.checks.sample import check_sample
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import real_problem, reward_problem
+from vime.contract.checks.values import real_problem, reward_fix, reward_problem
 from vime.contract.errors import Violation
 from vime.contract.hooks import CONVERT_REQUIRED_KEYS, HOOKS
 from vime.contract.invariants import INVARIANTS
@@ -162,7 +162,8 @@ def reward_result_problems(result: Any, s: CheckSettings, *, evaluation: bool = 
     found = reward_problem(result, key, key_arg=key_arg)
     if found is None:
         return []
-    return [INVARIANTS["VIM110"].violation(where, severity=found[0], problem=found[1])]
+    return [INVARIANTS["VIM110"].violation(where, severity=found[0], problem=found[1],
+                                           fix=reward_fix(result, key, key_arg=key_arg))]
 
 
 def batch_reward_result_problems(result: Any, samples: Sequence[Any], s: CheckSettings, *,
@@ -188,7 +189,8 @@ def batch_reward_result_problems(result: Any, samples: Sequence[Any], s: CheckSe
         if found is not None:
             index = getattr(samples[i], "index", None)
             at = f"{where}[{i}]" + (f" (index={index})" if index is not None else "")
-            out.append(INVARIANTS["VIM110"].violation(at, severity=found[0], problem=found[1]))
+            out.append(INVARIANTS["VIM110"].violation(at, severity=found[0], problem=found[1],
+                                                      fix=reward_fix(value, key, key_arg=key_arg)))
     return out
 
 
@@ -208,8 +210,9 @@ def group_reward_problems(samples: Sequence[Any], s: CheckSettings, *,
             if found is not None:
                 at = Loc(f"{where}[{i}]" + (f"[{k}]" if isinstance(smp, list) else ""),
                          leaf.index).at("reward")
-                out.append(INVARIANTS["VIM110"].violation(at, severity=found[0],
-                                                          problem=found[1]))
+                out.append(INVARIANTS["VIM110"].violation(
+                    at, severity=found[0], problem=found[1],
+                    fix=reward_fix(leaf.reward, s.reward_key)))
     return out
 
 

@@ -36,7 +36,7 @@ from vime.contract.checks.typecheck import (
     field_hint,
     field_type_problem,
 )
-from vime.contract.checks.values import array_number, reward_problem
+from vime.contract.checks.values import array_number, reward_fix, reward_problem
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
@@ -325,10 +325,8 @@ def check_vim110(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     if found is None:
         return []
     severity, problem = found
-    fix = None
-    if isinstance(reward, dict) and not s.reward_key:
-        fix = f"pass --reward-key naming one of {sorted(map(str, reward))}"
-    elif reward is None and sample.status == Sample.Status.ABORTED:
+    fix = reward_fix(reward, s.reward_key)
+    if reward is None and sample.status == Sample.Status.ABORTED:
         problem += " (the sample is ABORTED: drop or recycle aborted groups, or score them)"
     return [INVARIANTS["VIM110"].violation(loc.at("reward"), severity=severity,
                                            problem=problem, fix=fix)]

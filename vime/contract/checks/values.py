@@ -21,7 +21,8 @@ from typing import Any
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Severity
 
-__all__ = ["array_number", "is_finite_real", "json_problem", "real_problem", "reward_problem"]
+__all__ = ["array_number", "is_finite_real", "json_problem", "real_problem", "reward_fix",
+           "reward_problem"]
 
 #: Top-level packages whose tensors, arrays and scalars are not Python numbers (VIM122).
 ARRAY_PACKAGES: frozenset[str] = frozenset({"numpy", "torch", "jax", "jaxlib"})
@@ -105,6 +106,25 @@ def reward_problem(value: Any, reward_key: str | None, *,
             return None
         return inner[0], f"[{reward_key!r}] {inner[1]}"
     return real_problem(value)
+
+
+def reward_fix(value: Any, reward_key: str | None, *, key_arg: str = "--reward-key") -> str:
+    """The one fix for the failure :func:`reward_problem` reports on ``value``, chosen by what
+    is wrong: a missing reward needs a reward (``key_arg`` cannot help), a dict needs
+    ``key_arg`` (or the key in it), anything else a finite float."""
+    if value is None:
+        return ("set sample.reward to a float on every sample before it is returned (the "
+                "default rollout scores samples with --rm-type or --custom-rm-path)")
+    if isinstance(value, Mapping):
+        keys = sorted(map(str, value))
+        if not reward_key:
+            return f"pass {key_arg} naming one of {keys}"
+        return f"store {reward_key!r} in every reward dict, or pass {key_arg} naming one of {keys}"
+    if isinstance(value, bool):
+        return "store a float (1.0 / 0.0), not a bool"
+    if hasattr(value, "item"):
+        return "store a Python float: call .item() on the tensor or array"
+    return "store a finite float (check for division by zero, NaN or inf)"
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))

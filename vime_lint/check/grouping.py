@@ -1,0 +1,76 @@
+"""Findings grouped for the ``vime-lint check`` report: one entry per (invariant, field, hook).
+
+A rollout that forgets ``reward`` on a 64 x 8 batch breaks VIM110 on 512 samples; the report
+prints that as one finding with the count, the first few locations and one fix::
+
+    VIM110 error: samples[0][0].reward (index=0) is None; every sample needs a reward ...
+      512 findings at samples[*][*].reward: also samples[0][1].reward (index=1), samples[0][2].reward (index=2) and 509 more
+      in rollout `my_rollout.generate_rollout` (--rollout-function-path) step 0 (vime-lint check dry run)
+      fix: set sample.reward to a float on every sample before it is returned (...)
+
+Usage::
+
+    groups = group_findings(report.findings)          # list[FindingGroup], first-seen order
+    print("\\n".join(g.format() for g in groups))
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from vime.contract.errors import Violation
+
+__all__ = ["SHOWN_LOCATIONS", "FindingGroup", "field_pattern", "group_findings"]
+
+#: Locations a group names besides its first finding.
+SHOWN_LOCATIONS = 2
+
+_INDEX_RE = re.compile(r"\[\d+\]")
+_SAMPLE_INDEX_RE = re.compile(r" \(index=[^)]*\)")
+
+
+def field_pattern(where: str) -> str:
+    """``samples[3][1].loss_mask (index=13)`` -> ``samples[*][*].loss_mask``: the location with
+    its positions (``[N]``) and sample index left out, which names the field."""
+    return _INDEX_RE.sub("[*]", _SAMPLE_INDEX_RE.sub("", where))
+
+
+@dataclass
+class FindingGroup:
+    """Findings of one invariant, severity, field and hook (``context``), in the order seen."""
+
+    findings: list[Violation] = field(default_factory=list)
+
+    @property
+    def first(self) -> Violation:
+        return self.findings[0]
+
+    def format(self) -> str:
+        """The first finding as ``Violation.format`` prints it, with the count and the next
+        :data:`SHOWN_LOCATIONS` locations when there is more than one."""
+        first = self.first
+        if len(self.findings) == 1:
+            return first.format()
+        count = len(self.findings)
+        lines = [f"{first.id} {first.severity}: {first.where} {first.message}".rstrip()]
+        shown = [v.where for v in self.findings[1:1 + SHOWN_LOCATIONS]]
+        rest = count - 1 - len(shown)
+        lines.append(f"  {count} findings at {field_pattern(first.where)}: also "
+                     f"{', '.join(shown)}" + (f" and {rest} more" if rest else ""))
+        if first.context:
+            lines.append(f"  in {first.context}")
+        if first.fix:
+            lines.append(f"  fix: {first.fix}")
+        return "\n".join(lines)
+
+
+def group_findings(findings: Sequence[Violation]) -> list[FindingGroup]:
+    """``findings`` grouped by (id, severity, :func:`field_pattern` of ``where``, context), in
+    first-seen order (``list[FindingGroup]``)."""
+    groups: dict[tuple[str, str, str, str], FindingGroup] = {}
+    for v in findings:
+        key = (v.id, v.severity, field_pattern(v.where), v.context)
+        groups.setdefault(key, FindingGroup()).findings.append(v)
+    return list(groups.values())
