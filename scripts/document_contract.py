@@ -480,6 +480,7 @@ def _static_rows(invs: Iterable[Invariant]) -> list[tuple[str, ...]]:
 
 def _section6() -> list[str]:
     from vime.contract.checks.policy import ALWAYS_CHECKED
+    from vime.contract.explain import DRY_RUN_BOUNDARIES, checked_by
     from vime.contract.invariants import ALWAYS_ENFORCED
 
     static = [i for i in INVARIANTS.values() if i.scope == "static" and i.status != "removed"]
@@ -522,9 +523,15 @@ def _section6() -> list[str]:
     cannot go on past the finding (conversion to training data would fail or train on a
     corrupted batch, or the buffer would serve a group twice), so vime raises whatever
     `--contract-check` says.""")
-    lines += _table(("Id", "Boundaries", "Severity", "Enforcement", "Rule", "Failure kind",
-                     "Twins"),
+    dry = ", ".join(sorted(DRY_RUN_BOUNDARIES))
+    lines += _para(f"""*Checked by* names the tools that report the id (`vime.contract.explain`;
+    `vime-lint rule ID` prints the same with the fix and the twins): `vime train` at the
+    boundaries given, and `vime-lint check`, the dry run, at {dry}. Static ids are reported
+    by `vime-lint rollout` (6a).""")
+    lines += _table(("Id", "Boundaries", "Severity", "Enforcement", "Checked by", "Rule",
+                     "Failure kind", "Twins"),
                     ((f"`{i.id}`", ", ".join(i.boundaries), i.severity, i.enforcement,
+                      ", ".join(line.split(":")[0] for line in checked_by(i)),
                       _cell(i.title), _cell(i.bug_kind), ", ".join(i.twins))
                      for i in live))
     missing = sorted(ALWAYS_ENFORCED - {i.id for i in live if i.enforcement == "always"})

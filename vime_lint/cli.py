@@ -94,24 +94,43 @@ def _cmd_check(argv: Sequence[str]) -> int:
 
 
 def _cmd_rules(out: TextIO) -> int:
+    from vime.contract.invariants import INVARIANTS
     from vime_lint.static.rules import ALL_RULES
 
     for r in ALL_RULES:
         inv = r.INVARIANT
         fix = "fix" if any(c.fixed for c in r.INVALID) else "   "
         out.write(f"{r.code()}  {r.slug():<28} {inv.severity:<7} {fix}  {inv.title}\n")
+    out.write("\nload-time and runtime ids (`vime train`, `vime-lint check`; "
+              "`vime-lint rule ID` explains one):\n")
+    for inv in INVARIANTS.values():
+        if inv.scope != "static" and inv.status != "removed":
+            out.write(f"{inv.id}  {inv.slug:<28} {inv.severity:<7} {inv.scope:<7}  "
+                      f"{inv.title}\n")
     return 0
 
 
 def _cmd_rule(code: str, out: TextIO) -> int:
+    from vime.contract.explain import checked_by, explain
+    from vime.contract.invariants import INVARIANTS
     from vime_lint.static.rules import rules_for_code
     from vime_lint.static.rules._docs import rule_markdown
 
     found = rules_for_code(code)
+    inv = INVARIANTS.get(code.strip().upper())
+    if not found and inv is not None:  # runtime/load ids, static ones without a rule yet
+        out.write(explain(inv))
+        return 0
     if not found:
         print(f"vime-lint: unknown rule `{code}` (see `vime-lint rules`)", file=sys.stderr)
         return 2
     out.write("\n".join(rule_markdown(r) for r in found))
+    for r in found:
+        twins = r.INVARIANT.twins
+        out.write("\nChecked by: " + "; ".join(checked_by(r.INVARIANT)) + "\n")
+        if twins:
+            out.write(f"Twins (checked at another time): {', '.join(twins)} "
+                      f"(`vime-lint rule {twins[0]}`)\n")
     return 0
 
 
