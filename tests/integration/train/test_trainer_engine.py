@@ -4,7 +4,6 @@ log probs equal the trainer's; GRPO runs end to end through RolloutManager with 
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -55,27 +54,9 @@ def test_sft_steps_lower_the_loss(tiny_model_dir: Path, tmp_path: Path) -> None:
     assert min(losses[-2:]) < losses[0] - 1.0, losses
 
 
-def _engine_generate(url: str, prompt: list[int], max_tokens: int, seed: int) -> tuple[list[int], list[float]]:
-    import httpx
-
-    from vime.rollout.vllm_protocol import (
-        build_generate_request,
-        make_sampling_params,
-        parse_generate_response,
-    )
-
-    rid = uuid.uuid4().hex
-    params = make_sampling_params(temperature=1.0, max_response_len=max_tokens, seed=seed)
-    body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
-                                           request_id=rid)
-    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=60)
-    resp.raise_for_status()
-    result = parse_generate_response(resp.json(), request_id=rid, url=url)
-    return list(result.token_ids), list(result.log_probs)
-
-
 def test_weight_sync_makes_engine_log_probs_equal_trainer(tiny_model_dir: Path, vllm_server: Any,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path,
+                                                          engine_generate: Any) -> None:
     from argparse import Namespace
 
     from vime.backends.trainer import Trainer
@@ -88,7 +69,7 @@ def test_weight_sync_makes_engine_log_probs_equal_trainer(tiny_model_dir: Path, 
                      micro_batch_size=4, train_device="cpu", seed=0, rollout_temperature=1.0)
     trainer = Trainer(args)
     prompt = [257, 117, 115, 101, 114, 10, 52, 50, 43, 49, 55, 61]
-    tokens, engine_lp = _engine_generate(vllm_server.url, prompt, 12, seed=1)
+    tokens, engine_lp = engine_generate(vllm_server.url, prompt, 12, seed=1)
     ours = trainer.compute_log_probs([prompt + tokens], [len(tokens)])[0]
     assert max(abs(a - b) for a, b in zip(ours, engine_lp, strict=True)) < 1e-4
     try:
@@ -101,7 +82,7 @@ def test_weight_sync_makes_engine_log_probs_equal_trainer(tiny_model_dir: Path, 
         assert max(abs(a - b) for a, b in zip(moved, ours, strict=True)) > 1e-2
         weights = trainer.write_weights(str(tmp_path / "weights" / "v000001"))
         sync_weights([vllm_server.url], weights)
-        tokens2, engine_lp2 = _engine_generate(vllm_server.url, prompt, 12, seed=2)
+        tokens2, engine_lp2 = engine_generate(vllm_server.url, prompt, 12, seed=2)
         ours2 = trainer.compute_log_probs([prompt + tokens2], [len(tokens2)])[0]
         diff = max(abs(a - b) for a, b in zip(ours2, engine_lp2, strict=True))
         assert diff < 1e-4, diff

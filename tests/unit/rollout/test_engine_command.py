@@ -12,6 +12,8 @@ from vime.ray.engine import (
     build_server_command,
     extra_args_to_cli,
     is_vllm_cpu,
+    num_engines,
+    start_engines,
 )
 from vime.ray.engine_control import PAUSE_MODES, _sampling_keys, server_request_id
 from vime.ray.router import VLLMRouter, router_address
@@ -86,3 +88,35 @@ def test_router_policy_and_address_rules():
     assert router_address(Namespace(vllm_router_ip="10.0.0.1", vllm_router_port=9),
                           ["http://x:1", "http://y:2"]) == ("10.0.0.1", 9, None)
     assert router_address(Namespace(), ["http://127.0.0.1:8001"]) == ("127.0.0.1", 8001, None)
+
+
+def _engine_args(**kw) -> Namespace:
+    return Namespace(**{"rollout_num_gpus_per_engine": 1, "rollout_num_gpus": None,
+                        "rollout_num_engines": None, **kw})
+
+
+@pytest.mark.parametrize(("kw", "expected"), [
+    ({}, 1),
+    ({"rollout_num_engines": 3}, 3),
+    ({"rollout_num_gpus": 4, "rollout_num_gpus_per_engine": 2}, 2),
+    ({"rollout_num_engines": 2, "rollout_num_gpus": 4, "rollout_num_gpus_per_engine": 2}, 2),
+])
+def test_engine_count_follows_the_flags(kw, expected):
+    assert num_engines(_engine_args(**kw)) == expected
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"rollout_num_engines": 0}, "--rollout-num-engines=0: give 1 or more"),
+    ({"rollout_num_engines": 2, "rollout_num_gpus": 3},
+     "needs --rollout-num-gpus=2, not 3"),
+    ({"rollout_num_gpus": 3, "rollout_num_gpus_per_engine": 2}, "is not a multiple of"),
+])
+def test_engine_count_refuses_flags_that_disagree(kw, message):
+    with pytest.raises(ValueError, match=message):
+        num_engines(_engine_args(**kw))
+
+
+def test_engine_count_and_external_engines_are_exclusive():
+    with pytest.raises(ValueError, match="give one of them"):
+        start_engines(_engine_args(rollout_num_engines=2,
+                                   rollout_external_engine_addrs=["127.0.0.1:1"]))
