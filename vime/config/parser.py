@@ -221,6 +221,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    choices=["random", "round_robin", "cache_aware", "power_of_two",
                             "consistent_hash"],
                    help="vllm-router policy (random, cache_aware, power_of_two: not in v1).")
+    g.add_argument("--rollout-num-engines", type=int, default=None,
+                   help="vLLM engines to start behind the router (also on the CPU); default: "
+                        "--rollout-num-gpus / --rollout-num-gpus-per-engine, or 1 on the CPU.")
     g.add_argument("--router-request-timeout-secs", type=int, default=14400,
                    help="Router request timeout in seconds.")
     g.add_argument("--vllm-server-concurrency", type=int, default=512,
