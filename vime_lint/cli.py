@@ -80,6 +80,9 @@ def _build_parser() -> argparse.ArgumentParser:
     rule.add_argument("code", help="a code (VIM001) or rule name")
     sub.add_parser("check", help="dry-run the hooks of a launch command (imports and runs them)",
                    add_help=False)
+    from vime_lint.typecheck.command import add_parser as add_types_parser
+
+    add_types_parser(sub)
     return parser
 
 
@@ -210,16 +213,15 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _show_hooks(outcome: object, out: TextIO) -> int:
-    import re
+    import libcst as cst
+    from libcst.metadata import PositionProvider
 
+    from vime_lint.static._engine import file_context
+    from vime_lint.static._files import safe_resolve
+    from vime_lint.static._model import LintOptions
     from vime_lint.static._runner import RunOutcome
 
     assert isinstance(outcome, RunOutcome)
-    import libcst as cst
-
-    from vime_lint.static._files import safe_resolve
-    from vime_lint.static._model import LintOptions
-    from vime_lint.static._rule import build_context
 
     order = {"a": "launch scripts/configs", "b": "[tool.vime_lint] hooks",
              "c": "Protocol annotations", "d": "conventional names"}
@@ -232,17 +234,16 @@ def _show_hooks(outcome: object, out: TextIO) -> int:
         except Exception:  # noqa: BLE001 - reported by the lint run already
             continue
         resolved = safe_resolve(Path(r.path))
-        ctx = build_context(r.path, module,
-                            LintOptions(hooks=outcome.bindings.get(resolved, ())), r.source)
+        ctx, wrapper = file_context(r.path, module,
+                                    LintOptions(hooks=outcome.bindings.get(resolved, ())))
+        positions = wrapper.resolve(PositionProvider)
         for name, bindings in ctx.hooks.items():
-            pat = re.compile(rf"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+{re.escape(name)}\b"
-                             rf"|^{re.escape(name)}[ \t]*[:=]",
-                             re.MULTILINE)
-            m = pat.search(r.source)
-            line = r.source.count("\n", 0, m.start()) + 1 if m else 0
             for b in bindings:
-                where = f"{r.path}:{line}" if line else f"{r.path}: (not defined)"
-                out.write(f"{where}: {name} -> {b.spec.arg} [{b.source}]\n")
+                hook = ctx.semantic.target(name, class_hook=b.spec.kind == "class")
+                rng = positions.get(hook.node) if hook is not None else None
+                where = f"{r.path}:{rng.start.line}" if rng else f"{r.path}: (not defined)"
+                via = f", {hook.via}" if hook is not None and hook.via else ""
+                out.write(f"{where}: {name} -> {b.spec.arg} [{b.source}{via}]\n")
     for t in outcome.missing:
         out.write(f"(not found): {t.dotted} -> {t.spec.arg} [{t.source}]\n")
     return 0
@@ -263,6 +264,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_rollout(ns, sys.stdout, sys.stderr)
         except BrokenPipeError:  # `vime-lint rollout . | head`
             return 1
+    if ns.command == "types":
+        from vime_lint.typecheck.command import run_command
+
+        return run_command(ns, sys.stdout, sys.stderr)
     if ns.command == "rules":
         return _cmd_rules(sys.stdout)
     if ns.command == "rule":

@@ -9,15 +9,15 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 
 from vime.contract import Param
 
 __all__ = [
-    "ReturnCollector", "SameScope", "body_statements", "code_of", "dotted", "dotted_text", "is_generator",
-    "iter_returns", "may_fall_through", "params_of", "string_value",
+    "body_statements", "code_of", "dotted", "dotted_text", "may_fall_through", "params_of",
+    "string_value",
 ]
 
 _EMPTY = cst.Module(body=[])
@@ -65,7 +65,7 @@ def _param(p: cst.Param, kind: str) -> Param:
                  code_of(default) if default is not None else "")
 
 
-def params_of(fn: cst.FunctionDef, *, drop_self: bool = False) -> list[Param]:
+def params_of(fn: cst.FunctionDef | cst.Lambda, *, drop_self: bool = False) -> list[Param]:
     """The parameters of ``fn`` as ``vime.contract.Param`` tuples, in order.
 
     ``kind`` is an ``inspect.Parameter.kind`` name; ``default_repr`` is the default's source
@@ -157,50 +157,3 @@ def may_fall_through(suite: cst.BaseSuite) -> bool:
     if not stmts:
         return True
     return _stmt_may_fall_through(stmts[-1])
-
-
-class SameScope(cst.CSTVisitor):
-    """A visitor that stays in the scope it starts in: it does not descend into nested
-    functions, lambdas or classes (subclass it for per-function facts)."""
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-
-class ReturnCollector(SameScope):
-    """One walk of a function body: its own ``return`` statements and whether it yields
-    (nested functions, lambdas and classes skipped). Subclass it to gather more in that walk."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.returns: list[cst.Return] = []
-        self.yields = False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.yields = True
-
-
-
-def _collect(fn: cst.FunctionDef) -> ReturnCollector:
-    collector = ReturnCollector()
-    fn.body.visit(collector)
-    return collector
-
-
-def iter_returns(fn: cst.FunctionDef) -> Iterator[cst.Return]:
-    """The ``return`` statements of ``fn`` itself (nested functions and classes skipped)."""
-    yield from _collect(fn).returns
-
-
-def is_generator(fn: cst.FunctionDef) -> bool:
-    """True when ``fn`` itself contains ``yield`` (nested functions skipped)."""
-    return _collect(fn).yields

@@ -1,8 +1,9 @@
 """The lint engine: one parse per file, one batched traversal of all enabled rules.
 
-Steps for one source text: decode -> ``libcst.parse_module`` -> :func:`build_context` (top-level
-statements only) -> the enabled rules that can fire on this file -> ``MetadataWrapper`` resolving
-only the providers those rules declare -> ``visit_batched`` -> positions (``PositionProvider``,
+Steps for one source text: decode -> ``libcst.parse_module`` -> ``ScopeProvider`` -> the
+semantic model (:class:`~vime_lint.static.analysis.Semantic`) -> :func:`build_context` (hook
+bindings resolved through it) -> the enabled rules that can fire on this file ->
+``visit_batched`` -> positions (``PositionProvider``,
 resolved only when something was reported) -> noqa suppression -> findings with fix edits.
 ``--fix`` repeats lint and apply until nothing changes (at most 10 rounds).
 
@@ -24,15 +25,16 @@ import tokenize
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._fix import apply_edits, fix_edits
 from vime_lint.static._model import Finding, LintOptions, LintResult, ParseFailure
 from vime_lint.static._rule import FileContext, Report, Rule, build_context
 from vime_lint.static._suppress import Suppression, parse_suppressions
+from vime_lint.static.analysis import Semantic
 
-__all__ = ["decode_source", "lint_source", "select_rules"]
+__all__ = ["decode_source", "file_context", "lint_source", "select_rules"]
 
 MAX_FIX_ROUNDS = 10
 
@@ -80,6 +82,15 @@ def _failure(path: str, exc: BaseException) -> ParseFailure:
     return ParseFailure(path, 0, 0, f"cannot parse: {type(exc).__name__}: {exc}")
 
 
+def file_context(path: str, module: cst.Module, options: LintOptions
+                 ) -> tuple[FileContext, MetadataWrapper]:
+    """The semantic model and hook bindings of a parsed module, and the metadata wrapper the
+    rules' traversal reuses (scopes resolved once)."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    semantic = Semantic(module, wrapper.resolve(ScopeProvider))
+    return build_context(path, module, options, semantic), wrapper
+
+
 def _engine_rule(rules: Sequence[type[Rule]], code: str) -> type[Rule] | None:
     for r in rules:
         if r.code() == code and r.ENGINE_ONLY:
@@ -94,11 +105,10 @@ def _lint_once(
         module = cst.parse_module(text)
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes a diagnostic
         return [], _failure(path, exc)
-    context = build_context(path, module, options, text)
-    active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]
-    instances = [r(context) for r in active]
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     try:
+        context, wrapper = file_context(path, module, options)
+        active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]
+        instances = [r(context) for r in active]
         if instances:
             wrapper.visit_batched(instances)
     except RecursionError as exc:

@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import HOOKS, Invariant, Severity
 from vime.contract.hooks import GROUP_RM_SPEC, HookSpec
 from vime_lint.static._cst import dotted_text
 from vime_lint.static._model import HookBinding, Invalid, LintOptions, Valid
+from vime_lint.static.analysis import HookTarget, Semantic
 
 __all__ = ["FileContext", "Fix", "FunctionTracker", "Report", "Rule", "build_context"]
 
@@ -76,24 +76,31 @@ class Report:
 
 @dataclass(frozen=True, slots=True)
 class FileContext:
-    """What rules know about the file being linted (built from its top-level statements)."""
+    """What rules know about the file being linted: its semantic model and its hooks."""
 
     path: str
     options: LintOptions
     module: cst.Module
+    #: The module's semantic model (names, bindings, per-function facts), built once.
+    semantic: Semantic
     #: Module-level name -> hook bindings, in discovery order (explicit first).
     hooks: Mapping[str, tuple[HookBinding, ...]]
-    #: Module-level ``def``/``async def``/``class`` statements by name.
-    definitions: Mapping[str, cst.FunctionDef | cst.ClassDef]
-    #: Names of module-level ``async def`` functions.
-    async_defs: frozenset[str]
-    #: Local names bound to ``Sample`` by imports (``Sample``, or an alias).
-    sample_names: frozenset[str]
-    #: Names imported from ``vime.rollout.base_types`` (name -> local alias).
-    base_types_names: Mapping[str, str]
+    #: ``id(function node)`` -> (binding, target) for every function that runs as a hook
+    #: (a ``def``, the ``__call__`` of a bound instance, a partial's or alias's function).
+    targets: Mapping[int, tuple[HookBinding, HookTarget]] = field(default_factory=dict)
     #: Per-node analyses shared by rules (``id(node) -> facts``), so that a function body is
     #: walked once however many rules ask about it.
     cache: dict[int, object] = field(default_factory=dict)
+
+    @property
+    def definitions(self) -> Mapping[str, cst.FunctionDef | cst.ClassDef]:
+        """Module-level ``def``/``async def``/``class`` statements by name."""
+        return self.semantic.definitions
+
+    @property
+    def async_defs(self) -> frozenset[str]:
+        """Names of module-level ``async def`` functions."""
+        return self.semantic.async_defs
 
     def binding(self, fn: str, dests: Sequence[str] | None = None) -> HookBinding | None:
         """The first binding of module-level ``fn`` (limited to ``dests`` if given)."""
@@ -102,89 +109,68 @@ class FileContext:
                 return b
         return None
 
-
-def _import_names(stmt: cst.ImportFrom) -> tuple[str, list[tuple[str, str]]]:
-    mod = dotted_text(stmt.module)
-    pairs: list[tuple[str, str]] = []
-    if isinstance(stmt.names, Sequence):
-        for alias in stmt.names:
-            name = dotted_text(alias.name)
-            local = alias.asname.name.value if (alias.asname is not None and isinstance(
-                alias.asname.name, cst.Name)) else name
-            pairs.append((name, local))
-    return mod, pairs
+    def hook_target(self, node: cst.CSTNode) -> tuple[HookBinding, HookTarget] | None:
+        """(binding, target) when ``node`` is a function that runs as a hook, else None."""
+        return self.targets.get(id(node))
 
 
-def _plausible(fn: cst.FunctionDef | cst.ClassDef, spec: HookSpec) -> bool:
-    """A conventional name binds only a definition that shares a parameter with the spec."""
-    if isinstance(fn, cst.ClassDef):
+def _plausible(target: HookTarget | None, spec: HookSpec) -> bool:
+    """A conventional name binds only a function that resembles the hook: it shares a
+    parameter with the spec, and has the spec's call mode or takes its positional arguments
+    (an ``async def eval_rollout(args, rollout_id)`` helper has neither)."""
+    if target is None or target.function is None:
         return False
-    names = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
-                                    *fn.params.kwonly_params)}
-    return bool(names & set(spec.params)) or not names
-
-
-def _called_locally(source: str, name: str) -> bool:
-    """True when the module's text calls ``name(...)`` itself (not just defines it)."""
-    calls = re.findall(rf"(?<![\w.]){re.escape(name)}\s*\(", source)
-    defs = re.findall(rf"\b(?:def|class)\s+{re.escape(name)}\s*\(", source)
-    return len(calls) > len(defs)
+    names = {p.name for p in target.params if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD")}
+    if names and not names & set(spec.params):
+        return False
+    mode_fits = spec.mode == "either" or (spec.mode == "async") == target.is_async
+    positional = sum(p.kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD") for p in target.params)
+    takes_all = positional >= len(spec.positional) or any(
+        p.kind == "VAR_POSITIONAL" for p in target.params)
+    return mode_fits or takes_all
 
 
 def build_context(path: str, module: cst.Module, options: LintOptions,
-                  source: str | None = None) -> FileContext:
-    """Scan the top-level statements of ``module`` (no traversal) and bind its hooks.
+                  semantic: Semantic) -> FileContext:
+    """Bind the hooks of ``module`` and resolve what code each one runs.
 
-    Discovery order: hooks named by configuration (``options.hooks``), then module-level
-    annotations with a contract Protocol (``x: RolloutFunction = fn``), then conventional
-    names (``HookSpec.conventional_names``) of definitions sharing a parameter with the spec.
-    A conventional name that the module itself calls is a helper of that module (as
-    ``eval_rollout`` in the default rollout), not a hook, and is not bound.
+    Discovery order: hooks named by configuration (``options.hooks``, whatever the name),
+    then module-level annotations with a contract Protocol (``x: RolloutFunction = fn``), then
+    conventional names (``HookSpec.conventional_names``) bound to a function sharing a
+    parameter with the spec. A conventional name that the module itself uses is a helper of
+    that module (as ``eval_rollout`` in the default rollout), not a hook, and is not bound.
     """
-    definitions: dict[str, cst.FunctionDef | cst.ClassDef] = {}
-    async_defs: set[str] = set()
-    sample_names: set[str] = set()
-    base_types: dict[str, str] = {}
     annotated: list[tuple[str, HookSpec, str]] = []
     for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef):
-            definitions[stmt.name.value] = stmt
-            if stmt.asynchronous is not None:
-                async_defs.add(stmt.name.value)
-            else:
-                async_defs.discard(stmt.name.value)
-        elif isinstance(stmt, cst.ClassDef):
-            definitions[stmt.name.value] = stmt
-        elif isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if isinstance(small, cst.ImportFrom):
-                    mod, pairs = _import_names(small)
-                    for name, local in pairs:
-                        if name == "Sample" and (mod.startswith("vime") or mod.startswith("slime")):
-                            sample_names.add(local)
-                        if mod == "vime.rollout.base_types":
-                            base_types[name] = local
-                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                     ann = dotted_text(small.annotation.annotation).rpartition(".")[2]
                     spec = _PROTOCOLS.get(ann)
-                    if spec is not None and isinstance(small.value, cst.Name):
-                        annotated.append((small.value.value, spec, ann))
+                    if spec is not None and small.value is not None:
+                        fn = small.value.value if isinstance(small.value, cst.Name) \
+                            else small.target.value
+                        annotated.append((fn, spec, ann))
     hooks: dict[str, list[HookBinding]] = {}
     for b in options.hooks:
         hooks.setdefault(b.function, []).append(b)
     for fn, spec, ann in annotated:
         if fn not in hooks:
             hooks[fn] = [HookBinding(fn, spec, f"annotation `{ann}`", explicit=False)]
-    for name, node in definitions.items():
+    for name in semantic.symbols:
         spec_c = _CONVENTIONAL.get(name)
-        if spec_c is not None and name not in hooks and _plausible(node, spec_c) and not (
-                source is not None and _called_locally(source, name)):
+        if spec_c is not None and name not in hooks and not semantic.referenced(name) \
+                and _plausible(semantic.target(name), spec_c):
             hooks[name] = [HookBinding(name, spec_c, "conventional name", explicit=False)]
+    targets: dict[int, tuple[HookBinding, HookTarget]] = {}
+    for name, bindings in hooks.items():
+        for b in bindings:
+            t = semantic.target(name, class_hook=b.spec.kind == "class")
+            if t is not None and t.function is not None and id(t.function) not in targets:
+                targets[id(t.function)] = (b, t)
     return FileContext(
-        path=path, options=options, module=module,
-        hooks={k: tuple(v) for k, v in hooks.items()}, definitions=definitions,
-        async_defs=frozenset(async_defs), sample_names=frozenset(sample_names),
-        base_types_names=base_types,
+        path=path, options=options, module=module, semantic=semantic,
+        hooks={k: tuple(v) for k, v in hooks.items()}, targets=targets,
     )
 
 
@@ -262,8 +248,8 @@ class Rule(cst.BatchableCSTVisitor):
                                    self.INVARIANT.fix if fix_hint is None else fix_hint, fix))
 
     def qualified(self, node: cst.CSTNode) -> set[str]:
-        """Qualified names of ``node`` (needs ``QualifiedNameProvider`` in the dependencies)."""
-        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+        """Qualified names of ``node`` (a ``Call``: of its callee), from the semantic model."""
+        return set(self.context.semantic.qualified(node))
 
 
 class FunctionTracker(Rule):
@@ -276,6 +262,7 @@ class FunctionTracker(Rule):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.functions: list[cst.FunctionDef | None] = []
+        self.classes: list[cst.ClassDef] = []
         self.class_depth = 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -292,9 +279,11 @@ class FunctionTracker(Rule):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.class_depth += 1
+        self.classes.append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.class_depth -= 1
+        self.classes.pop()
 
     @property
     def current(self) -> cst.FunctionDef | None:
@@ -302,9 +291,13 @@ class FunctionTracker(Rule):
         return self.functions[-1] if self.functions else None
 
     def hook_of(self, node: cst.FunctionDef) -> HookBinding | None:
-        """The hook binding of ``node`` if it is a module-level definition with one."""
-        if len(self.functions) != 1 or self.class_depth:
-            return None
-        bindings = self.context.hooks.get(node.name.value)
-        return bindings[0] if bindings else None
+        """The hook binding of ``node`` when it runs as a hook (a module-level ``def``, the
+        ``__call__`` of a bound instance, the function behind a partial, alias or decorator)."""
+        hit = self.context.hook_target(node)
+        return hit[0] if hit else None
+
+    @property
+    def owner(self) -> cst.ClassDef | None:
+        """The innermost enclosing class (None outside classes)."""
+        return self.classes[-1] if self.classes else None
 

@@ -7,9 +7,8 @@ import libcst as cst
 import pytest
 
 from vime.contract import HOOKS, INVARIANTS
-from vime_lint.static._engine import lint_source
+from vime_lint.static._engine import file_context, lint_source
 from vime_lint.static._model import options_from_mapping
-from vime_lint.static._rule import build_context
 from vime_lint.static.rules import ALL_RULES
 from vime_lint.static.rules._groups import group_params
 from vime_lint.static.rules._reward_values import reward_leaves
@@ -58,7 +57,7 @@ def test_reward_leaves_follow_names_helpers_and_batch_lists() -> None:
             "async def group_reward_func(args, samples, **kwargs):\n    out = []\n"
             "    for s in samples:\n        out.append(helper(s))\n    return out\n")
     module = cst.parse_module(code)
-    ctx = build_context("m.py", module, options_from_mapping({}), code)
+    ctx, _ = file_context("m.py", module, options_from_mapping({}))
     fn = ctx.definitions["group_reward_func"]
     assert isinstance(fn, cst.FunctionDef)
     leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx, lambda node: set())

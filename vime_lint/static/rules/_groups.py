@@ -25,9 +25,9 @@ from functools import cache
 import libcst as cst
 
 from vime.contract import HOOKS, SAMPLE_FIELD_NAMES, protocols
-from vime_lint.static._cst import SameScope, code_of
+from vime_lint.static._cst import code_of
 from vime_lint.static._rule import FileContext
-from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.analysis import SameScope
 
 __all__ = ["GROUPS_TYPE", "GroupFlow", "SAMPLE_ATTRIBUTES", "group_flow", "group_params"]
 
@@ -90,7 +90,7 @@ class GroupFlow:
     def __init__(self, fn: cst.FunctionDef, context: FileContext, qualified: Qualified,
                  positions: frozenset[int]) -> None:
         self._qualified = qualified
-        facts = assignments(fn, context)
+        facts = context.semantic.facts(fn)
         self.groups: dict[str, str] = {}
         positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         for p in (positional[i] for i in sorted(positions) if i < len(positional)):

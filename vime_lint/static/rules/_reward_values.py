@@ -25,10 +25,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from vime.contract.hooks import GROUP_RM_SPEC
-from vime_lint.static._cst import SameScope
 from vime_lint.static._model import HookBinding
 from vime_lint.static._rule import FileContext
-from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.analysis import SameScope
 
 __all__ = ["Leaf", "is_batched_reward", "module_constants", "reward_functions", "reward_leaves"]
 
@@ -134,7 +133,7 @@ class _Resolver:
             return
         self._done.add((id(fn), elements))
         self.functions.append((fn, via))
-        facts = assignments(fn, self.context)
+        facts = self.context.semantic.facts(fn)
         if facts.yields:
             return
         for ret in facts.returns:
@@ -190,7 +189,7 @@ class _Resolver:
         if key in self._seen:
             return
         self._seen.add(key)
-        bound = assignments(fn, self.context).values.get(e.value)
+        bound = self.context.semantic.facts(fn).values.get(e.value)
         if bound is None:
             constant = self.constants.get(e.value)
             if constant is not None and not elements:

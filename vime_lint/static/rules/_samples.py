@@ -16,20 +16,12 @@ import libcst as cst
 from vime.contract import STATUS_VALUES
 from vime_lint.static._rule import FileContext, FunctionTracker
 
-__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_call_name",
-           "is_sample_name"]
+__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_name"]
 
 #: The import that rule examples (VALID / INVALID cases) using ``Sample`` start with.
 SAMPLE_IMPORT = "from vime.utils.types import Sample\n"
 #: Status value -> ``Sample.Status`` member name (``"truncated"`` -> ``"TRUNCATED"``).
 STATUS_BY_VALUE = {value: name for name, value in STATUS_VALUES}
-
-
-def is_sample_call_name(func: cst.BaseExpression, sample_names: frozenset[str]) -> bool:
-    """Cheap syntactic pre-check for ``Sample(...)``: an imported alias or ``x.Sample``."""
-    if isinstance(func, cst.Name):
-        return func.value in sample_names
-    return isinstance(func, cst.Attribute) and func.attr.value == "Sample"
 
 
 def is_sample_name(name: str, known: set[str] | frozenset[str]) -> bool:
@@ -63,8 +55,7 @@ class SampleTracker(FunctionTracker):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if isinstance(value, cst.Call) and is_sample_call_name(value.func,
-                                                              self.context.sample_names):
+        if isinstance(value, cst.Call) and self.context.semantic.refers_to(value.func, "Sample"):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.sample_vars[-1].add(t.target.value)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vime_lint.static._cst import SameScope, dotted, string_value
+from vime_lint.static._cst import dotted, string_value
+from vime_lint.static.analysis import SameScope
 from vime_lint.static.rules._samples import is_sample_name
 
 __all__ = ["TurnLoop", "mentions", "retokenised_calls", "turn_loops"]

@@ -13,8 +13,6 @@ from vime.contract import INVARIANTS
 from vime.contract.hooks import ASYNC_API
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._assignments import assignments
-from vime_lint.static.rules._closure import local_closure
 
 __all__ = ["AsyncioRunInHook", "BlockingCallInAsync", "UnawaitedCoroutine"]
 
@@ -315,7 +313,7 @@ class AsyncioRunInHook(FunctionTracker):
         for name, bindings in context.hooks.items():
             node = context.definitions.get(name)
             if isinstance(node, cst.FunctionDef):
-                for fn in local_closure(node, context):
+                for fn in context.semantic.closure(node):
                     self.reached.setdefault(id(fn), f"{bindings[0].spec.arg} hook `{name}`")
         self.hook_class: list[str | None] = []
 
@@ -348,7 +346,7 @@ class AsyncioRunInHook(FunctionTracker):
             return bool(self.qualified(expr.func) & _LOOP_FACTORIES)
         fn = self.current
         if isinstance(expr, cst.Name) and fn is not None:
-            values = assignments(fn, self.context).values.get(expr.value, [])
+            values = self.context.semantic.facts(fn).values.get(expr.value, [])
             return bool(values) and all(v is not None and self._loop_factory(v) for v in values)
         return False
 

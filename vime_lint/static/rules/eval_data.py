@@ -15,7 +15,6 @@ from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime_lint.static._cst import string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._assignments import assignments
 from vime_lint.static.rules.rollout_returns import EVAL_OUT, is_output_call
 
 __all__ = ["EvalDataKeys"]
@@ -89,7 +88,7 @@ class EvalDataKeys(FunctionTracker):
         if isinstance(data, cst.Dict):
             self._check_outer(data)
         elif isinstance(data, cst.Name) and self.current is not None:
-            local = assignments(self.current, self.context)
+            local = self.context.semantic.facts(self.current)
             for v in local.values.get(data.value, []):
                 if isinstance(v, cst.Dict):
                     self._check_outer(v)

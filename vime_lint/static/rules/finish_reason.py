@@ -1,7 +1,7 @@
 """A custom generate function maps the engine's finish reason to ``status``: VIM009.
 
 :class:`UnmappedFinishReason` looks at the generate function together with the module-level
-helpers it calls (:func:`~vime_lint.static.rules._closure.local_closure`). The finish-reason
+helpers it calls (:meth:`~vime_lint.static.analysis.Semantic.closure`). The finish-reason
 mapping comes from ``vime.contract.FINISH_REASON_STATUS``; nothing is copied here.
 
 See ``docs/contract.md`` §2 (``append_response_tokens(meta_info=...)``), §8 (vLLM's
@@ -18,7 +18,6 @@ from vime.contract import FINISH_REASON_STATUS, INVARIANTS, STATUS_VALUES
 from vime_lint.static._cst import dotted, string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._closure import local_closure
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, STATUS_BY_VALUE
 
 __all__ = ["UnmappedFinishReason"]
@@ -335,7 +334,7 @@ class UnmappedFinishReason(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest not in _GENERATE_DESTS:
             return
-        closure = local_closure(node, self.context)
+        closure = self.context.semantic.closure(node)
         helpers = frozenset(f.name.value for f in closure)
         dicts = _module_dicts(self.context)
         vocab = _Vocabulary()

@@ -2,7 +2,7 @@
 
 :class:`ReencodedGeneratedText` looks at rollout, eval and custom generate functions together
 with the module-level helpers they call
-(:func:`~vime_lint.static.rules._closure.local_closure`); the per-function analysis is
+(:meth:`~vime_lint.static.analysis.Semantic.closure`); the per-function analysis is
 :func:`~vime_lint.static.rules._turn_loops.retokenised_calls`.
 
 See ``docs/contract.md`` §2 (``append_response_tokens``), §8 and §6a.
@@ -16,7 +16,6 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._closure import local_closure
 from vime_lint.static.rules._turn_loops import retokenised_calls
 
 __all__ = ["ReencodedGeneratedText"]
@@ -149,7 +148,7 @@ class ReencodedGeneratedText(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest not in _TURN_DESTS:
             return
-        for fn in local_closure(node, self.context):
+        for fn in self.context.semantic.closure(node):
             for call in retokenised_calls(fn):
                 if id(call) in self.reported:
                     continue

@@ -17,10 +17,10 @@ import libcst as cst
 from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import SameScope, code_of, may_fall_through
+from vime_lint.static._cst import code_of, may_fall_through
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._assignments import assignments
+from vime_lint.static.analysis import SameScope
 from vime_lint.static.rules._reward_values import (
     Leaf,
     module_constants,
@@ -86,13 +86,13 @@ class RewardReturnsNone(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest != "custom_rm_path":
             return
-        facts = assignments(node, self.context)
+        facts = self.context.semantic.facts(node)
         if facts.yields:
             return
         name = binding.function
         for ret in facts.returns:
             if ret.value is None or (isinstance(ret.value, cst.Name) and ret.value.value == "None"):
-                self.report(ret, self.INVARIANT.render(name=name, problem="`return None`"))
+                self.report(ret.node, self.INVARIANT.render(name=name, problem="`return None`"))
         if may_fall_through(node.body):
             self.report(node.name, self.INVARIANT.render(
                 name=name, problem="the body can end without `return`"))
@@ -356,7 +356,7 @@ class RewardReturnsTensor(_RewardRule):
     ]
 
     def _name_kind(self, e: cst.Name, fn: cst.FunctionDef, depth: int) -> str | None:
-        bound = assignments(fn, self.context).values.get(e.value)
+        bound = self.context.semantic.facts(fn).values.get(e.value)
         if not bound or any(v is None for v in bound):
             return None
         kinds = {self._array(v, fn, depth + 1) for v in bound if v is not None}

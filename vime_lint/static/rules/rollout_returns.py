@@ -18,7 +18,7 @@ from vime.contract import INVARIANTS, Severity
 from vime_lint.static._cst import body_statements, may_fall_through
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
-from vime_lint.static.rules._assignments import Assignments, assignments
+from vime_lint.static.analysis import FunctionFacts
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
 __all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_output_call"]
@@ -44,7 +44,7 @@ _RAW_CALLS = {"dict": "a bare dict", "list": "a bare list", "sorted": "a bare li
               "tuple": "a tuple"}
 
 
-def classify(expr: cst.BaseExpression | None, local: Assignments, depth: int = 0) -> list[str]:
+def classify(expr: cst.BaseExpression | None, local: FunctionFacts, depth: int = 0) -> list[str]:
     """The raw kinds ``expr`` can evaluate to (empty: an output object or unknown)."""
     if expr is None or (isinstance(expr, cst.Name) and expr.value == "None"):
         return ["None"]
@@ -151,7 +151,7 @@ class RawRolloutReturn(FunctionTracker):
             return
         name = binding.function
         expected = f"{TRAIN_OUT} / {EVAL_OUT}"
-        local = assignments(node, self.context)
+        local = self.context.semantic.facts(node)
         if local.yields:
             self.report(node.name, self.INVARIANT.render(
                 name=name, actual="a generator (it contains `yield`)", expected=expected))
@@ -164,7 +164,7 @@ class RawRolloutReturn(FunctionTracker):
                 fix = None
                 if kinds == ["a bare list"] and ret.value is not None:
                     fix = self._wrap_fix(ret.value)
-                target = ret.value if ret.value is not None else ret
+                target = ret.value if ret.value is not None else ret.node
                 self.report(target, self.INVARIANT.render(name=name, actual=kind,
                                                           expected=expected),
                             severity=severity, fix=fix)
@@ -174,7 +174,7 @@ class RawRolloutReturn(FunctionTracker):
                 expected=expected))
 
     def _wrap_fix(self, value: cst.BaseExpression) -> Fix:
-        local = self.context.base_types_names.get(TRAIN_OUT)
+        local = self.context.semantic.imported_as(TRAIN_OUT)
         imports: tuple[tuple[str, str], ...] = ()
         if local is None:
             local = TRAIN_OUT
@@ -301,7 +301,7 @@ class EvaluationBranch(FunctionTracker):
                       if p.name.value == "evaluation"), None)
         if param is None:
             return  # VIM001 reports the missing parameter
-        if "evaluation" not in assignments(node, self.context).names:
+        if "evaluation" not in self.context.semantic.facts(node).names:
             self.report(param.name, self.INVARIANT.render(
                 name=name, problem="never reads or forwards `evaluation`, so eval steps get "
                 "train output"), severity=severity)

@@ -17,7 +17,7 @@ from libcst.metadata import QualifiedNameProvider
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, Rule
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker, is_sample_call_name
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 
 __all__ = ["SampleConstructor", "UnknownSampleAttribute"]
 
@@ -77,17 +77,8 @@ class SampleConstructor(Rule):
                 fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
     ]
 
-    def _is_sample(self, func: cst.BaseExpression) -> bool:
-        if isinstance(func, cst.Name):
-            return func.value in self.context.sample_names
-        if isinstance(func, cst.Attribute) and func.attr.value == "Sample":
-            return any((q.startswith("vime.") or q.startswith("slime.")) and q.endswith(".Sample")
-                       for q in self.qualified(func))
-        return False
-
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_sample_call_name(node.func, self.context.sample_names) \
-                or not self._is_sample(node.func):
+        if not self.context.semantic.refers_to(node.func, "Sample"):
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         starred = any(a.star == "*" for a in node.args)

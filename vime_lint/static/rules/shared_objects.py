@@ -19,7 +19,7 @@ from vime.contract.sample import RESPONSE_LENGTH_FIELDS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker, is_sample_call_name
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 from vime_lint.static.rules._turn_loops import mentions
 
 __all__ = ["MutableDefaultArgument", "PER_SAMPLE_FIELDS", "SharedSampleObject"]
@@ -284,7 +284,7 @@ class SharedSampleObject(SampleTracker):
 
     def visit_Call(self, node: cst.Call) -> None:
         frames = self.loops[-1]
-        if not frames or not is_sample_call_name(node.func, self.context.sample_names):
+        if not frames or not self.context.semantic.refers_to(node.func, "Sample"):
             return
         if not any(q.endswith(".Sample") for q in self.qualified(node.func)):
             return

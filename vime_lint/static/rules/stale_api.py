@@ -20,7 +20,6 @@ from vime_lint.static.rules._samples import (
     SAMPLE_IMPORT,
     STATUS_BY_VALUE,
     SampleTracker,
-    is_sample_call_name,
 )
 
 __all__ = ["StaleDataBuffer", "StaleSampleFlag", "StatusString"]
@@ -74,10 +73,9 @@ class StatusString(SampleTracker):
     def _member(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         value = string_value(node)
         member = _status_member(value) if value is not None else None
-        if member is None or not self.context.sample_names:
+        alias = self.context.semantic.imported_as("Sample")
+        if member is None or alias is None:
             return None
-        alias = "Sample" if "Sample" in self.context.sample_names else sorted(
-            self.context.sample_names)[0]
         return cst.parse_expression(f"{alias}.Status.{member}")
 
     def _report(self, node: cst.CSTNode, literal: cst.BaseExpression, what: str) -> None:
@@ -110,7 +108,7 @@ class StatusString(SampleTracker):
                 self._report(node, comp.comparator, "`status` is compared with")
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_sample_call_name(node.func, self.context.sample_names):
+        if not self.context.semantic.refers_to(node.func, "Sample"):
             return
         for a in node.args:
             if a.keyword is not None and a.keyword.value == "status" \

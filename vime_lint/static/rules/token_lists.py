@@ -15,7 +15,7 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker, Rule
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, is_sample_call_name
+from vime_lint.static.rules._samples import SAMPLE_IMPORT
 
 __all__ = ["MaskFromFullTokens", "TokensWithoutLossMask"]
 
@@ -190,7 +190,7 @@ class MaskFromFullTokens(Rule):
                                                         name=dotted(tgt.value) or "?"))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_sample_call_name(node.func, self.context.sample_names):
+        if not self.context.semantic.refers_to(node.func, "Sample"):
             return
         for a in node.args:
             if a.keyword is not None and a.keyword.value in ("loss_mask", "rollout_log_probs") \

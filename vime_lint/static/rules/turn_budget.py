@@ -1,7 +1,7 @@
 """The token budget of each turn of a multi-turn loop: VIM027.
 
 :class:`FullBudgetEveryTurn` looks at the custom generate and rollout functions (with the
-module-level helpers they call, :func:`~vime_lint.static.rules._closure.local_closure`) and
+module-level helpers they call, :meth:`~vime_lint.static.analysis.Semantic.closure`) and
 their turn loops (:func:`~vime_lint.static.rules._turn_loops.turn_loops`).
 
 See ``docs/contract.md`` §5 (``sampling_params``), §8 and §6a.
@@ -17,8 +17,6 @@ from vime.contract.hooks import ASYNC_API
 from vime_lint.static._cst import string_value
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._assignments import assignments
-from vime_lint.static.rules._closure import local_closure
 from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
 
 __all__ = ["FullBudgetEveryTurn"]
@@ -160,7 +158,7 @@ class FullBudgetEveryTurn(FunctionTracker):
                 n.startswith("vime.") and n.endswith(".arg") for n in names)
             return reader and len(e.args) >= 2 and string_value(e.args[1].value) == _BUDGET_ARG
         if isinstance(e, cst.Name):
-            values = assignments(fn, self.context).values.get(e.value, [])
+            values = self.context.semantic.facts(fn).values.get(e.value, [])
             return bool(values) and all(v is not None and self._full(v, fn, depth + 1)
                                         for v in values)
         return False
@@ -254,7 +252,7 @@ class FullBudgetEveryTurn(FunctionTracker):
         function's own ``sampling_params`` (no site), or a display or call that sets it."""
         out: list[tuple[str, cst.CSTNode | None, str]] = []
         positional = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        bound = assignments(fn, self.context).values
+        bound = self.context.semantic.facts(fn).values
         if binding is not None and binding.spec.dest == _GENERATE and len(positional) >= 3:
             param = positional[2]
             key = param  # max_tokens is the whole response budget (docs/contract.md §8)
@@ -275,7 +273,7 @@ class FullBudgetEveryTurn(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest not in _DESTS:
             return
-        for fn in local_closure(node, self.context):
+        for fn in self.context.semantic.closure(node):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
             for loop in turn_loops(fn):

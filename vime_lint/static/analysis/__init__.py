@@ -1,0 +1,243 @@
+"""The semantic model of one linted module: computed once per file, read by every rule.
+
+Rules ask it questions instead of walking the tree for themselves:
+
+- names: qualified names through imports and aliases (:meth:`Semantic.refers_to`);
+- hooks: what code a hook name runs (:meth:`Semantic.target`, :class:`HookTarget`), for every
+  binding form (``def``, ``__call__`` instances, lambdas, ``functools.partial``, decorators,
+  aliases) and names known only from the launch configuration;
+- functions: per-function facts, walked once and cached (:meth:`Semantic.facts`), the helpers a
+  function reaches (:meth:`Semantic.closure`) and where a returned value comes from
+  (:meth:`Semantic.origins`);
+- classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`).
+
+Usage::
+
+    sem = Semantic(module, wrapper.resolve(ScopeProvider))
+    sem.refers_to(call.func, "RolloutFnTrainOutput")
+    for path in sem.facts(fn).returns: ...
+
+Built on LibCST's ``ScopeProvider`` and qualified names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import libcst as cst
+from libcst.metadata import Scope
+
+from vime_lint.static.analysis._bindings import (
+    HookTarget,
+    Symbol,
+    method,
+    module_symbols,
+    resolve_target,
+)
+from vime_lint.static.analysis._functions import (
+    AttrStore,
+    CallSite,
+    FunctionFacts,
+    ReturnPath,
+    SameScope,
+    Side,
+    evaluation_test,
+    function_facts,
+)
+from vime_lint.static.analysis._names import Names, spelled
+
+__all__ = [
+    "AttrStore", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath", "SameScope",
+    "Semantic", "Side", "evaluation_test", "spelled",
+]
+
+FunctionNode = cst.FunctionDef | cst.Lambda
+
+_MAX_CLOSURE = 64
+
+
+class Semantic:
+    """Names, bindings and per-function facts of one module (see the module docstring)."""
+
+    def __init__(self, module: cst.Module, scopes: Mapping[cst.CSTNode, Scope | None]) -> None:
+        self.module = module
+        self.names = Names(module, scopes)
+        #: Module-level name -> def, class or assigned value.
+        self.symbols: dict[str, Symbol] = module_symbols(module)
+        #: Module-level ``def``/``class`` statements by name.
+        self.definitions: dict[str, cst.FunctionDef | cst.ClassDef] = {
+            k: v for k, v in self.symbols.items() if isinstance(v, (cst.FunctionDef, cst.ClassDef))}
+        self._facts: dict[int, FunctionFacts] = {}
+        self._targets: dict[tuple[str, bool], HookTarget | None] = {}
+        self._owned: dict[int, frozenset[str]] = {}
+        global_scope = scopes.get(module)
+        self._global: Scope | None = global_scope
+
+    # ---- names -------------------------------------------------------------------------------
+
+    def qualified(self, node: cst.CSTNode) -> frozenset[str]:
+        """Qualified names of a ``Name``/``Attribute`` (a ``Call``: of its callee)."""
+        return self.names.qualified(node)
+
+    def refers_to(self, node: cst.CSTNode, name: str, *, package: str = "vime") -> bool:
+        """True when ``node`` names ``package``'s ``name`` (see :meth:`Names.refers_to`)."""
+        return self.names.refers_to(node, name, package=package)
+
+    def is_bound(self, node: cst.BaseExpression) -> bool:
+        """True when the root name of ``node`` is bound (assigned, imported, builtin)."""
+        return self.names.is_bound(node)
+
+    def imported_as(self, name: str, *, package: str = "vime") -> str | None:
+        """How the module spells ``package``'s ``name`` through its own imports: ``"Sample"``
+        (also an ``as`` alias) for ``from vime.utils.types import Sample``, ``"bt.Name"`` for
+        ``import vime.rollout.base_types as bt`` when that module defines ``name``; None when
+        no import brings it in."""
+        for stmt in self.module.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if isinstance(small, cst.ImportFrom) and not isinstance(small.names,
+                                                                        cst.ImportStar):
+                    mod = spelled(small.module) if small.module is not None else None
+                    if mod is None or not (mod.startswith(package + ".")
+                                           or mod.startswith("slime.")):
+                        continue
+                    for alias in small.names:
+                        if spelled(alias.name) == name:
+                            asname = alias.asname
+                            if asname is not None and isinstance(asname.name, cst.Name):
+                                return asname.name.value
+                            return name
+        return None
+
+    @property
+    def async_defs(self) -> frozenset[str]:
+        """Names of module-level ``async def`` functions."""
+        return frozenset(k for k, v in self.definitions.items()
+                         if isinstance(v, cst.FunctionDef) and v.asynchronous is not None)
+
+    def referenced(self, name: str) -> bool:
+        """True when the module itself uses module-level ``name`` (calls it, passes it on),
+        beyond defining it (``__all__`` strings do not count)."""
+        if self._global is None:
+            return False
+        return bool(self._global.accesses[name])
+
+    # ---- hooks -------------------------------------------------------------------------------
+
+    def target(self, name: str, *, class_hook: bool = False) -> HookTarget | None:
+        """What module-level ``name`` runs when called (None: not visible in the module)."""
+        key = (name, class_hook)
+        if key not in self._targets:
+            self._targets[key] = resolve_target(name, self.symbols, self.names, class_hook)
+        return self._targets[key]
+
+    # ---- functions ---------------------------------------------------------------------------
+
+    def facts(self, fn: FunctionNode) -> FunctionFacts:
+        """Facts of ``fn``'s own body, walked once per file."""
+        hit = self._facts.get(id(fn))
+        if hit is None:
+            hit = self._facts[id(fn)] = function_facts(fn)
+        return hit
+
+    def callee(self, call: cst.Call, within: FunctionNode | None = None,
+               owner: cst.ClassDef | None = None) -> cst.FunctionDef | None:
+        """The module's own function ``call`` calls: a nested ``def`` of ``within``, a
+        module-level ``def`` (also through an alias or a ``__call__`` instance), or
+        ``self.method`` of ``owner``; else None."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            if within is not None:
+                nested = self.facts(within).nested.get(func.value)
+                if nested is not None:
+                    return nested
+                if func.value in self.facts(within).values:
+                    return None  # a local name shadows the module-level one
+            t = self.target(func.value)
+            return t.function if t is not None and isinstance(t.function, cst.FunctionDef) \
+                else None
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and owner is not None:
+            return method(owner, func.attr.value)
+        return None
+
+    def closure(self, fn: cst.FunctionDef, owner: cst.ClassDef | None = None,
+                limit: int = _MAX_CLOSURE) -> list[cst.FunctionDef]:
+        """``fn`` and the module's own functions it calls, transitively: nested ``def``s,
+        module-level functions, ``self.method`` of ``owner`` (discovery order, at most
+        ``limit``)."""
+        out: list[cst.FunctionDef] = [fn]
+        seen = {id(fn)}
+        i = 0
+        while i < len(out) and len(out) < limit:
+            cur = out[i]
+            for site in self.facts(cur).calls:
+                target = self.callee(site.node, cur, owner)
+                if target is not None and id(target) not in seen:
+                    seen.add(id(target))
+                    out.append(target)
+            i += 1
+        return out
+
+    def origins(self, fn: FunctionNode, expr: cst.BaseExpression | None, depth: int = 0,
+                owner: cst.ClassDef | None = None
+                ) -> Iterator[tuple[cst.BaseExpression | None, FunctionNode]]:
+        """Where the value of ``expr`` in ``fn`` comes from: ``(expression, its function)``
+        leaves, following local names, conditional expressions, ``await`` and calls of the
+        module's own functions (their return values), two calls deep. A leaf of None is an
+        unknown value (a parameter, a loop variable)."""
+        if isinstance(expr, cst.Await):
+            yield from self.origins(fn, expr.expression, depth, owner)
+            return
+        if isinstance(expr, cst.IfExp):
+            yield from self.origins(fn, expr.body, depth, owner)
+            yield from self.origins(fn, expr.orelse, depth, owner)
+            return
+        if isinstance(expr, cst.Name) and expr.value not in ("None", "True", "False") \
+                and depth < 4:
+            values = self.facts(fn).values.get(expr.value)
+            if values:
+                for v in values:
+                    if v is None:
+                        yield None, fn
+                    else:
+                        yield from self.origins(fn, v, depth + 1, owner)
+                return
+        if isinstance(expr, cst.Call) and depth < 4:
+            target = self.callee(expr, fn, owner)
+            if target is not None and target is not fn and depth < 3:
+                facts = self.facts(target)
+                if facts.returns or facts.falls_through:
+                    for r in facts.returns:
+                        yield from self.origins(target, r.value, depth + 2, owner)
+                    return
+        yield expr, fn
+
+    # ---- classes -----------------------------------------------------------------------------
+
+    def owned_attributes(self, cls: cst.ClassDef) -> frozenset[str]:
+        """Attributes ``cls`` gives its instances: ``self.x = ...`` in its methods, class-level
+        assignments and annotations, and its method names."""
+        hit = self._owned.get(id(cls))
+        if hit is not None:
+            return hit
+        out: set[str] = set()
+        if isinstance(cls.body, cst.IndentedBlock):
+            for stmt in cls.body.body:
+                if isinstance(stmt, cst.FunctionDef):
+                    out.add(stmt.name.value)
+                    first = stmt.params.params[0].name.value if stmt.params.params else "self"
+                    for store in self.facts(stmt).attr_stores:
+                        if isinstance(store.obj, cst.Name) and store.obj.value == first:
+                            out.add(store.attr)
+                elif isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.Assign):
+                            out.update(t.target.value for t in small.targets
+                                       if isinstance(t.target, cst.Name))
+                        elif isinstance(small, cst.AnnAssign) and isinstance(small.target,
+                                                                              cst.Name):
+                            out.add(small.target.value)
+        result = self._owned[id(cls)] = frozenset(out)
+        return result

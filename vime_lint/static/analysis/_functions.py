@@ -1,0 +1,263 @@
+"""Per-function facts, from one walk of a function's own body (nested scopes are their own).
+
+What one walk records: every ``return`` with the ``evaluation`` side it is on, ``yield``,
+whether control can fall off the end, the values assigned to each local name (parameters count
+as unknown values), ``x[k] = v`` stores, ``x.append(v)`` collections, the names read, every
+call with the chain of nodes around it (to tell ``await f()`` from ``f()`` thrown away),
+attribute stores, ``setattr`` calls and the nested ``def`` statements.
+
+Usage::
+
+    facts = function_facts(fn)
+    [(r.value, r.side) for r in facts.returns]   # [(Call(RolloutFnEvalOutput...), "eval"), ...]
+    facts.values["groups"]                        # the expressions assigned to ``groups``
+    facts.calls[0].parents                        # (Await, Expr, ...) innermost first
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import libcst as cst
+
+from vime_lint.static._cst import body_statements, may_fall_through
+
+__all__ = ["AttrStore", "CallSite", "FunctionFacts", "ReturnPath", "Side", "SameScope",
+           "evaluation_test", "function_facts"]
+
+#: The ``evaluation`` branch a return is on: ``"eval"``, ``"train"``, or None (both/unknown).
+Side = Literal["eval", "train"] | None
+
+FunctionNode = cst.FunctionDef | cst.Lambda
+
+
+class SameScope(cst.CSTVisitor):
+    """A visitor that stays in the scope it starts in: it does not descend into nested
+    functions, lambdas or classes (the one definition every per-function walk derives from)."""
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ReturnPath:
+    """One ``return`` of a function and the ``evaluation`` side it is on."""
+
+    node: cst.Return
+    value: cst.BaseExpression | None
+    side: Side
+
+
+@dataclass(frozen=True, slots=True)
+class CallSite:
+    """A call in a function's own body and the nodes around it, innermost first, up to the
+    statement that holds it."""
+
+    node: cst.Call
+    parents: tuple[cst.CSTNode, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AttrStore:
+    """``obj.attr = value`` (also ``+=``, ``setattr(obj, "attr", value)``)."""
+
+    node: cst.CSTNode
+    obj: cst.BaseExpression
+    attr: str
+    value: cst.BaseExpression | None
+
+
+@dataclass(slots=True)
+class FunctionFacts:
+    """What one function's own body does (see the module docstring)."""
+
+    fn: FunctionNode
+    returns: list[ReturnPath] = field(default_factory=list)
+    yields: bool = False
+    falls_through: bool = False
+    #: Local name -> assigned expressions (None: bound without a visible value, a parameter).
+    values: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
+    #: ``name[key] = value`` stores: name -> values.
+    subscript_values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    #: ``name.append(v)`` / ``name.extend(v)`` / ``name.add(v)``: name -> values.
+    appends: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    #: Names read anywhere in the body.
+    names: set[str] = field(default_factory=set)
+    calls: list[CallSite] = field(default_factory=list)
+    attr_stores: list[AttrStore] = field(default_factory=list)
+    #: ``for``/comprehension loops: (target, iterable).
+    loops: list[tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=list)
+    #: Nested ``def`` statements by name.
+    nested: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    #: Every ``Name`` read, with the nodes around it (innermost first): how a value is used.
+    name_uses: dict[str, list[tuple[cst.CSTNode, ...]]] = field(default_factory=dict)
+
+    @property
+    def is_async(self) -> bool:
+        """True for an ``async def``."""
+        return isinstance(self.fn, cst.FunctionDef) and self.fn.asynchronous is not None
+
+
+_COLLECT = frozenset({"append", "extend", "add", "insert", "appendleft"})
+
+
+class _Walk(cst.CSTVisitor):
+    def __init__(self, facts: FunctionFacts) -> None:
+        super().__init__()
+        self.f = facts
+        self.stack: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        f = self.f
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            if isinstance(node, cst.FunctionDef):
+                f.nested[node.name.value] = node
+                self._bind(node.name, None)
+            elif isinstance(node, cst.ClassDef):
+                self._bind(node.name, None)
+            return False
+        if isinstance(node, cst.Name):
+            f.names.add(node.value)
+            f.name_uses.setdefault(node.value, []).append(tuple(reversed(self.stack)))
+        elif isinstance(node, cst.Call):
+            f.calls.append(CallSite(node, tuple(reversed(self.stack))))
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _COLLECT \
+                    and isinstance(func.value, cst.Name) and node.args:
+                f.appends.setdefault(func.value.value, []).extend(a.value for a in node.args)
+            elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) >= 3:
+                attr = node.args[1].value
+                if isinstance(attr, cst.SimpleString) and isinstance(attr.evaluated_value, str):
+                    f.attr_stores.append(AttrStore(node, node.args[0].value,
+                                                   attr.evaluated_value, node.args[2].value))
+        elif isinstance(node, cst.Return):
+            f.returns.append(ReturnPath(node, node.value, None))
+        elif isinstance(node, (cst.Yield)):
+            f.yields = True
+        elif isinstance(node, cst.Assign):
+            for t in node.targets:
+                self._bind(t.target, node.value)
+        elif isinstance(node, cst.AnnAssign):
+            self._bind(node.target, node.value)
+        elif isinstance(node, cst.AugAssign):
+            if isinstance(node.target, cst.Attribute):
+                f.attr_stores.append(AttrStore(node, node.target.value, node.target.attr.value,
+                                               None))
+            elif isinstance(node.target, cst.Name) \
+                    and not isinstance(node.value, (cst.List, cst.ListComp)):
+                self._bind(node.target, None)
+        elif isinstance(node, cst.For):
+            self._bind(node.target, None)
+            f.loops.append((node.target, node.iter))
+        elif isinstance(node, cst.CompFor):
+            f.loops.append((node.target, node.iter))
+        elif isinstance(node, cst.NamedExpr):
+            self._bind(node.target, node.value)
+        elif isinstance(node, cst.AsName):
+            self._bind(node.name, None)
+        self.stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self.stack and self.stack[-1] is original_node:
+            self.stack.pop()
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        f = self.f
+        if isinstance(target, cst.Name):
+            f.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
+                and value is not None:
+            f.subscript_values.setdefault(target.value.value, []).append(value)
+        elif isinstance(target, cst.Attribute):
+            f.attr_stores.append(AttrStore(target, target.value, target.attr.value, value))
+
+
+def evaluation_test(test: cst.BaseExpression) -> Side:
+    """``"eval"`` for ``if evaluation:`` (``evaluation is True``), ``"train"`` for ``if not
+    evaluation:``, else None."""
+    if isinstance(test, cst.Name) and test.value == "evaluation":
+        return "eval"
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = evaluation_test(test.expression)
+        return None if inner is None else ("train" if inner == "eval" else "eval")
+    if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) \
+            and test.left.value == "evaluation" and len(test.comparisons) == 1:
+        comp = test.comparisons[0]
+        right = comp.comparator
+        if isinstance(right, cst.Name) and right.value in ("True", "False") \
+                and isinstance(comp.operator, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
+            positive = isinstance(comp.operator, (cst.Is, cst.Equal)) == (right.value == "True")
+            return "eval" if positive else "train"
+    return None
+
+
+def _other(side: Side) -> Side:
+    return None if side is None else ("train" if side == "eval" else "eval")
+
+
+def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
+           side: Side) -> Iterator[tuple[cst.Return, Side]]:
+    """Each ``return`` under ``stmts`` with its ``evaluation`` side (an early ``if evaluation:
+    return ...`` puts the rest of the block on the other side)."""
+    rest = side
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Return):
+                    yield small, rest
+        elif isinstance(stmt, cst.If):
+            branch = evaluation_test(stmt.test)
+            here = rest if branch is None else branch
+            there = rest if branch is None else _other(branch)
+            yield from _sided(body_statements(stmt.body), here)
+            if isinstance(stmt.orelse, cst.Else):
+                yield from _sided(body_statements(stmt.orelse.body), there)
+            elif isinstance(stmt.orelse, cst.If):
+                yield from _sided([stmt.orelse], there)
+            elif branch is not None and not may_fall_through(stmt.body):
+                rest = there
+        elif isinstance(stmt, (cst.For, cst.While, cst.With)):
+            yield from _sided(body_statements(stmt.body), rest)
+            if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
+                yield from _sided(body_statements(stmt.orelse.body), rest)
+        elif isinstance(stmt, cst.Try):
+            yield from _sided(body_statements(stmt.body), rest)
+            for h in stmt.handlers:
+                yield from _sided(body_statements(h.body), rest)
+            if stmt.orelse is not None:
+                yield from _sided(body_statements(stmt.orelse.body), rest)
+            if stmt.finalbody is not None:
+                yield from _sided(body_statements(stmt.finalbody.body), rest)
+
+
+def function_facts(fn: FunctionNode) -> FunctionFacts:
+    """Walk ``fn``'s own body once (use :meth:`Semantic.facts`, which caches it per file)."""
+    facts = FunctionFacts(fn)
+    walker = _Walk(facts)
+    fn.body.visit(walker)
+    params = fn.params
+    for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+        facts.values.setdefault(p.name.value, []).append(None)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            facts.values.setdefault(star.name.value, []).append(None)
+    if isinstance(fn, cst.FunctionDef):
+        facts.falls_through = may_fall_through(fn.body)
+        sides = {id(r): s for r, s in _sided(body_statements(fn.body), None)}
+        facts.returns = [ReturnPath(r.node, r.value, sides.get(id(r.node)))
+                         for r in facts.returns]
+    return facts
