@@ -361,7 +361,8 @@ def _section4() -> list[str]:
             f"Definition: `{spec.render()}`, a plain `def` (not `async def`, not a generator).",
             f"Called from: {spec.call_site}, as `fn({', '.join(spec.positional)}, "
             + ", ".join(f"{k}=..." for k in spec.keyword_passed) + ")`.",
-            f"Returns `{spec.returns}`. A stale parameter name is an error: {renames}.",
+            f"Returns `{spec.returns}`. A stale parameter name still works (it is passed "
+            f"positionally) and is deprecated: {renames} (a `DeprecationWarning` at load time).",
         ]),
         *_para("""`args` is the full `argparse.Namespace`, configuration only (VIM016);
         `rollout_id` is the step number; `data_source` is the one `--data-source-path` instance
@@ -838,8 +839,6 @@ def _section11() -> list[str]:
 
 
 _REJECTED = (
-    ("rollout_function_path", "def generate_rollout(args, rollout_id, data_buffer, "
-     "evaluation=False): ..."),
     ("rollout_function_path", "async def generate_rollout(args, rollout_id, data_source, "
      "evaluation=False): ..."),
     ("rollout_function_path", "def generate_rollout(args, rollout_id, data_source, "
@@ -877,14 +876,26 @@ def _section12() -> list[str]:
             raise SystemExit(f"document_contract.py: {text!r} is no longer rejected")
         rows.append((_code(text.removesuffix(": ...")), f"`{HOOKS[dest].arg}`",
                      _cell(errors[0].message)))
-    group_rm = "async def reward_func(args, sample): ..."
-    namespace = {}
-    exec(group_rm, namespace)  # noqa: S102
-    params, is_async = params_from_callable(namespace["reward_func"])
-    found = check_signature(params, is_async, GROUP_RM_SPEC)
-    rows.append((_code(group_rm.removesuffix(": ...")), "`--custom-rm-path` with `--group-rm`",
-                 _cell(found[0].message) if found else "accepted"))
     lines += _table(("Definition", "Argument", "Message"), rows)
+    deprecated = (
+        ("rollout_function_path", "def generate_rollout(args, rollout_id, data_buffer, "
+         "evaluation=False): ...", HOOKS["rollout_function_path"]),
+        ("custom_rm_path", "async def reward_func(args, sample): ...", GROUP_RM_SPEC),
+    )
+    lines += _para("""Stale positional names load with a `DeprecationWarning` (the argument is
+    passed positionally, so the call works; vime-lint warns with the rename fix):""")
+    items = []
+    for _dest, text, spec in deprecated:
+        namespace: dict[str, Any] = {}
+        exec(text, namespace)  # noqa: S102 - fixed snippets above
+        fn = next(v for k, v in namespace.items() if not k.startswith("__"))
+        params, is_async = params_from_callable(fn)
+        found = check_signature(params, is_async, spec)
+        if any(v.severity == "error" for v in found) or not found:
+            raise SystemExit(f"document_contract.py: {text!r} is no longer only deprecated")
+        where = f"`{spec.arg}`" + (" with `--group-rm`" if spec is GROUP_RM_SPEC else "")
+        items.append(f"{_code(text.removesuffix(': ...'))} ({where}): {found[0].message}")
+    lines += _bullets(items)
     return lines
 
 

@@ -96,10 +96,11 @@ def check_signature(
 ) -> list[Violation]:
     """Compare a definition with ``spec``; return one Violation per problem (empty: it fits).
 
-    Errors: wrong sync/async mode; fewer positional slots than the call site passes; a
-    positional parameter renamed from a stale API (``data_buffer``); a required default missing
-    (``evaluation=False``); a keyword the call site passes that the hook cannot take; an extra
-    parameter without a default. Warnings: another positional name; another default value.
+    Errors (the call fails): wrong sync/async mode; fewer positional slots than the call site
+    passes; a required default missing (``evaluation=False``); a keyword the call site passes
+    that the hook cannot take; an extra parameter without a default. Warnings (the call works):
+    a positional parameter under a stale API's name (``data_buffer``, deprecated); another
+    positional name; another default value.
 
     Args:
         params: the parameters in order (``self`` already removed for classes).
@@ -147,8 +148,10 @@ def check_signature(
         if actual == expected:
             continue
         if spec.renames.get(actual) == expected:
-            add(f"names parameter {i + 1} `{actual}`: did you mean `{expected}`?",
-                fix=f"rename `{actual}` to `{expected}`")
+            # Passed positionally, so the stale name still works: deprecated, not broken.
+            add(f"names parameter {i + 1} `{actual}`: did you mean `{expected}`? "
+                f"(`{actual}` is the deprecated name; the argument is passed positionally, so "
+                "it still works)", severity="warning", fix=f"rename `{actual}` to `{expected}`")
         elif expected not in spec.keyword_passed:
             add(f"names parameter {i + 1} `{actual}`, expected `{expected}`", severity="warning",
                 fix=f"rename `{actual}` to `{expected}`")

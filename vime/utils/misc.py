@@ -86,7 +86,8 @@ def load_function(path: str, *, hook: str | None = None, group_rm: bool = False)
 
 
 def check_hook(obj: Callable[..., Any], spec: HookSpec, *, path: str) -> None:
-    """Check ``obj`` against ``spec`` (VIM100): raise on errors, warn on name mismatches.
+    """Check ``obj`` against ``spec`` (VIM100): raise on errors, warn on name mismatches
+    (``DeprecationWarning`` for a stale parameter name such as ``data_buffer``).
 
     Raises:
         ContractError: the target is not callable, is a function where a class is expected (or
@@ -113,5 +114,10 @@ def check_hook(obj: Callable[..., Any], spec: HookSpec, *, path: str) -> None:
               f"  expected: {spec.render(name)}\n  actual:   {actual}")
     if errors:
         raise ContractError(violations, header=header)
+    stale = [p.name for p in params if p.name in spec.renames]
     for v in violations:
-        warnings.warn(f"{header}\n{v.format()}", ContractWarning, stacklevel=3)
+        # A stale parameter name (``data_buffer``) still works when passed positionally: it is
+        # deprecated, so it warns with DeprecationWarning rather than refusing to load.
+        category: type[Warning] = DeprecationWarning if any(
+            f"`{name}`" in v.message for name in stale) else ContractWarning
+        warnings.warn(f"{header}\n{v.format()}", category, stacklevel=3)

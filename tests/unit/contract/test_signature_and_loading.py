@@ -139,12 +139,10 @@ def test_correct_hooks_load_without_findings(usermod: str, attr: str, hook: str,
 @pytest.mark.parametrize(
     ("attr", "hook", "message"),
     [
-        ("old_name", "rollout_function_path", r"parameter 3 `data_buffer`: did you mean `data_source`\?"),
         ("async_rollout", "rollout_function_path", r"is an async def, but --rollout-function-path hooks are called synchronously"),
         ("no_default", "rollout_function_path", r"declares `evaluation` without a default; expected `evaluation=False`"),
         ("no_data_source", "rollout_function_path", r"takes 2 positional parameter\(s\) but is called with 3 .*missing data_source"),
         ("sync_generate", "custom_generate_function_path", r"is a plain def, but --custom-generate-function-path hooks are awaited"),
-        ("reward_func", "custom_rm_path", r"parameter 2 `sample`: did you mean `samples`\?"),
         ("extra_required", "rollout_function_path", r"extra required parameter `tokenizer` that the call site never passes"),
         ("evaluation_in_third_slot", "rollout_function_path", r"binds `evaluation` to positional slot 3"),
         ("positional_only_evaluation", "rollout_function_path", r"declares `evaluation` positional-only"),
@@ -153,9 +151,8 @@ def test_correct_hooks_load_without_findings(usermod: str, attr: str, hook: str,
 def test_wrong_signatures_raise_vim100_naming_arg_target_expected_actual(
     usermod: str, attr: str, hook: str, message: str
 ) -> None:
-    group_rm = attr == "reward_func"
     with pytest.raises(ContractError) as info:
-        load(f"{usermod}.{attr}", hook, group_rm=group_rm)
+        load(f"{usermod}.{attr}", hook)
     text = str(info.value)
     assert "VIM100 error" in text
     assert f"{HOOKS[hook].arg} {usermod}.{attr}: signature does not match the contract" in text
@@ -165,6 +162,23 @@ def test_wrong_signatures_raise_vim100_naming_arg_target_expected_actual(
 
     assert re.search(message, text), text
     assert info.value.ids and set(info.value.ids) == {"VIM100"}
+
+
+@pytest.mark.parametrize(
+    ("attr", "hook", "group_rm", "message"),
+    [
+        ("old_name", "rollout_function_path", False,
+         r"parameter 3 `data_buffer`: did you mean `data_source`\?"),
+        ("reward_func", "custom_rm_path", True, r"parameter 2 `sample`: did you mean `samples`\?"),
+    ],
+)
+def test_stale_positional_name_loads_with_a_deprecation_warning(
+    usermod: str, attr: str, hook: str, group_rm: bool, message: str
+) -> None:
+    # The argument is passed positionally, so the call works: deprecated, not refused.
+    with pytest.warns(DeprecationWarning, match=message):
+        fn = load(f"{usermod}.{attr}", hook, group_rm=group_rm)
+    assert callable(fn)
 
 
 def test_other_positional_name_only_warns(usermod: str) -> None:

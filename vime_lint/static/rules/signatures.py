@@ -12,9 +12,9 @@ import libcst as cst
 
 from vime.contract import GROUP_RM_SPEC, INVARIANTS, check_signature
 from vime.contract.hooks import HookSpec
-from vime_lint.static._cst import params_of
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker, Rule
+from vime_lint.static.analysis import HookTarget
 
 __all__ = ["HookSignature", "RolloutFunctionSignature", "UnpicklableHook"]
 
@@ -97,23 +97,41 @@ def _default_fix(fn: cst.FunctionDef, name: str, default: str) -> Fix | None:
     return None
 
 
-def _check(rule: Rule, fn: cst.FunctionDef, binding: HookBinding, spec: HookSpec,
-           invariant: str, *, drop_self: bool = False) -> None:
-    params = params_of(fn, drop_self=drop_self)
+def _check(rule: Rule, target: HookTarget, binding: HookBinding, spec: HookSpec,
+           invariant: str) -> None:
+    """Report each ``check_signature`` violation of the code ``binding`` runs."""
+    fn = target.function
     name = binding.function
-    for v in check_signature(params, fn.asynchronous is not None, spec, where=name,
+    via = f" ({target.via})" if target.via else ""
+    for v in check_signature(list(target.params), target.is_async, spec, where=name,
                              invariant=invariant):
         fix: Fix | None = None
-        for old, new in spec.renames.items():
-            if invariant == "VIM001" and f"`{old}`: did you mean `{new}`" in v.message:
-                fix = _rename_fix(fn, old, new)
-        for pname, default in spec.param_defaults.items():
-            if f"`{pname}` without a default" in v.message:
-                fix = _default_fix(fn, pname, default)
-        rule.report(fn.name, v.message, severity=v.severity, fix_hint=v.fix, fix=fix)
+        if isinstance(fn, cst.FunctionDef) and not target.via:
+            for old, new in spec.renames.items():
+                if f"`{old}`: did you mean `{new}`" in v.message:
+                    fix = _rename_fix(fn, old, new)
+            for pname, default in spec.param_defaults.items():
+                if f"`{pname}` without a default" in v.message:
+                    fix = _default_fix(fn, pname, default)
+        rule.report(target.node, v.message + via, severity=v.severity, fix_hint=v.fix, fix=fix)
 
 
-class RolloutFunctionSignature(FunctionTracker):
+def _hook_targets(rule: Rule, rollout: bool) -> list[tuple[HookBinding, HookTarget]]:
+    """(first binding, target) of each hook name of the file, rollout/eval functions or the
+    others; names whose code the module does not show are left out."""
+    out = []
+    for name, bindings in rule.context.hooks.items():
+        mine = [b for b in bindings if (b.spec.dest in ROLLOUT_DESTS) == rollout]
+        if not mine:
+            continue
+        b = mine[0]
+        target = rule.context.semantic.target(name, class_hook=b.spec.kind == "class")
+        if target is not None and target.function is not None:
+            out.append((b, target))
+    return out
+
+
+class RolloutFunctionSignature(Rule):
     """The rollout (or eval) function has the signature the manager calls.
 
     ## What it does
@@ -175,23 +193,12 @@ class RolloutFunctionSignature(FunctionTracker):
                 options={"hooks": {"my_rollout": "rollout_function_path"}}),
     ]
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        if binding is not None and binding.spec.dest in ROLLOUT_DESTS:
-            _check(self, node, binding, binding.spec, "VIM001")
+    def visit_Module(self, node: cst.Module) -> None:
+        for binding, target in _hook_targets(self, rollout=True):
+            _check(self, target, binding, binding.spec, "VIM001")
 
 
-def _init_of(cls: cst.ClassDef) -> cst.FunctionDef | None:
-    if not isinstance(cls.body, cst.IndentedBlock):
-        return None
-    for stmt in cls.body.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
-            return stmt
-    return None
-
-
-class HookSignature(FunctionTracker):
+class HookSignature(Rule):
     """Every other hook matches its ``HookSpec``: ``def``/``async def``, arity, keywords.
 
     ## What it does
@@ -238,7 +245,8 @@ class HookSignature(FunctionTracker):
         Invalid("def generate(args, sample, sampling_params):\n    return sample\n",
                 line=1, col=4),
         Invalid("async def reward_func(args, sample):\n    return 1.0\n", line=1, col=10,
-                options={"launch_flags": ["--group-rm"]}),
+                options={"launch_flags": ["--group-rm"]}, severity="warning",
+                fixed="async def reward_func(args, samples):\n    return 1.0\n"),
         Invalid("async def dynamic_sampling_filter(args, samples):\n    return True\n",
                 line=1, col=10),
         Invalid("def buffer_filter(args, buffer, num_samples):\n    return []\n", line=1, col=4),
@@ -246,24 +254,12 @@ class HookSignature(FunctionTracker):
                 options={"hooks": {"Source": "data_source_path"}}),
     ]
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        if binding is None or binding.spec.dest in ROLLOUT_DESTS or binding.spec.kind == "class":
-            return
-        spec = binding.spec
-        if spec.dest == "custom_rm_path" and "--group-rm" in self.context.options.launch_flags:
-            spec = GROUP_RM_SPEC
-        _check(self, node, binding, spec, "VIM004")
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if not self.functions and not self.class_depth:
-            binding = self.context.binding(node.name.value)
-            if binding is not None and binding.spec.kind == "class":
-                init = _init_of(node)
-                if init is not None:
-                    _check(self, init, binding, binding.spec, "VIM004", drop_self=True)
-        super().visit_ClassDef(node)
+    def visit_Module(self, node: cst.Module) -> None:
+        for binding, target in _hook_targets(self, rollout=False):
+            spec = binding.spec
+            if spec.dest == "custom_rm_path" and "--group-rm" in self.context.options.launch_flags:
+                spec = GROUP_RM_SPEC
+            _check(self, target, binding, spec, "VIM004")
 
 
 class UnpicklableHook(FunctionTracker):
