@@ -740,6 +740,41 @@ _ALL: tuple[Invariant, ...] = (
          "pass --rollout-skip-special-tokens (the built-in generate then decodes without them), or "
          "strip the token in the reward function; ignore this if the reward reads special tokens",
          boundaries=("B5",)),
+    # ---- 6c: types (`vime-lint types`: mypy on hooks given the contract's annotations) ------
+    _inv("VIM200", "static", "error", "hook-return-type",
+         "A hook returns a value of its contract return type on every path.",
+         "vime reads the result as the contract's type: a tensor or numpy value for a reward, "
+         "None on one path, or a list of samples where the output dataclass is due fails the "
+         "runtime check or the conversion, or trains on a wrong value.",
+         "wrong hook return type",
+         "{context}; {detail}",
+         "return the contract's type on every path (a Python `float(...)` for a reward, "
+         "`RolloutFnTrainOutput(samples=...)` from a rollout function)"),
+    _inv("VIM201", "static", "error", "contract-type-misuse",
+         "Code in a hook (or a helper it passes its samples to) uses the contract's values only "
+         "as their types allow.",
+         "`Sample.prompt` may be a list of chat messages and `Sample.reward` a dict or None: an "
+         "operation the type lacks raises in the middle of a rollout (AttributeError, "
+         "TypeError) or computes on the wrong value.",
+         "value used as the wrong type",
+         "{context}; {detail}",
+         "narrow the value first (`isinstance(sample.prompt, str)`, "
+         "`sample.get_reward_value(args)`) or convert it"),
+    _inv("VIM202", "static", "error", "contract-field-type",
+         "A value stored in a field of `Sample` or of a contract output has the field's type.",
+         "The conversion, the buffer and the logger read the field as its declared type: "
+         "`status = \"completed\"` never equals `Sample.Status.COMPLETED`, a list or a string "
+         "in `metrics` breaks the metric log.",
+         "field set to the wrong type",
+         "{context}; {detail}",
+         "store the field's type (`Sample.Status.COMPLETED`, a float metric per key)"),
+    _inv("VIM203", "static", "warning", "hook-annotation-conflict",
+         "A hook's own annotation agrees with the contract's type (equal or narrower).",
+         "vime passes and expects the contract's types whatever the annotation says: a "
+         "conflicting annotation misleads readers and type checkers, and hides real errors.",
+         "annotation contradicts the contract",
+         "{context}; {detail}",
+         "annotate with the contract's type (docs/contract.md §4) or a narrower one"),
 )
 
 #: Every invariant, keyed by id, in id order.

@@ -50,7 +50,7 @@ class RolloutFnTrainOutput:
     """
 
     samples: list[list[Sample]] | list[list[list[Sample]]]
-    metrics: dict[str, Any] | None = None
+    metrics: dict[str, float] | None = None
     on_accepted: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     sample_refs: Any = field(default=None, repr=False, compare=False)
     #: Set by finalize_rollout_groups (VIM120 reads it).
@@ -67,7 +67,7 @@ class RolloutFnEvalOutput:
     """
 
     data: dict[str, dict[str, Any]]
-    metrics: dict[str, Any] | None = None
+    metrics: dict[str, float] | None = None
 
 
 @cache

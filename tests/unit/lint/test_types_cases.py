@@ -1,0 +1,182 @@
+"""``vime-lint types``: each kind of type mistake is caught at the user's line, correct example
+modules (with and without their own annotations) give nothing, and no user file changes.
+
+All case files are checked by one mypy run (a session fixture), so the suite pays for mypy's
+cold start once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from vime_lint.static._model import Finding
+from vime_lint.typecheck.check import TypesOutcome, TypesSettings, check_paths
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[3]
+
+#: case file -> (source, [(line, code, text the message holds)]).
+CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
+    "prompt_as_str.py": ('''
+        async def reward_func(args, sample):
+            text = sample.prompt.lower()
+            return float("answer" in text)
+        ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt); "
+                           'Item "list[dict[str, Any]]"')]),
+    "reward_tensor.py": ('''
+        import torch
+
+        async def reward_func(args, sample):
+            return torch.tensor(1.0)
+        ''', [(4, "VIM200", 'got "Tensor"')]),
+    "reward_numpy.py": ('''
+        import numpy as np
+
+        async def reward_func(args, sample):
+            return np.float32(len(sample.response))
+        ''', [(4, "VIM200", "`reward_func` returns `float | dict[str, Any]` (RewardFunction)")]),
+    "reward_none_on_a_path.py": ('''
+        async def reward_func(args, sample):
+            if sample.label is None:
+                return None
+            return float(sample.response.strip() == sample.label)
+        ''', [(3, "VIM200", 'got "None"')]),
+    "reward_falls_off.py": ('''
+        async def reward_func(args, sample):
+            if sample.response:
+                return 1.0
+        ''', [(1, "VIM200", "Missing return statement")]),
+    "rollout_returns_list.py": ('''
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(args.rollout_batch_size)
+            return groups
+        ''', [(3, "VIM200", 'got "list[list[Sample]]", expected "RolloutFnTrainOutput | '
+                           'RolloutFnEvalOutput"')]),
+    "metrics_list.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(4)
+            return RolloutFnTrainOutput(samples=groups, metrics={"rollout/me/acc": [0.5, 1.0]})
+        ''', [(5, "VIM202", "`RolloutFnTrainOutput.metrics` is `dict[str, float] | None`")]),
+    "metrics_str.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(4)
+            metrics = {"rollout/me/tag": "run-1"}
+            return RolloutFnTrainOutput(samples=groups, metrics=metrics)
+        ''', [(6, "VIM202", '"dict[str, str]"')]),
+    "status_string.py": ('''
+        async def generate(args, sample, sampling_params):
+            sample.status = "completed"
+            return sample
+        ''', [(2, "VIM202", "`sample.status` is `Sample.Status` (Sample.status)")]),
+    "reward_read_as_float.py": ('''
+        from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+
+        def dynamic_sampling_filter(args, samples):
+            keep = samples[0].reward > 0.5
+            return DynamicFilterOutput(keep=keep)
+        ''', [(4, "VIM201", "`samples[0].reward` is `float | dict[str, Any] | None`")]),
+    "helper_gets_the_sample.py": ('''
+        def _score(s, word="answer"):
+            return s.prompt.lower().count(word)
+
+        async def reward_func(args, sample):
+            return float(_score(sample))
+        ''', [(2, "VIM201", "via reward_func(sample)")]),
+    "annotation_conflict.py": ('''
+        async def reward_func(args, sample: dict) -> str:
+            return "1.0"
+        ''', [(1, "VIM203", "`sample` is `Sample` (RewardFunction)"),
+              (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`")]),
+}
+
+#: Example modules: multi-turn with a tool, a dynamic filter, a generate, a reward, a rollout.
+EXAMPLES = ("calculator_rollout.py", "informative_groups_filter.py", "answer_prefix_generate.py",
+            "format_reward.py", "reference_rollout.py")
+
+
+class _StripHookAnnotations(cst.CSTTransformer):
+    """Remove the annotations of module-level functions (users rarely annotate hooks)."""
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        return updated_node.with_changes(annotation=None)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        return updated_node.with_changes(returns=None)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.py"))}
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory: pytest.TempPathFactory, types_cache: Path) -> tuple[
+        TypesOutcome, Path, dict[str, str], dict[str, str]]:
+    """Every case, every example and the unannotated examples, in one ``check_paths`` run."""
+    folder = tmp_path_factory.mktemp("types_cases")
+    for name, (source, _) in CASES.items():
+        (folder / name).write_text(textwrap.dedent(source).lstrip("\n"), encoding="utf-8")
+    for name in EXAMPLES:
+        text = (REPO / "examples" / name).read_text(encoding="utf-8")
+        (folder / f"example_{name}").write_text(text, encoding="utf-8")
+        if name in ("calculator_rollout.py", "informative_groups_filter.py"):
+            bare = cst.parse_module(text).visit(_StripHookAnnotations()).code
+            (folder / f"bare_{name}").write_text(bare, encoding="utf-8")
+    before = _digest(folder)
+    outcome = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache))
+    return outcome, folder, before, _digest(folder)
+
+
+def _findings(outcome: TypesOutcome, name: str) -> list[Finding]:
+    return [f for r in outcome.results if Path(r.path).name == name for f in r.findings]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_mistake_is_caught_at_its_line(checked: tuple[TypesOutcome, Path, dict[str, str],
+                                                           dict[str, str]], name: str) -> None:
+    outcome, *_ = checked
+    assert not outcome.problems, outcome.problems
+    found = _findings(outcome, name)
+    expected = CASES[name][1]
+    for line, code, text in expected:
+        assert any(f.line == line and f.code == code and text in f.message for f in found), (
+            f"{name}: no {code} at line {line} with {text!r}; got "
+            + "; ".join(f"{f.line}:{f.code} {f.message}" for f in found))
+    assert len(found) == len(expected), [f"{f.line}:{f.code} {f.message}" for f in found]
+
+
+def test_conflicting_annotations_are_warnings_and_the_rest_errors(
+        checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
+    outcome, *_ = checked
+    for r in outcome.results:
+        for f in r.findings:
+            assert f.severity == ("warning" if f.code == "VIM203" else "error"), f
+
+
+@pytest.mark.parametrize("prefix", ["example_", "bare_"])
+def test_correct_example_modules_give_nothing(
+        checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]], prefix: str) -> None:
+    outcome, folder, *_ = checked
+    names = [p.name for p in folder.glob(f"{prefix}*.py")]
+    assert names
+    checked_names = {Path(r.path).name for r in outcome.results}
+    for name in names:
+        assert name in checked_names, f"{name}: no hook found"
+        assert _findings(outcome, name) == [], [f.message for f in _findings(outcome, name)]
+
+
+def test_user_files_are_never_changed(
+        checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
+    _, folder, before, after = checked
+    assert before == after
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == sorted(before)

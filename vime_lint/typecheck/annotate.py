@@ -1,0 +1,342 @@
+"""Give a module's hooks the contract's annotations, without moving any line.
+
+A LibCST transformer edits only the ``def`` line(s) of each hook: an unannotated parameter gets
+the contract's type (``sample: "Sample"``), an unannotated return the contract's return type.
+The names those annotations use are imported, under ``_vime_t_`` aliases, by lines appended
+after the user's last line, so every line of the user's code keeps its number. The
+annotations are quoted, so they may name what the appended lines import.
+
+A user annotation is kept, except ``Any`` and ``object`` (wider than any contract type: the
+contract's replaces them). When the user's annotation is not the contract's own text, two
+*probe* functions are appended that check, under mypy, whether it is narrower or wider than the
+contract's type; when both fail the annotation conflicts with the contract (VIM203).
+
+One level of propagation: a module-level helper that a hook calls with one of its
+contract-typed parameters (``_score(sample)``, ``_score(s=sample)``) gets that type for the
+matching unannotated parameter, when every such call site agrees.
+
+Usage::
+
+    plan = annotate(source, {"reward_func": HOOKS["custom_rm_path"]})
+    plan.text                         # the copy to type-check (same line numbers up to the tail)
+    plan.functions[0].params          # {"args": TypedParam(...), "sample": TypedParam(...)}
+
+Built on LibCST's ``CSTTransformer`` and ``PositionProvider``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from vime.contract import HookSpec
+from vime_lint.typecheck.contract_types import aliased, hook_types, import_lines
+
+__all__ = ["AnnotationPlan", "Probe", "TypedFunction", "TypedParam", "annotate"]
+
+#: The first line appended to the copy (after the user's last line).
+TAIL_MARK = "# --- vime-lint types: the contract's names and probes (not in the user's file) ---"
+_WIDE = frozenset({"Any", "object"})
+
+
+@dataclass(frozen=True, slots=True)
+class TypedParam:
+    """A parameter's type in the copy and where it came from."""
+
+    name: str
+    #: The annotation text in force (the contract's, or the user's when kept).
+    type: str
+    #: Where it came from: ``"RewardFunction"`` (a hook's Protocol), ``"user annotation"``, or
+    #: ``"RewardFunction, via reward_func(sample)"`` for a helper.
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class TypedFunction:
+    """A hook or helper whose definition the copy annotates."""
+
+    name: str
+    #: The hook's spec (None for a helper that got types by propagation).
+    spec: HookSpec | None
+    #: 1-based first line (decorators included) and last line of the definition.
+    start_line: int
+    end_line: int
+    #: Position of the ``def`` keyword's line and the name (1-based line, 0-based column).
+    def_line: int
+    name_col: int
+    params: Mapping[str, TypedParam]
+    #: The return type in force (None: not annotated by the contract, e.g. a helper).
+    returns: str | None
+    #: The Protocol the types come from.
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Two appended functions that compare a user annotation with the contract's type."""
+
+    #: 1-based lines, in the copy, of the "user type is narrower" and "user type is wider" checks.
+    narrower_line: int
+    wider_line: int
+    function: str
+    #: The parameter name, or ``"return"``.
+    what: str
+    user: str
+    contract: str
+    protocol: str
+    #: The user's annotation in the original file (1-based line, 0-based columns).
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotationPlan:
+    """The annotated copy and what was annotated."""
+
+    text: str
+    functions: tuple[TypedFunction, ...]
+    probes: tuple[Probe, ...]
+    #: Number of lines of the user's text (lines after it are the appended tail).
+    user_lines: int = 0
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+class _Short(ast.NodeTransformer):
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        return ast.copy_location(ast.Name(node.attr, ast.Load()), node)
+
+
+def _normal(text: str) -> str:
+    """Annotation text compared loosely: quotes dropped, ``a.b.C`` read as ``C``."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+        if isinstance(tree.body, ast.Constant) and isinstance(tree.body.value, str):
+            tree = ast.parse(tree.body.value.strip(), mode="eval")
+        return ast.unparse(_Short().visit(tree))
+    except SyntaxError:
+        return text.strip()
+
+
+def _quoted(text: str) -> cst.Annotation:
+    return cst.Annotation(cst.SimpleString(repr(text) if '"' in text else f'"{text}"'))
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    out = [*params.posonly_params, *params.params, *params.kwonly_params]
+    return out
+
+
+def _positional(params: cst.Parameters) -> list[cst.Param]:
+    return [*params.posonly_params, *params.params]
+
+
+@dataclass
+class _Edit:
+    node: cst.FunctionDef
+    name: str
+    spec: HookSpec | None
+    protocol: str
+    #: param name -> (contract text, origin)
+    wanted: dict[str, tuple[str, str]]
+    returns: str | None
+
+
+class _Apply(cst.CSTTransformer):
+    def __init__(self, edits: Mapping[cst.FunctionDef, cst.FunctionDef]) -> None:
+        super().__init__()
+        self.edits = edits
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef,
+                          updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        new = self.edits.get(original_node)
+        if new is None:
+            return updated_node
+        return updated_node.with_changes(params=new.params, returns=new.returns)
+
+
+def _hook_defs(module: cst.Module, hooks: Mapping[str, HookSpec]) -> list[
+        tuple[str, cst.FunctionDef, HookSpec, bool]]:
+    """``(name, def, spec, is_class_init)`` for each module-level hook definition."""
+    out: list[tuple[str, cst.FunctionDef, HookSpec, bool]] = []
+    last: dict[str, cst.FunctionDef | cst.ClassDef] = {}
+    for stmt in module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            last[stmt.name.value] = stmt
+    for name, spec in hooks.items():
+        node = last.get(name)
+        if isinstance(node, cst.FunctionDef) and spec.kind == "function":
+            out.append((name, node, spec, False))
+        elif isinstance(node, cst.ClassDef) and spec.kind == "class" and isinstance(
+                node.body, cst.IndentedBlock):
+            for item in node.body.body:
+                if isinstance(item, cst.FunctionDef) and item.name.value == "__init__":
+                    out.append((name, item, spec, True))
+    return out
+
+
+class _Calls(cst.CSTVisitor):
+    """Calls ``helper(...)`` of module-level helpers, with the arguments that are bare names."""
+
+    def __init__(self, helpers: Mapping[str, cst.FunctionDef]) -> None:
+        super().__init__()
+        self.helpers = helpers
+        self.calls: list[tuple[str, list[tuple[int | str, str]]]] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Name) or node.func.value not in self.helpers:
+            return
+        args: list[tuple[int | str, str]] = []
+        pos = 0
+        for a in node.args:
+            if a.star:
+                break
+            if a.keyword is not None:
+                if isinstance(a.value, cst.Name):
+                    args.append((a.keyword.value, a.value.value))
+                continue
+            if isinstance(a.value, cst.Name):
+                args.append((pos, a.value.value))
+            pos += 1
+        self.calls.append((node.func.value, args))
+
+
+def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
+    """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
+
+    Returns:
+        An :class:`AnnotationPlan` whose ``text`` has the user's lines at the same numbers
+        (only ``def`` lines change) followed by the appended tail.
+
+    Raises:
+        libcst.ParserSyntaxError: ``source`` is not valid Python.
+    """
+    module = cst.parse_module(source)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    names: set[str] = set()
+    edits: dict[cst.FunctionDef, cst.FunctionDef] = {}
+    functions: list[TypedFunction] = []
+    probe_specs: list[tuple[str, str, str, str, str, cst.CSTNode]] = []
+    hook_defs = _hook_defs(module, hooks)
+    hook_names = {n for n, *_ in hook_defs}
+    helpers = {s.name.value: s for s in module.body
+               if isinstance(s, cst.FunctionDef) and s.name.value not in hook_names}
+    propagated: dict[tuple[str, str], set[tuple[str, str]]] = {}
+
+    def use(text: str) -> str:
+        alias, used = aliased(text)
+        names.update(used)
+        return alias
+
+    def typed(fn: cst.FunctionDef, wanted: Mapping[str, tuple[str, str]], returns: str | None,
+              protocol: str, owner: str) -> tuple[cst.FunctionDef, dict[str, TypedParam],
+                                                  str | None]:
+        new_params: dict[int, cst.Param] = {}
+        kept: dict[str, TypedParam] = {}
+        plist = _all_params(fn.params)
+        for i, p in enumerate(plist):
+            want = wanted.get(p.name.value)
+            if want is None:
+                continue
+            contract, origin = want
+            if p.annotation is None or _normal(_code(p.annotation.annotation)) in _WIDE:
+                new_params[i] = p.with_changes(annotation=_quoted(use(contract)))
+                kept[p.name.value] = TypedParam(p.name.value, contract, origin)
+                continue
+            user = _code(p.annotation.annotation)
+            kept[p.name.value] = TypedParam(p.name.value, user, "user annotation")
+            if _normal(user) != _normal(contract):
+                probe_specs.append((owner, p.name.value, user, contract, protocol,
+                                    p.annotation.annotation))
+        ret_node = fn.returns
+        ret_type: str | None = None
+        if returns is not None:
+            if fn.returns is None or _normal(_code(fn.returns.annotation)) in _WIDE:
+                ret_node = _quoted(use(returns))
+                ret_type = returns
+            else:
+                user = _code(fn.returns.annotation)
+                ret_type = user
+                if _normal(user) != _normal(returns):
+                    probe_specs.append((owner, "return", user, returns, protocol,
+                                        fn.returns.annotation))
+
+        def swap(seq: Sequence[cst.Param], offset: int) -> list[cst.Param]:
+            return [new_params.get(offset + j, q) for j, q in enumerate(seq)]
+
+        ps = fn.params
+        n_pos, n_par = len(ps.posonly_params), len(ps.params)
+        new_ps = ps.with_changes(
+            posonly_params=swap(ps.posonly_params, 0), params=swap(ps.params, n_pos),
+            kwonly_params=swap(ps.kwonly_params, n_pos + n_par))
+        return fn.with_changes(params=new_ps, returns=ret_node), kept, ret_type
+
+    def record(name: str, fn: cst.FunctionDef, spec: HookSpec | None,
+               params: dict[str, TypedParam], returns: str | None, protocol: str) -> None:
+        rng = positions[fn]
+        functions.append(TypedFunction(
+            name=name, spec=spec, start_line=rng.start.line, end_line=rng.end.line,
+            def_line=positions[fn.name].start.line, name_col=positions[fn.name].start.column,
+            params=params, returns=returns, protocol=protocol))
+
+    for name, fn, spec, is_init in hook_defs:
+        types = hook_types(spec)
+        wanted = {p: (t, types.protocol) for p, t in types.params.items()}
+        new, params, ret = typed(fn, wanted, None if is_init else types.returns,
+                                 types.protocol, name)
+        edits[fn] = new
+        record(name, fn, spec, params, ret, types.protocol)
+        calls = _Calls(helpers)
+        fn.body.visit(calls)
+        for helper, args in calls.calls:
+            hp = helpers[helper]
+            positional = _positional(hp.params)
+            for key, arg_name in args:
+                tp = params.get(arg_name)
+                if tp is None or tp.type in _WIDE:
+                    continue
+                target: cst.Param | None
+                if isinstance(key, int):
+                    target = positional[key] if key < len(positional) else None
+                else:
+                    target = next((q for q in _all_params(hp.params) if q.name.value == key), None)
+                if target is None or target.annotation is not None:
+                    continue
+                propagated.setdefault((helper, target.name.value), set()).add(
+                    (tp.type, f"{tp.origin}, via {name}({arg_name})"))
+    per_helper: dict[str, dict[str, tuple[str, str]]] = {}
+    for (helper, pname), found in propagated.items():
+        if len({t for t, _ in found}) == 1:  # every call site agrees
+            per_helper.setdefault(helper, {})[pname] = sorted(found)[0]
+    for helper, wanted in per_helper.items():
+        hp = helpers[helper]
+        new, params, _ = typed(hp, wanted, None, "", helper)
+        edits[hp] = new
+        record(helper, hp, None, params, None, ", ".join(sorted({o for _, o in wanted.values()})))
+    copy = module.visit(_Apply(edits)) if edits else module
+    text = copy.code
+    if not text.endswith("\n"):
+        text += "\n"
+    user_lines = text.count("\n")
+    aliases = [use(contract) for (_o, _w, _u, contract, _p, _n) in probe_specs]
+    tail = [TAIL_MARK, *import_lines(names)]
+    probes: list[Probe] = []
+    for i, (owner, what, user, contract, protocol, node) in enumerate(probe_specs):
+        rng = positions[node]
+        first = user_lines + len(tail) + 1
+        # narrower: a value of the user's type is a contract value; wider: the reverse
+        tail.append(f"def _vime_probe_{i}n(_x: {user}) -> {aliases[i]!r}: return _x")
+        tail.append(f"def _vime_probe_{i}w(_x: {aliases[i]!r}) -> {user}: return _x")
+        probes.append(Probe(first, first + 1, owner, what, user, contract, protocol,
+                            rng.start.line, rng.start.column, rng.end.line, rng.end.column))
+    return AnnotationPlan(text + "\n".join(tail) + "\n", tuple(functions), tuple(probes),
+                          user_lines)

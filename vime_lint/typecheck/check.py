@@ -1,0 +1,184 @@
+"""Type-check the hooks under some paths: discovery, annotation, one mypy run, findings.
+
+Usage::
+
+    outcome = check_paths(TypesSettings(paths=[Path("examples")], root=Path("."),
+                                        cache_dir=Path(".vime_lint_cache/mypy")))
+    outcome.results          # one LintResult per file with hooks (VIM2xx findings)
+    outcome.mypy_seconds     # the mypy run's wall time
+
+Hook discovery, file collection, configuration, suppression and per-file-ignores are those of
+``vime-lint rollout`` (``vime_lint.static``), imported, not copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vime.contract import HookSpec
+from vime_lint.static._config import Config
+from vime_lint.static._model import Finding, HookBinding, LintOptions, LintResult, ParseFailure
+
+__all__ = ["TypesOutcome", "TypesSettings", "UnknownSelector", "check_paths", "check_source"]
+
+
+class UnknownSelector(ValueError):
+    """A ``--select``/``--ignore`` entry that is no code or prefix of any vime-lint rule."""
+
+
+@dataclass
+class TypesSettings:
+    """Everything a ``vime-lint types`` run needs (command line merged with the config)."""
+
+    paths: list[Path]
+    root: Path
+    cache_dir: Path
+    config: Config = field(default_factory=Config)
+    select: Sequence[str] = ("VIM",)
+    ignore: Sequence[str] = ()
+    exclude: Sequence[str] | None = None
+    force_exclude: bool = False
+
+
+@dataclass
+class TypesOutcome:
+    """Results per file that has hooks, problems (unreadable files, mypy failures), timing."""
+
+    results: list[LintResult]
+    problems: list[ParseFailure]
+    #: Files type-checked (those with at least one hook).
+    checked: int = 0
+    mypy_seconds: float = 0.0
+
+
+def _display(path: Path) -> str:
+    from vime_lint.static._files import safe_resolve
+
+    try:
+        return safe_resolve(path).relative_to(safe_resolve(Path.cwd())).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _unsuppressed(findings: list[Finding], source: str) -> list[Finding]:
+    """``findings`` less those a ``# noqa: VIM2xx`` on their line (first or last) or a
+    file-level ``# vime-lint: noqa: VIM2xx`` names (the comments ``vime-lint rollout`` reads)."""
+    from vime_lint.static._suppress import parse_suppressions
+
+    marks = parse_suppressions(source)
+    return [f for f in findings if not any(
+        f.code in s.vime_codes and (s.file_level or s.line in (f.line, f.end_line))
+        for s in marks)]
+
+
+def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[str, HookSpec]:
+    """Module-level name -> spec, in discovery order (``vime-lint rollout``'s steps a-d)."""
+    import libcst as cst
+
+    from vime_lint.static._engine import file_context
+
+    ctx, _ = file_context(path, cst.parse_module(text), LintOptions(hooks=bindings))
+    return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
+
+
+def check_source(text: str, path: str, hooks: dict[str, HookSpec], *, cache_dir: Path,
+                 search_path: Sequence[Path] = ()) -> tuple[list[Finding], float]:
+    """The VIM2xx findings of one source text with the given hooks (no suppression applied)
+    and mypy's wall time; a helper for tests and benchmarks.
+
+    Raises:
+        RuntimeError: mypy failed (its output in the message).
+    """
+    from vime_lint.typecheck.annotate import annotate
+    from vime_lint.typecheck.diagnostics import findings_for
+    from vime_lint.typecheck.run import run_mypy
+
+    plan = annotate(text, hooks)
+    result = run_mypy({path: plan.text}, cache_dir=cache_dir, search_path=search_path)
+    if result.status == 2 or result.other:
+        raise RuntimeError(f"mypy failed (exit {result.status}): "
+                           f"{' | '.join(result.other)} {result.stderr}".strip())
+    return findings_for(path, text, plan, result.messages), result.seconds
+
+
+def check_paths(settings: TypesSettings) -> TypesOutcome:
+    """Type-check the hooks of every Python file under ``settings.paths``.
+
+    Raises:
+        UnknownSelector: a select/ignore entry matches no vime-lint code.
+    """
+    import libcst as cst
+
+    from vime_lint.static._discovery import bind_targets, config_targets, scan_launch_files
+    from vime_lint.static._engine import decode_source, select_rules
+    from vime_lint.static._files import DEFAULT_EXCLUDE, collect_files, safe_resolve
+    from vime_lint.static._runner import _rules_for_file
+    from vime_lint.static.rules import ALL_RULES
+    from vime_lint.typecheck.annotate import AnnotationPlan, annotate
+    from vime_lint.typecheck.codes import TYPE_RULES
+    from vime_lint.typecheck.diagnostics import findings_for
+    from vime_lint.typecheck.run import MypyMessage, run_mypy
+
+    known = [r.code() for r in (*ALL_RULES, *TYPE_RULES)]
+    for s in [*settings.select, *settings.ignore]:
+        if not any(c.startswith(s) for c in known):
+            raise UnknownSelector(f"unknown rule selector `{s}`: no rule code starts with it "
+                                  "(see `vime-lint rules`)")
+    rules = select_rules(TYPE_RULES, settings.select, settings.ignore)
+    exclude = settings.exclude if settings.exclude is not None else DEFAULT_EXCLUDE
+    launch = scan_launch_files(settings.root, exclude)
+    targets = list(launch.targets)
+    if settings.config.hooks:
+        targets += config_targets(settings.config.hooks, "[tool.vime_lint] hooks")
+    bindings, _missing = bind_targets(settings.root, targets)
+    files, file_problems = collect_files(settings.paths, settings.root, exclude=exclude,
+                                         force_exclude=settings.force_exclude)
+    problems = [ParseFailure(_display(p), 0, 0, msg) for p, msg in file_problems]
+    plans: dict[str, tuple[str, AnnotationPlan, str]] = {}
+    folders: list[Path] = [settings.root]
+    for p in files:
+        display = _display(p)
+        try:
+            text = decode_source(p.read_bytes())
+        except OSError as exc:
+            problems.append(ParseFailure(display, 0, 0, f"cannot read: {exc.strerror or exc}"))
+            continue
+        except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
+            problems.append(ParseFailure(display, 0, 0, f"cannot decode: {exc}"))
+            continue
+        resolved = safe_resolve(p)
+        try:
+            hooks = _hooks_of(display, text, bindings.get(resolved, ()))
+        except cst.ParserSyntaxError as exc:
+            problems.append(ParseFailure(display, exc.raw_line, exc.raw_column + 1,
+                                         f"cannot parse: {exc.message}"))
+            continue
+        if not hooks:
+            continue
+        try:
+            rel = resolved.relative_to(settings.root).as_posix()
+        except ValueError:
+            rel = display
+        plans[display] = (text, annotate(text, hooks), rel)
+        if resolved.parent not in folders:
+            folders.append(resolved.parent)
+    if not plans:
+        return TypesOutcome([], problems)
+    result = run_mypy({d: plan.text for d, (_t, plan, _r) in plans.items()},
+                      cache_dir=settings.cache_dir, search_path=folders)
+    if result.status == 2 or result.other:
+        detail = " | ".join(result.other) or result.stderr.strip() or f"exit {result.status}"
+        problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {detail}"))
+    by_path: dict[str, list[MypyMessage]] = {}
+    for m in result.messages:
+        by_path.setdefault(m.path, []).append(m)
+    results = []
+    for display, (text, plan, rel) in plans.items():
+        enabled = {r.code() for r in _rules_for_file(list(rules), rel, settings.config)}
+        found = _unsuppressed([f for f in findings_for(display, text, plan,
+                                                       by_path.get(display, []))
+                               if f.code in enabled], text)
+        results.append(LintResult(display, tuple(found), source=text))
+    return TypesOutcome(results, problems, len(plans), result.seconds)

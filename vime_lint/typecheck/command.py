@@ -1,0 +1,134 @@
+"""``vime-lint types PATH...``: the hooks of each file, annotated from the contract, run by mypy.
+
+Steps: files and hooks are found as ``vime-lint rollout`` finds them (launch scripts and
+configs, ``[tool.vime_lint] hooks``, Protocol annotations, conventional names;
+``vime_lint.static._discovery`` and ``_rule.build_context``); each file with hooks is annotated
+in memory (:mod:`vime_lint.typecheck.annotate`); one mypy run checks all copies
+(:mod:`vime_lint.typecheck.run`); the messages become ``VIM2xx`` findings at the user's lines
+(:mod:`vime_lint.typecheck.diagnostics`), filtered by ``# noqa``, ``--select``/``--ignore`` and
+``per-file-ignores``, printed in any format of ``vime-lint rollout``. User files are only read.
+
+This module imports the standard library only; LibCST and mypy are imported when the
+command runs, so ``import vime_lint`` and ``vime-lint --help`` stay light.
+
+Usage::
+
+    vime-lint types examples/ --output-format json
+    vime-lint types rm.py --select VIM200 --cache-dir /tmp/vime-types
+
+Exit codes as ``vime-lint rollout``: 0 clean, 1 findings, 2 usage, configuration, parse or
+mypy errors (and mypy not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["CACHE_FOLDER", "add_parser", "run_command"]
+
+#: The project's cache folder (at the project root); mypy's cache lives in its ``mypy/``.
+CACHE_FOLDER = ".vime_lint_cache"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``types`` subcommand to ``vime-lint``'s subparsers."""
+    from vime_lint.cli import FORMATS, _codes
+
+    p = sub.add_parser("types", help="type-check hooks with mypy, given the contract's types "
+                                     "(needs mypy: pip install 'vime[types]')")
+    p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
+                   help="files or directories (default: .)")
+    p.add_argument("--select", type=_codes, default=None, help="codes or prefixes to enable")
+    p.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
+    p.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    p.add_argument("--output-format", choices=FORMATS, default="concise")
+    p.add_argument("--statistics", action="store_true", help="counts per code")
+    p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
+    p.add_argument("--exclude", type=lambda s: [x for x in s.split(",") if x], default=None,
+                   help="glob patterns replacing the default excludes")
+    p.add_argument("--extend-exclude", type=lambda s: [x for x in s.split(",") if x],
+                   default=[], help="more glob patterns to exclude")
+    p.add_argument("--force-exclude", action="store_true",
+                   help="apply excludes to paths given explicitly (pre-commit)")
+    p.add_argument("--config", type=Path, default=None,
+                   help="a pyproject.toml or TOML file with [tool.vime_lint]")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help=f"mypy's incremental cache (default: <project root>/{CACHE_FOLDER}/mypy)")
+
+
+def _cache_dir(root: Path, given: Path | None) -> Path:
+    if given is not None:
+        return given
+    folder = root / CACHE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():  # as Ruff and mypy do for their caches
+        ignore.write_text("# Created by vime-lint types.\n*\n", encoding="utf-8")
+    return folder / "mypy"
+
+
+def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run ``vime-lint types`` with parsed arguments; return the exit code."""
+    try:
+        import mypy.api  # noqa: F401 - checked before any work
+    except ImportError:
+        print("vime-lint types: mypy is not installed; install it with "
+              "`pip install 'vime[types]'` (or `pip install 'mypy>=1.10'`)", file=err)
+        return 2
+    from vime_lint.static._config import Config, ConfigError, find_project_root, load_config
+    from vime_lint.static._files import DEFAULT_EXCLUDE, safe_resolve
+
+    paths: list[Path] = ns.paths or [Path(".")]
+    root = find_project_root(paths[0] if paths[0].exists() else Path("."))
+    try:
+        if ns.config is not None:
+            config = load_config(ns.config)
+            root = safe_resolve(ns.config).parent
+        elif (root / "pyproject.toml").is_file():
+            config = load_config(root / "pyproject.toml")
+        else:
+            config = Config()
+    except ConfigError as exc:
+        print(f"vime-lint: {exc}", file=err)
+        return 2
+    select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
+    select += [*config.extend_select, *ns.extend_select]
+    ignore = [*config.ignore, *ns.ignore]
+    exclude = list(ns.exclude if ns.exclude is not None else (
+        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
+    exclude += [*config.extend_exclude, *ns.extend_exclude]
+    from vime_lint.typecheck.check import TypesSettings, UnknownSelector, check_paths
+
+    settings = TypesSettings(paths=paths, root=root, config=config, select=select,
+                             ignore=ignore, exclude=exclude, force_exclude=ns.force_exclude,
+                             cache_dir=_cache_dir(root, ns.cache_dir))
+    try:
+        outcome = check_paths(settings)
+    except UnknownSelector as exc:
+        print(f"vime-lint: {exc}", file=err)
+        return 2
+    from vime_lint.static._output import render, statistics, summary
+    from vime_lint.typecheck.codes import TYPE_RULES
+
+    for p in outcome.problems:
+        loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
+        print(f"{loc}: error: {p.message}", file=err)
+    out.write(render(outcome.results, ns.output_format, TYPE_RULES))
+    if ns.statistics:
+        out.write(statistics(outcome.results))
+    if ns.output_format in ("concise", "full"):
+        out.write(summary(outcome.results, fixed=0, unsafe_fixes=False))
+    if outcome.problems:
+        return 2
+    if ns.exit_zero:
+        return 0
+    return 1 if any(r.findings for r in outcome.results) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from vime_lint.cli import main
+
+    sys.exit(main(["types", *sys.argv[1:]]))
