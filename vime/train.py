@@ -94,6 +94,11 @@ class _Local:
             shutdown()
 
 
+#: The other returns of each multi-return actor call, by ref: fetched (their error dropped) when
+#: one of them fails, so that Ray does not log the same error again as an "Unhandled error".
+_SIBLINGS: dict[Any, list[Any]] = {}
+
+
 class _Remote:
     """Calls a Ray actor's methods and waits for the result (refs passed through)."""
 
@@ -105,7 +110,10 @@ class _Remote:
 
         method = getattr(self.actor, name)
         if num_returns > 1:
-            return method.options(num_returns=num_returns).remote(*a, **kw)
+            refs = method.options(num_returns=num_returns).remote(*a, **kw)
+            for ref in refs:
+                _SIBLINGS[ref] = [r for r in refs if r is not ref]
+            return refs
         return ray.get(method.remote(*a, **kw))
 
     def close(self, timeout: float = 60.0) -> None:
@@ -227,12 +235,7 @@ def run(args: Namespace) -> int:
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run)
         return 0
     except Exception as exc:
-        cause = _unwrap(exc)
-        if not isinstance(cause, ContractError):
-            raise
-        print(f"vime train: contract violation, stopped before the optimiser step:\n{cause}",
-              file=sys.stderr)
-        return 1
+        return _report_error(args, exc)
     except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
         terminated = isinstance(exc, Terminated) or (
             STOP_REQUEST.get("signum") == signal.SIGTERM)
@@ -244,6 +247,27 @@ def run(args: Namespace) -> int:
         if threading.current_thread() is threading.main_thread():
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _report_error(args: Namespace, exc: Exception) -> int:
+    """A contract violation, or an error raised in user code (here or inside a Ray actor):
+    print the message, the user's file:line and where the full traceback went
+    (``RUN_DIR/train.log``); return 1. An error with no user frame is vime's: raised again
+    (its traceback printed, exit status 1)."""
+    from vime.utils.user_errors import cause_of, short_report, user_frame, write_traceback
+
+    cause = cause_of(exc)
+    frame = user_frame(exc)
+    if not isinstance(cause, ContractError) and frame is None:
+        raise exc
+    log = write_traceback(args.run_dir, exc)
+    if isinstance(cause, ContractError):
+        print(f"vime train: contract violation, stopped before the optimiser step:\n{cause}\n"
+              f"  full traceback: {log}", file=sys.stderr)
+    else:
+        print(f"vime train: error in your code: {short_report(exc, log, frame=frame)}",
+              file=sys.stderr)
+    return 1
 
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
@@ -296,21 +320,23 @@ def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int) -> None:
 
 
 def _resolve(value: Any) -> Any:
-    """``ray.get`` for an ``ObjectRef``, else the value itself."""
+    """``ray.get`` for an ``ObjectRef``, else the value itself. When it raises, the other
+    returns of the same call (:data:`_SIBLINGS`) are fetched and their error dropped."""
     if "ray" in sys.modules:
         import ray
 
         if isinstance(value, ray.ObjectRef):
-            return ray.get(value)
+            siblings = _SIBLINGS.pop(value, [])
+            for ref in siblings:   # forget the whole call: the refs are not kept alive here
+                _SIBLINGS.pop(ref, None)
+            try:
+                return ray.get(value)
+            except Exception:
+                for ref in siblings:
+                    with contextlib.suppress(Exception):
+                        ray.get(ref)
+                raise
     return value
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The user-facing exception inside a Ray task error (``RayTaskError.cause``)."""
-    seen = 0
-    while getattr(exc, "cause", None) is not None and seen < 5:
-        exc, seen = exc.cause, seen + 1  # type: ignore[attr-defined]
-    return exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,9 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     for key, value in _QUIET_ENV.items():
         os.environ.setdefault(key, value)
     from vime.config import parse_args
+    from vime.config.inputs import check_inputs
 
     try:
         args = parse_args(argv)
+        check_inputs(args)   # missing files, a model folder without config.json, ... : exit 2
     except NotImplementedError as exc:
         print(f"vime train: {exc}", file=sys.stderr)
         return 2

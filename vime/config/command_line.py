@@ -15,7 +15,7 @@ Unknown ``--vllm-<flag> [VALUE]`` arguments are collected into ``args.vllm_extra
 (``{"<flag>": "VALUE"}``, a bare flag -> ``True``) and passed to the vLLM servers as
 ``--<flag> VALUE``; any other unknown argument is an error naming it.
 
-Errors are argparse's: usage, then ``vime: error: argument --rollout-temperature: must be > 0,
+Errors are argparse's: usage, then ``vime train: error: argument --rollout-temperature: must be > 0,
 got 0`` on stderr and exit status 2.
 """
 
@@ -87,7 +87,7 @@ def parse_args(argv: list[str] | None = None, *, training: bool = True) -> argpa
     ``training=False`` (tools) skips the ``--num-rollout`` / ``--num-epoch`` requirement.
 
     Raises:
-        SystemExit: status 2 with ``vime: error: argument --<name>: ...`` on stderr for a bad
+        SystemExit: status 2 with ``vime train: error: argument --<name>: ...`` on stderr for a bad
             value, an unknown argument or config key (named with the file), or a failed check.
         NotImplementedError: a P argument (``UNSUPPORTED_ARGS``/``UNSUPPORTED_CHOICES``) set to
             a value v1 does not implement; the message names the argument.

@@ -21,6 +21,7 @@ from typing import Any
 from vime.contract.hooks import HOOKS, SFT_ROLLOUT_PATH
 
 __all__ = [
+    "EXIT_STATUS",
     "PROG",
     "SFT_ROLLOUT_PATH",
     "VLLM_PASSTHROUGH_PREFIX",
@@ -31,8 +32,13 @@ __all__ = [
     "get_parser",
 ]
 
-PROG = "vime"
+PROG = "vime train"
 VLLM_PASSTHROUGH_PREFIX = "--vllm-"
+#: The exit statuses of ``vime train`` (its --help epilog; vime/train.py).
+EXIT_STATUS = ("exit status: 0 done (or stopped early by --early-stop-metric); 1 a contract "
+               "violation or another error in the run (the message, the user's file:line, the "
+               "full traceback in RUN_DIR/train.log); 2 bad arguments or inputs (one line "
+               "naming the argument); 130 Ctrl-C; 143 SIGTERM.")
 
 
 # ---- argument types -----------------------------------------------------------------------------
@@ -356,6 +362,7 @@ def get_parser() -> argparse.ArgumentParser:
         prog=PROG, usage=f"{PROG} [--config FILE.yaml] [options]  (see `{PROG} --help`)",
         description="vime: RL post-training on vLLM. Unknown --vllm-<flag> [VALUE] arguments "
                     "are passed to the vLLM servers.",
+        epilog=EXIT_STATUS,
         allow_abbrev=False,
     )
     add_config_argument(parser)

@@ -7,7 +7,7 @@ Usage::
 
 Arguments marked P in docs/contract.md §11 (:data:`UNSUPPORTED_ARGS`,
 :data:`UNSUPPORTED_CHOICES`) raise ``NotImplementedError`` naming the argument when set to
-anything else than upstream's default. Other failures are argparse's: usage, then ``vime: error:
+anything else than upstream's default. Other failures are argparse's: usage, then ``vime train: error:
 argument --<name>: <reason>`` on stderr and exit status 2.
 """
 
@@ -105,7 +105,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     (``{}`` if absent), and the keys of ``--custom-config-path``.
 
     Raises:
-        SystemExit: status 2, ``vime: error: argument --<name>: <reason>``.
+        SystemExit: status 2, ``vime train: error: argument --<name>: <reason>``.
         NotImplementedError: a P argument set to a value v1 does not implement.
     """
     from vime.utils.eval_config import build_eval_datasets

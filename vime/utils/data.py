@@ -24,6 +24,7 @@ import copy
 import functools
 import json
 import logging
+import os
 import random
 import re
 import warnings
@@ -34,7 +35,8 @@ from typing import Any
 
 from vime.utils.types import Sample
 
-__all__ = ["DataPath", "Dataset", "load_tokenizer", "parse_data_path", "read_rows"]
+__all__ = ["DataPath", "Dataset", "data_file_problem", "load_tokenizer", "parse_data_path",
+           "read_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +76,24 @@ def _format(path: str) -> str:
         raise ValueError(f"dataset {path!r}: unsupported format {suffix or '(no suffix)'!r}; "
                          "use a .jsonl or .parquet file")
     return suffix
+
+
+def data_file_problem(spec: str) -> str | None:
+    """Why :func:`read_rows` cannot open ``spec`` (malformed slice, unsupported suffix, no such
+    file, a folder, not readable), or None; reads nothing but the file's metadata."""
+    try:
+        data_path = parse_data_path(spec)
+        _format(data_path.path)
+    except ValueError as exc:
+        return str(exc)
+    file = Path(data_path.path)
+    if file.is_dir():
+        return f"dataset {data_path.path!r} is a folder; give a .jsonl or .parquet file"
+    if not file.is_file():
+        return f"dataset {data_path.path!r} does not exist (relative to {Path.cwd()})"
+    if not os.access(file, os.R_OK):
+        return f"dataset {data_path.path!r} is not readable (check its permissions)"
+    return None
 
 
 def read_rows(spec: str, *, skip_bad_records: bool = True,

@@ -111,7 +111,7 @@ def test_every_hook_has_its_generated_argument() -> None:
 def test_validation_errors_name_the_argument(capsys: pytest.CaptureFixture[str],
                                              extra: list[str], needle: str) -> None:
     err = _error(capsys, BASE + extra)
-    assert "vime: error: " + needle in err
+    assert "vime train: error: " + needle in err
 
 
 def test_valid_edge_values_pass() -> None:
