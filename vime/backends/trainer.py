@@ -222,7 +222,11 @@ class Trainer:
     def _train_step(self, step: dict[str, Any], policy: bool) -> dict[str, float]:
         args = self.args
         n = len(step["tokens"])
-        num_rollouts = len(set(step["rollout_ids"]))
+        # FAILED rollouts (``failed`` column, --hook-failure fail-sample) have zero masks and
+        # are not counted: the update equals that of a step that never had them.
+        failed = step.get("failed") or [0] * n
+        num_rollouts = max(1, len({rid for rid, f in zip(step["rollout_ids"], failed, strict=True)
+                                   if not f}))
         max_tokens = (arg(args, "max_tokens_per_gpu")
                       if arg(args, "use_dynamic_batch_size") else None)
         chunks = micro_batches(step["total_lengths"],

@@ -251,6 +251,29 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--balance-by-flops", action="store_true", help="(not implemented in v1)")
 
 
+def _add_failure_arguments(parser: argparse.ArgumentParser) -> None:
+    """Hook failures and hangs (docs/en/training.md, "When a hook fails or hangs")."""
+    g = parser.add_argument_group("hook failures and hangs")
+    g.add_argument("--rm-timeout", type=float, default=None,
+                   help="(ours) Seconds one reward call may take (per sample, or per group with "
+                   "--group-rm); a call past it is cancelled and fails (see --hook-failure). "
+                   "Default: no limit.")
+    g.add_argument("--custom-generate-timeout", type=float, default=None,
+                   help="(ours) Seconds one --custom-generate-function-path call may take; a call "
+                   "past it is cancelled and fails (see --hook-failure). Default: no limit.")
+    g.add_argument("--hook-failure", type=str, default="raise", choices=["raise", "fail-sample"],
+                   help="(ours) What an exception or timeout in generate or the reward does: "
+                   "raise stops the run; fail-sample marks that sample FAILED "
+                   "(metadata['vime_error']), keeps it in its group and trains nothing on it.")
+    g.add_argument("--max-failed-ratio", type=float, default=0.5,
+                   help="(ours) With --hook-failure fail-sample: stop the run when more than "
+                   "this fraction of a step's samples failed (0 <= R < 1).")
+    g.add_argument("--rollout-watchdog-secs", type=float, default=None,
+                   help="(ours) Log the samples still pending (hook, phase, seconds) once when a "
+                   "train rollout step runs longer than this; a good value is 5x the median "
+                   "step time. Default: off.")
+
+
 def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("debugging and contract checks")
     g.add_argument("--save-debug-rollout-data", type=str, default=None,
@@ -345,6 +368,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_reward_arguments(parser)
     _add_engine_arguments(parser)
     _add_debug_arguments(parser)
+    _add_failure_arguments(parser)
     add_hook_arguments(parser)
     add_trainer_arguments(parser)
 

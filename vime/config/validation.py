@@ -14,6 +14,7 @@ argument --<name>: <reason>`` on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -169,6 +170,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
               "together")
     if args.early_stop_window < 1:
         _fail("--early-stop-window", f"must be >= 1, got {args.early_stop_window}")
+    _check_failure_arguments(args)
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
     if n == 1:
@@ -200,6 +202,19 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     if args.custom_config_path:
         _apply_custom_config(args)
     return args
+
+
+def _check_failure_arguments(args: argparse.Namespace) -> None:
+    """``--rm-timeout`` / ``--custom-generate-timeout`` / ``--rollout-watchdog-secs`` > 0 when
+    set; ``0 <= --max-failed-ratio < 1`` (1 would let a step whose samples all fail draw new
+    groups forever)."""
+    for dest in ("rm_timeout", "custom_generate_timeout", "rollout_watchdog_secs"):
+        value = getattr(args, dest, None)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            _fail(_option(dest), f"must be a number of seconds > 0, got {_num(value)}")
+    ratio = getattr(args, "max_failed_ratio", 0.5)
+    if not (math.isfinite(ratio) and 0 <= ratio < 1):
+        _fail("--max-failed-ratio", f"must be in [0, 1), got {_num(ratio)}")
 
 
 def _apply_custom_config(args: argparse.Namespace) -> None:

@@ -179,8 +179,9 @@ _ALL: tuple[Invariant, ...] = (
          "`Sample(...)` {problem}",
          "pass fields by keyword: Sample(prompt=..., label=...)", twins=("VIM105",)),
     _inv("VIM007", "static", "error", "stale-status-api",
-         "`status` is set from `Sample.Status`, not strings.",
-         "A string status breaks `to_dict` (needs `.value`) and every `status ==` comparison.",
+         "`status` is set from `Sample.Status`, not strings; no `.truncated`/`.aborted` booleans.",
+         "A string status breaks `to_dict` (needs `.value`) and every `status ==` comparison; "
+         "`.truncated`/`.aborted` are fields of an old API that nothing reads.",
          "to_dict needs .value",
          "{problem}", "use Sample.Status.COMPLETED / TRUNCATED / ABORTED / FAILED",
          twins=("VIM111",)),
@@ -257,9 +258,8 @@ _ALL: tuple[Invariant, ...] = (
          "retokenisation drift",
          "generated text re-encoded in `{name}`", "keep token ids: append them with append_response_tokens"),
     _inv("VIM019", "static", "warning", "config-aware",
-         "A reward function returning a dict runs with `--reward-key` configured.",
-         "Without `--reward-key` the trainer cannot pick the score out of the dict: training "
-         "runs on a missing signal.",
+         "Configuration-aware checks: dict rewards without --reward-key; `.reward` set in generate with --custom-rm-path; `.label` read without --label-key.",
+         "These combinations train on a missing or ignored signal.",
          "dict reward without reward_key; label missing",
          "{problem}", "{fix_hint}", twins=("VIM110", "VIM118", "VIM141")),
     _inv("VIM020", "static", "error", "eval-data-keys",
@@ -365,59 +365,6 @@ _ALL: tuple[Invariant, ...] = (
          "let the exception propagate (or log and re-raise); catch only the errors that mean "
          "a wrong answer (e.g. ValueError from parsing). Returning None will mark a failed "
          "reward once vime's failure-as-data policy exists"),
-    # ---- 6a: codes split from VIM006/VIM007/VIM019 (one code per rule; the old code stays an
-    # alias in noqa and --ignore), required fields and the filter's return kind -------------
-    _inv("VIM031", "static", "error", "unknown-sample-attribute",
-         "Attributes read or written on a `Sample` are fields of `Sample`.",
-         "Reading an attribute `Sample` does not have raises AttributeError at run time; "
-         "writing one stores a value nothing reads, so the intended field keeps its default.",
-         "field drift",
-         "{problem}", "use a field listed in docs/contract.md §2 (metadata for your own data)"),
-    _inv("VIM032", "static", "error", "stale-sample-flag",
-         "No `.truncated` / `.aborted` booleans on samples: `status` says it.",
-         "`.truncated`/`.aborted` are fields of an old API: a write is never read (the "
-         "truncation never reaches the training data, which exports `truncated` from `status`), "
-         "a read raises AttributeError.",
-         "to_dict needs .value",
-         "{problem}", "compare `sample.status` with Sample.Status.TRUNCATED / ABORTED"),
-    _inv("VIM033", "static", "error", "stale-data-buffer",
-         "No `.data_buffer` attribute of vime objects: the data source is `data_source`.",
-         "`data_buffer` is the name of an old API; vime's objects have no such attribute, so "
-         "the access raises AttributeError. An attribute the user's own class assigns is "
-         "the user's and is not reported.",
-         "stale API",
-         "{problem}", "use `data_source` (the rollout function's third argument)"),
-    _inv("VIM034", "static", "warning", "label-without-label-key",
-         "A hook that reads `sample.label` runs with `--label-key` configured.",
-         "Without `--label-key` the dataset's label column is not read, so `label` stays None "
-         "and every score compares against None: training runs on a missing signal.",
-         "dict reward without reward_key; label missing",
-         "{problem}", "{fix_hint}", twins=("VIM141",)),
-    _inv("VIM035", "static", "warning", "reward-set-before-custom-rm",
-         "A custom generate function does not set `.reward` when `--custom-rm-path` scores it.",
-         "With `--custom-rm-path` the reward function is skipped for samples that already "
-         "have a reward, so the configured reward model never scores them.",
-         "dict reward without reward_key; label missing",
-         "{problem}", "{fix_hint}", twins=("VIM118",)),
-    _inv("VIM036", "static", "error", "required-fields-never-set",
-         "Samples returned by a rollout function have `tokens`, `response_length`, `reward` "
-         "and `status` set on some path.",
-         "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
-         "training data (no tokens, no reward) or is dropped as pending, after the engines and "
-         "the trainer have started.",
-         "required field never set",
-         "rollout function `{name}`: {problem}",
-         "set the field (sample.reward = ..., Sample(tokens=...)), or produce the samples with "
-         "vime's generate / generate_and_rm, which set them"),
-    _inv("VIM037", "static", "warning", "filter-return-kind",
-         "A dynamic sampling filter returns `DynamicFilterOutput` on every path.",
-         "Another value (a bare bool) is wrapped as `DynamicFilterOutput(keep=bool(value))` "
-         "with a warning at run time, and None drops the group; mixing kinds hides which path "
-         "returns what.",
-         "hook result kind",
-         "dynamic sampling filter `{name}` returns {actual} (on {path}); expected "
-         "DynamicFilterOutput", "return DynamicFilterOutput(keep=..., reason=...) on every path",
-         twins=("VIM160",)),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",
@@ -792,6 +739,30 @@ _ALL: tuple[Invariant, ...] = (
          "end of the text fails on it",
          "pass --rollout-skip-special-tokens (the built-in generate then decodes without them), or "
          "strip the token in the reward function; ignore this if the reward reads special tokens",
+         boundaries=("B5",)),
+    # ---- 6b: failed samples (--hook-failure fail-sample; vime/contract/checks/failures.py) ----
+    _inv("VIM180", "runtime", "error", "failed-sample-record",
+         "A FAILED sample carries `metadata[\"vime_error\"]` = {hook: str, type: str, message: str, seconds: number >= 0}.",
+         "With --hook-failure fail-sample a generate or reward call that raises or times out "
+         "costs one sample, not the run; the record is what makes that failure data: the step's "
+         "rollout/failed/<hook>/<type> metrics, the --max-failed-ratio stop message and the "
+         "dumps read it. A FAILED sample without one is a failure nobody can count or explain "
+         "(PrimeIntellect-ai/verifiers stores a typed error in the rollout state).",
+         "failure without a record",
+         "{problem}",
+         "mark failures with vime.rollout.failures.mark_failed(sample, hook, exc, seconds), which "
+         "sets the status, the record, a zero loss mask and remove_sample",
+         boundaries=("B5",)),
+    _inv("VIM181", "runtime", "error", "failed-sample-trainable",
+         "A FAILED sample trains nothing: `remove_sample` is True or its `loss_mask` is all zero.",
+         "A failed sample's tokens are whatever the hook left behind when it raised (a "
+         "half-grown response, a prompt only); conversion zeroes its mask and leaves it out of "
+         "the group's reward mean and std, so a rollout that marks a sample FAILED but keeps it "
+         "trainable says two things at once (prime-rl masks errored rollouts for this reason).",
+         "failed sample left trainable",
+         "{problem}",
+         "zero its loss mask and set remove_sample=True (mark_failed does both), or do not mark "
+         "it FAILED",
          boundaries=("B5",)),
     # ---- 6c: types (`vime-lint types`: mypy on hooks given the contract's annotations) ------
     _inv("VIM200", "static", "error", "hook-return-type",

@@ -29,6 +29,7 @@ import numpy as np
 
 from vime.config import arg
 from vime.contract.checks.enforced import conversion_problems, require, reward_value_problems
+from vime.contract.checks.failures import is_failed
 from vime.contract.checks.hook_results import (
     convert_result_problems,
     reward_post_process_result_problems,
@@ -62,7 +63,8 @@ STD_ESTIMATORS = frozenset({"grpo", "gspo", "cispo"})
 #: Columns a custom convert hook must return (the contract's ``CONVERT_REQUIRED_KEYS``).
 REQUIRED_COLUMNS = CONVERT_REQUIRED_KEYS
 #: Columns sliced per sample by :func:`split_into_steps` (others are copied as they are).
-_PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "rollout_log_probs",
+_PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "failed",
+                                  "rollout_log_probs",
                                   "teacher_log_probs", "metadata", "round_number",
                                   "multimodal_train_inputs",
                                   # added by the trainer before splitting (one row per sample)
@@ -105,22 +107,35 @@ def _numeric_ids(keys: Sequence[Hashable]) -> list[int]:
     return out
 
 
-def normalize_group_rewards(values: Sequence[float], *, divide_by_std: bool) -> list[float]:
+def normalize_group_rewards(values: Sequence[float], *, divide_by_std: bool,
+                            scored: Sequence[bool] | None = None) -> list[float]:
     """``r - mean(r)``, and with ``divide_by_std`` ``/ (std(r, ddof=1) + 1e-6)``, in float32.
 
     Args:
         values: one reward per unique rollout of one prompt group.
         divide_by_std: divide by the unbiased (n - 1) standard deviation plus :data:`EPS_STD`.
             A group of one rollout has ``r - mean = 0`` and stays 0.
+        scored: one flag per value; the mean and std are over the flagged values only and the
+            others (FAILED rollouts, whose ``values`` entry is ignored) come back 0.0. None:
+            all are scored.
 
     Returns:
         ``len(values)`` float32 values as Python floats.
     """
+    if scored is not None and not all(scored):
+        keep = [i for i, ok in enumerate(scored) if ok]
+        out = [0.0] * len(values)
+        for i, v in zip(keep, normalize_group_rewards([values[i] for i in keep],
+                                                      divide_by_std=divide_by_std), strict=True):
+            out[i] = v
+        return out
     arr = np.asarray(values, dtype=np.float32)
-    out = arr - arr.mean(dtype=np.float32)
+    if arr.size == 0:
+        return []
+    out_arr = arr - arr.mean(dtype=np.float32)
     if divide_by_std and arr.size > 1:
-        out = out / (arr.std(ddof=1, dtype=np.float32) + np.float32(EPS_STD))
-    return [float(x) for x in out.astype(np.float32)]
+        out_arr = out_arr / (arr.std(ddof=1, dtype=np.float32) + np.float32(EPS_STD))
+    return [float(x) for x in out_arr.astype(np.float32)]
 
 
 def _label(key: Hashable) -> str:
@@ -136,13 +151,14 @@ def _group_size(args: Namespace) -> int:
 
 
 def raw_rewards(args: Namespace, samples: Sequence[Sample]) -> list[float]:
-    """One reward per flat sample (``Sample.get_reward_value``: ``--reward-key`` of a dict).
+    """One reward per flat sample (``Sample.get_reward_value``: ``--reward-key`` of a dict;
+    0.0 for a FAILED sample, which has none).
 
     Raises:
         ContractError: VIM110, a reward that is not a finite real (names the sample index).
     """
     require(reward_value_problems(samples, arg(args, "reward_key")))
-    return [float(s.get_reward_value(args)) for s in samples]
+    return [0.0 if is_failed(s) else float(s.get_reward_value(args)) for s in samples]
 
 
 def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
@@ -193,7 +209,9 @@ def _normalise(args: Namespace, samples: Sequence[Sample], raw: Sequence[float],
             groups[g] = order[g * n:(g + 1) * n]
     value: dict[Hashable, float] = {}
     for members in groups.values():
-        normed = normalize_group_rewards([raw[first[k]] for k in members], divide_by_std=divide)
+        normed = normalize_group_rewards([raw[first[k]] for k in members], divide_by_std=divide,
+                                         scored=[not is_failed(samples[first[k]])
+                                                 for k in members])
         value.update(zip(members, normed, strict=True))
     return [value[k] for k in keys]
 
@@ -207,16 +225,51 @@ def _check_reward_post_process(fn: Any, result: Any,
 
 
 def _loss_mask(s: Sample) -> list[int]:
-    """The 0/1 mask of ``response_length`` entries (checked by ``conversion_problems``)."""
+    """The 0/1 mask of ``response_length`` entries (checked by ``conversion_problems``); all
+    zero for ``remove_sample`` and FAILED samples."""
+    if is_failed(s):
+        return [0] * _failed_row(s)[1]
     mask = [1] * s.response_length if s.loss_mask is None else [int(m) for m in s.loss_mask]
     return [0] * len(mask) if s.remove_sample else mask
 
 
+def _failed_row(s: Sample) -> tuple[list[int], int]:
+    """``(tokens, response_length)`` of a FAILED sample's row: its own when it has a response
+    (``1 <= response_length < len(tokens)``), else its prompt tokens plus one placeholder token
+    (the last prompt token again) so the row has the trainer's shape; the row's mask is zero.
+
+    Raises:
+        ContractError: the sample has no tokens at all (its prompt was never tokenized).
+    """
+    tokens = list(s.tokens) if isinstance(s.tokens, list) else []
+    rl = s.response_length if isinstance(s.response_length, int) else 0
+    if 1 <= rl < len(tokens):
+        return tokens, rl
+    prompt = tokens[:len(tokens) - rl] if 0 < rl <= len(tokens) else tokens
+    if not prompt:
+        raise ContractError(f"BatchBuilder.convert: FAILED sample index={s.index} has no tokens; "
+                            "a failed sample keeps at least its prompt token ids (the default "
+                            "rollout does; a custom rollout should set sample.tokens before "
+                            "marking it failed)")
+    return prompt + [prompt[-1]], 1
+
+
 def _optional_column(samples: Sequence[Sample], get: Any) -> list[Any] | None:
-    """The column if the first sample has it (all or none: checked by VIM112)."""
-    if get(samples[0]) is None:
+    """The column if the first sample that is not FAILED has it (all or none: checked by
+    VIM112); FAILED samples without it (or of another length) get zeros of their row's
+    response length in per-token columns, None in the others."""
+    first = next((s for s in samples if not is_failed(s)), samples[0])
+    if get(first) is None:
         return None
-    return [get(s) for s in samples]
+    per_token = isinstance(get(first), list)
+    out = []
+    for s in samples:
+        value = get(s)
+        if is_failed(s) and per_token:
+            rl = _failed_row(s)[1]
+            value = value if isinstance(value, list) and len(value) == rl else [0.0] * rl
+        out.append(value)
+    return out
 
 
 def _check_custom_convert(fn: Any, data: Any, samples: Sequence[Sample]) -> dict[str, Any]:
@@ -242,8 +295,10 @@ class BatchBuilder:
             ``tokens`` (list[list[int]]), ``response_lengths`` (tokens), ``rewards``
             (normalised, float32 values), ``raw_reward``, ``truncated`` (0/1),
             ``sample_indices``, ``rollout_ids``, ``loss_masks`` (``response_length`` 0/1 each;
-            zeros for ``remove_sample``), ``rollout_mask_sums`` (mask tokens summed over the
-            rollout's segments: the loss denominator); when the first sample has them
+            zeros for ``remove_sample`` and FAILED samples), ``rollout_mask_sums`` (mask tokens
+            summed over the rollout's segments: the loss denominator), ``failed`` (1 for a
+            FAILED sample: reward 0.0, left out of its group's mean and std, a zero mask, and a
+            prompt-plus-placeholder row when it has no response); when the first sample has them
             ``rollout_log_probs``, ``teacher_log_probs``, ``metadata`` (``train_metadata``),
             ``round_number``; ``multimodal_train_inputs`` when any sample has them.
 
@@ -278,12 +333,14 @@ class BatchBuilder:
             fn = load_function(post_path, hook="custom_reward_post_process_path")
             raw, rewards = _check_reward_post_process(fn, fn(args, samples), samples)
         else:
-            raw = [float(s.get_reward_value(args)) for s in samples]
+            raw = [0.0 if is_failed(s) else float(s.get_reward_value(args)) for s in samples]
             rewards = _normalise(args, samples, raw, keys)
         masks = [_loss_mask(s) for s in samples]
+        rows = [_failed_row(s) if is_failed(s) else (list(s.tokens), int(s.response_length))
+                for s in samples]
         data: dict[str, Any] = {
-            "tokens": [list(s.tokens) for s in samples],
-            "response_lengths": [int(s.response_length) for s in samples],
+            "tokens": [row[0] for row in rows],
+            "response_lengths": [row[1] for row in rows],
             "rewards": rewards,
             "raw_reward": [s.metadata.get("raw_reward", r) if isinstance(s.metadata, dict) else r
                            for s, r in zip(samples, raw, strict=True)],
@@ -292,6 +349,7 @@ class BatchBuilder:
             "rollout_ids": ids,
             "loss_masks": masks,
             "rollout_mask_sums": _mask_sums(keys, masks),
+            "failed": [1 if is_failed(s) else 0 for s in samples],
         }
         optional = {
             "rollout_log_probs": lambda s: s.rollout_log_probs,

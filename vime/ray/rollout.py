@@ -41,12 +41,19 @@ from vime.config import arg
 from vime.contract.checks.enforced import awaitable_result_problems, require
 from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
+from vime.ray.preflight import (
+    DRIVER_CWD_ENV,
+    driver_cwd_on_path,
+    inert_hook_warnings,
+    preflight_hooks,
+)
 from vime.rollout.base_types import (
     RolloutFnEvalOutput,
     RolloutFnTrainOutput,
     call_rollout_fn,
     dotted_name,
 )
+from vime.rollout.failures import HookFailureError, too_many_failed
 from vime.utils.logging_utils import BUILTIN_ROLLOUT_METRICS, eval_metrics, rollout_metrics
 from vime.utils.misc import load_function
 from vime.utils.types import Sample
@@ -165,6 +172,8 @@ class RolloutManagerCore:
     def __init__(self, args: Namespace, *, start_engines: bool = True) -> None:
         self.args = args
         self.hooks = load_hooks(args)
+        for message in inert_hook_warnings(args):
+            warnings.warn(message, UserWarning, stacklevel=2)
         _record_tokenizer_facts(args)
         self.generate_rollout = self.hooks["rollout_function_path"]
         self.eval_rollout = self.hooks.get("eval_function_path", self.generate_rollout)
@@ -286,6 +295,8 @@ class RolloutManagerCore:
         Raises:
             ContractError: the rollout output breaks the contract (VIM101, and with
                 ``--contract-check raise`` the runtime checks), or conversion fails.
+            HookFailureError: more than ``--max-failed-ratio`` of the step's samples FAILED
+                (names the top error types with an example each).
         """
         args = self.args
         set_id = getattr(self.data_source, "set_current_rollout_id", None)
@@ -305,6 +316,10 @@ class RolloutManagerCore:
         rollout_time = time.perf_counter() - start - check_time
         samples = flatten_samples(output.samples)
         self._dump(rollout_id, samples)
+        failed_message = too_many_failed(samples, float(arg(args, "max_failed_ratio")),
+                                         where=f"rollout {rollout_id}")
+        if failed_message is not None:
+            raise HookFailureError(failed_message)
         metrics = dict(output.metrics or {})
         logger = self.hooks.get("custom_rollout_log_function_path")
         if logger is None or not _call_logger(logger, "custom_rollout_log_function_path",
@@ -398,11 +413,7 @@ class _ActorCore(RolloutManagerCore):
     """The actor variant: seeds its process, keeps ``sys.path`` of the driver's cwd."""
 
     def __init__(self, args: Namespace) -> None:
-        import sys
-
-        cwd = os.environ.get("VIME_DRIVER_CWD")
-        if cwd and cwd not in sys.path:
-            sys.path.insert(0, cwd)
+        driver_cwd_on_path()
         _seed_process(args)
         warnings.simplefilter("default")
         super().__init__(args)
@@ -410,8 +421,16 @@ class _ActorCore(RolloutManagerCore):
 
 def create_rollout_manager(args: Namespace) -> Any:
     """Start the ``RolloutManager`` Ray actor (no CPU slot: vLLM and the trainer own the cores)
-    with the driver's working directory on its ``sys.path``; ``ray.init`` must have run."""
-    env = {"VIME_DRIVER_CWD": os.getcwd()}
+    with the driver's working directory on its ``sys.path``; ``ray.init`` must have run.
+
+    First every configured hook is imported and load-checked in a Ray worker with the same
+    runtime environment (``vime.ray.preflight.preflight_hooks``).
+
+    Raises:
+        HookPreflightError: a hook does not load in the worker (path, error, worker sys.path).
+    """
+    env = {DRIVER_CWD_ENV: os.getcwd()}
+    preflight_hooks(args, env_vars=env)
     return RolloutManager.options(runtime_env={"env_vars": env}).remote(args)
 
 

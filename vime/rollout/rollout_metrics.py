@@ -31,6 +31,10 @@ True; :data:`BUILTIN_ROLLOUT_METRICS` lists them for the VIM119 clash check):
 - ``rollout/num_samples``: samples (fan-out segments count one each).
 - ``rollout/response_tokens``: response tokens of all samples (tokens).
 - ``perf/tokens_per_s``: ``response_tokens`` per second of the rollout function's time.
+- ``rollout/failed/count``, ``rollout/failed/ratio`` (over ``rollout/num_samples``) and
+  ``rollout/failed/<hook>/<ExceptionType>`` (counts): FAILED samples of the step
+  (``--hook-failure fail-sample``; ``vime.rollout.failures.failure_metrics``), whenever that
+  policy is on or any sample failed. ``rollout/raw_reward`` and its std leave FAILED samples out.
 - ``rollout/staleness/min``, ``/max``, ``/mean``: how many weight versions behind the step's
   newest weights each sample's oldest tokens are: ``newest - oldest(sample)``, where
   ``oldest(sample)`` is the lowest numeric entry of its ``weight_versions`` and ``newest`` the
@@ -54,6 +58,8 @@ rollout can see:
   which at least one generate call / one reward call was running (the union of their
   intervals, so concurrent calls are not double-counted; the two overlap when generation and
   scoring run side by side).
+- ``rollout/vllm_rollout/failed_groups_dropped``: groups whose samples all FAILED, dropped and
+  replaced by the train loop (present only when there were some).
 - ``rollout/vllm_rollout/recycled_groups``: groups handed back to the data source for the next
   step (``--partial-rollout``).
 - ``rollout/dynamic_filter/drop_<reason>``: groups the ``--dynamic-sampling-filter-path``
@@ -69,7 +75,9 @@ import time
 from argparse import Namespace
 from collections.abc import Callable, Iterator, Sequence
 
+from vime.config import arg
 from vime.contract.errors import ContractError
+from vime.rollout.failures import failure_metrics
 from vime.utils.types import Sample
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "rollout_metrics",
@@ -85,7 +93,8 @@ BUILTIN_ROLLOUT_METRICS = ("rollout/raw_reward", "rollout/raw_reward_std",
                            "rollout/staleness/min", "rollout/staleness/max",
                            "rollout/staleness/mean", "perf/tokens_per_s",
                            "perf/rollout_time", "perf/contract_check_time", "perf/step_time",
-                           "perf/weight_sync_time")
+                           "perf/weight_sync_time", "rollout/failed/count",
+                           "rollout/failed/ratio")
 
 
 class BusyClock:
@@ -196,8 +205,12 @@ def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: fl
         "perf/tokens_per_s": sum(lengths) / rollout_time if rollout_time > 0 else 0.0,
     }
     out.update(staleness_metrics(samples))
+    failed = any(s.status is Sample.Status.FAILED for s in samples)
+    if failed or arg(args, "hook_failure") == "fail-sample":
+        out.update(failure_metrics(samples))
     try:
-        rewards = [float(s.get_reward_value(args)) for s in samples]
+        rewards = [float(s.get_reward_value(args)) for s in samples
+                   if s.status is not Sample.Status.FAILED]
     except (ContractError, TypeError, ValueError):
         return out  # conversion raises with the full message; logging does not duplicate it
     mean = _mean(rewards)

@@ -27,6 +27,7 @@ from vime.contract.checks.batch import (
     group_size_problems,
     segments_disagree,
 )
+from vime.contract.checks.failures import is_failed, without_failed
 from vime.contract.checks.hook_results import awaitable_problem
 from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import check_vim108
@@ -75,8 +76,10 @@ def buffer_groups_problems(groups: Any, n: int, *, root: str) -> list[Violation]
 
 def reward_value_problems(samples: Sequence[Sample], reward_key: str | None) -> list[Violation]:
     """VIM110 on flat samples as conversion reads them: the first sample whose reward (or
-    ``reward[--reward-key]``) is not a finite real."""
+    ``reward[--reward-key]``) is not a finite real (FAILED samples have none and are skipped)."""
     for i, smp in enumerate(samples):
+        if is_failed(smp):
+            continue
         found = reward_problem(smp.reward, reward_key)
         if found is not None and found[0] == "error":
             return [INVARIANTS["VIM110"].violation(Loc(f"samples[{i}]", smp.index).at("reward"),
@@ -113,7 +116,9 @@ def conversion_problems(samples: Sequence[Sample], keys: Sequence[Hashable], *,
     samples or none (VIM112), segments of one rollout agreeing on ``group_index`` and reward
     (VIM115). With ``rewards``: a finite real reward per sample (VIM110). With ``grouped`` (the
     rewards are normalised per prompt group): ``group_index`` on all samples or none (VIM113)
-    and, without one, whole groups of ``n_samples_per_prompt`` rollouts (VIM103).
+    and, without one, whole groups of ``n_samples_per_prompt`` rollouts (VIM103). FAILED
+    samples (conversion zeroes their masks and leaves their rewards out) count for the group
+    checks only.
 
     Returns:
         The findings, errors and warnings (``require`` raises the errors).
@@ -121,17 +126,19 @@ def conversion_problems(samples: Sequence[Sample], keys: Sequence[Hashable], *,
     s = CheckSettings(n_samples_per_prompt=n_samples_per_prompt, reward_key=reward_key)
     out: list[Violation] = []
     for i, smp in enumerate(samples):
-        out.extend(check_vim108(smp, Loc(f"samples[{i}]", smp.index), s, "train"))
+        if not is_failed(smp):
+            out.extend(check_vim108(smp, Loc(f"samples[{i}]", smp.index), s, "train"))
     if rewards:
         out.extend(reward_value_problems(samples, reward_key))
     shape = _conversion_shape(samples, keys, n_samples_per_prompt)
-    out.extend(check_vim112(shape, s, OutputInfo()))
+    scored = without_failed(shape)
+    out.extend(check_vim112(scored, s, OutputInfo()))
     if grouped:
         mixed = check_vim113(shape, s, OutputInfo())
         out.extend(mixed)
         if not mixed and any(smp.group_index is None for smp in samples):
             out.extend(check_vim103(shape, s, OutputInfo()))
-    for group in shape.groups:
+    for group in scored.groups:
         for rollout in group:
             out.extend(segments_disagree(rollout.leaves))
     return out

@@ -18,8 +18,15 @@ from typing import Any
 
 from vime.contract.checks.batch import BATCH_CHECKS, OutputInfo, check_metrics
 from vime.contract.checks.evaluation import check_eval_data
+from vime.contract.checks.failures import (
+    FAILED_CHECKS,
+    FAILED_SAMPLE_CHECKS,
+    WHOLE_GROUP_CHECKS,
+    is_failed,
+    without_failed,
+)
 from vime.contract.checks.field_reports import check_field_reports
-from vime.contract.checks.sample import check_sample
+from vime.contract.checks.sample import SAMPLE_CHECKS, check_sample
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import read_shape
 from vime.contract.checks.typecheck import describe_value
@@ -32,17 +39,26 @@ __all__ = ["collect_rollout_output", "collect_train_samples"]
 
 def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> list[Violation]:
     """B5: the shape (VIM102), every leaf (VIM105-VIM111), the batch (VIM103-VIM120) and the
-    failures reported in other frameworks (VIM170-VIM177)."""
+    failures reported in other frameworks (VIM170-VIM177). A FAILED leaf gets VIM180/VIM181
+    and the field checks conversion still relies on (``FAILED_SAMPLE_CHECKS``), and the batch checks that read rewards or responses see the batch without FAILED
+    leaves (``WHOLE_GROUP_CHECKS`` see every leaf)."""
     shape, found = read_shape(samples, s)
     if shape is None:
         return found
     for leaf in shape.leaves:
+        if is_failed(leaf.sample):
+            for inv_id in FAILED_SAMPLE_CHECKS:
+                found.extend(SAMPLE_CHECKS[inv_id](leaf.sample, leaf.loc, s, "train"))
+            for failed_check in FAILED_CHECKS.values():
+                found.extend(failed_check(leaf.sample, leaf.loc, s, "train"))
+            continue
         leaf_found = check_sample(leaf.sample, leaf.loc, s, "train")
         if leaf_found:
             found.extend(leaf_found)
-    for check in BATCH_CHECKS.values():
-        found.extend(check(shape, s, info))
-    found.extend(check_field_reports(shape, s, info))
+    scored = without_failed(shape)
+    for inv_id, check in BATCH_CHECKS.items():
+        found.extend(check(shape if inv_id in WHOLE_GROUP_CHECKS else scored, s, info))
+    found.extend(check_field_reports(scored, s, info))
     return found
 
 

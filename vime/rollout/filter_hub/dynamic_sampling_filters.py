@@ -33,12 +33,14 @@ def check_reward_nonzero_std(args: Namespace, samples: list[Sample], **kwargs: A
     """Keep the group iff the standard deviation of its rewards is above :data:`STD_EPS`.
 
     Args:
-        samples: one group (``n_samples_per_prompt`` samples, or fan-out lists of them).
+        samples: one group (``n_samples_per_prompt`` samples, or fan-out lists of them);
+            FAILED samples (``--hook-failure fail-sample``) are left out.
 
     Raises:
         ContractError: VIM110 for a None reward or a dict reward without ``--reward-key``.
     """
-    rewards = [float(s.get_reward_value(args)) for s in iter_samples(samples)]
+    rewards = [float(s.get_reward_value(args)) for s in iter_samples(samples)
+               if s.status is not Sample.Status.FAILED]  # failed samples have no reward
     if len(rewards) > 1 and statistics.pstdev(rewards) > STD_EPS:
         return DynamicFilterOutput(keep=True)
     value = rewards[0] if rewards else 0.0

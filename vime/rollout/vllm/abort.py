@@ -15,11 +15,13 @@ from argparse import Namespace
 from typing import Any
 
 from vime.config import arg
+from vime.contract.hooks import BUILTIN_GENERATE_PATH
 from vime.rollout.base_types import iter_samples
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.utils.types import Sample
 
-__all__ = ["ABORT_INTERVAL_S", "ABORT_TIMEOUT_S", "abort", "recyclable_groups"]
+__all__ = ["ABORT_INTERVAL_S", "ABORT_TIMEOUT_S", "abort", "cancel_hook_calls",
+           "recyclable_groups"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +43,30 @@ async def _abort_engines(state: RolloutState) -> None:
             logger.warning("abort on engine %s failed: %s", engine.url, res)
 
 
+def cancel_hook_calls(state: RolloutState, *, generate: bool) -> int:
+    """Cancel the running reward calls (and, with ``generate``, the custom generate calls; the
+    built-in generate is stopped through the engines' abort route and keeps its partial
+    response) registered in ``state.pending``; returns how many were cancelled. Their samples
+    come back unscored (reward) or ABORTED (generate); nothing waits for them."""
+    n = 0
+    for entry in list(state.pending.values()):
+        task = entry.task
+        if task is None or task.done():
+            continue
+        if entry.phase == "reward" or (generate and entry.phase == "generate"
+                                       and entry.path != BUILTIN_GENERATE_PATH):
+            task.cancel()
+            n += 1
+    return n
+
+
 async def abort(args: Namespace, rollout_id: int | None = None) -> list[list[Any]]:
     """Stop the step's in-flight work and drain it; return the groups to recycle.
 
     Marks the state aborted (new requests are not sent), cancels ``abort_mode="request"``
-    generate tasks, and POSTs every engine's abort route with our in-flight request ids every
-    3 s until the step's group tasks have returned. With ``--partial-rollout`` the drained
+    generate tasks and every running reward call, and POSTs every engine's abort route with our
+    in-flight request ids every 3 s until the step's group tasks have returned; custom generate
+    calls still running after the first 3 s are cancelled too (:func:`cancel_hook_calls`). With ``--partial-rollout`` the drained
     groups holding an ABORTED sample with a response are returned (``metadata
     ["start_rollout_id"]`` set if unset); otherwise ``[]`` (they are discarded).
 
@@ -58,6 +78,7 @@ async def abort(args: Namespace, rollout_id: int | None = None) -> list[list[Any
     state.aborted = True
     for task in list(state.request_tasks):
         task.cancel()
+    cancel_hook_calls(state, generate=False)
     pending = set(state.group_tasks)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ABORT_TIMEOUT_S
@@ -72,6 +93,7 @@ async def abort(args: Namespace, rollout_id: int | None = None) -> list[list[Any
                                f"request(s) still in flight after {ABORT_TIMEOUT_S:.0f} s on "
                                f"engine(s) {engines}")
         await asyncio.wait(pending, timeout=ABORT_INTERVAL_S)
+        cancel_hook_calls(state, generate=True)
     drained: list[list[Any]] = []
     for task in state.group_tasks:
         if task.cancelled() or task.exception() is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import time
 import uuid
 from argparse import Namespace
@@ -20,10 +21,13 @@ from typing import Any
 
 from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
+from vime.rollout.failures import failure_counts, is_failed
 from vime.rollout.vllm.sampling import generate_and_rm
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["eval_rollout"]
 
@@ -89,6 +93,12 @@ async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[
             calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
+    failed = [s for s in leaves if is_failed(s)]
+    if failed:   # --hook-failure fail-sample: no reward to average; said, not hidden
+        counts = ", ".join(f"{h}/{t}: {n}" for (h, t), n in failure_counts(failed).items())
+        logger.warning("eval %s: %d of %d samples FAILED and are left out of its metrics (%s)",
+                       cfg.name, len(failed), len(leaves), counts)
+        leaves = [s for s in leaves if not is_failed(s)]
     key = arg(args, "eval_reward_key") or arg(args, "reward_key")
     reward_args = Namespace(reward_key=key)
     return {"rewards": [float(s.get_reward_value(reward_args)) for s in leaves],

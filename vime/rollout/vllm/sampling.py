@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 import uuid
 from argparse import Namespace
 from typing import Any
@@ -22,7 +23,17 @@ from vime.contract import checks as rt
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
 from vime.contract.signature import optional_kwargs
 from vime.rollout.base_types import iter_samples
+from vime.rollout.failures import UNSCORED, is_failed, mark_failed
 from vime.rollout.vllm.client import generate
+from vime.rollout.vllm.hook_calls import (
+    CallAborted,
+    HookCallError,
+    call_hook,
+    fail_sample,
+    pending_entry,
+    restore_sample,
+    snapshot_sample,
+)
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
@@ -84,13 +95,19 @@ async def _run_sample_hooks(state: RolloutState, args: Namespace, sample: Sample
                             evaluation: bool) -> Sample:
     from vime.utils.misc import load_function
 
+    if is_failed(sample):   # a failed generate produced nothing for the hooks to see
+        return sample
     for path in arg(args, "rollout_sample_hook_path") or []:
         hook = load_function(path, hook="rollout_sample_hook_path")
-        out = hook(args, sample, **optional_kwargs(hook, HOOKS["rollout_sample_hook_path"],
-                                                   rollout_id=state.rollout_id,
-                                                   evaluation=evaluation))
-        if inspect.isawaitable(out):
-            out = await out
+        key = pending_entry(state, sample, hook="sample_hook", phase="filter", path=path)
+        try:
+            out = hook(args, sample, **optional_kwargs(hook, HOOKS["rollout_sample_hook_path"],
+                                                       rollout_id=state.rollout_id,
+                                                       evaluation=evaluation))
+            if inspect.isawaitable(out):
+                out = await out
+        finally:
+            state.pending.pop(key, None)
         rt.check_sample_hook_result(out, args, hook_path=path, rollout_id=state.rollout_id)
         if isinstance(out, Sample):
             sample = out
@@ -102,18 +119,31 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     """Generate one sample (built-in or custom generate function), run the sample hooks, and
     score it (unless ``--group-rm``: then the group is scored together).
 
-    COMPLETED/TRUNCATED samples come back unchanged; ABORTED samples are not scored. With
+    COMPLETED/TRUNCATED samples come back unchanged (scored first if an abort cancelled their
+    reward call); FAILED samples come back unchanged; ABORTED samples are not scored. With
     ``--partial-rollout --mask-offpolicy-in-partial-rollout`` a re-entering sample's earlier
     response tokens are masked out (``loss_mask = [0] * response_length``).
+
+    ``--custom-generate-timeout`` limits a custom generate call and ``--rm-timeout`` a reward
+    call (seconds). A call that raises or times out stops the run with ``--hook-failure raise``
+    (the exception gets a note naming the hook and the sample); with ``fail-sample`` the sample
+    is marked FAILED (``vime.rollout.failures.mark_failed``; a failed generate's partial
+    response is cut back first) and so is a reward of None (type ``Unscored``).
 
     Returns:
         The sample, or a non-empty ``list[Sample]`` from a fan-out generate function.
 
     Raises:
         ContractError: generate-boundary violations (VIM140, VIM109, ...), hook result errors.
+        Exception: what a generate or reward call raised, with ``--hook-failure raise``
+            (``TimeoutError`` for a timeout).
     """
     state = await get_state(args)
     if sample.status in (Sample.Status.COMPLETED, Sample.Status.TRUNCATED):
+        if sample.reward is None and not arg(args, "group_rm") and not state.aborted:
+            await _score_one(state, args, sample, evaluation)
+        return sample
+    if sample.status is Sample.Status.FAILED:
         return sample
     if (arg(args, "partial_rollout")
             and arg(args, "mask_offpolicy_in_partial_rollout")
@@ -124,8 +154,24 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         return sample
     fn, fn_path = _generate_function(args, sample, evaluation)
     status_in, length_in = sample.status, sample.response_length
-    with state.gen_clock.busy():
-        result = await _call_generate(state, fn, args, sample, sampling_params, evaluation)
+    snap = snapshot_sample(sample)
+    try:
+        with state.gen_clock.busy():
+            result = await call_hook(
+                state, sample, hook="generate", phase="generate", path=fn_path,
+                timeout=None if fn is generate else arg(args, "custom_generate_timeout"),
+                timeout_flag="--custom-generate-timeout",
+                make=lambda: _call_generate(state, fn, args, sample, sampling_params,
+                                            evaluation))
+    except CallAborted:
+        sample.status = Sample.Status.ABORTED
+        return sample
+    except HookCallError as err:
+        if not fail_sample(args):
+            raise _noted(err, fn_path, sample) from None
+        restore_sample(sample, snap)
+        _keep_prompt_tokens(state, sample)
+        return mark_failed(sample, "generate", err.original, err.seconds)
     rt.check_generate_result(status_in, result, args,
                              hook_path=None if fn is generate else fn_path,
                              rollout_id=state.rollout_id, in_response_length=length_in)
@@ -136,17 +182,35 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         return result
     if isinstance(result, list):
         if not any(s.status == Sample.Status.ABORTED for s in result):
-            await _score_batch(state, args, [s for s in result if s.reward is None], evaluation)
-    elif result.status != Sample.Status.ABORTED and result.reward is None:
-        from vime.rollout.rm_hub import async_rm
-
-        with state.rm_clock.busy():
-            reward = await async_rm(args, result)
-        rt.check_reward_result(reward, args, hook_path=_rm_path(args, result),
-                               rollout_id=state.rollout_id, evaluation=evaluation,
-                               index=result.index)
-        result.reward = reward
+            await _score_batch(state, args, [s for s in result
+                                             if s.reward is None and not is_failed(s)],
+                               evaluation)
+    elif result.status not in (Sample.Status.ABORTED, Sample.Status.FAILED) \
+            and result.reward is None:
+        await _score_one(state, args, result, evaluation)
     return result
+
+
+def _noted(err: HookCallError, path: str | None, sample: Sample) -> BaseException:
+    """The hook's own exception, with a note naming the call, the sample and the policy."""
+    exc = err.original
+    exc.add_note(f"vime: {err.hook} call {path} failed on sample index={sample.index} "
+                 f"(group_index={sample.group_index}) after {err.seconds:.1f} s; "
+                 "--hook-failure raise stops the run (fail-sample would fail only this sample)")
+    return exc
+
+
+def _keep_prompt_tokens(state: RolloutState, sample: Sample) -> None:
+    """Give a sample whose generate failed before it had tokens its prompt's token ids (the
+    row conversion builds for it needs them); left empty when the prompt cannot be encoded."""
+    if sample.tokens or not isinstance(sample.prompt, str):
+        return
+    from vime.rollout.vllm.client import _prompt_ids
+
+    try:
+        sample.tokens = _prompt_ids(state, sample)
+    except Exception:   # no tokenizer: conversion names the sample instead
+        return
 
 
 def _rm_path(args: Namespace, sample: Sample | None = None) -> str | None:
@@ -154,15 +218,80 @@ def _rm_path(args: Namespace, sample: Sample | None = None) -> str | None:
         args, "custom_rm_path", None)
 
 
+def _rm_name(args: Namespace, sample: Sample | None = None) -> str:
+    """The reward that runs, for messages: its path, or ``--rm-type <type>``."""
+    path = _rm_path(args, sample)
+    if path:
+        return path
+    rm_type = ((sample.metadata or {}).get("rm_type") if sample is not None else None) \
+        or arg(args, "rm_type")
+    return f"--rm-type {rm_type}"
+
+
+async def _score_one(state: RolloutState, args: Namespace, sample: Sample,
+                     evaluation: bool) -> None:
+    """Score one sample (``async_rm``, B3-checked) under ``--rm-timeout`` / ``--hook-failure``."""
+    from vime.rollout.rm_hub import async_rm
+
+    name = _rm_name(args, sample)
+    start = time.monotonic()
+    try:
+        with state.rm_clock.busy():
+            reward = await call_hook(state, sample, hook="reward", phase="reward", path=name,
+                                     timeout=arg(args, "rm_timeout"), timeout_flag="--rm-timeout",
+                                     make=lambda: async_rm(args, sample))
+    except CallAborted:
+        return
+    except HookCallError as err:
+        if not fail_sample(args):
+            raise _noted(err, name, sample) from None
+        mark_failed(sample, "reward", err.original, err.seconds)
+        return
+    if reward is None and fail_sample(args):
+        mark_failed(sample, "reward", None, time.monotonic() - start, type_name=UNSCORED,
+                    message=f"{name} returned None (could not score)")
+        return
+    rt.check_reward_result(reward, args, hook_path=_rm_path(args, sample),
+                           rollout_id=state.rollout_id, evaluation=evaluation,
+                           index=sample.index)
+    sample.reward = reward
+
+
 async def _score_batch(state: RolloutState, args: Namespace, samples: list[Sample],
                        evaluation: bool) -> None:
-    """Score ``samples`` with one ``batched_async_rm`` call (B3-checked) and store rewards."""
+    """Score ``samples`` with one ``batched_async_rm`` call (B3-checked) and store rewards;
+    under ``--hook-failure fail-sample`` a failed call fails every sample and a None reward
+    fails its sample (``Unscored``)."""
     if not samples:
         return
     from vime.rollout.rm_hub import batched_async_rm
 
-    with state.rm_clock.busy():
-        rewards = await batched_async_rm(args, samples)
+    name = _rm_name(args)
+    start = time.monotonic()
+    try:
+        with state.rm_clock.busy():
+            rewards = await call_hook(state, samples[0], hook="reward", phase="reward",
+                                      path=name, timeout=arg(args, "rm_timeout"),
+                                      timeout_flag="--rm-timeout",
+                                      make=lambda: batched_async_rm(args, samples))
+    except CallAborted:
+        return
+    except HookCallError as err:
+        if not fail_sample(args):
+            raise _noted(err, name, samples[0]) from None
+        for s in samples:
+            mark_failed(s, "reward", err.original, err.seconds)
+        return
+    if fail_sample(args) and len(rewards) == len(samples) and any(r is None for r in rewards):
+        seconds = time.monotonic() - start
+        for s, r in zip(samples, rewards, strict=True):
+            if r is None:
+                mark_failed(s, "reward", None, seconds, type_name=UNSCORED,
+                            message=f"{name} returned None for this sample (could not score)")
+        pairs = [(s, r) for s, r in zip(samples, rewards, strict=True) if r is not None]
+        samples, rewards = [p[0] for p in pairs], [p[1] for p in pairs]
+        if not samples:
+            return
     rt.check_batch_reward_result(rewards, samples, args, hook_path=_rm_path(args),
                                  rollout_id=state.rollout_id, evaluation=evaluation)
     for s, reward in zip(samples, rewards, strict=True):
@@ -191,7 +320,7 @@ async def generate_and_rm_group(args: Namespace, group: list[Sample],
         calls.append(generate_and_rm(args, sample, params, evaluation=evaluation))
     results = list(await asyncio.gather(*calls))
     if arg(args, "group_rm") and not state.aborted:
-        leaves = list(iter_samples(results))
+        leaves = [s for s in iter_samples(results) if not is_failed(s)]
         if leaves and not any(s.status == Sample.Status.ABORTED for s in leaves):
             await _score_batch(state, args, leaves, evaluation)
     return results

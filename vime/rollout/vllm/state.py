@@ -48,6 +48,8 @@ class RolloutState:
         self.inflight: set[str] = set()
         self.request_tasks: set[asyncio.Task[Any]] = set()
         self.group_tasks: set[asyncio.Task[Any]] = set()
+        #: Hook calls running now (``vime.rollout.vllm.hook_calls``): abort, watchdog.
+        self.pending: dict[int, Any] = {}
         self.eval_cache: dict[tuple[Any, ...], list[Sample]] = {}
         #: prompt text -> token ids, this step's (cleared by :meth:`start_step`).
         self.prompt_ids: dict[str, list[int]] = {}
@@ -100,6 +102,7 @@ class RolloutState:
         self.rollout_id = rollout_id
         self.request_tasks.clear()
         self.group_tasks.clear()
+        self.pending.clear()
         self.prompt_ids.clear()
         self.generated_tokens = 0
         self.gen_clock = BusyClock()

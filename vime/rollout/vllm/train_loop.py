@@ -15,6 +15,12 @@ Keep ``rollout_batch_size`` groups. While fewer than that are in flight or kept,
 ``rollout/dynamic_filter/drop_<reason>``). Once enough groups are kept, in-flight requests are
 aborted; with ``--partial-rollout``, drained groups holding an ABORTED sample with a response go
 back to the data source (``metadata["start_rollout_id"]`` set) to continue next step.
+
+With ``--hook-failure fail-sample`` a group whose samples all FAILED is dropped (its slot is
+refilled) and counted as ``rollout/vllm_rollout/failed_groups_dropped``; once
+``rollout_batch_size`` groups have finished, more than ``--max-failed-ratio`` failed samples
+among them stops the run (``HookFailureError``). ``--rollout-watchdog-secs`` starts a
+:class:`~vime.rollout.watchdog.Watchdog` for the step.
 """
 
 from __future__ import annotations
@@ -30,10 +36,13 @@ from vime.config import arg
 from vime.contract import checks as rt
 from vime.contract.checks.enforced import group_size_problems, require
 from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups, iter_samples
-from vime.rollout.rollout_metrics import rollout_step_metrics
+from vime.rollout.failures import HookFailureError, is_failed, too_many_failed
+from vime.rollout.rollout_metrics import PREFIX, rollout_step_metrics
 from vime.rollout.vllm.abort import abort, recyclable_groups
+from vime.rollout.vllm.hook_calls import pending_entry
 from vime.rollout.vllm.sampling import generate_and_rm_group, sampling_params_from_args
 from vime.rollout.vllm.state import get_state
+from vime.rollout.watchdog import Watchdog
 from vime.utils.types import Sample
 
 __all__ = ["generate_rollout_async"]
@@ -45,8 +54,8 @@ def _run_dynamic_filter(fn: Any, path: str, args: Namespace, group: list[Any],
     the result are checked first (B4: VIM110, VIM160, VIM165)."""
     from vime.rollout.filter_hub.base_types import DynamicFilterOutput
 
-    rt.check_group_rewards(list(iter_samples(group)), args, hook_path=path,
-                           rollout_id=rollout_id)
+    rt.check_group_rewards([s for s in iter_samples(group) if not is_failed(s)], args,
+                           hook_path=path, rollout_id=rollout_id)
     out = fn(args, group)
     rt.check_dynamic_filter_result(out, args, hook_path=path, rollout_id=rollout_id)
     if isinstance(out, DynamicFilterOutput):
@@ -55,6 +64,23 @@ def _run_dynamic_filter(fn: Any, path: str, args: Namespace, group: list[Any],
         out.close()
         return True, None, False
     return bool(out), None, False
+
+
+def _stop_if_too_many_failed(finished: list[list[Any]], done: int, target: int,
+                             max_ratio: float, rollout_id: int) -> None:
+    """Raise once ``target`` groups have finished (kept or dropped as all-failed) and more than
+    ``max_ratio`` of their samples failed: without it, a step whose samples all fail would draw
+    new groups forever.
+
+    Raises:
+        HookFailureError: names the ratio and the top error types (``too_many_failed``).
+    """
+    if done < target:
+        return
+    message = too_many_failed(list(iter_samples(finished)), max_ratio,
+                              where=f"rollout {rollout_id} (all-failed groups included)")
+    if message is not None:
+        raise HookFailureError(message)
 
 
 async def _get_groups(data_source: Any, n: int) -> list[list[Sample]]:
@@ -88,7 +114,13 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
     finished: list[list[Any]] = []
     extra: list[list[Any]] = []
     drops: Counter[str] = Counter()
+    failed_groups: list[list[Any]] = []
     remaining = 0
+    max_failed = float(arg(args, "max_failed_ratio"))
+    watchdog_s = arg(args, "rollout_watchdog_secs")
+    dog = Watchdog(watchdog_s, rollout_id, state.pending) if watchdog_s else None
+    if dog is not None:
+        dog.start()
     try:
         while len(kept) < target:
             while remaining < target:
@@ -117,9 +149,21 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                     f"rollout {rollout_id}, group_index="
                     f"{first.group_index if first is not None else None}"]))
                 finished.append(group)
+                if all(is_failed(s) for s in iter_samples(group)):
+                    # nothing to train on or normalise against: dropped, counted, replaced
+                    remaining -= 1
+                    failed_groups.append(group)
+                    _stop_if_too_many_failed(finished, len(kept) + len(failed_groups), target,
+                                             max_failed, rollout_id)
+                    continue
                 if dyn is not None:
-                    keep, reason, fallback = _run_dynamic_filter(dyn, str(filter_path), args,
-                                                                 group, rollout_id)
+                    key = pending_entry(state, first, hook="dynamic_filter", phase="filter",
+                                        path=str(filter_path)) if first is not None else None
+                    try:
+                        keep, reason, fallback = _run_dynamic_filter(dyn, str(filter_path), args,
+                                                                     group, rollout_id)
+                    finally:
+                        state.pending.pop(key, None)
                     if not keep and not (fallback and remaining <= target):
                         remaining -= 1
                         drops[reason or "unknown"] += 1
@@ -130,8 +174,14 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
             task.cancel()
         await abort(args, rollout_id)
         raise
+    finally:
+        if dog is not None:
+            dog.stop()
     recycled = await abort(args, rollout_id) + recyclable_groups(args, extra, rollout_id)
+    _stop_if_too_many_failed(finished, target, target, max_failed, rollout_id)
     metrics: dict[str, Any] = {f"rollout/dynamic_filter/drop_{r}": c for r, c in drops.items()}
+    if failed_groups:
+        metrics[f"{PREFIX}failed_groups_dropped"] = float(len(failed_groups))
     metrics.update(rollout_step_metrics(
         wall_s=time.monotonic() - start, generated_tokens=state.generated_tokens,
         generation_busy_s=state.gen_clock.total(), reward_busy_s=state.rm_clock.total(),

@@ -4,11 +4,6 @@
 from __future__ import annotations
 
 from vime_lint.static._rule import Rule
-from vime_lint.static.rules.agent_function import (
-    AgentFunctionSync,
-    AgentReturnsNothing,
-    AgentSyncClient,
-)
 from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
 from vime_lint.static.rules.async_code import (
     AsyncioRunInHook,
@@ -83,9 +78,6 @@ _RULES: list[type[Rule]] = [
     GroupUsedAsSample,
     AsyncioRunInHook,
     SwallowedRewardFailure,
-    AgentFunctionSync,
-    AgentSyncClient,
-    AgentReturnsNothing,
     BareNoqa,
     UnusedSuppression,
 ]
@@ -95,9 +87,6 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(_RULES, key=lambda r: (r.code()
 
 
 def rules_for_code(code: str) -> list[type[Rule]]:
-    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``; for an
-    old code that several rules shared (``"VIM007"``), the rule of that code and those that
-    had it."""
+    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``."""
     c = code.strip()
-    return [r for r in ALL_RULES
-            if r.code() == c.upper() or r.slug() == c.lower() or c.upper() in r.ALIASES]
+    return [r for r in ALL_RULES if r.code() == c.upper() or r.slug() == c.lower()]

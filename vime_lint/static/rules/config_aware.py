@@ -229,8 +229,7 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
     No fix.
     """
 
-    INVARIANT = INVARIANTS["VIM035"]
-    ALIASES = ("VIM019",)
+    INVARIANT = INVARIANTS["VIM019"]
     VALID = [
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.reward = 1.0\n    return sample\n",
@@ -322,8 +321,7 @@ class LabelWithoutLabelKey(_LaunchTracker):
     No fix: the dataset key is the author's choice.
     """
 
-    INVARIANT = INVARIANTS["VIM034"]
-    ALIASES = ("VIM019",)
+    INVARIANT = INVARIANTS["VIM019"]
     VALID = [
         Valid("async def reward_func(args, sample, **kwargs):\n"
               "    return float(sample.response == sample.label)\n",

@@ -133,8 +133,7 @@ class UnknownSampleAttribute(SampleTracker):
     No fix: the intended field is a guess.
     """
 
-    INVARIANT = INVARIANTS["VIM031"]
-    ALIASES = ("VIM006",)
+    INVARIANT = INVARIANTS["VIM006"]
     VALID = [
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.loss_mask = [1]\n    sample.metadata['x'] = 1\n    return sample\n"),

@@ -143,8 +143,7 @@ class StaleSampleFlag(SampleTracker):
     No fix: a write needs a different statement than a read.
     """
 
-    INVARIANT = INVARIANTS["VIM032"]
-    ALIASES = ("VIM007",)
+    INVARIANT = INVARIANTS["VIM007"]
     VALID = [
         Valid("def f(sample):\n    return sample.status\n"),
         Valid("def f(output):\n    return output.truncated\n"),
@@ -188,8 +187,7 @@ class StaleDataBuffer(Rule):
     No fix: the owner of the attribute may really define one.
     """
 
-    INVARIANT = INVARIANTS["VIM033"]
-    ALIASES = ("VIM007",)
+    INVARIANT = INVARIANTS["VIM007"]
     VALID = [Valid("self.data_source.get_samples(4)\n")]
     INVALID = [Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4)]
 

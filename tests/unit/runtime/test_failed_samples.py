@@ -1,0 +1,90 @@
+"""FAILED samples at B5 (--hook-failure fail-sample): VIM180 the error record, VIM181 nothing
+trainable; a well-formed FAILED sample passes every other check (its reward is None, it may
+have no response) and keeps its group's size."""
+
+from __future__ import annotations
+
+import pytest
+from runtime_helpers import findings, ids, make_groups, only, rejects, train_output
+
+from vime.rollout.failures import mark_failed
+from vime.utils.types import Sample
+
+pytestmark = pytest.mark.unit
+
+
+def _with_failed(**fields):
+    groups = make_groups()
+    target = groups[1][2]
+    mark_failed(target, "reward", ValueError("judge down"), 1.5)
+    for name, value in fields.items():
+        setattr(target, name, value)
+    return groups, target
+
+
+def test_vim180_well_formed_failed_sample_passes_every_check():
+    groups, target = _with_failed()
+    assert findings(train_output(groups)) == []
+    # also without a response (generate failed): only the prompt tokens are left
+    target.tokens, target.response_length, target.loss_mask = [11, 12, 13], 0, []
+    target.rollout_log_probs = None
+    assert findings(train_output(groups)) == []
+
+
+def test_vim180_failed_sample_without_record_is_rejected():
+    groups, target = _with_failed()
+    del target.metadata["vime_error"]
+    err = rejects(train_output(groups))
+    found = only(err.violations, "VIM180")
+    assert len(found) == 1
+    assert found[0].where == "samples[1][2].metadata (index=6)"
+    assert found[0].message == "is missing"
+    assert "mark_failed" in found[0].fix
+
+
+@pytest.mark.parametrize("record, problem", [
+    ("boom", "is 'boom' (str), expected a dict"),
+    ({"hook": "reward", "type": "ValueError", "message": "x"}, "lacks 'seconds'"),
+    ({"hook": "reward", "type": 3, "message": "x", "seconds": 1.0}, "['type'] is 3 (int), expected a str"),
+    ({"hook": "reward", "type": "E", "message": "x", "seconds": -1.0}, "['seconds'] is -1.0"),
+    ({"hook": "reward", "type": "E", "message": "x", "seconds": True}, "['seconds'] is True (bool), expected a number"),
+])
+def test_vim180_malformed_record_is_named(record, problem):
+    groups, target = _with_failed()
+    target.metadata["vime_error"] = record
+    found = only(findings(train_output(groups)), "VIM180")
+    assert len(found) == 1 and problem in found[0].message, found
+
+
+def test_vim181_trainable_failed_sample_is_rejected():
+    groups, _ = _with_failed(loss_mask=[1, 0, 1], remove_sample=False)
+    found = only(rejects(train_output(groups)).violations, "VIM181")
+    assert len(found) == 1
+    assert found[0].where == "samples[1][2].loss_mask (index=6)"
+    assert found[0].message == "has trainable tokens and remove_sample is False"
+    groups, _ = _with_failed(loss_mask=None, remove_sample=False)
+    found = only(findings(train_output(groups)), "VIM181")
+    assert [v.message for v in found] == [
+        "is None (every response token trains) and remove_sample is False"]
+
+
+def test_vim181_zero_mask_or_remove_sample_passes():
+    groups, _ = _with_failed(loss_mask=[0, 0, 0], remove_sample=False)
+    assert "VIM181" not in ids(findings(train_output(groups)))
+    groups, _ = _with_failed(loss_mask=[1, 1, 1], remove_sample=True)
+    assert "VIM181" not in ids(findings(train_output(groups)))
+
+
+def test_failed_sample_still_counts_for_group_size_and_field_types():
+    groups, target = _with_failed()
+    groups[1].remove(target)
+    assert "VIM103" in ids(findings(train_output(groups)))
+    groups, target = _with_failed(tokens=[11, "12"])
+    assert "VIM106" in ids(findings(train_output(groups)))
+
+
+def test_completed_sample_without_reward_is_still_vim110():
+    groups = make_groups()
+    groups[0][0].reward = None
+    assert groups[0][0].status is Sample.Status.COMPLETED
+    assert "VIM110" in ids(findings(train_output(groups)))
