@@ -192,7 +192,7 @@ def run(args: Namespace) -> int:
             log.write(start, manager.call("eval", start))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
         stop_reason = ""
-        with TrainProgress(total=args.num_rollout, start=start) as progress:
+        with TrainProgress.for_args(args, total=args.num_rollout, start=start) as progress:
             for rollout_id in range(start, args.num_rollout):
                 if STOP_REQUEST:
                     break

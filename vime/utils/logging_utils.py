@@ -8,8 +8,8 @@ Usage::
     e = eval_metrics(args, output.data)                     # eval/<name>, eval/<name>-truncated_ratio
     log = MetricsLog(run_dir)                               # <run_dir>/metrics.jsonl
     log.write(rollout_id, {**m, **e})
-    with TrainProgress(total=10, start=0) as progress:
-        progress.advance(rollout_id, metrics)               # reward, tokens/s, step time
+    with TrainProgress.for_args(args, total=10, start=0) as progress:
+        progress.advance(rollout_id, metrics)   # bar + ETA in a terminal, else a line every 30 s
     print_summary(log.records, run_dir)
 
 Each line of ``metrics.jsonl`` is one JSON object: ``{"rollout_id": int, "time": unix seconds,
@@ -34,7 +34,7 @@ from vime.config import arg
 from vime.rollout.rollout_metrics import BUILTIN_ROLLOUT_METRICS, rollout_metrics
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "METRICS_FILE", "MetricsLog", "TrainProgress", "eval_metrics", "pass_at_k",
-           "print_summary", "rollout_metrics"]
+           "print_summary", "progress_metrics", "rollout_metrics"]
 
 METRICS_FILE = "metrics.jsonl"
 
@@ -108,47 +108,124 @@ class MetricsLog:
         return record
 
 
-def _step_text(metrics: Mapping[str, Any]) -> str:
+#: Label and format of the metrics the progress line shows, per loss (``--loss-type``); the SFT
+#: rollout's reward is a placeholder (0.0), so SFT shows the loss only.
+_PROGRESS_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "sft_loss": (("train/loss", "loss", "{:.4f}"),),
+    "default": (("rollout/raw_reward", "reward", "{:.3f}"), ("train/loss", "loss", "{:.4f}")),
+}
+_PERF_METRICS = (("perf/tokens_per_s", "tok/s", "{:,.0f}"), ("perf/step_time", "step", "{:.2f}s"))
+
+
+def progress_metrics(metrics: Mapping[str, Any], loss_type: str = "policy_loss",
+                     watch: Sequence[str] = ()) -> str:
+    """The metrics that matter for ``loss_type``, then each ``watch`` metric (the
+    ``--early-stop-metric``, by its logged name) and tokens/s and step time:
+    ``"loss 0.1420  train/greedy_match 0.281  step 0.09s"``. Missing or non-finite values
+    are left out."""
+    shown = list(_PROGRESS_METRICS.get(loss_type, _PROGRESS_METRICS["default"]))
+    shown += [(name, name, "{:.3f}") for name in watch if name]
+    shown += _PERF_METRICS
     parts = []
-    for key, label, fmt in (("rollout/raw_reward", "reward", "{:.3f}"),
-                            ("train/loss", "loss", "{:.4f}"),
-                            ("perf/tokens_per_s", "tok/s", "{:,.0f}"),
-                            ("perf/step_time", "step", "{:.2f}s")):
+    for key, label, fmt in shown:
         value = metrics.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                math.isfinite(value):
             parts.append(f"{label} {fmt.format(value)}")
     return "  ".join(parts)
 
 
-class TrainProgress:
-    """A rich progress bar over rollout steps showing reward, loss, tokens/s and step time."""
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
-    def __init__(self, total: int, start: int = 0, *, console: Any = None) -> None:
+
+class TrainProgress:
+    """Progress over rollout steps: the metrics of :func:`progress_metrics` and an ETA.
+
+    In a terminal: a rich bar (steps, elapsed, ETA) updated every step. Otherwise (a log file,
+    CI, ``nohup``): one plain line, ``vime train: step 12/60 (20%)  elapsed 1:02  ETA 4:08
+    loss 0.1420  ...``, after the first step, then at most every ``interval`` seconds, and after
+    the last one. ETA = mean time of the steps done in this run x steps left.
+
+    Usage::
+
+        with TrainProgress.for_args(args, total=args.num_rollout, start=0) as progress:
+            progress.advance(rollout_id, metrics)
+    """
+
+    def __init__(self, total: int, start: int = 0, *, console: Any = None,
+                 loss_type: str = "policy_loss", watch: Sequence[str] = (),
+                 interval: float = 30.0, clock: Any = time.monotonic) -> None:
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
 
         self.console = console or Console(stderr=True)
-        self.progress = Progress(TextColumn("[bold]vime train"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[info]}"),
-                                 console=self.console, transient=False)
-        self.task = self.progress.add_task("train", total=total, completed=start, info="")
+        self.total, self.start = int(total), int(start)
+        self.loss_type, self.watch = loss_type, tuple(w for w in watch if w)
+        self.interval, self.clock = float(interval), clock
+        self.started = clock()
+        self.last_line: float | None = None
+        self.plain = not self.console.is_terminal
+        self.progress: Any = None
+        if not self.plain:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(TextColumn("[bold]vime train"), BarColumn(),
+                                     MofNCompleteColumn(), TimeElapsedColumn(),
+                                     TextColumn("ETA"), TimeRemainingColumn(),
+                                     TextColumn("{task.fields[info]}"), console=self.console,
+                                     transient=False)
+            self.task = self.progress.add_task("train", total=total, completed=start, info="")
+
+    @classmethod
+    def for_args(cls, args: Namespace, total: int, start: int = 0) -> TrainProgress:
+        """A progress display for a run of ``args``: its ``--loss-type``,
+        ``--early-stop-metric`` and ``--progress-interval-secs``."""
+        return cls(total, start, loss_type=str(arg(args, "loss_type")),
+                   watch=[arg(args, "early_stop_metric") or ""],
+                   interval=float(arg(args, "progress_interval_secs")))
 
     def __enter__(self) -> TrainProgress:
-        self.progress.start()
+        if self.progress is not None:
+            self.progress.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.progress.stop()
+        if self.progress is not None:
+            self.progress.stop()
+
+    def line(self, rollout_id: int, metrics: Mapping[str, Any]) -> str:
+        """The plain progress line after ``rollout_id`` is done."""
+        done = rollout_id + 1
+        elapsed = self.clock() - self.started
+        steps = max(1, done - self.start)
+        eta = elapsed / steps * max(0, self.total - done)
+        percent = 100.0 * done / self.total if self.total else 100.0
+        text = (f"vime train: step {done}/{self.total} ({percent:.0f}%)  elapsed "
+                f"{_clock(elapsed)}  ETA {_clock(eta)}")
+        shown = progress_metrics(metrics, self.loss_type, self.watch)
+        return f"{text}  {shown}" if shown else text
 
     def advance(self, rollout_id: int, metrics: Mapping[str, Any]) -> None:
         """Mark ``rollout_id`` done and show its metrics."""
-        self.progress.update(self.task, completed=rollout_id + 1, info=_step_text(metrics))
+        if self.progress is not None:
+            self.progress.update(self.task, completed=rollout_id + 1,
+                                 info=progress_metrics(metrics, self.loss_type, self.watch))
+            return
+        now = self.clock()
+        last = rollout_id + 1 >= self.total
+        if self.last_line is None or last or now - self.last_line >= self.interval:
+            self.last_line = now
+            self.console.file.write(self.line(rollout_id, metrics) + "\n")
+            self.console.file.flush()
 
 
 def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,

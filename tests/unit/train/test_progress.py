@@ -1,0 +1,74 @@
+"""Progress of `vime train`: plain lines every --progress-interval-secs without a terminal
+(step, total, ETA, the loss's metrics and --early-stop-metric), a bar with ETA in one."""
+
+from __future__ import annotations
+
+import io
+from argparse import Namespace
+
+import pytest
+from rich.console import Console
+
+from vime.utils.logging_utils import TrainProgress, progress_metrics
+
+pytestmark = pytest.mark.unit
+
+SFT_STEP = {"rollout/raw_reward": 0.0, "train/loss": 0.1420, "train/greedy_match": 0.281,
+            "perf/step_time": 0.09}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_sft_shows_the_loss_and_the_early_stop_metric_not_the_reward() -> None:
+    text = progress_metrics(SFT_STEP, "sft_loss", ["train/greedy_match"])
+    assert text == "loss 0.1420  train/greedy_match 0.281  step 0.09s"
+    rl = progress_metrics({"rollout/raw_reward": 0.5, "train/loss": 0.01}, "policy_loss")
+    assert rl == "reward 0.500  loss 0.0100"
+
+
+def test_plain_lines_every_interval_with_eta() -> None:
+    out, clock = io.StringIO(), Clock()
+    console = Console(file=out, force_terminal=False)
+    with TrainProgress(10, 0, console=console, loss_type="sft_loss",
+                       watch=["train/greedy_match"], interval=30.0, clock=clock) as progress:
+        for step in range(10):
+            clock.now += 10.0     # 10 s per step
+            progress.advance(step, SFT_STEP)
+    lines = out.getvalue().splitlines()
+    # after step 1, then every 30 s (steps 4, 7, 10: the last one always)
+    assert [line.split("  ")[0] for line in lines] == [
+        "vime train: step 1/10 (10%)", "vime train: step 4/10 (40%)",
+        "vime train: step 7/10 (70%)", "vime train: step 10/10 (100%)"]
+    assert lines[1] == ("vime train: step 4/10 (40%)  elapsed 0:40  ETA 1:00  loss 0.1420  "
+                        "train/greedy_match 0.281  step 0.09s")
+    assert "reward" not in out.getvalue()
+
+
+def test_eta_counts_only_the_steps_of_this_run() -> None:
+    out, clock = io.StringIO(), Clock()
+    progress = TrainProgress(100, 50, console=Console(file=out), interval=0, clock=clock)
+    clock.now += 20.0
+    progress.advance(51, {})          # 2 steps in 20 s since the resume at 50
+    assert out.getvalue().strip() == "vime train: step 52/100 (52%)  elapsed 0:20  ETA 8:00"
+
+
+def test_terminal_bar_has_an_eta() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160)
+    with TrainProgress(4, 0, console=console, loss_type="sft_loss") as progress:
+        progress.advance(0, SFT_STEP)
+    assert "ETA" in out.getvalue() and "loss 0.1420" in out.getvalue()
+
+
+def test_for_args_reads_the_run_arguments() -> None:
+    args = Namespace(loss_type="sft_loss", early_stop_metric="train/greedy_match",
+                     progress_interval_secs=5.0)
+    progress = TrainProgress.for_args(args, total=3)
+    assert (progress.loss_type, progress.watch, progress.interval) == (
+        "sft_loss", ("train/greedy_match",), 5.0)
