@@ -60,7 +60,7 @@ class HookCallError(Exception):
 
 def fail_sample(args: Namespace) -> bool:
     """``--hook-failure fail-sample``."""
-    return arg(args, "hook_failure") == "fail-sample"
+    return bool(arg(args, "hook_failure") == "fail-sample")
 
 
 def pending_entry(state: Any, sample: Sample, *, hook: str, phase: str, path: str | None,

@@ -163,7 +163,8 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                         keep, reason, fallback = _run_dynamic_filter(dyn, str(filter_path), args,
                                                                      group, rollout_id)
                     finally:
-                        state.pending.pop(key, None)
+                        if key is not None:
+                            state.pending.pop(key)
                     if not keep and not (fallback and remaining <= target):
                         remaining -= 1
                         drops[reason or "unknown"] += 1
