@@ -173,10 +173,11 @@ def run(args: Namespace) -> int:
         engines = bool(manager.call("get_engine_urls"))
 
         def sync(version: int) -> float:
+            # version = rollout steps trained; the engines tag their samples with it
             if not engines or trainer is None:
                 return 0.0
             path = trainer.call("write_weights", str(version_dir(args.run_dir, version)))
-            seconds = float(manager.call("sync_weights", path))
+            seconds = float(manager.call("sync_weights", path, version))
             prune_versions(args.run_dir, keep=2)
             return seconds
 
@@ -188,6 +189,12 @@ def run(args: Namespace) -> int:
             manager.call("load", loaded)
             start = loaded + 1
             sync(start)
+        elif engines:
+            manager.call("set_weight_version", start)
+        # --async-rollout: the rollout of step k + 1 is generated while step k trains (the
+        # manager actor runs its calls in order, so the weight sync after step k waits for it)
+        overlap = bool(arg(args, "async_rollout")) and trainer is not None
+        ahead: tuple[Any, Any] | None = None
         if args.eval_interval and not args.skip_eval_before_train:
             log.write(start, manager.call("eval", start))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
@@ -200,8 +207,11 @@ def run(args: Namespace) -> int:
                 if trainer is None:
                     _, metrics = manager.call("generate", rollout_id)
                 else:
-                    data, metrics_ref = manager.call("generate", rollout_id, num_returns=2)
+                    data, metrics_ref = ahead or manager.call("generate", rollout_id,
+                                                              num_returns=2)
                     metrics = _resolve(metrics_ref)
+                    ahead = (manager.call("generate", rollout_id + 1, num_returns=2)
+                             if overlap and rollout_id + 1 < args.num_rollout else None)
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))

@@ -129,15 +129,48 @@ def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_serve
                           "--eval-prompt-data", "toy", str(prompts), "--eval-interval", "1",
                           "--rollout-external-engine-addrs", url, "--run-dir", str(run_dir))
     finally:
-        sync_weights([url], str(tiny_model_dir))  # the session engine is shared
+        # the session engine is shared: original weights, and vLLM's own "default" tag
+        sync_weights([url], str(tiny_model_dir), version="default")
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = metrics(run_dir)
     train = [r for r in records if "train/loss" in r]
     assert [r["rollout_id"] for r in train] == [0, 1]
     assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
     assert all("eval/toy" in r for r in records)
+    # the engine tags its tokens with the version synced before each step: one per step
+    assert all(r["rollout/staleness/max"] == 0.0 for r in train)
+    assert "rollout/staleness/lag_max" not in train[0]   # synchronous: nothing to bound
     versions = sorted(p.name for p in (run_dir / "weights").iterdir())
     assert versions == ["v000001", "v000002"]
+
+
+def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path,
+                                                            vllm_server: object,
+                                                            tmp_path: Path) -> None:
+    """--async-rollout: rollout k+1 is generated while step k trains, so from the second step
+    on every sample was produced by the weights one version behind the trainer's."""
+    from vime.ray.engine_control import sync_weights
+
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
+                               for a in range(10, 22)))
+    run_dir = tmp_path / "run"
+    url = vllm_server.url  # type: ignore[attr-defined]
+    try:
+        proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
+                          "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "2",
+                          "--n-samples-per-prompt", "4", "--rollout-max-response-len", "8",
+                          "--micro-batch-size", "4", "--lr", "1e-3", "--num-rollout", "3",
+                          "--async-rollout", "--use-rollout-logprobs",
+                          "--rollout-external-engine-addrs", url, "--run-dir", str(run_dir))
+    finally:
+        sync_weights([url], str(tiny_model_dir), version="default")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    train = [r for r in metrics(run_dir) if "train/loss" in r]
+    assert [r["rollout_id"] for r in train] == [0, 1, 2]
+    assert [r["rollout/staleness/lag_max"] for r in train] == [0.0, 1.0, 1.0]
+    assert all(r["rollout/staleness/dropped_groups"] == 0.0 for r in train)
+    assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000002", "v000003"]
 
 
 @pytest.mark.parametrize(("signame", "status", "said"), [("SIGINT", 130, "interrupted"),

@@ -358,6 +358,14 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--single-process", action="store_true",
                    help="Run the rollout manager and the trainer in the `vime train` process "
                         "instead of Ray actors (debugging; engines still run under Ray).")
+    g.add_argument("--async-rollout", action="store_true",
+                   help="Overlap rollout and training: generate step k+1's rollout while step k "
+                        "trains (needs Ray actors and --use-rollout-logprobs; samples lag the "
+                        "trainer by one weight version).")
+    g.add_argument("--max-staleness", type=int, default=1,
+                   help="With --async-rollout: drop groups whose oldest token is more than this "
+                        "many weight versions behind the trainer (counted in "
+                        "rollout/staleness/dropped_groups).")
     g.add_argument("--no-rollout-engines", dest="rollout_engines", action="store_false",
                    help="Start no vLLM engine: for rollout functions that do not generate "
                         "(the SFT rollout needs none either way).")

@@ -171,6 +171,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     if args.early_stop_window < 1:
         _fail("--early-stop-window", f"must be >= 1, got {args.early_stop_window}")
     _check_failure_arguments(args)
+    _check_async_rollout(args)
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
     if n == 1:
@@ -202,6 +203,22 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     if args.custom_config_path:
         _apply_custom_config(args)
     return args
+
+
+def _check_async_rollout(args: argparse.Namespace) -> None:
+    """``--async-rollout`` needs Ray actors (the rollout runs while the trainer trains) and the
+    sampler's log probs as the old policy's (its samples come from the previous weights, so log
+    probs recomputed by the trainer would hide the lag); ``--max-staleness`` >= 1 with it."""
+    if not args.async_rollout:
+        return
+    if args.single_process:
+        _fail("--async-rollout", "needs the rollout manager and the trainer as Ray actors: "
+              "drop --single-process")
+    if not args.use_rollout_logprobs:
+        _fail("--async-rollout", "needs --use-rollout-logprobs: samples come from the previous "
+              "weights, and the policy ratio must use the log probs of the weights that "
+              "produced them")
+    _positive(args, "max_staleness")
 
 
 def _check_failure_arguments(args: argparse.Namespace) -> None:

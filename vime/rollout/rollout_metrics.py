@@ -80,7 +80,7 @@ from vime.contract.errors import ContractError
 from vime.rollout.failures import failure_metrics
 from vime.utils.types import Sample
 
-__all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "rollout_metrics",
+__all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "numeric_versions", "rollout_metrics",
            "rollout_step_metrics", "staleness_metrics"]
 
 #: The qualified prefix of the default rollout's own metrics.
@@ -158,7 +158,7 @@ def _mean(xs: Sequence[float]) -> float:
     return float(sum(xs) / len(xs)) if xs else 0.0
 
 
-def _numeric_versions(sample: Sample) -> list[int]:
+def numeric_versions(sample: Sample) -> list[int]:
     """The entries of ``weight_versions`` that read as ints (``"default"`` does not)."""
     out: list[int] = []
     for version in sample.weight_versions or ():
@@ -172,7 +172,7 @@ def _numeric_versions(sample: Sample) -> list[int]:
 def staleness_metrics(samples: Sequence[Sample]) -> dict[str, float]:
     """``rollout/staleness/{min,max,mean}`` of one step (see the module docstring); ``{}`` when
     no sample has a numeric weight version."""
-    spans = [versions for versions in map(_numeric_versions, samples) if versions]
+    spans = [versions for versions in map(numeric_versions, samples) if versions]
     if not spans:
         return {}
     newest = max(max(versions) for versions in spans)

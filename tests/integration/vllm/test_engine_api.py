@@ -47,3 +47,20 @@ def test_engine_serves_every_route_and_sampling_key_vime_uses(vllm_server):
                                     min_new_tokens=1, repetition_penalty=1.1, stop=["\n"],
                                     stop_token_ids=[1], seed=0))
     assert sent <= info.sampling_keys, sorted(sent - info.sampling_keys)
+
+
+def test_a_weight_version_tag_reaches_the_samples(vllm_server):
+    from vime.ray.engine_control import set_weight_version
+    from vime.rollout.vllm_protocol import parse_generate_response
+    from vime.utils.http_utils import post
+
+    body = {"token_ids": [257, 117, 115], "sampling_params": {"max_tokens": 2, "logprobs": 1},
+            "stream": False}
+    try:
+        run(set_weight_version(vllm_server.url, 7))
+        reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-7"}))
+        assert parse_generate_response(reply, request_id="tag-7").weight_version == "7"
+    finally:
+        run(set_weight_version(vllm_server.url, "default"))   # the session engine is shared
+    reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-d"}))
+    assert parse_generate_response(reply, request_id="tag-d").weight_version == "default"

@@ -107,6 +107,11 @@ def test_every_hook_has_its_generated_argument() -> None:
     (["--eval-prompt-data", "a", "a.jsonl", "b"], "argument --eval-prompt-data: expected `name"),
     (["--rollout-function-path", "vime.rollout.sft_rollout.generate_rollout",
       "--n-samples-per-prompt", "2"], "argument --n-samples-per-prompt: the SFT rollout"),
+    (["--async-rollout", "--use-rollout-logprobs", "--single-process"],
+     "argument --async-rollout: needs the rollout manager and the trainer as Ray actors"),
+    (["--async-rollout"], "argument --async-rollout: needs --use-rollout-logprobs"),
+    (["--async-rollout", "--use-rollout-logprobs", "--max-staleness", "0"],
+     "argument --max-staleness: must be >= 1, got 0"),
 ])
 def test_validation_errors_name_the_argument(capsys: pytest.CaptureFixture[str],
                                              extra: list[str], needle: str) -> None:
