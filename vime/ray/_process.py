@@ -4,6 +4,7 @@ Usage::
 
     wait_ready(proc, lambda: probe() , timeout=300.0, interval=0.5, fail=lambda w: Err(w))
     stop_process_group(proc, timeout=20.0)      # SIGTERM, then SIGKILL of the whole group
+    stop_process_group(proc, 20.0, leader_first=True)   # SIGTERM the leader only, then the same
     log_tail(path, lines=40)                    # "" when there is no log yet
 """
 
@@ -44,13 +45,19 @@ def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], *, time
         time.sleep(interval)
 
 
-def stop_process_group(proc: subprocess.Popen[bytes] | None, timeout: float) -> None:
-    """SIGTERM ``proc``'s process group (it must lead one: ``setsid``), SIGKILL the group after
-    ``timeout`` seconds, and return only once the group is empty (10 s at most). Idempotent."""
+def stop_process_group(proc: subprocess.Popen[bytes] | None, timeout: float, *,
+                       leader_first: bool = False) -> None:
+    """SIGTERM ``proc``'s process group (it must lead one: ``setsid``), or with
+    ``leader_first`` only ``proc`` (a server that stops its own children), SIGKILL the group
+    after ``timeout`` seconds, and return only once the group is empty (10 s at most).
+    Idempotent."""
     if proc is None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
+        if leader_first:
+            os.kill(proc.pid, signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout)
     # children (vLLM's EngineCore) live in the same group: nothing of it may survive
