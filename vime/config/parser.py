@@ -333,8 +333,10 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--use-kl-loss", action="store_true", help="Add a KL term to the loss.")
     g.add_argument("--kl-loss-coef", type=float, default=0.0, help="Weight of the KL loss.")
     g.add_argument("--entropy-coef", type=float, default=0.0, help="Entropy bonus weight.")
-    g.add_argument("--save", type=str, default=None, help="Checkpoint folder.")
-    g.add_argument("--load", type=str, default=None, help="Checkpoint folder to resume from.")
+    g.add_argument("--save", type=str, default=None,
+                   help="Checkpoint folder (`{run_dir}` -> --run-dir, e.g. {run_dir}/ckpt).")
+    g.add_argument("--load", type=str, default=None,
+                   help="Checkpoint folder to resume from (`{run_dir}` -> --run-dir).")
     g.add_argument("--save-interval", type=int, default=None, help="Save every N rollout steps.")
     g.add_argument("--early-stop-metric", type=str, default=None,
                    help="Stop once the mean of this logged metric (e.g. train/greedy_match) over "

@@ -25,6 +25,9 @@ from vime.contract.hooks import HOOKS
 
 __all__ = ["UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES", "validate_args"]
 
+#: Path arguments in which ``{run_dir}`` is replaced by ``--run-dir`` (after its ``{time}``).
+RUN_DIR_PATHS = ("save", "load", "save_debug_rollout_data")
+
 #: P arguments (docs/contract.md §11): dest -> the only value v1 supports (upstream's default).
 UNSUPPORTED_ARGS: dict[str, Any] = {
     "multimodal_keys": None,
@@ -102,7 +105,8 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     ``global_batch_size`` (gbs = rbs * n // steps), ``grpo_std_normalization`` (off when
     ``n_samples_per_prompt == 1``), ``eval_reward_key`` (= ``reward_key``), ``buffer_filter_path``
     (``pop_oldest`` with ``--buffer-sort-by-staleness``), ``eval_datasets``
-    (``list[EvalDatasetConfig]``), ``run_dir`` (``{time}`` replaced), ``vllm_extra_args``
+    (``list[EvalDatasetConfig]``), ``run_dir`` (``{time}`` replaced; ``{run_dir}`` in
+    :data:`RUN_DIR_PATHS` replaced by it), ``vllm_extra_args``
     (``{}`` if absent), and the keys of ``--custom-config-path``.
 
     Raises:
@@ -198,6 +202,10 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         _fail("--eval-interval", "needs --eval-prompt-data or --eval-config")
     if "{time}" in args.run_dir:
         args.run_dir = args.run_dir.replace("{time}", time.strftime("%Y%m%d-%H%M%S"))
+    for dest in RUN_DIR_PATHS:   # `save: "{run_dir}/ckpt"` follows --run-dir
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and "{run_dir}" in value:
+            setattr(args, dest, value.replace("{run_dir}", args.run_dir))
     if not hasattr(args, "vllm_extra_args"):
         args.vllm_extra_args = {}
     if args.custom_config_path:
