@@ -34,6 +34,7 @@ from vime_lint.static.analysis._bindings import (
     module_symbols,
     resolve_target,
 )
+from vime_lint.static.analysis._coroutines import SCHEDULERS, unawaited_calls
 from vime_lint.static.analysis._functions import (
     AttrStore,
     CallSite,
@@ -47,8 +48,8 @@ from vime_lint.static.analysis._functions import (
 from vime_lint.static.analysis._names import Names, spelled
 
 __all__ = [
-    "AttrStore", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath", "SameScope",
-    "Semantic", "Side", "evaluation_test", "spelled",
+    "SCHEDULERS", "AttrStore", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
+    "SameScope", "Semantic", "Side", "evaluation_test", "spelled",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -213,6 +214,37 @@ class Semantic:
                         yield from self.origins(target, r.value, depth + 2, owner)
                     return
         yield expr, fn
+
+    def coroutine_callee(self, call: cst.Call, within: FunctionNode,
+                         owner: cst.ClassDef | None, known: frozenset[str]) -> str | None:
+        """The name of the async function ``call`` calls (``"fetch"``, ``"self.fetch"``, a
+        ``known`` qualified name), or None when the callee is not known to be async."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            facts = self.facts(within)
+            nested = facts.nested.get(func.value)
+            if nested is not None:
+                return func.value if nested.asynchronous is not None else None
+            if func.value in facts.values:
+                return None  # a local name shadows the module-level one
+            t = self.target(func.value)
+            if t is not None and t.function is not None:
+                return func.value if t.is_async else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) \
+                and func.value.value == "self" and owner is not None:
+            m = method(owner, func.attr.value)
+            if m is not None:
+                return f"self.{func.attr.value}" if m.asynchronous is not None else None
+        hit = self.names.qualified_in(func, known)
+        return hit
+
+    def unawaited(self, fn: FunctionNode, owner: cst.ClassDef | None,
+                  known: frozenset[str]) -> list[tuple[cst.Call, str, str]]:
+        """``(call, callee, problem)`` for each coroutine call in ``fn``'s own body whose
+        coroutine never runs (see :mod:`vime_lint.static.analysis._coroutines`)."""
+        return unawaited_calls(self.facts(fn),
+                               lambda c: self.coroutine_callee(c, fn, owner, known),
+                               self.names.qualified)
 
     # ---- classes -----------------------------------------------------------------------------
 
