@@ -273,3 +273,45 @@ class Semantic:
                             out.add(small.target.value)
         result = self._owned[id(cls)] = frozenset(out)
         return result
+
+    def class_owns(self, cls: cst.ClassDef, attr: str, _depth: int = 0) -> bool:
+        """True when ``cls`` or one of its module-level base classes assigns ``attr``."""
+        if attr in self.owned_attributes(cls):
+            return True
+        for base in cls.bases:
+            b = self.definitions.get(base.value.value) if isinstance(base.value, cst.Name) \
+                else None
+            if isinstance(b, cst.ClassDef) and b is not cls and _depth < 8 \
+                    and self.class_owns(b, attr, _depth + 1):
+                return True
+        return False
+
+    def instance_class(self, expr: cst.BaseExpression, fn: FunctionNode | None,
+                       owner: cst.ClassDef | None) -> cst.ClassDef | None:
+        """The module's own class whose instance ``expr`` holds, as far as the code shows:
+        ``self`` in a method of ``owner``; a name assigned ``Cls(...)`` (locally or at module
+        level); a parameter annotated ``Cls``. None when unknown or not the module's class."""
+        if not isinstance(expr, cst.Name):
+            return None
+        if fn is not None and isinstance(fn, cst.FunctionDef) and owner is not None:
+            params = fn.params.params
+            if params and params[0].name.value == expr.value and expr.value in ("self", "cls"):
+                return owner
+        candidates: list[cst.BaseExpression | None] = []
+        if fn is not None and expr.value in self.facts(fn).values:
+            candidates = list(self.facts(fn).values[expr.value])
+            for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+                if p.name.value == expr.value and p.annotation is not None:
+                    candidates = [p.annotation.annotation]
+        elif expr.value in self.symbols:
+            sym = self.symbols[expr.value]
+            candidates = [sym] if not isinstance(sym, (cst.FunctionDef, cst.ClassDef)) else []
+        found: cst.ClassDef | None = None
+        for c in candidates:
+            callee = c.func if isinstance(c, cst.Call) else c
+            cls = self.definitions.get(callee.value) if isinstance(callee, cst.Name) else None
+            if not isinstance(cls, cst.ClassDef) or (found is not None and found is not cls):
+                return None
+            found = cls
+        return found
+
