@@ -59,9 +59,9 @@ def test_concise_golden_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str
         "r.py:6:5: VIM007 `status` is set to the string 'completed' instead of a "
         "`Sample.Status` member\n"
         "r.py:8:16: VIM003 rollout function `generate_rollout` returns None instead of "
-        "RolloutFnTrainOutput / RolloutFnEvalOutput\n"
+        "RolloutFnTrainOutput / RolloutFnEvalOutput on the evaluation=True path\n"
         "r.py:9:12: VIM003 rollout function `generate_rollout` returns None instead of "
-        "RolloutFnTrainOutput / RolloutFnEvalOutput\n"
+        "RolloutFnTrainOutput / RolloutFnEvalOutput on the evaluation=False path\n"
         "Found 4 finding(s): 4 error(s), 0 warning(s).\n"
         "[*] 2 fixable with `--fix`.\n")
 

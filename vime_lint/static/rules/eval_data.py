@@ -32,6 +32,18 @@ def _dict_keys(d: cst.Dict) -> set[str] | None:
     return keys
 
 
+def _call_keys(call: cst.BaseExpression) -> set[str] | None:
+    """The keywords of ``dict(k=v, ...)`` (None with ``**`` or positional arguments)."""
+    if not isinstance(call, cst.Call):
+        return None
+    keys: set[str] = set()
+    for arg in call.args:
+        if arg.keyword is None:
+            return None
+        keys.add(arg.keyword.value)
+    return keys
+
+
 class EvalDataKeys(FunctionTracker):
     """Each eval data entry carries ``rewards``, ``truncated`` and ``samples``.
 
@@ -65,6 +77,12 @@ class EvalDataKeys(FunctionTracker):
         Valid("RolloutFnEvalOutput(data={'toy': {'rewards': r, 'truncated': t, 'samples': s}})\n"),
         Valid("RolloutFnEvalOutput(data=build(samples))\n"),
         Valid("RolloutFnEvalOutput(data={'toy': {**base, 'rewards': r}})\n"),
+        Valid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
+              "def f(r, t, s):\n    entry = dict(rewards=r, truncated=t, samples=s)\n"
+              "    return EvalOutput(data={'toy': entry})\n"),
+        # The user's own class of the same name is not vime's.
+        Valid("class RolloutFnEvalOutput:\n    def __init__(self, data):\n        self.data = data\n"
+              "RolloutFnEvalOutput(data={'toy': {}})\n"),
         Valid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'truncated': 2, "
               "'samples': 3}\n    return RolloutFnEvalOutput(data=data)\n"),
     ]
@@ -75,34 +93,55 @@ class EvalDataKeys(FunctionTracker):
                 line=2, col=31),
         Invalid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'samples': 3}\n"
                 "    return RolloutFnEvalOutput(data=data)\n", line=3, col=16),
+        # An aliased constructor, the entry built step by step under a name.
+        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
+                "def f(r, s):\n    entry = dict(rewards=r, samples=s)\n"
+                "    return EvalOutput(data={'toy': entry})\n", line=3, col=12),
+        # The data built by a module helper.
+        Invalid("import vime.rollout.base_types as bt\n"
+                "def _data(r, s):\n    return {'toy': {'rewards': r, 'samples': s}}\n"
+                "def f(r, s):\n    data = _data(r, s)\n    return bt.RolloutFnEvalOutput(data=data)\n",
+                line=3, col=19),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if not is_output_call(node, EVAL_OUT):
+        if not is_output_call(node, EVAL_OUT, self.context.semantic):
             return
         data: cst.BaseExpression | None = None
         for i, arg in enumerate(node.args):
             if (arg.keyword is not None and arg.keyword.value == "data") or (
                     i == 0 and arg.keyword is None and not arg.star):
                 data = arg.value
-        if isinstance(data, cst.Dict):
-            self._check_outer(data)
-        elif isinstance(data, cst.Name) and self.current is not None:
+        for outer in self._leaves(data):
+            if isinstance(outer, cst.Dict):
+                self._check_outer(outer)
+        if isinstance(data, cst.Name) and self.current is not None:
             local = self.context.semantic.facts(self.current)
-            for v in local.values.get(data.value, []):
-                if isinstance(v, cst.Dict):
-                    self._check_outer(v)
             for v in local.subscript_values.get(data.value, []):
-                if isinstance(v, cst.Dict):
-                    self._check_entry(v, "<dataset>")
+                for entry in self._leaves(v):
+                    self._check_entry(entry, "<dataset>")
+
+    def _leaves(self, expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
+        """The dict literals and ``dict(...)`` calls ``expr`` comes from (through local names
+        and the module's own helpers)."""
+        if expr is None:
+            return []
+        leaves = [expr] if self.current is None else [
+            leaf for leaf, _ in self.context.semantic.origins(self.current, expr, owner=self.owner)
+            if leaf is not None]
+        sem = self.context.semantic
+        return [leaf for leaf in leaves if isinstance(leaf, cst.Dict) or (
+            isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name)
+            and leaf.func.value == "dict" and sem.qualified(leaf.func) <= {"dict", "builtins.dict"})]
 
     def _check_outer(self, data: cst.Dict) -> None:
         for el in data.elements:
-            if isinstance(el, cst.DictElement) and isinstance(el.value, cst.Dict):
-                self._check_entry(el.value, string_value(el.key) or "<dataset>")
+            if isinstance(el, cst.DictElement):
+                for entry in self._leaves(el.value):
+                    self._check_entry(entry, string_value(el.key) or "<dataset>")
 
-    def _check_entry(self, entry: cst.Dict, dataset: str) -> None:
-        keys = _dict_keys(entry)
+    def _check_entry(self, entry: cst.BaseExpression, dataset: str) -> None:
+        keys = _dict_keys(entry) if isinstance(entry, cst.Dict) else _call_keys(entry)
         if keys is None:
             return
         missing = [k for k in EVAL_ENTRY_KEYS if k not in keys]

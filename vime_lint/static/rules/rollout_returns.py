@@ -10,15 +10,13 @@ See ``docs/contract.md`` §3, §4 (the ``call_rollout_fn`` table) and §6a.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-
 import libcst as cst
 
 from vime.contract import INVARIANTS, Severity
-from vime_lint.static._cst import body_statements, may_fall_through
+from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
-from vime_lint.static.analysis import FunctionFacts
+from vime_lint.static.analysis import Semantic, Side
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
 __all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_output_call"]
@@ -30,57 +28,71 @@ BASE_TYPES = "vime.rollout.base_types"
 _IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
 
 
-def is_output_call(node: cst.BaseExpression | None, cls: str) -> bool:
-    """True for ``RolloutFnTrainOutput(...)`` / ``bt.RolloutFnTrainOutput(...)`` (by name)."""
-    if not isinstance(node, cst.Call):
-        return False
-    func = node.func
-    if isinstance(func, cst.Name):
-        return func.value == cls
-    return isinstance(func, cst.Attribute) and func.attr.value == cls
+def is_output_call(node: cst.BaseExpression | None, cls: str, semantic: Semantic) -> bool:
+    """True for a call of vime's ``cls`` (``RolloutFnTrainOutput``), however it is imported."""
+    return isinstance(node, cst.Call) and semantic.refers_to(node.func, cls)
 
 
 _RAW_CALLS = {"dict": "a bare dict", "list": "a bare list", "sorted": "a bare list",
               "tuple": "a tuple"}
 
 
-def classify(expr: cst.BaseExpression | None, local: FunctionFacts, depth: int = 0) -> list[str]:
-    """The raw kinds ``expr`` can evaluate to (empty: an output object or unknown)."""
+def kind_of(expr: cst.BaseExpression | None, semantic: Semantic) -> str | None:
+    """What one returned leaf is: ``TRAIN_OUT``, ``EVAL_OUT``, ``"None"``, ``"a tuple"``,
+    ``"a bare list"``, ``"a bare dict"``, or None when the code does not show it."""
     if expr is None or (isinstance(expr, cst.Name) and expr.value == "None"):
-        return ["None"]
+        return "None"
     if isinstance(expr, cst.Tuple):
-        return ["a tuple"]
+        return "a tuple"
     if isinstance(expr, (cst.List, cst.ListComp)):
-        return ["a bare list"]
+        return "a bare list"
     if isinstance(expr, (cst.Dict, cst.DictComp)):
-        return ["a bare dict"]
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) \
-            and expr.func.value in _RAW_CALLS:
-        return [_RAW_CALLS[expr.func.value]]
-    if isinstance(expr, cst.IfExp):
-        return classify(expr.body, local, depth) + classify(expr.orelse, local, depth)
-    if isinstance(expr, cst.Name) and depth < 3:
-        values = local.values.get(expr.value)
-        if not values or any(v is None for v in values):
-            return []
-        kinds = [classify(v, local, depth + 1) for v in values]
-        if all(len(k) == 1 for k in kinds) and len({k[0] for k in kinds}) == 1:
-            return kinds[0]
-    return []
+        return "a bare dict"
+    if isinstance(expr, cst.Call):
+        if semantic.refers_to(expr.func, TRAIN_OUT):
+            return TRAIN_OUT
+        if semantic.refers_to(expr.func, EVAL_OUT):
+            return EVAL_OUT
+        if isinstance(expr.func, cst.Name) and expr.func.value in _RAW_CALLS \
+                and semantic.qualified(expr.func) <= {expr.func.value,
+                                                      "builtins." + expr.func.value}:
+            return _RAW_CALLS[expr.func.value]
+    return None
+
+
+def classify(fn: cst.FunctionDef, expr: cst.BaseExpression | None, semantic: Semantic,
+             owner: cst.ClassDef | None = None) -> list[tuple[str, cst.BaseExpression | None]]:
+    """The kinds a returned expression can have, following local names, conditional
+    expressions and the module's own helpers (:meth:`Semantic.origins`); each with the leaf
+    it comes from. Empty when any leaf is unknown (precision first: nothing is reported)."""
+    if expr is None:
+        return [("None", None)]
+    out: list[tuple[str, cst.BaseExpression | None]] = []
+    for leaf, _where in semantic.origins(fn, expr, owner=owner):
+        kind = kind_of(leaf, semantic) if leaf is not None else None
+        if kind is None:
+            return [] if not isinstance(expr, cst.IfExp) else [
+                k for k in out if k[0] not in (TRAIN_OUT, EVAL_OUT)]
+        out.append((kind, leaf))
+    return out
 
 
 class RawRolloutReturn(FunctionTracker):
     """The rollout function returns ``RolloutFnTrainOutput`` / ``RolloutFnEvalOutput``.
 
     ## What it does
-    Looks at every ``return`` of the rollout (or eval) function: a raw list or dict (also
-    through a local variable, ``dict(...)``, ``list(...)`` or a conditional expression) is
-    reported as a warning; ``return None``, a bare ``return``, a tuple, a generator
-    (``yield``) or a path that falls off the end of the function is an error.
+    Looks at every ``return`` of the rollout (or eval) function, following local variables,
+    conditional expressions and the module's own helpers and nested functions that build the
+    value. A bare list on the train path and a bare dict on the eval path are warnings
+    (``call_rollout_fn`` wraps them with a ``DeprecationWarning``); a bare dict on the train
+    path (or on a path that is not split by ``evaluation``), a bare list on the eval path,
+    ``return None``, a bare ``return``, a tuple, a generator (``yield``) or a path that falls
+    off the end of the function is an error.
 
     ## Why is this bad?
-    ``call_rollout_fn`` wraps a bare list or dict with a ``DeprecationWarning`` only; None, a
-    tuple or a generator raise ``TypeError`` at the first rollout step, after engines and
+    ``call_rollout_fn`` wraps a bare list (train) or dict (eval) with a
+    ``DeprecationWarning`` only; None, a tuple, a generator, a dict in train mode or a list in
+    eval mode raise ``ContractError`` (VIM101) at the first rollout step, after engines and
     trainer have started (failure kind: "runtime TypeError").
 
     ## Example
@@ -118,6 +130,20 @@ class RawRolloutReturn(FunctionTracker):
               "    raise NotImplementedError\n"),
         Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
               "    out = data_source.get_samples(1)\n    return out\n"),
+        # Aliased imports, a module helper and a nested function building the outputs.
+        Valid("import vime.rollout.base_types as bt\n"
+              "from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
+              "def _eval(args):\n    return EvalOutput(data={})\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if evaluation:\n        return _eval(args)\n"
+              "    def pack(groups):\n        return bt.RolloutFnTrainOutput(samples=groups)\n"
+              "    return pack(data_source.get_samples(1))\n"),
+        # An instance whose __call__ is the rollout function.
+        Valid(_IMPORTS + "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        if evaluation:\n            return RolloutFnEvalOutput(data={})\n"
+              "        return RolloutFnTrainOutput(samples=[])\n"
+              "generate_rollout = Rollout()\n"),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
@@ -127,9 +153,29 @@ class RawRolloutReturn(FunctionTracker):
                       "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                       "    groups = [data_source.get_samples(1)]\n"
                       "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # A dict on the train path is fatal (call_rollout_fn raises VIM101).
         Invalid("import vime.rollout.base_types as bt\n"
                 "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return dict(toy={})\n", line=3, col=11, severity="warning"),
+                "    return dict(toy={})\n", line=3, col=11, severity="error"),
+        # A dict on the eval path is only wrapped with a DeprecationWarning.
+        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return {'toy': {}}\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=4, col=15,
+                severity="warning"),
+        # A list on the eval path is fatal.
+        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
+                "    return [s for s in []]\n", line=5, col=11, severity="error"),
+        # Built by a module helper, step by step, and returned through it.
+        Invalid("def _finish(groups):\n    out = {}\n    out['samples'] = groups\n    return out\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = data_source.get_samples(1)\n    return _finish(groups)\n",
+                line=7, col=11, severity="error"),
+        # Built in a nested function.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    def pack(groups):\n        return tuple(groups)\n"
+                "    return pack(data_source.get_samples(1))\n", line=4, col=11,
+                severity="error"),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    if evaluation:\n        return None\n"
                 "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15,
@@ -151,24 +197,27 @@ class RawRolloutReturn(FunctionTracker):
             return
         name = binding.function
         expected = f"{TRAIN_OUT} / {EVAL_OUT}"
-        local = self.context.semantic.facts(node)
+        sem = self.context.semantic
+        local = sem.facts(node)
         if local.yields:
             self.report(node.name, self.INVARIANT.render(
                 name=name, actual="a generator (it contains `yield`)", expected=expected))
             return
         for ret in local.returns:
-            kinds = classify(ret.value, local)
-            for kind in dict.fromkeys(kinds):
-                severity: Severity = "warning" if kind in ("a bare list", "a bare dict") \
-                    else "error"
+            kinds = classify(node, ret.value, sem, self.owner)
+            for kind in dict.fromkeys(k for k, _ in kinds):
+                if kind in (TRAIN_OUT, EVAL_OUT):
+                    continue
+                severity = _severity(kind, ret.side)
                 fix = None
-                if kinds == ["a bare list"] and ret.value is not None:
+                if [k for k, _ in kinds] == ["a bare list"] and ret.value is not None \
+                        and ret.side != "eval":
                     fix = self._wrap_fix(ret.value)
                 target = ret.value if ret.value is not None else ret.node
-                self.report(target, self.INVARIANT.render(name=name, actual=kind,
-                                                          expected=expected),
-                            severity=severity, fix=fix)
-        if may_fall_through(node.body):
+                self.report(target, self.INVARIANT.render(
+                    name=name, actual=_describe(kind, ret.value, kinds), expected=expected)
+                    + _path_note(ret.side), severity=severity, fix=fix)
+        if local.falls_through:
             self.report(node.name, self.INVARIANT.render(
                 name=name, actual="None (the function can end without `return`)",
                 expected=expected))
@@ -185,50 +234,31 @@ class RawRolloutReturn(FunctionTracker):
         return Fix(f"Wrap in `{TRAIN_OUT}(samples=...)`", False, ((value, call),), imports)
 
 
-def _evaluation_test(test: cst.BaseExpression) -> str | None:
-    """"eval" when ``test`` is ``evaluation``, "train" for ``not evaluation``, else None."""
-    if isinstance(test, cst.Name) and test.value == "evaluation":
-        return "eval"
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
-            and isinstance(test.expression, cst.Name) and test.expression.value == "evaluation":
-        return "train"
-    return None
+def _severity(kind: str, side: Side) -> Severity:
+    """``call_rollout_fn`` wraps a bare list on the train path and a bare dict on the eval
+    path with a DeprecationWarning; anything else fails the step (VIM101)."""
+    if kind == "a bare list" and side != "eval":
+        return "warning"
+    if kind == "a bare dict" and side == "eval":
+        return "warning"
+    return "error"
 
 
-def _sided_returns(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
-                   side: str | None) -> Iterator[tuple[cst.Return, str | None]]:
-    """Each ``return`` with the branch it is on: "eval", "train" or None (either)."""
-    rest_side = side
-    for stmt in stmts:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Return):
-                    yield small, rest_side
-        elif isinstance(stmt, cst.Return):
-            yield stmt, rest_side
-        elif isinstance(stmt, cst.If):
-            branch = _evaluation_test(stmt.test)
-            if branch is None:
-                yield from _sided_returns(body_statements(stmt.body), rest_side)
-                if isinstance(stmt.orelse, cst.Else):
-                    yield from _sided_returns(body_statements(stmt.orelse.body), rest_side)
-                elif isinstance(stmt.orelse, cst.If):
-                    yield from _sided_returns([stmt.orelse], rest_side)
-                continue
-            other = "train" if branch == "eval" else "eval"
-            yield from _sided_returns(body_statements(stmt.body), branch)
-            if isinstance(stmt.orelse, cst.Else):
-                yield from _sided_returns(body_statements(stmt.orelse.body), other)
-            elif isinstance(stmt.orelse, cst.If):
-                yield from _sided_returns([stmt.orelse], other)
-            elif not may_fall_through(stmt.body):
-                rest_side = other
-        elif isinstance(stmt, (cst.For, cst.While, cst.With)):
-            yield from _sided_returns(body_statements(stmt.body), rest_side)
-        elif isinstance(stmt, cst.Try):
-            yield from _sided_returns(body_statements(stmt.body), rest_side)
-            for h in stmt.handlers:
-                yield from _sided_returns(body_statements(h.body), rest_side)
+def _describe(kind: str, value: cst.BaseExpression | None,
+              kinds: list[tuple[str, cst.BaseExpression | None]]) -> str:
+    leaf = next((leaf for k, leaf in kinds if k == kind), None)
+    if leaf is not None and value is not None and leaf is not value \
+            and not isinstance(value, cst.IfExp):
+        return f"{kind} (built as `{code_of(leaf)[:40]}`)"
+    return kind
+
+
+def _path_note(side: Side) -> str:
+    if side == "eval":
+        return " on the evaluation=True path"
+    if side == "train":
+        return " on the evaluation=False path"
+    return ""
 
 
 class EvaluationBranch(FunctionTracker):
@@ -288,6 +318,20 @@ class EvaluationBranch(FunctionTracker):
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
                 "    return RolloutFnEvalOutput(data={})\n", line=4, col=11),
+        # An aliased import, bound to a name first.
+        Invalid("from vime.rollout.base_types import RolloutFnTrainOutput as TrainOut\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    out = TrainOut(samples=data_source.get_samples(1))\n"
+                "    if evaluation is True:\n        return out\n    return out\n",
+                line=5, col=15),
+        # Built by a module helper, on the eval path of an instance's __call__.
+        Invalid("import vime.rollout.base_types as bt\n"
+                "def _train(groups):\n    return bt.RolloutFnTrainOutput(samples=groups)\n"
+                "class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        if evaluation:\n            return _train([])\n"
+                "        return _train(data_source.get_samples(1))\n"
+                "generate_rollout = Rollout()\n", line=7, col=19),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -306,14 +350,18 @@ class EvaluationBranch(FunctionTracker):
                 name=name, problem="never reads or forwards `evaluation`, so eval steps get "
                 "train output"), severity=severity)
             return
-        for ret, side in _sided_returns(body_statements(node.body), None):
-            if side == "eval" and is_output_call(ret.value, TRAIN_OUT):
-                assert ret.value is not None
+        sem = self.context.semantic
+        for ret in sem.facts(node).returns:
+            if ret.side is None or ret.value is None:
+                continue
+            wrong = TRAIN_OUT if ret.side == "eval" else EVAL_OUT
+            for kind, leaf in classify(node, ret.value, sem, self.owner):
+                if kind != wrong:
+                    continue
+                via = f" (built as `{code_of(leaf)[:40]}`)" if leaf is not None \
+                    and leaf is not ret.value else ""
+                path = "evaluation=True" if ret.side == "eval" else "evaluation=False"
                 self.report(ret.value, self.INVARIANT.render(
-                    name=name, problem=f"returns {TRAIN_OUT} on the evaluation=True path"),
+                    name=name, problem=f"returns {wrong} on the {path} path{via}"),
                     severity=severity)
-            elif side == "train" and is_output_call(ret.value, EVAL_OUT):
-                assert ret.value is not None
-                self.report(ret.value, self.INVARIANT.render(
-                    name=name, problem=f"returns {EVAL_OUT} on the evaluation=False path"),
-                    severity=severity)
+                break
