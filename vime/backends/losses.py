@@ -1,4 +1,5 @@
-"""Per-token log probs and the two v1 losses: PPO-clip ``policy_loss`` and masked-NLL ``sft_loss``.
+"""Per-token log probs and the built-in losses: PPO-clip / GSPO / CISPO ``policy_loss`` and
+masked-NLL ``sft_loss``.
 
 Usage::
 
@@ -15,6 +16,7 @@ per-rollout token mean, and gradient accumulation needs no rescaling.
 
 PPO-clip as in Schulman et al. 2017 ("Proximal Policy Optimization Algorithms", eq. 7), with the
 asymmetric upper bound of DAPO (Yu et al. 2025); GSPO's sequence-level ratio from Zheng et al. 2025;
+CISPO's stop-gradient clipped weight from MiniMax 2025 ("MiniMax-M1", arXiv:2506.13585);
 the "k3" KL estimator from J. Schulman, "Approximating KL divergence" (2020).
 """
 
@@ -24,8 +26,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["argmax_hits", "entropy_from_logits", "greedy_match", "kl_k3", "policy_loss",
-           "reduce_sample_mean", "sft_loss", "token_log_probs"]
+__all__ = ["argmax_hits", "entropy_from_logits", "from_flat", "greedy_match", "kl_k3",
+           "pg_token_losses", "policy_loss", "reduce_sample_mean", "response_log_probs",
+           "sft_loss", "to_flat", "token_log_probs"]
 
 
 def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor,
@@ -107,6 +110,52 @@ def kl_k3(log_probs: torch.Tensor, ref_log_probs: torch.Tensor) -> torch.Tensor:
     return log_ratio.exp() - log_ratio - 1.0
 
 
+def pg_token_losses(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    eps_clip: float = 0.2,
+    eps_clip_high: float | None = None,
+    sequence_level: bool = False,
+    cispo: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-token policy-gradient losses, unreduced: ``(per_token, clipped)``, both ``(B, R)``.
+
+    PPO-clip (default): ``max(-A r, -A clip(r, 1 - eps, 1 + eps_high))`` with
+    ``r = exp(lp - old)``. GSPO (``sequence_level``): every token's ratio is the sample's
+    geometric-mean ratio ``exp(mean_t(lp - old))`` (its gradient still flows through each token).
+    CISPO (``cispo``): ``-sg(clip(r, 1 - eps, 1 + eps_high)) * A * lp``: the ratio is clipped
+    under stop-gradient and every token keeps its gradient through ``lp`` (MiniMax 2025,
+    "MiniMax-M1", arXiv:2506.13585, eq. 4-5; upstream slime's ``compute_cispo_loss``, whose
+    bounds use the same distance-from-1 convention; the paper's CISPO has no lower bound, i.e.
+    ``--eps-clip 1``).
+
+    Args:
+        log_probs: ``(B, R)`` current policy log probs (with grad).
+        old_log_probs: ``(B, R)`` behaviour log probs (no grad).
+        advantages: ``(B, R)`` per token.
+        mask: ``(B, R)`` 0/1 (GSPO's per-sample mean runs over it).
+
+    Returns:
+        ``per_token`` (with grad) and ``clipped``: 1.0 where the clip changed the token's
+        term (PPO: the clipped branch won; CISPO: the ratio was truncated), else 0.0.
+    """
+    high = eps_clip if eps_clip_high is None else eps_clip_high
+    log_ratio = log_probs - old_log_probs.detach()
+    if sequence_level:
+        seq = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+        log_ratio = seq.detach().unsqueeze(-1) + log_probs - log_probs.detach()
+    ratio = log_ratio.clamp(-20.0, 20.0).exp()
+    if cispo:
+        truncated = ratio.detach().clamp(1.0 - eps_clip, 1.0 + high)
+        return -truncated * advantages * log_probs, (truncated != ratio.detach()).float()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - eps_clip, 1.0 + high)
+    return torch.maximum(unclipped, clipped), (clipped > unclipped).float().detach()
+
+
 def policy_loss(
     log_probs: torch.Tensor,
     old_log_probs: torch.Tensor,
@@ -118,42 +167,74 @@ def policy_loss(
     eps_clip: float = 0.2,
     eps_clip_high: float | None = None,
     sequence_level: bool = False,
+    cispo: bool = False,
 ) -> tuple[torch.Tensor, dict[str, Any]]:
-    """PPO-clip loss ``max(-A r, -A clip(r, 1 - eps, 1 + eps_high))`` per response token.
+    """:func:`pg_token_losses` reduced with :func:`reduce_sample_mean`.
 
     Args:
-        log_probs: ``(B, R)`` current policy log probs (with grad).
-        old_log_probs: ``(B, R)`` behaviour log probs (rollout or recomputed; no grad).
-        advantages: ``(B, R)`` per token (GRPO: the sample's normalised reward).
-        mask: ``(B, R)`` 0/1 loss mask; padding is 0.
+        log_probs, old_log_probs, advantages, mask: ``(B, R)``, see :func:`pg_token_losses`.
         denom: ``(B,)`` per-sample loss denominators (``rollout_mask_sums``).
         num_rollouts: rollouts in the optimiser step.
         eps_clip, eps_clip_high: the clip range (``eps_clip_high`` None = ``eps_clip``).
-        sequence_level: GSPO: the ratio of every token is the sample's geometric-mean ratio
-            ``exp(mean_t(lp - old))`` (its gradient still flows through each token).
+        sequence_level: GSPO; cispo: CISPO (see :func:`pg_token_losses`).
 
     Returns:
         ``(loss, stats)``: a scalar tensor and float stats ``pg_loss``, ``pg_clipfrac``,
         ``ppo_kl`` (masked token means over this micro-batch).
     """
-    high = eps_clip if eps_clip_high is None else eps_clip_high
-    log_ratio = log_probs - old_log_probs.detach()
-    if sequence_level:
-        seq = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1)
-        log_ratio = seq.detach().unsqueeze(-1) + log_probs - log_probs.detach()
-    ratio = log_ratio.clamp(-20.0, 20.0).exp()
-    unclipped = -advantages * ratio
-    clipped = -advantages * ratio.clamp(1.0 - eps_clip, 1.0 + high)
-    per_token = torch.maximum(unclipped, clipped)
+    per_token, clipped = pg_token_losses(log_probs, old_log_probs, advantages, mask,
+                                         eps_clip=eps_clip, eps_clip_high=eps_clip_high,
+                                         sequence_level=sequence_level, cispo=cispo)
     loss = reduce_sample_mean(per_token, mask, denom, num_rollouts)
     with torch.no_grad():
         n = mask.sum().clamp(min=1)
         stats = {
             "pg_loss": float(loss.detach()),
-            "pg_clipfrac": float(((clipped > unclipped).float() * mask).sum() / n),
+            "pg_clipfrac": float((clipped * mask).sum() / n),
             "ppo_kl": float((-(log_probs - old_log_probs) * mask).sum() / n),
         }
     return loss, stats
+
+
+def to_flat(values: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``(B, R_max)`` left-aligned response values -> ``(sum_i R_i,)`` in sample order (the
+    layout upstream's hooks use: ``torch.cat`` of the per-sample tensors); keeps grad."""
+    return values[valid.bool()]
+
+
+def from_flat(flat: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`to_flat`: ``(sum_i R_i,)`` -> ``(B, R_max)``, 0 in padding; keeps grad.
+
+    Raises:
+        ValueError: ``flat`` does not hold one value per real response token.
+    """
+    keep = valid.bool()
+    n = int(keep.sum())
+    if flat.dim() != 1 or flat.shape[0] != n:
+        raise ValueError(f"expected a flat (sum(response_lengths),) = ({n},) tensor, got shape "
+                         f"{tuple(flat.shape)}")
+    return torch.zeros(valid.shape, dtype=flat.dtype, device=flat.device).masked_scatter(keep, flat)
+
+
+def response_log_probs(logits: torch.Tensor, batch: dict[str, Any],
+                       temperature: float = 1.0) -> list[torch.Tensor]:
+    """Each sample's response-token log probs from a custom loss's ``logits`` and ``batch``.
+
+    Args:
+        logits: ``(B, T, V)``, the model's output on ``batch["input_ids"]`` (right-padded).
+        batch: the custom loss's batch (reads ``input_ids``, ``total_lengths``,
+            ``response_lengths``).
+        temperature: divides the logits (the trainer uses ``--rollout-temperature``).
+
+    Returns:
+        ``list[Tensor]``, ``(response_lengths[i],)`` each, with grad.
+    """
+    lp = token_log_probs(logits, batch["input_ids"], temperature)
+    out = []
+    for i, (n, r) in enumerate(zip(batch["total_lengths"], batch["response_lengths"],
+                                   strict=True)):
+        out.append(lp[i, n - r - 1:n - 1])
+    return out
 
 
 def sft_loss(log_probs: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor,

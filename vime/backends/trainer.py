@@ -1,4 +1,4 @@
-"""The torch trainer: a Hugging Face causal LM, the v1 losses, AdamW, checkpoints, weight export.
+"""The torch trainer: a Hugging Face causal LM, the losses and hooks, AdamW, checkpoints, weights.
 
 Usage::
 
@@ -17,6 +17,10 @@ micro-batches of ``--micro-batch-size`` samples (or ``--max-tokens-per-gpu`` tok
 learning-rate schedule. ``--loss-type policy_loss`` compares against ``rollout_log_probs``
 (``--use-rollout-logprobs``) or log probs recomputed by the model before the first step of the
 rollout; with ``--use-kl-loss`` a frozen copy of the initial model gives reference log probs.
+Advantages are computed once per rollout step (``vime.backends.advantages``, or
+``--custom-advantage-function-path``); ``--use-tis`` re-weights the per-token pg loss and
+``--get-mismatch-metrics`` measures the trainer-vs-engine gap (``vime.backends.tis``); the four
+trainer hooks are called and checked in ``vime.backends.trainer_hooks``.
 
 Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU, fp32 weights). docs/en/training.md
 says how this extends to several GPUs.
@@ -35,26 +39,37 @@ from typing import Any
 import torch
 
 from vime.backends import checkpoint as ckpt
-from vime.backends.batching import gather_response, micro_batches, pad_batch, pad_per_token
+from vime.backends.advantages import ESTIMATORS, estimator_advantages
+from vime.backends.batching import (
+    PaddedBatch,
+    gather_response,
+    micro_batches,
+    pad_batch,
+    pad_per_token,
+)
 from vime.backends.losses import (
     argmax_hits,
     entropy_from_logits,
+    from_flat,
     greedy_match,
     kl_k3,
-    policy_loss,
+    pg_token_losses,
     reduce_sample_mean,
     sft_loss,
+    to_flat,
     token_log_probs,
 )
 from vime.backends.optim import build_optimizer, build_scheduler
+from vime.backends.tis import mismatch_metrics, vanilla_tis_function
+from vime.backends.trainer_hooks import TrainerHooks
 from vime.backends.weights import write_weights
 from vime.config import arg
 from vime.data.batch_builder import split_into_steps
 
 __all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor"]
 
-SUPPORTED_LOSSES = ("policy_loss", "sft_loss")
-SUPPORTED_ESTIMATORS = ("grpo", "gspo", "reinforce_plus_plus_baseline")
+SUPPORTED_LOSSES = ("policy_loss", "sft_loss", "custom_loss")
+SUPPORTED_ESTIMATORS = ESTIMATORS
 
 
 def _device(args: Namespace) -> torch.device:
@@ -74,7 +89,9 @@ class Trainer:
             ``use_dynamic_batch_size``/``max_tokens_per_gpu``, ``eps_clip(_high)``,
             ``use_kl_loss``/``kl_loss_coef``, ``kl_coef``, ``entropy_coef``,
             ``use_rollout_logprobs``, ``rollout_temperature``, ``save``, ``num_rollout``,
-            ``num_steps_per_rollout``.
+            ``num_steps_per_rollout``, ``use_tis``/``tis_clip``/``tis_clip_low``,
+            ``get_mismatch_metrics``, ``gamma`` and the four trainer hooks
+            (``vime.backends.trainer_hooks``).
         total_steps: optimiser steps of the run, the schedule's horizon (default:
             ``num_rollout * num_steps_per_rollout`` when both are known).
 
@@ -82,6 +99,7 @@ class Trainer:
         ValueError: no ``--hf-checkpoint``; an unusable ``--train-device``.
         NotImplementedError: ``--loss-type`` or ``--advantage-estimator`` outside v1's set;
             ``--kl-coef`` != 0 (use ``--use-kl-loss``).
+        ContractError: a trainer hook cannot be loaded or breaks its signature (VIM100).
     """
 
     def __init__(self, args: Namespace, *, total_steps: int | None = None) -> None:
@@ -93,7 +111,7 @@ class Trainer:
             raise NotImplementedError(f"--loss-type {loss_type} is not implemented in vime v1; "
                                       f"use one of {SUPPORTED_LOSSES}")
         estimator = arg(args, "advantage_estimator")
-        if loss_type == "policy_loss" and estimator not in SUPPORTED_ESTIMATORS:
+        if loss_type != "sft_loss" and estimator not in SUPPORTED_ESTIMATORS:
             raise NotImplementedError(f"--advantage-estimator {estimator} is not implemented in "
                                       f"vime v1's trainer; use one of {SUPPORTED_ESTIMATORS}")
         if float(arg(args, "kl_coef")) != 0.0:
@@ -102,6 +120,13 @@ class Trainer:
         if not arg(args, "hf_checkpoint"):
             raise ValueError("--hf-checkpoint is required: the trainer loads its model from it")
         self.device = _device(args)
+        self.hooks = TrainerHooks.from_args(args)
+        if loss_type == "custom_loss" and not self.hooks.has("custom_loss_function_path"):
+            raise ValueError("--loss-type custom_loss needs --custom-loss-function-path "
+                             "(the function that computes the loss)")
+        self.use_rollout_lp = bool(arg(args, "use_rollout_logprobs"))
+        self.use_tis = bool(arg(args, "use_tis"))
+        self.mismatch = bool(arg(args, "get_mismatch_metrics"))
         torch.manual_seed(int(arg(args, "seed")))
         self.model = AutoModelForCausalLM.from_pretrained(
             args.hf_checkpoint, dtype=torch.float32).to(self.device)  # type: ignore[arg-type]
@@ -121,15 +146,21 @@ class Trainer:
 
     # ---- forward helpers ---------------------------------------------------------------------
 
+    def _forward(self, model: torch.nn.Module, tokens: Sequence[Sequence[int]]
+                 ) -> tuple[PaddedBatch, torch.Tensor]:
+        """The right-padded batch and the model's ``(B, T, V)`` logits on it."""
+        batch = pad_batch(tokens, pad_id=self.pad_id, side="right", device=self.device)
+        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                       position_ids=batch.position_ids).logits
+        return batch, logits
+
     def _response_log_probs(self, model: torch.nn.Module, tokens: Sequence[Sequence[int]],
                             response_lengths: Sequence[int], *, with_stats: bool = False
                             ) -> tuple[torch.Tensor, torch.Tensor,
                                        tuple[torch.Tensor, torch.Tensor] | None]:
         """``(log_probs, valid, stats)``, each ``(B, R_max)``, response tokens left-aligned;
         ``stats`` (``with_stats``) is ``(entropy, argmax_hits)`` (see ``losses``)."""
-        batch = pad_batch(tokens, pad_id=self.pad_id, side="right", device=self.device)
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       position_ids=batch.position_ids).logits
+        batch, logits = self._forward(model, tokens)
         temperature = float(arg(self.args, "rollout_temperature"))
         lp, valid = gather_response(token_log_probs(logits, batch.input_ids, temperature),
                                     batch, response_lengths)
@@ -170,10 +201,19 @@ class Trainer:
             model.train(was_training)
         return out
 
+    def _tensors(self, rows: Sequence[Sequence[float]]) -> list[torch.Tensor]:
+        return [torch.tensor(list(r), dtype=torch.float32, device=self.device) for r in rows]
+
     # ---- training ----------------------------------------------------------------------------
 
     def train(self, rollout_id: int, data: dict[str, Any]) -> dict[str, float]:
         """Run this rollout's optimiser steps on converted data.
+
+        Order (as upstream slime's ``train``): ``--rollout-data-postprocess-path``; the old
+        (and reference) log probs; the advantages of the whole rollout step (the estimator, or
+        ``--custom-advantage-function-path``); then the optimiser steps, each over
+        micro-batches (the built-in loss with TIS and the pg-loss reducer, or
+        ``--custom-loss-function-path``).
 
         Args:
             rollout_id: the rollout step (for hooks and logs).
@@ -182,11 +222,15 @@ class Trainer:
         Returns:
             Mean over the steps of ``train/loss``, ``train/pg_loss`` or ``train/sft_loss``,
             ``train/pg_clipfrac``, ``train/ppo_kl``, ``train/kl_loss``, ``train/entropy``,
-            ``train/grad_norm``, ``train/lr``, plus ``train/num_steps`` and
-            ``train/time`` (seconds).
+            ``train/grad_norm``, ``train/lr``; with TIS the TIS function's metrics
+            (``train/tis``, ``train/tis_clipfrac``, ``train/tis_abs`` for the built-in), with
+            ``--get-mismatch-metrics`` ``train/mismatch_*`` (``vime.backends.tis``), with a
+            custom loss its ``log_dict``; plus ``train/num_steps`` and ``train/time`` (s).
 
         Raises:
-            ValueError: ``--use-rollout-logprobs`` without ``rollout_log_probs`` in the data.
+            ValueError: ``--use-rollout-logprobs``, ``--use-tis`` or ``--get-mismatch-metrics``
+                without ``rollout_log_probs`` in the data.
+            ContractError: a trainer hook's result breaks its contract (VIM190-VIM193).
         """
         t0 = time.perf_counter()
         args = self.args
@@ -195,31 +239,68 @@ class Trainer:
             from vime.utils.misc import load_function
 
             load_function(post, hook="rollout_data_postprocess_path")(args, rollout_id, data)
-        policy = arg(args, "loss_type") == "policy_loss"
-        if policy:
-            if arg(args, "use_rollout_logprobs"):
-                if "rollout_log_probs" not in data:
-                    raise ValueError("--use-rollout-logprobs: the samples carry no "
-                                     "rollout_log_probs (the rollout must store one sampler "
-                                     "log prob per response token)")
-                data["old_log_probs"] = data["rollout_log_probs"]
-            else:
-                data["old_log_probs"] = self.compute_log_probs(
-                    data["tokens"], data["response_lengths"],
-                    micro_batch_size=max(1, int(arg(args, "micro_batch_size"))))
+        loss_type = arg(args, "loss_type")
+        if loss_type != "sft_loss":
+            needs_rollout = [f for f, on in (("--use-rollout-logprobs", self.use_rollout_lp),
+                                             ("--use-tis", self.use_tis),
+                                             ("--get-mismatch-metrics", self.mismatch))
+                             if on]
+            if needs_rollout and "rollout_log_probs" not in data:
+                raise ValueError(f"{', '.join(needs_rollout)}: the samples carry no "
+                                 "rollout_log_probs (the rollout must store one sampler "
+                                 "log prob per response token)")
+            mbs = max(1, int(arg(args, "micro_batch_size")))
+            train_lps = None
+            if not self.use_rollout_lp or self.use_tis or self.mismatch:
+                train_lps = self.compute_log_probs(data["tokens"], data["response_lengths"],
+                                                   micro_batch_size=mbs)
+            data["old_log_probs"] = data["rollout_log_probs"] if self.use_rollout_lp else train_lps
+            if self.use_tis or self.mismatch:
+                data["train_log_probs"] = train_lps
             if self.ref_model is not None:
                 data["ref_log_probs"] = self.compute_log_probs(
                     data["tokens"], data["response_lengths"], reference=True,
-                    micro_batch_size=max(1, int(arg(args, "micro_batch_size"))))
+                    micro_batch_size=mbs)
+            self._rollout_advantages(rollout_id, data)
         steps = split_into_steps(args, data)
-        per_step = [self._train_step(step, policy) for step in steps]
+        per_step = [self._train_step(step, rollout_id) for step in steps]
         keys = sorted({k for s in per_step for k in s})
         out = {f"train/{k}": sum(s[k] for s in per_step if k in s) / len(per_step) for k in keys}
         out["train/num_steps"] = float(len(steps))
         out["train/time"] = time.perf_counter() - t0
         return out
 
-    def _train_step(self, step: dict[str, Any], policy: bool) -> dict[str, float]:
+    def _rollout_data(self, data: dict[str, Any], masks: list[torch.Tensor]) -> dict[str, Any]:
+        """What ``--custom-advantage-function-path`` receives (docs/en/training.md): the
+        converted columns, with the per-token ones as ``(R_i,)`` float32 tensors on the
+        trainer's device under upstream's names."""
+        view = dict(data)
+        view["loss_masks"] = masks
+        view["log_probs"] = self._tensors(data["old_log_probs"])
+        for key in ("rollout_log_probs", "ref_log_probs", "train_log_probs"):
+            if key in data:
+                view[key] = self._tensors(data[key])
+        view["kl"] = [torch.zeros_like(m) for m in masks]
+        view["total_lengths"] = [len(t) for t in data["tokens"]]
+        view["rewards"] = [float(r) for r in data["rewards"]]
+        view.pop("old_log_probs", None)
+        return view
+
+    def _rollout_advantages(self, rollout_id: int, data: dict[str, Any]) -> None:
+        """Set ``data["advantages"]`` (and ``["returns"]``), ``list[list[float]]`` one value
+        per response token, for the whole rollout step."""
+        masks = self._tensors(data["loss_masks"])
+        if self.hooks.has("custom_advantage_function_path"):
+            adv, ret = self.hooks.advantages(self.args, self._rollout_data(data, masks),
+                                             list(data["response_lengths"]), rollout_id)
+        else:
+            adv = estimator_advantages(self.args, data["rewards"], masks)
+            ret = adv
+        data["advantages"] = [a.detach().float().tolist() for a in adv]
+        if ret is not None:
+            data["returns"] = [r.detach().float().tolist() for r in ret]
+
+    def _train_step(self, step: dict[str, Any], rollout_id: int) -> dict[str, float]:
         args = self.args
         n = len(step["tokens"])
         # FAILED rollouts (``failed`` column, --hook-failure fail-sample) have zero masks and
@@ -232,52 +313,29 @@ class Trainer:
         chunks = micro_batches(step["total_lengths"],
                                micro_batch_size=int(arg(args, "micro_batch_size")),
                                max_tokens=max_tokens)
-        advantages = self._advantages(step) if policy else None
-        entropy_coef = float(arg(args, "entropy_coef"))
-        kl_coef = float(arg(args, "kl_loss_coef"))
+        loss_type = arg(args, "loss_type")
         sums: dict[str, float] = {}
+        additive = {"loss", "pg_loss", "sft_loss", "kl_loss", "entropy"}
         self.optimizer.zero_grad(set_to_none=True)
         for rows in chunks:
-            tokens = [step["tokens"][i] for i in rows]
-            rlens = [step["response_lengths"][i] for i in rows]
-            lp, valid, extra = self._response_log_probs(self.model, tokens, rlens, with_stats=True)
-            assert extra is not None
-            ent, hits = extra
-            width = lp.shape[1]
-            mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
-                                 device=self.device) * valid
-            denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
-                                 dtype=torch.float32, device=self.device)
-            if policy:
-                assert advantages is not None
-                old = pad_per_token([step["old_log_probs"][i] for i in rows], width,
-                                    device=self.device)
-                adv = advantages[rows, :width]
-                loss, stats = policy_loss(
-                    lp, old, adv, mask, denom, num_rollouts,
-                    eps_clip=float(arg(args, "eps_clip")),
-                    eps_clip_high=arg(args, "eps_clip_high"),
-                    sequence_level=arg(args, "advantage_estimator") == "gspo")
-                if self.ref_model is not None:
-                    ref = pad_per_token([step["ref_log_probs"][i] for i in rows], width,
-                                        device=self.device)
-                    kl = reduce_sample_mean(kl_k3(lp, ref), mask, denom, num_rollouts)
-                    loss = loss + kl_coef * kl
-                    stats["kl_loss"] = float(kl.detach())
+            if loss_type == "custom_loss":
+                loss, stats = self._custom_loss(step, rows, num_rollouts, rollout_id)
+                additive |= set(stats)
             else:
-                loss, stats = sft_loss(lp, mask, denom, num_rollouts)
-            ent_term = reduce_sample_mean(ent, mask, denom, num_rollouts)
-            if entropy_coef:
-                loss = loss - entropy_coef * ent_term
-            stats["entropy"] = float(ent_term.detach())
-            stats["greedy_match"] = greedy_match(hits, mask)
+                loss, stats, extra_additive = self._builtin_loss(step, rows, num_rollouts,
+                                                                 rollout_id)
+                additive |= extra_additive
             stats["loss"] = float(loss.detach())
             loss.backward()  # type: ignore[no-untyped-call]
             for k, v in stats.items():
                 # additive terms (sample-mean losses) sum over micro-batches; ratios average
-                weight = 1.0 if k in ("loss", "pg_loss", "sft_loss", "kl_loss", "entropy") \
-                    else len(rows) / n
+                weight = 1.0 if k in additive else len(rows) / n
                 sums[k] = sums.get(k, 0.0) + v * weight
+        if self.mismatch:
+            sums.update(mismatch_metrics(step["train_log_probs"], step["rollout_log_probs"],
+                                         step["loss_masks"],
+                                         clip_low=float(arg(args, "tis_clip_low")),
+                                         clip_high=float(arg(args, "tis_clip"))))
         clip = float(arg(args, "clip_grad") or 0.0)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if clip > 0:
@@ -292,19 +350,142 @@ class Trainer:
         sums["grad_norm"] = grad_norm
         return sums
 
-    def _advantages(self, step: dict[str, Any]) -> torch.Tensor:
-        """``(B, R_max)`` per-token advantages: each sample's normalised reward on its tokens
-        (REINFORCE++-baseline: then whitened over the step's trainable tokens)."""
-        width = max(step["response_lengths"])
-        rewards = torch.tensor(step["rewards"], dtype=torch.float32, device=self.device)
-        adv = rewards.unsqueeze(-1).expand(-1, width).clone()
-        if arg(self.args, "advantage_estimator") == "reinforce_plus_plus_baseline":
-            mask = pad_per_token(step["loss_masks"], width, device=self.device)
-            n = mask.sum().clamp(min=1)
-            mean = (adv * mask).sum() / n
-            var = (((adv - mean) * mask) ** 2).sum() / n
-            adv = (adv - mean) * torch.rsqrt(var + 1e-8)
-        return adv
+    def _builtin_loss(self, step: dict[str, Any], rows: list[int], num_rollouts: int,
+                      rollout_id: int) -> tuple[torch.Tensor, dict[str, float], set[str]]:
+        """One micro-batch of ``policy_loss`` (with TIS, the pg-loss reducer, KL, entropy) or
+        ``sft_loss``; returns ``(loss, stats, additive stat names)``."""
+        args = self.args
+        tokens = [step["tokens"][i] for i in rows]
+        rlens = [step["response_lengths"][i] for i in rows]
+        lp, valid, extra = self._response_log_probs(self.model, tokens, rlens, with_stats=True)
+        assert extra is not None
+        ent, hits = extra
+        width = lp.shape[1]
+        mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
+                             device=self.device) * valid
+        denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
+                             dtype=torch.float32, device=self.device)
+        additive: set[str] = set()
+        if arg(args, "loss_type") == "sft_loss":
+            loss, stats = sft_loss(lp, mask, denom, num_rollouts)
+            reduce_mask = mask
+        else:
+            old = pad_per_token([step["old_log_probs"][i] for i in rows], width,
+                                device=self.device)
+            adv = pad_per_token([step["advantages"][i] for i in rows], width, device=self.device)
+            estimator = arg(args, "advantage_estimator")
+            per_token, clipped = pg_token_losses(
+                lp, old, adv, mask, eps_clip=float(arg(args, "eps_clip")),
+                eps_clip_high=arg(args, "eps_clip_high"), sequence_level=estimator == "gspo",
+                cispo=estimator == "cispo")
+            stats = {}
+            reduce_mask = mask
+            if self.use_tis or (self.mismatch and self.hooks.has("custom_tis_function_path")):
+                per_token, reduce_mask, tis_stats = self._apply_tis(
+                    step, rows, per_token, mask, valid, denom, num_rollouts, rollout_id)
+                stats.update(tis_stats)
+                additive |= set(tis_stats)
+            if self.hooks.has("custom_pg_loss_reducer_function_path"):
+                masks = [reduce_mask[k, :r] for k, r in enumerate(rlens)]
+                pg = self.hooks.reduce_pg_loss(
+                    ([len(t) for t in tokens], rlens, masks, False),
+                    to_flat(per_token, valid), rollout_id)
+            else:
+                pg = reduce_sample_mean(per_token, reduce_mask, denom, num_rollouts)
+            loss = pg
+            with torch.no_grad():
+                n_tok = reduce_mask.sum().clamp(min=1)
+                stats["pg_loss"] = float(pg.detach())
+                stats["pg_clipfrac"] = float((clipped * reduce_mask).sum() / n_tok)
+                stats["ppo_kl"] = float((-(lp - old) * reduce_mask).sum() / n_tok)
+            if self.ref_model is not None:
+                ref = pad_per_token([step["ref_log_probs"][i] for i in rows], width,
+                                    device=self.device)
+                kl = reduce_sample_mean(kl_k3(lp, ref), reduce_mask, denom, num_rollouts)
+                loss = loss + float(arg(args, "kl_loss_coef")) * kl
+                stats["kl_loss"] = float(kl.detach())
+        ent_term = reduce_sample_mean(ent, reduce_mask, denom, num_rollouts)
+        entropy_coef = float(arg(args, "entropy_coef"))
+        if entropy_coef:
+            loss = loss - entropy_coef * ent_term
+        stats["entropy"] = float(ent_term.detach())
+        stats["greedy_match"] = greedy_match(hits, mask)
+        return loss, stats, additive
+
+    def _apply_tis(self, step: dict[str, Any], rows: list[int], per_token: torch.Tensor,
+                   mask: torch.Tensor, valid: torch.Tensor, denom: torch.Tensor,
+                   num_rollouts: int, rollout_id: int
+                   ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
+        """Run the TIS function (``--custom-tis-function-path`` or the built-in) on one
+        micro-batch's per-token pg loss; returns the new ``(B, R)`` loss, the ``(B, R)`` mask
+        the loss is reduced with, and the TIS metrics (reduced over the original mask, as
+        upstream does)."""
+        rlens = [step["response_lengths"][i] for i in rows]
+        kwargs = dict(
+            args=self.args, pg_loss=to_flat(per_token, valid),
+            train_log_probs=self._tensors([step["train_log_probs"][i] for i in rows]),
+            rollout_log_probs=self._tensors([step["rollout_log_probs"][i] for i in rows]),
+            loss_masks=[mask[k, :r] for k, r in enumerate(rlens)],
+            total_lengths=[step["total_lengths"][i] for i in rows], response_lengths=rlens)
+        if self.hooks.has("custom_tis_function_path"):
+            pg_flat, new_masks, metrics = self.hooks.tis(kwargs, rollout_id)
+        else:
+            pg_flat, new_masks, metrics = vanilla_tis_function(**kwargs)  # type: ignore[arg-type]
+        reduce_mask = torch.zeros_like(mask)
+        for k, m in enumerate(new_masks):
+            reduce_mask[k, :m.shape[0]] = m.to(mask.dtype)
+        stats: dict[str, float] = {}
+        for key, value in metrics.items():
+            name = key if key.startswith("tis") else f"tis_{key}"
+            if hasattr(value, "numel") and value.numel() != 1:
+                stats[name] = float(reduce_sample_mean(from_flat(value.detach().float(), valid),
+                                                       mask, denom, num_rollouts))
+            else:
+                stats[name] = float(value)
+        return from_flat(pg_flat, valid), reduce_mask * valid, stats
+
+    def _custom_loss(self, step: dict[str, Any], rows: list[int], num_rollouts: int,
+                     rollout_id: int) -> tuple[torch.Tensor, dict[str, float]]:
+        """One micro-batch of ``--custom-loss-function-path`` (docs/en/training.md: the
+        ``batch``, ``logits`` and ``sum_of_sample_mean`` it receives)."""
+        tokens = [step["tokens"][i] for i in rows]
+        rlens = [step["response_lengths"][i] for i in rows]
+        padded, logits = self._forward(self.model, tokens)
+        width = max(rlens)
+        valid = torch.zeros((len(rows), width), dtype=torch.float32, device=self.device)
+        for k, r in enumerate(rlens):
+            valid[k, :r] = 1.0
+        mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
+                             device=self.device) * valid
+        denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
+                             dtype=torch.float32, device=self.device)
+
+        def sum_of_sample_mean(values: torch.Tensor) -> torch.Tensor:
+            if values.dim() == 1:
+                values = from_flat(values, valid)
+            return reduce_sample_mean(values, mask, denom, num_rollouts)
+
+        batch: dict[str, Any] = {
+            "tokens": tokens,
+            "unconcat_tokens": [torch.tensor(t, dtype=torch.long, device=self.device)
+                                for t in tokens],
+            "response_lengths": rlens,
+            "total_lengths": [len(t) for t in tokens],
+            "loss_masks": [mask[k, :r] for k, r in enumerate(rlens)],
+            "rollout_mask_sums": [step["rollout_mask_sums"][i] for i in rows],
+            "rewards": [float(step["rewards"][i]) for i in rows],
+            "num_rollouts": num_rollouts,
+            "input_ids": padded.input_ids,
+            "attention_mask": padded.attention_mask,
+            "position_ids": padded.position_ids,
+        }
+        for key, column in (("advantages", "advantages"), ("returns", "returns"),
+                            ("log_probs", "old_log_probs"),
+                            ("rollout_log_probs", "rollout_log_probs"),
+                            ("ref_log_probs", "ref_log_probs")):
+            if column in step:
+                batch[key] = self._tensors([step[column][i] for i in rows])
+        return self.hooks.loss(self.args, batch, logits, sum_of_sample_mean, rollout_id)
 
     # ---- weights and checkpoints -------------------------------------------------------------
 

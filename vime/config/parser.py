@@ -87,7 +87,7 @@ def _add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens-per-gpu", type=int, default=None,
                    help="Token budget per micro-batch with --use-dynamic-batch-size.")
     g.add_argument("--balance-data", action="store_true",
-                   help="Balance tokens across data-parallel ranks.")
+                   help="(not implemented in v1: one trainer process, no data-parallel ranks)")
     g.add_argument("--num-rollout", type=int, default=None,
                    help="Rollout steps to run (this or --num-epoch is required).")
     g.add_argument("--num-epoch", type=int, default=None,
@@ -182,7 +182,9 @@ def _add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--advantage-estimator", type=str, default="grpo",
                    choices=["grpo", "gspo", "cispo", "reinforce_plus_plus",
                             "reinforce_plus_plus_baseline", "ppo"],
-                   help="Advantage estimator (cispo, reinforce_plus_plus, ppo: not in v1).")
+                   help="Advantage estimator: grpo, gspo, cispo (MiniMax-M1), "
+                        "reinforce_plus_plus, reinforce_plus_plus_baseline (ppo: not in v1, it "
+                        "needs a critic).")
     g.add_argument("--disable-rewards-normalization", dest="rewards_normalization",
                    action="store_false", help="Do not subtract the group mean reward.")
     g.add_argument("--disable-grpo-std-normalization", dest="grpo_std_normalization",
@@ -191,15 +193,25 @@ def _add_reward_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Use the sampler's log probs as the old policy's.")
     g.add_argument("--loss-type", type=str, default="policy_loss",
                    choices=["policy_loss", "sft_loss", "custom_loss"],
-                   help="Loss (custom_loss: not in v1).")
+                   help="Loss (custom_loss: --custom-loss-function-path).")
     g.add_argument("--loss-mask-type", type=str, default="qwen",
                    choices=["qwen", "qwen3", "qwen3_5", "distill_qwen"],
                    help="Chat-template loss-mask method of the SFT rollout "
                         "(qwen3_5, distill_qwen: not in v1).")
-    g.add_argument("--use-tis", action="store_true", help="(not implemented in v1)")
-    g.add_argument("--tis-clip", type=float, default=2.0, help="(not implemented in v1)")
-    g.add_argument("--tis-clip-low", type=float, default=0.0, help="(not implemented in v1)")
-    g.add_argument("--get-mismatch-metrics", action="store_true", help="(not implemented in v1)")
+    # trainer-side off-policy correction and measurement (docs/en/training.md, "TIS")
+    g.add_argument("--use-tis", action="store_true",
+                   help="Truncated importance sampling: weight each token's policy-gradient "
+                        "loss by clip(exp(train_logp - rollout_logp), --tis-clip-low, "
+                        "--tis-clip) (needs rollout log probs).")
+    g.add_argument("--tis-clip", type=float, default=2.0,
+                   help="Upper bound C of the TIS weight (> 0).")
+    g.add_argument("--tis-clip-low", type=float, default=0.0,
+                   help="Lower bound L of the TIS weight (0 <= L <= C).")
+    g.add_argument("--get-mismatch-metrics", action="store_true",
+                   help="Log the trainer-vs-engine log-prob gap per step (train/mismatch_*); "
+                        "measures only, unless --use-tis or --custom-tis-function-path.")
+    g.add_argument("--gamma", type=float, default=1.0,
+                   help="Discount of --advantage-estimator reinforce_plus_plus (in [0, 1]).")
     g.add_argument("--use-score-centering", action="store_true", help="(not implemented in v1)")
     g.add_argument("--score-centering-top-k", type=int, default=128,
                    help="(not implemented in v1)")
@@ -215,9 +227,11 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Devices for rollout engines in total.")
     g.add_argument("--rollout-num-gpus-per-engine", type=int, default=1,
                    help="Devices per vLLM engine.")
-    g.add_argument("--num-gpus-per-node", type=int, default=8, help="Devices per node.")
+    g.add_argument("--num-gpus-per-node", type=int, default=8,
+                   help="(not implemented in v1: engines are placed by Ray)")
     g.add_argument("--colocate", action="store_true",
-                   help="Train and roll out on the same devices.")
+                   help="(not implemented in v1: the trainer and the engines use their own "
+                        "devices)")
     g.add_argument("--rollout-external-engine-addrs", type=str, nargs="+", default=None,
                    help="Use running vLLM servers (host:port) instead of starting engines.")
     g.add_argument("--vllm-router-ip", type=str, default=None, help="Set by the manager.")
@@ -285,7 +299,7 @@ def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--debug-train-only", action="store_true",
                    help="Train (on loaded rollout data), never start engines.")
     g.add_argument("--log-passrate", action="store_true", help="Log eval pass@k.")
-    g.add_argument("--ci-test", action="store_true", help="Extra assertions for CI.")
+    g.add_argument("--ci-test", action="store_true", help="(not implemented in v1)")
     g.add_argument("--dump-details", type=str, default=None, help="(not implemented in v1)")
     g.add_argument("--contract-check", type=str, default="raise", choices=["off", "warn", "raise"],
                    help="Runtime contract checker mode (vime.contract.checks).")
@@ -301,7 +315,7 @@ def add_hook_arguments(parser: argparse.ArgumentParser) -> None:
     for spec in HOOKS.values():
         help_text = f"{spec.doc} Expected: `{spec.render()}`."
         if not spec.v1:
-            help_text += " (Parsed; the v1 trainer does not call it.)"
+            help_text = f"Rejected: {spec.rejection}"
         if spec.multiple:
             g.add_argument(spec.arg, dest=spec.dest, type=str, action="append", default=[],
                            help=help_text + " May be given several times.")

@@ -36,10 +36,6 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "use_rollout_routing_replay": False,
     "use_score_centering": False,
     "score_centering_top_k": 128,
-    "use_tis": False,
-    "tis_clip": 2.0,
-    "tis_clip_low": 0.0,
-    "get_mismatch_metrics": False,
     "offload": False,
     "offload_rollout": False,
     "vllm_config": None,
@@ -47,12 +43,17 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "balance_by_flops": False,
     "dump_details": None,
     "log_reward_category": None,
+    # accepted for upstream scripts, but nothing in vime reads them (issue 19's walk over every
+    # option): a set value is refused instead of ignored
+    "balance_data": False,
+    "colocate": False,
+    "num_gpus_per_node": 8,
+    "ci_test": False,
 }
 
 #: P choices (docs/contract.md §11): dest -> values that are parsed but not implemented in v1.
 UNSUPPORTED_CHOICES: dict[str, tuple[str, ...]] = {
-    "advantage_estimator": ("cispo", "reinforce_plus_plus", "ppo"),
-    "loss_type": ("custom_loss",),
+    "advantage_estimator": ("ppo",),
     "loss_mask_type": ("qwen3_5", "distill_qwen"),
     "router_policy": ("random", "cache_aware", "power_of_two"),
 }
@@ -72,6 +73,42 @@ def _option(dest: str) -> str:
         if action.dest == dest and action.option_strings:
             return action.option_strings[0]
     return "--" + dest.replace("_", "-")
+
+
+def _check_trainer_hooks(args: argparse.Namespace) -> None:
+    """Hooks vime never calls (``HookSpec.v1`` False: the Megatron ones) are rejected; the
+    trainer hooks' companion flags are checked (docs/en/training.md)."""
+    for spec in HOOKS.values():
+        if not spec.v1 and getattr(args, spec.dest, None):
+            _fail(spec.arg, spec.rejection)
+    loss_path = getattr(args, "custom_loss_function_path", None)
+    if getattr(args, "loss_type", None) == "custom_loss" and not loss_path:
+        _fail("--loss-type", "custom_loss needs --custom-loss-function-path")
+    if loss_path and getattr(args, "loss_type", None) != "custom_loss":
+        _fail("--custom-loss-function-path", "is only called with --loss-type custom_loss "
+              f"(got --loss-type {getattr(args, 'loss_type', None)}); add --loss-type "
+              "custom_loss or remove the path")
+    if getattr(args, "custom_tis_function_path", None) and not (
+            getattr(args, "use_tis", False) or getattr(args, "get_mismatch_metrics", False)):
+        _fail("--custom-tis-function-path", "is only called with --use-tis or "
+              "--get-mismatch-metrics; add one of them or remove the path")
+    loss_type = getattr(args, "loss_type", "policy_loss")
+    policy_only = [("--use-tis", "use_tis"), ("--get-mismatch-metrics", "get_mismatch_metrics"),
+                   ("--custom-pg-loss-reducer-function-path",
+                    "custom_pg_loss_reducer_function_path")]
+    for flag, dest in policy_only:
+        if getattr(args, dest, None) and loss_type != "policy_loss":
+            _fail(flag, f"acts on the built-in policy loss; --loss-type {loss_type} does not "
+                  "use it (use --loss-type policy_loss, or remove it)")
+    if getattr(args, "custom_advantage_function_path", None) and loss_type == "sft_loss":
+        _fail("--custom-advantage-function-path", "--loss-type sft_loss uses no advantages")
+    low, high = getattr(args, "tis_clip_low", 0.0), getattr(args, "tis_clip", 2.0)
+    if not (high > 0 and 0 <= low <= high):
+        _fail("--tis-clip-low", f"needs 0 <= --tis-clip-low <= --tis-clip and --tis-clip > 0, "
+              f"got {_num(low)} and {_num(high)}")
+    gamma = getattr(args, "gamma", 1.0)
+    if not 0 <= gamma <= 1:
+        _fail("--gamma", f"must be in [0, 1], got {_num(gamma)}")
 
 
 def _check_unsupported(args: argparse.Namespace) -> None:
@@ -116,6 +153,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     from vime.utils.eval_config import build_eval_datasets
 
     _check_unsupported(args)
+    _check_trainer_hooks(args)
     if args.rollout_batch_size is None:
         _fail("--rollout-batch-size", "is required")
     for dest in ("rollout_batch_size", "n_samples_per_prompt", "micro_batch_size",

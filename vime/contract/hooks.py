@@ -67,7 +67,8 @@ class HookSpec:
     keyword_passed: tuple[str, ...] = ()
     #: Keywords passed only if the hook declares them or ``**kwargs``.
     optional_kwargs: tuple[str, ...] = ()
-    #: Old parameter names that mean a stale API: old -> current (a load-time error).
+    #: Old parameter names of a stale API: old -> current (deprecated: a warning, since the
+    #: argument is passed positionally and the call still works).
     renames: MappingProxyType[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: The name of the typed Protocol in ``vime.contract.protocols``.
     protocol: str = ""
@@ -75,8 +76,10 @@ class HookSpec:
     conventional_names: tuple[str, ...] = ()
     #: The argument may be given several times (``action="append"``).
     multiple: bool = False
-    #: Called by the v1 runtime (False: parsed and checked, but the v1 trainer never calls it).
+    #: Called by the v1 runtime (False: rejected at parse time with :attr:`rejection`).
     v1: bool = True
+    #: Why vime rejects a hook it does not call, and what to use instead (``v1=False`` only).
+    rejection: str = ""
 
     @property
     def positional(self) -> tuple[str, ...]:
@@ -112,6 +115,10 @@ _ROLLOUT = dict(
     protocol="RolloutFunction",
     conventional_names=("generate_rollout",),
 )
+
+#: The start of every Megatron hook's rejection message.
+_TORCH = ("vime's trainer is torch (a Hugging Face model and torch AdamW; torch FSDP2 for many "
+          "GPUs), not Megatron-LM, so this hook would never run; ")
 
 _SPECS: tuple[HookSpec, ...] = (
     HookSpec(
@@ -231,16 +238,18 @@ _SPECS: tuple[HookSpec, ...] = (
     HookSpec(
         arg="--custom-loss-function-path", dest="custom_loss_function_path", default=None,
         kind="function", params=("args", "batch", "logits", "sum_of_sample_mean"), mode="sync",
-        returns="tuple[Any, dict[str, Any]]", call_site="trainer loss (--loss-type custom_loss)",
+        returns="tuple[Any, dict[str, Any]]",
+        call_site="Trainer, once per micro-batch, instead of the built-in loss "
+                  "(--loss-type custom_loss)",
         doc="Computes (loss, log_dict) for a micro-batch.", protocol="CustomLossFunction",
-        v1=False,
     ),
     HookSpec(
         arg="--custom-advantage-function-path", dest="custom_advantage_function_path",
         default=None, kind="function", params=("args", "rollout_data"), mode="sync",
-        returns="None", call_site="trainer, advantage computation",
+        returns="None",
+        call_site="Trainer.train, once per rollout step, after the log probs and before the "
+                  "optimiser steps (instead of --advantage-estimator)",
         doc="Sets rollout_data['advantages'] and ['returns'].", protocol="AdvantageFunction",
-        v1=False,
     ),
     HookSpec(
         arg="--custom-tis-function-path", dest="custom_tis_function_path", default=None,
@@ -250,24 +259,27 @@ _SPECS: tuple[HookSpec, ...] = (
         keyword_passed=("args", "pg_loss", "train_log_probs", "rollout_log_probs", "loss_masks",
                         "total_lengths", "response_lengths"),
         mode="sync", returns="tuple[Any, Any, dict[str, Any]]",
-        call_site="trainer, truncated importance sampling",
+        call_site="Trainer policy loss, once per micro-batch, on the per-token pg loss "
+                  "(with --use-tis or --get-mismatch-metrics; replaces the built-in TIS)",
         doc="Returns (pg_loss, modified_response_masks, tis_metrics).", protocol="TISFunction",
-        v1=False,
     ),
     HookSpec(
         arg="--custom-pg-loss-reducer-function-path",
         dest="custom_pg_loss_reducer_function_path", default=None, kind="function",
         params=("total_lengths", "response_lengths", "loss_masks", "calculate_per_token_loss"),
         param_defaults=_d(calculate_per_token_loss="False"), mode="sync",
-        returns="Callable[..., Any]", call_site="trainer, policy-loss reduction",
+        returns="Callable[..., Any]",
+        call_site="Trainer policy loss, once per micro-batch; the callable reduces the "
+                  "per-token pg loss (instead of sum_of_sample_mean)",
         doc="Returns the reducer of per-token policy losses.", protocol="PGLossReducerFactory",
-        v1=False,
     ),
     HookSpec(
         arg="--custom-megatron-init-path", dest="custom_megatron_init_path", default=None,
         kind="function", params=("args",), mode="sync", returns="None",
         call_site="Megatron trainer start-up", doc="Megatron initialisation hook.",
         protocol="MegatronInit", v1=False,
+        rejection=_TORCH + "set-up code belongs in the data source's or the rollout function's "
+                  "module (imported at start), or in --custom-config-path.",
     ),
     HookSpec(
         arg="--custom-megatron-before-log-prob-hook-path",
@@ -275,6 +287,8 @@ _SPECS: tuple[HookSpec, ...] = (
         params=("args", "model", "store_prefix"), mode="sync", returns="None",
         call_site="Megatron trainer, before log-prob computation",
         doc="Megatron hook before log-probs.", protocol="MegatronBeforeLogProb", v1=False,
+        rejection=_TORCH + "use --rollout-data-postprocess-path (called on the step's data "
+                  "before the log probs are used).",
     ),
     HookSpec(
         arg="--custom-megatron-before-train-step-hook-path",
@@ -282,6 +296,8 @@ _SPECS: tuple[HookSpec, ...] = (
         params=("args", "rollout_id", "step_id", "model", "optimizer", "opt_param_scheduler"),
         mode="sync", returns="None", call_site="Megatron trainer, before each train step",
         doc="Megatron hook before a train step.", protocol="MegatronBeforeTrainStep", v1=False,
+        rejection=_TORCH + "use --rollout-data-postprocess-path (once per rollout step, "
+                  "before its optimiser steps) or --custom-loss-function-path.",
     ),
     HookSpec(
         arg="--custom-model-provider-path", dest="custom_model_provider_path", default=None,
@@ -289,6 +305,8 @@ _SPECS: tuple[HookSpec, ...] = (
         param_defaults=_d(vp_stage="None"), mode="sync", returns="Any",
         call_site="Megatron model construction", doc="Builds the Megatron model.",
         protocol="ModelProvider", v1=False,
+        rejection=_TORCH + "the model is AutoModelForCausalLM.from_pretrained(--hf-checkpoint): "
+                  "save your model as a Hugging Face folder and pass it there.",
     ),
     HookSpec(
         arg="--custom-update-weight-post-write-path",

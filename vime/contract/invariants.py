@@ -33,7 +33,7 @@ Scope = Literal["static", "load", "runtime"]
 #: training), so the runtime raises whatever ``--contract-check`` says.
 Enforcement = Literal["policy", "always"]
 #: Runtime boundaries of docs/contract.md §6b.
-Boundary = Literal["B0", "B1", "B2", "B3", "B4", "B5", "B6"]
+Boundary = Literal["B0", "B1", "B2", "B3", "B4", "B5", "B6", "B7"]
 
 BOUNDARIES: MappingProxyType[str, str] = MappingProxyType({
     "B0": "load_function (hook signatures)",
@@ -43,6 +43,7 @@ BOUNDARIES: MappingProxyType[str, str] = MappingProxyType({
     "B4": "other hook results",
     "B5": "train output before conversion",
     "B6": "eval output",
+    "B7": "trainer hook results (loss, advantages, TIS, pg-loss reducer)",
 })
 
 
@@ -114,12 +115,14 @@ class _Keep(dict[str, Any]):
 #: cannot be converted to training data (VIM108/110/112/113/115, VIM103 for positional groups,
 #: VIM162 for the conversion hooks), would serve a group twice from the buffer (VIM102/103), a
 #: sync hook's coroutine would never run (VIM165), or the built-in generate would generate a
-#: finished sample again (VIM140). The same ids are also checked per policy at their boundaries.
+#: finished sample again (VIM140), or a trainer hook's result would reach ``backward()`` and the
+#: optimiser step (VIM190-VIM193, boundary B7). The same ids are also checked per policy at their
+#: boundaries (B7 has no policy form: it runs on every micro-batch).
 #: VIM128 is the AttributeError a group from get_samples raises when used as a Sample: the
 #: user's code stops there whatever ``--contract-check`` says (a plain list raised too).
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
     "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
-    "VIM162", "VIM165",
+    "VIM162", "VIM165", "VIM190", "VIM191", "VIM192", "VIM193",
 })
 
 
@@ -365,6 +368,24 @@ _ALL: tuple[Invariant, ...] = (
          "let the exception propagate (or log and re-raise); catch only the errors that mean "
          "a wrong answer (e.g. ValueError from parsing). Returning None will mark a failed "
          "reward once vime's failure-as-data policy exists"),
+    _inv("VIM055", "static", "error", "custom-loss-return-pair",
+         "A `--custom-loss-function-path` function returns the pair `(loss, log_dict)`.",
+         "The trainer unpacks `loss, log_dict = fn(args, batch, logits, sum_of_sample_mean)`: "
+         "a bare loss tensor fails to unpack (or unpacks its first dimension) at the first "
+         "micro-batch, after the rollout has already been generated.",
+         "custom loss returns a bare tensor",
+         "custom loss `{name}` returns {actual} instead of a `(loss, log_dict)` pair",
+         "return `loss, {\"my_loss\": loss.detach()}` (a dict of names to numbers)",
+         twins=("VIM190",)),
+    _inv("VIM056", "static", "error", "advantage-hook-sets-advantages",
+         "A `--custom-advantage-function-path` function sets `rollout_data[\"advantages\"]`.",
+         "The advantage hook returns None and works in place: one that returns its advantages "
+         "instead of storing them (or never stores them) leaves the trainer without advantages "
+         "for the step.",
+         "advantages returned instead of stored",
+         "advantage function `{name}` {problem}",
+         "assign `rollout_data[\"advantages\"] = [...]` (one 1-D tensor per sample) and return None",
+         twins=("VIM191",)),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",
@@ -764,6 +785,52 @@ _ALL: tuple[Invariant, ...] = (
          "zero its loss mask and set remove_sample=True (mark_failed does both), or do not mark "
          "it FAILED",
          boundaries=("B5",)),
+    # ---- 6b: trainer hook results (boundary B7, vime/contract/checks/trainer.py) ------------
+    _inv("VIM190", "runtime", "error", "custom-loss-result",
+         "A custom loss returns `(loss, log_dict)`: a finite scalar tensor that requires grad, "
+         "and a dict of names to finite numbers.",
+         "The trainer calls `loss.backward()` and logs `log_dict`: a loss without grad trains "
+         "nothing, a NaN/inf loss or a non-scalar one corrupts or crashes the optimiser step, "
+         "and a non-numeric log value breaks metrics.jsonl.",
+         "custom loss result",
+         "{problem}",
+         "return `(loss, log_dict)` with `loss` a 0-d tensor computed from `logits` (so it "
+         "requires grad) and `log_dict` mapping str names to floats or 0-d tensors",
+         boundaries=("B7",), twins=("VIM055",)),
+    _inv("VIM191", "runtime", "error", "custom-advantages-result",
+         "A custom advantage function sets `rollout_data[\"advantages\"]`: one finite 1-D "
+         "tensor of `response_lengths[i]` values per sample (and `returns` alike, if set).",
+         "The policy loss multiplies each response token's ratio by its advantage: a missing "
+         "key, a missing sample, one value per sample instead of one per token, or a NaN "
+         "trains the wrong tokens or poisons every parameter.",
+         "custom advantages result",
+         "{problem}",
+         "set `rollout_data[\"advantages\"] = [torch.full((r,), a) for ...]`: one 1-D tensor "
+         "per sample with `response_lengths[i]` finite values (broadcast a per-sample value "
+         "yourself)",
+         boundaries=("B7",), twins=("VIM056",)),
+    _inv("VIM192", "runtime", "error", "tis-result",
+         "A TIS function returns `(pg_loss, modified_response_masks, tis_metrics)`: `pg_loss` "
+         "of the shape it was given, one 0/1 mask per sample of its loss mask's shape, and a "
+         "dict of names to per-token tensors or finite numbers.",
+         "The trainer reduces `pg_loss` with sums over the masks it gets back: another shape "
+         "misaligns tokens and samples, a non-0/1 mask re-weights tokens silently, and a "
+         "non-finite value poisons the step.",
+         "TIS function result",
+         "{problem}",
+         "return `pg_loss * weights` (same shape), the masks as 0/1 float tensors of each "
+         "`loss_masks[i]`'s shape, and `{name: per-token tensor}` metrics",
+         boundaries=("B7",)),
+    _inv("VIM193", "runtime", "error", "pg-loss-reducer-result",
+         "A pg-loss reducer factory returns a callable, and that callable turns the per-token "
+         "policy loss into a finite scalar tensor.",
+         "The reducer's output is the policy loss the optimiser steps on: a non-callable fails, "
+         "a vector or NaN loss crashes `backward()` or corrupts the weights.",
+         "pg-loss reducer result",
+         "{problem}",
+         "return a function `reduce(pg_loss) -> 0-d tensor` (e.g. a masked mean built from "
+         "`loss_masks`)",
+         boundaries=("B7",)),
     # ---- 6c: types (`vime-lint types`: mypy on hooks given the contract's annotations) ------
     _inv("VIM200", "static", "error", "hook-return-type",
          "A hook returns a value of its contract return type on every path.",

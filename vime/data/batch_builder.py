@@ -68,7 +68,8 @@ _PER_SAMPLE = REQUIRED_COLUMNS + ("rollout_ids", "rollout_mask_sums", "failed",
                                   "teacher_log_probs", "metadata", "round_number",
                                   "multimodal_train_inputs",
                                   # added by the trainer before splitting (one row per sample)
-                                  "old_log_probs", "ref_log_probs")
+                                  "old_log_probs", "ref_log_probs", "train_log_probs",
+                                  "advantages", "returns")
 
 
 def flatten_samples(samples: Sequence[Any]) -> list[Sample]:

@@ -135,12 +135,9 @@ def test_num_rollout_required_unless_tool(capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize(("extra", "name"), [
-    (["--use-tis"], "--use-tis"),
-    (["--tis-clip", "3"], "--tis-clip"),
     (["--rollout-data-transport", "shm"], "--rollout-data-transport"),
     (["--vllm-config", "x.yaml"], "--vllm-config"),
     (["--advantage-estimator", "ppo"], "--advantage-estimator"),
-    (["--loss-type", "custom_loss"], "--loss-type"),
     (["--loss-mask-type", "distill_qwen"], "--loss-mask-type"),
     (["--vllm-router-policy", "random"], "--vllm-router-policy"),
 ])

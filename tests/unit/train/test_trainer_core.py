@@ -184,7 +184,6 @@ def test_write_weights_includes_tied_lm_head(small_model: Path, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("kw,message", [
-    ({"loss_type": "custom_loss"}, "--loss-type custom_loss is not implemented"),
     ({"advantage_estimator": "ppo"}, "--advantage-estimator ppo is not implemented"),
     ({"kl_coef": 0.1}, "--kl-coef .* use --use-kl-loss"),
 ])
@@ -196,6 +195,8 @@ def test_unsupported_settings_raise(small_model: Path, kw: dict[str, object], me
 def test_missing_checkpoint_and_cuda_errors(small_model: Path) -> None:
     with pytest.raises(ValueError, match="--hf-checkpoint is required"):
         Trainer(make_args(small_model, hf_checkpoint=None))
+    with pytest.raises(ValueError, match="custom_loss needs --custom-loss-function-path"):
+        Trainer(make_args(small_model, loss_type="custom_loss"))
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="--train-device cuda: no CUDA device"):
             Trainer(make_args(small_model, train_device="cuda"))

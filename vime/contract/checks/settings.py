@@ -51,6 +51,10 @@ _HOOK_LABELS: Mapping[str, str] = {
     "rollout_sample_hook_path": "sample hook",
     "custom_reward_post_process_path": "reward post-process",
     "custom_convert_samples_to_train_data_path": "convert function",
+    "custom_loss_function_path": "custom loss",
+    "custom_advantage_function_path": "advantage function",
+    "custom_tis_function_path": "TIS function",
+    "custom_pg_loss_reducer_function_path": "pg-loss reducer",
 }
 
 

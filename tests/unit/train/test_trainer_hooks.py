@@ -1,0 +1,389 @@
+"""The four trainer hooks called for real on a small local Llama, each with a passing and a
+failing module; TIS, mismatch metrics, CISPO and REINFORCE++ on the same runs."""
+
+from __future__ import annotations
+
+import math
+import sys
+import textwrap
+from argparse import Namespace
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from vime.backends.advantages import discounted_returns, estimator_advantages, masked_whiten
+from vime.backends.losses import pg_token_losses
+from vime.backends.trainer import Trainer
+from vime.contract.errors import ContractError
+from vime.data.batch_builder import BatchBuilder
+from vime.utils import misc
+from vime.utils.types import Sample
+
+pytestmark = pytest.mark.unit
+
+HOOKS_MODULE = '''
+import torch
+
+from vime.backends.losses import response_log_probs
+
+
+def grpo_advantages(args, rollout_data):
+    """The built-in GRPO advantage, written as upstream users write it."""
+    rollout_data["advantages"] = [torch.ones_like(m) * r
+                                  for r, m in zip(rollout_data["rewards"],
+                                                  rollout_data["loss_masks"])]
+    rollout_data["returns"] = rollout_data["advantages"]
+
+
+def per_sample_advantages(args, rollout_data):
+    rollout_data["advantages"] = [torch.tensor([r]) for r in rollout_data["rewards"]]
+
+
+def forgets_advantages(args, rollout_data):
+    rollout_data["returns"] = [torch.zeros_like(m) for m in rollout_data["loss_masks"]]
+
+
+def returns_advantages(args, rollout_data):
+    return [torch.ones_like(m) for m in rollout_data["loss_masks"]]
+
+
+def nan_advantages(args, rollout_data):
+    rollout_data["advantages"] = [m * float("nan") for m in rollout_data["loss_masks"]]
+
+
+def ppo_loss(args, batch, logits, sum_of_sample_mean):
+    """PPO-clip on the flat per-token layout: the same loss as the built-in one."""
+    lp = torch.cat(response_log_probs(logits, batch, args.rollout_temperature))
+    old = torch.cat(batch["log_probs"])
+    adv = torch.cat(batch["advantages"])
+    ratio = (lp - old).exp()
+    per_token = torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - args.eps_clip, 1 + args.eps_clip))
+    loss = sum_of_sample_mean(per_token)
+    return loss, {"my_pg_loss": loss.detach(), "tokens": float(sum(batch["response_lengths"]))}
+
+
+def bare_tensor_loss(args, batch, logits, sum_of_sample_mean):
+    return logits.mean()
+
+
+def nan_loss(args, batch, logits, sum_of_sample_mean):
+    return logits.mean() * float("nan"), {}
+
+
+def detached_loss(args, batch, logits, sum_of_sample_mean):
+    return logits.mean().detach(), {"x": 1.0}
+
+
+def text_in_log(args, batch, logits, sum_of_sample_mean):
+    return logits.mean(), {"note": "hello"}
+
+
+def icepop(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks, total_lengths,
+           response_lengths):
+    """Upstream's IcePop form: zero the tokens whose ratio leaves [L, C]."""
+    ratio = torch.exp(torch.cat(train_log_probs) - torch.cat(rollout_log_probs))
+    keep = (ratio >= args.tis_clip_low) & (ratio <= args.tis_clip)
+    masks = [m * k for m, k in zip(loss_masks, torch.split(keep.float(), response_lengths))]
+    return pg_loss * keep, masks, {"kept": keep.float()}
+
+
+def short_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks, total_lengths,
+              response_lengths):
+    return pg_loss[:-1], loss_masks, {}
+
+
+def soft_mask_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks,
+                  total_lengths, response_lengths):
+    return pg_loss, [m * 0.5 for m in loss_masks], {}
+
+
+def token_mean(total_lengths, response_lengths, loss_masks, calculate_per_token_loss=False):
+    mask = torch.cat(loss_masks)
+    return lambda x: (x * mask).sum() / mask.sum().clamp(min=1)
+
+
+def not_callable(total_lengths, response_lengths, loss_masks, calculate_per_token_loss=False):
+    return 1.0
+
+
+def no_reduction(total_lengths, response_lengths, loss_masks, calculate_per_token_loss=False):
+    return lambda x: x
+'''
+
+MOD = "vime_test_trainer_hooks"
+
+
+@pytest.fixture(scope="module")
+def hooks_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("trainer_hooks")
+    (root / f"{MOD}.py").write_text(textwrap.dedent(HOOKS_MODULE))
+    sys.path.insert(0, str(root))
+    misc._CACHE.clear()
+    yield MOD
+    sys.path.remove(str(root))
+    sys.modules.pop(MOD, None)
+
+
+@pytest.fixture(scope="module")
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("small_llama_hooks")
+    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                 num_hidden_layers=1, num_attention_heads=1,
+                                 num_key_value_heads=1, tie_word_embeddings=True,
+                                 pad_token_id=0)).save_pretrained(out)
+    return out
+
+
+def make_args(model: Path, **kw: object) -> Namespace:
+    base: dict[str, object] = dict(
+        hf_checkpoint=str(model), lr=1e-2, loss_type="policy_loss", advantage_estimator="grpo",
+        rollout_batch_size=2, n_samples_per_prompt=2, global_batch_size=4, micro_batch_size=2,
+        train_device="cpu", seed=0, rollout_temperature=1.0, clip_grad=1.0, eps_clip=0.2,
+        rewards_normalization=True, grpo_std_normalization=True)
+    base.update(kw)
+    return Namespace(**base)
+
+
+def samples(rollout_log_probs: list[list[float]] | None = None,
+            rewards: tuple[float, ...] = (0.0, 1.0, 1.0, 0.0)) -> list[Sample]:
+    """Two groups of two samples with different response lengths (3, 2, 4, 3 tokens)."""
+    lengths = (3, 2, 4, 3)
+    out = []
+    for i, r in enumerate(lengths):
+        lps = rollout_log_probs[i] if rollout_log_probs else [-1.0] * r
+        out.append(Sample(index=i, group_index=i // 2,
+                          tokens=[1, 2, 3] + [10 + i + j for j in range(r)],
+                          response_length=r, reward=rewards[i],
+                          status=Sample.Status.COMPLETED, rollout_log_probs=list(lps)))
+    return out
+
+
+def hook(name: str) -> str:
+    return f"{MOD}.{name}"
+
+
+def run(model: Path, data_samples: list[Sample] | None = None, **kw: object
+        ) -> tuple[Trainer, dict[str, float]]:
+    misc._CACHE.clear()
+    args = make_args(model, **kw)
+    trainer = Trainer(args)
+    out = trainer.train(0, BatchBuilder.convert(args, data_samples or samples()))
+    return trainer, out
+
+
+def params(trainer: Trainer) -> list[torch.Tensor]:
+    return [p.detach().clone() for p in trainer.model.parameters()]
+
+
+def max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
+
+
+def fails_before_step(model: Path, match: str, **kw: object) -> ContractError:
+    """The run raises ContractError matching ``match`` and no parameter moved."""
+    misc._CACHE.clear()
+    args = make_args(model, **kw)
+    trainer = Trainer(args)
+    before = params(trainer)
+    with pytest.raises(ContractError, match=match) as info:
+        trainer.train(0, BatchBuilder.convert(args, samples()))
+    assert max_diff(before, params(trainer)) == 0.0
+    assert trainer.global_step == 0
+    return info.value
+
+
+# ---- --custom-advantage-function-path ---------------------------------------------------------
+
+
+def test_custom_grpo_advantage_gives_the_built_in_update(small_model: Path,
+                                                          hooks_module: str) -> None:
+    builtin, out_a = run(small_model)
+    custom, out_b = run(small_model, custom_advantage_function_path=hook("grpo_advantages"))
+    assert max_diff(params(builtin), params(custom)) < 1e-6
+    assert out_a["train/pg_loss"] == pytest.approx(out_b["train/pg_loss"], abs=1e-7)
+
+
+@pytest.mark.parametrize("name,match", [
+    ("per_sample_advantages", r"rollout_data\['advantages'\]\[0\] has shape \(1,\), expected "
+                              r"\(3,\).*broadcast it"),
+    ("forgets_advantages", r"has no 'advantages' key"),
+    ("returns_advantages", r"expected None: store the advantages"),
+    ("nan_advantages", r"NaN or inf"),
+])
+def test_custom_advantage_violations_stop_before_the_step(small_model: Path, hooks_module: str,
+                                                          name: str, match: str) -> None:
+    err = fails_before_step(small_model, match, custom_advantage_function_path=hook(name))
+    assert err.ids and set(err.ids) == {"VIM191"}
+    text = str(err)
+    assert hook(name) in text and "--custom-advantage-function-path" in text
+    assert "fix:" in text and "before the optimiser step" in text
+
+
+# ---- --custom-loss-function-path --------------------------------------------------------------
+
+
+def test_custom_ppo_loss_gives_the_built_in_update(small_model: Path, hooks_module: str) -> None:
+    builtin, out_a = run(small_model, eps_clip_high=None)
+    custom, out_b = run(small_model, loss_type="custom_loss",
+                        custom_loss_function_path=hook("ppo_loss"))
+    assert max_diff(params(builtin), params(custom)) < 1e-6
+    assert out_b["train/my_pg_loss"] == pytest.approx(out_a["train/pg_loss"], abs=1e-6)
+    assert out_b["train/loss"] == pytest.approx(out_a["train/loss"], abs=1e-6)
+    assert out_b["train/tokens"] == 12.0  # log_dict values add up over the micro-batches
+
+
+@pytest.mark.parametrize("name,match", [
+    ("bare_tensor_loss", r"custom loss result is a tensor of shape \(\), expected a "
+                         r"\(loss, log_dict\) pair"),
+    ("nan_loss", r"\(loss\) is nan: not finite"),
+    ("detached_loss", r"does not require grad"),
+    ("text_in_log", r"\['note'\] is a str, not a number"),
+])
+def test_custom_loss_violations_stop_before_the_step(small_model: Path, hooks_module: str,
+                                                     name: str, match: str) -> None:
+    err = fails_before_step(small_model, match, loss_type="custom_loss",
+                            custom_loss_function_path=hook(name))
+    assert set(err.ids) == {"VIM190"}
+    assert hook(name) in str(err) and "--custom-loss-function-path" in str(err)
+
+
+# ---- TIS and mismatch metrics -----------------------------------------------------------------
+
+
+def own_log_probs(model: Path) -> list[list[float]]:
+    """The trainer's own log probs of the samples (same weights, same temperature)."""
+    args = make_args(model)
+    data = samples()
+    return Trainer(args).compute_log_probs([s.tokens for s in data],
+                                           [s.response_length for s in data],
+                                           micro_batch_size=2)
+
+
+def test_mismatch_metrics_are_zero_on_own_samples_and_positive_after_a_shift(
+        small_model: Path) -> None:
+    own = own_log_probs(small_model)
+    _, exact = run(small_model, samples(own), get_mismatch_metrics=True)
+    assert exact["train/mismatch_logprob_abs_diff"] < 1e-6
+    assert exact["train/mismatch_kl_k3"] < 1e-10
+    assert exact["train/mismatch_ratio_outside_clip"] == 0.0
+    shifted = [[v - 0.1 for v in row] for row in own]  # the engine is 0.1 nats less sure
+    _, off = run(small_model, samples(shifted), get_mismatch_metrics=True, tis_clip_low=0.95)
+    assert off["train/mismatch_logprob_abs_diff"] == pytest.approx(0.1, abs=1e-5)
+    assert off["train/mismatch_kl_k3"] == pytest.approx(math.exp(0.1) - 1 - 0.1, rel=1e-3)
+    assert off["train/mismatch_ratio_outside_clip"] == 0.0  # exp(0.1) in [0.95, 2]
+    _, outside = run(small_model, samples(shifted), get_mismatch_metrics=True, tis_clip=1.05)
+    assert outside["train/mismatch_ratio_outside_clip"] == 1.0
+
+
+def test_tis_with_bounds_that_never_bind_equals_no_tis(small_model: Path) -> None:
+    own = own_log_probs(small_model)
+    plain, _ = run(small_model, samples(own))
+    tis, out = run(small_model, samples(own), use_tis=True, tis_clip=2.0, tis_clip_low=0.0)
+    assert max_diff(params(plain), params(tis)) < 1e-6
+    assert out["train/tis"] == pytest.approx(1.0, abs=1e-5) and out["train/tis_clipfrac"] == 0.0
+    # engine log probs off by 0.3 nats: with C = L = 1 every weight is 1 again
+    shifted = [[v - 0.3 for v in row] for row in own]
+    plain, _ = run(small_model, samples(shifted))
+    pinned, _ = run(small_model, samples(shifted), use_tis=True, tis_clip=1.0, tis_clip_low=1.0)
+    assert max_diff(params(plain), params(pinned)) < 1e-6
+    weighted, out = run(small_model, samples(shifted), use_tis=True, tis_clip=2.0)
+    assert max_diff(params(plain), params(weighted)) > 1e-6  # the weights exp(0.3) act
+    assert out["train/tis"] == pytest.approx(math.exp(0.3), rel=1e-4)
+
+
+def test_mismatch_metrics_alone_do_not_change_the_update(small_model: Path) -> None:
+    shifted = [[v - 0.3 for v in row] for row in own_log_probs(small_model)]
+    plain, _ = run(small_model, samples(shifted))
+    measured, out = run(small_model, samples(shifted), get_mismatch_metrics=True)
+    assert max_diff(params(plain), params(measured)) == 0.0
+    assert out["train/mismatch_logprob_abs_diff"] == pytest.approx(0.3, abs=1e-5)
+
+
+def test_custom_tis_function_masks_tokens(small_model: Path, hooks_module: str) -> None:
+    own = own_log_probs(small_model)
+    rows = [[v - (0.5 if j == 0 else 0.0) for j, v in enumerate(row)] for row in own]
+    _, out = run(small_model, samples(rows), use_tis=True, tis_clip=1.2, tis_clip_low=0.8,
+                 custom_tis_function_path=hook("icepop"))
+    assert out["train/tis_kept"] == pytest.approx(8 / 12, abs=0.1)  # first tokens dropped
+    assert math.isfinite(out["train/pg_loss"])
+
+
+@pytest.mark.parametrize("name,match", [
+    ("short_tis", r"\[0\] \(pg_loss\) is a tensor of shape \(11,\), expected a tensor of the "
+                  r"given shape \(12,\)"),
+    ("soft_mask_tis", r"holds values other than 0 and 1"),
+])
+def test_custom_tis_violations_stop_before_the_step(small_model: Path, hooks_module: str,
+                                                    name: str, match: str) -> None:
+    err = fails_before_step(small_model, match, use_tis=True, micro_batch_size=4,
+                            custom_tis_function_path=hook(name))
+    assert set(err.ids) == {"VIM192"} and "--custom-tis-function-path" in str(err)
+
+
+# ---- --custom-pg-loss-reducer-function-path ---------------------------------------------------
+
+
+def test_custom_reducer_replaces_the_sample_mean(small_model: Path, hooks_module: str) -> None:
+    data = samples(rewards=(0.0, 1.0, 0.0, 0.0))  # advantages -a (3 tokens), +a (2 tokens), 0, 0
+    _, default = run(small_model, data, micro_batch_size=4)
+    _, token = run(small_model, data, micro_batch_size=4,
+                   custom_pg_loss_reducer_function_path=hook("token_mean"))
+    a = 0.5 / (math.sqrt(0.5) + 1e-6)  # the group-normalised reward
+    assert default["train/pg_loss"] == pytest.approx(0.0, abs=1e-6)  # (3a/3 - 2a/2) / 4
+    assert token["train/pg_loss"] == pytest.approx((3 * a - 2 * a) / 12, rel=1e-4)
+
+
+@pytest.mark.parametrize("name,match", [
+    ("not_callable", r"factory result is a float, expected a callable"),
+    ("no_reduction", r"reducer output has shape \(12,\), expected a scalar"),
+])
+def test_custom_reducer_violations_stop_before_the_step(small_model: Path, hooks_module: str,
+                                                        name: str, match: str) -> None:
+    err = fails_before_step(small_model, match, micro_batch_size=4,
+                            custom_pg_loss_reducer_function_path=hook(name))
+    assert set(err.ids) == {"VIM193"}
+
+
+# ---- estimators ---------------------------------------------------------------------------------
+
+
+def test_reinforce_plus_plus_discounts_from_the_last_trainable_token() -> None:
+    g = discounted_returns(torch.tensor([0.0, 0.0, 1.0]), gamma=0.5)
+    assert g.tolist() == [0.25, 0.5, 1.0]
+    args = Namespace(advantage_estimator="reinforce_plus_plus", gamma=1.0)
+    masks = [torch.tensor([1.0, 1.0, 0.0]), torch.tensor([1.0, 1.0])]
+    adv = estimator_advantages(args, [1.0, 0.0], masks)
+    assert [a.shape[0] for a in adv] == [3, 2]
+    trainable = torch.cat([a[m.bool()] for a, m in zip(adv, masks, strict=True)])
+    assert float(trainable.mean()) == pytest.approx(0.0, abs=1e-6)
+    assert float(adv[0][0]) > 0 > float(adv[1][0])
+    assert masked_whiten([torch.tensor([2.0, 4.0])], [torch.ones(2)])[0].tolist() == \
+        pytest.approx([-1.0, 1.0], abs=1e-6)
+
+
+def test_cispo_keeps_the_gradient_of_clipped_tokens() -> None:
+    lp = torch.tensor([[-1.0, -1.0]], requires_grad=True)
+    old = torch.tensor([[-1.5, -1.0]])  # token 0 ratio e^0.5 > 1.2: clipped
+    adv, mask = torch.ones(1, 2), torch.ones(1, 2)
+    per_token, clipped = pg_token_losses(lp, old, adv, mask, eps_clip=0.2, cispo=True)
+    per_token.sum().backward()
+    assert lp.grad is not None and bool((lp.grad != 0).all())  # both tokens keep a gradient
+    assert clipped.tolist() == [[1.0, 0.0]]
+    assert lp.grad.tolist()[0][0] == pytest.approx(-1.2)
+    lp2 = lp.detach().clone().requires_grad_(True)
+    ppo, _ = pg_token_losses(lp2, old, adv, mask, eps_clip=0.2)
+    ppo.sum().backward()
+    assert lp2.grad is not None and float(lp2.grad[0, 0]) == 0.0  # PPO drops it
+
+
+@pytest.mark.parametrize("estimator", ["cispo", "reinforce_plus_plus"])
+def test_new_estimators_train(small_model: Path, estimator: str) -> None:
+    trainer, out = run(small_model, advantage_estimator=estimator, eps_clip=1.0 if estimator ==
+                       "cispo" else 0.2)
+    assert math.isfinite(out["train/loss"]) and out["train/grad_norm"] > 0
+    assert trainer.global_step == 1

@@ -1,0 +1,110 @@
+"""Per-token advantages of a rollout step, one 1-D tensor per sample (the built-in estimators).
+
+Usage::
+
+    adv = estimator_advantages(args, rewards, loss_masks)      # list[Tensor], (R_i,) each
+    adv = discounted_returns(token_rewards, gamma=1.0)          # one sample's G_t, (R,)
+
+The trainer (``vime.backends.trainer``) calls :func:`estimator_advantages` once per rollout step,
+after the log probs, unless ``--custom-advantage-function-path`` sets them instead
+(``vime.backends.trainer_hooks``). ``rewards`` are the converted ``rewards`` column: already
+normalised per prompt group by ``vime.data.batch_builder`` for grpo / gspo / cispo (mean and
+std) and reinforce_plus_plus_baseline (mean only); raw for reinforce_plus_plus.
+
+- ``grpo``, ``gspo``, ``cispo``: the sample's normalised reward on every response token
+  (Shao et al. 2024, "DeepSeekMath", GRPO; the same advantage for GSPO, Zheng et al. 2025, and
+  CISPO, MiniMax 2025, "MiniMax-M1", arXiv:2506.13585; as upstream slime's ``get_grpo_returns``).
+- ``reinforce_plus_plus_baseline``: the group-mean-subtracted reward on every token, then
+  whitened over all trainable tokens of the rollout step (Hu 2025, "REINFORCE++",
+  arXiv:2501.03262, the baseline variant).
+- ``reinforce_plus_plus``: the raw reward placed on the sample's last trainable token,
+  discounted back over the response with ``--gamma`` (``G_t = r_t + gamma * G_{t+1}``), then
+  whitened over all trainable tokens of the rollout step (Hu 2025, global advantage
+  normalisation; upstream's ``get_reinforce_plus_plus_returns``). vime has no KL-in-reward term
+  (``--kl-coef`` is rejected), so the per-token KL penalty of the paper is zero here.
+
+Upstream whitens only with ``--normalize-advantages``; vime always whitens the two REINFORCE++
+estimators and never the others.
+"""
+
+from __future__ import annotations
+
+from argparse import Namespace
+from collections.abc import Sequence
+
+import torch
+
+from vime.config import arg
+
+__all__ = ["BROADCAST_ESTIMATORS", "ESTIMATORS", "discounted_returns", "estimator_advantages",
+           "masked_whiten"]
+
+#: Estimators whose advantage is the sample's (normalised) reward on every token.
+BROADCAST_ESTIMATORS = ("grpo", "gspo", "cispo")
+#: Every estimator the trainer implements (``ppo`` needs a critic: not in vime).
+ESTIMATORS = (*BROADCAST_ESTIMATORS, "reinforce_plus_plus", "reinforce_plus_plus_baseline")
+
+_EPS = 1e-8
+
+
+def masked_whiten(values: Sequence[torch.Tensor], masks: Sequence[torch.Tensor]
+                  ) -> list[torch.Tensor]:
+    """``(x - mean) / sqrt(var + 1e-8)`` with mean and variance over the masked tokens of all
+    samples together; unmasked tokens are shifted and scaled the same way.
+
+    Args:
+        values, masks: one ``(R_i,)`` tensor each per sample (masks 0/1).
+    """
+    flat_v = torch.cat(list(values))
+    flat_m = torch.cat(list(masks)).to(flat_v.dtype)
+    n = flat_m.sum().clamp(min=1)
+    mean = (flat_v * flat_m).sum() / n
+    var = (((flat_v - mean) * flat_m) ** 2).sum() / n
+    out = (flat_v - mean) * torch.rsqrt(var + _EPS)
+    return list(torch.split(out, [len(v) for v in values]))
+
+
+def discounted_returns(token_rewards: torch.Tensor, gamma: float) -> torch.Tensor:
+    """``G_t = r_t + gamma * G_{t+1}`` over one response, ``(R,)`` -> ``(R,)``."""
+    out = torch.zeros_like(token_rewards)
+    running = token_rewards.new_zeros(())
+    for t in range(token_rewards.shape[0] - 1, -1, -1):
+        running = token_rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def estimator_advantages(args: Namespace, rewards: Sequence[float],
+                         loss_masks: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The built-in ``--advantage-estimator``'s per-token advantages of one rollout step.
+
+    Args:
+        args: reads ``advantage_estimator`` and ``gamma``.
+        rewards: ``list[float]``, the converted ``rewards`` column (one per sample).
+        loss_masks: one ``(R_i,)`` float 0/1 tensor per sample, on the trainer's device.
+
+    Returns:
+        ``list[Tensor]``, one float32 ``(R_i,)`` tensor per sample on the masks' device.
+
+    Raises:
+        NotImplementedError: an estimator outside :data:`ESTIMATORS`.
+    """
+    estimator = arg(args, "advantage_estimator")
+    if estimator not in ESTIMATORS:
+        raise NotImplementedError(f"--advantage-estimator {estimator} is not implemented in "
+                                  f"vime's trainer; use one of {ESTIMATORS}")
+    per_token = [torch.full_like(m, float(r), dtype=torch.float32)
+                 for r, m in zip(rewards, loss_masks, strict=True)]
+    if estimator in BROADCAST_ESTIMATORS:
+        return per_token
+    if estimator == "reinforce_plus_plus":
+        gamma = float(arg(args, "gamma"))
+        returns = []
+        for r, m in zip(rewards, loss_masks, strict=True):
+            token_rewards = torch.zeros_like(m, dtype=torch.float32)
+            trainable = m.nonzero(as_tuple=True)[0]
+            if trainable.numel():
+                token_rewards[trainable[-1]] = float(r)
+            returns.append(discounted_returns(token_rewards, gamma))
+        per_token = returns
+    return masked_whiten(per_token, [m.float() for m in loss_masks])
