@@ -24,10 +24,7 @@ import asyncio
 import itertools
 import json
 import os
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    import httpx
+from typing import Any
 
 __all__ = ["HTTPError", "aclose_client", "configure_client", "get", "get_client", "post"]
 
@@ -82,7 +79,7 @@ def configure_client(*, max_connections: int | None = None, timeout: float | Non
         _config["connect_timeout"] = float(connect_timeout)
 
 
-def _pool(name: str = "default") -> list[httpx.AsyncClient]:
+def _pool(name: str = "default") -> list[Any]:
     import httpx
 
     if name not in POOLS:
@@ -103,7 +100,7 @@ def _pool(name: str = "default") -> list[httpx.AsyncClient]:
     return clients
 
 
-def get_client() -> httpx.AsyncClient:
+def get_client() -> Any:
     """The first shared ``httpx.AsyncClient`` of the running loop (created on first use); the
     requests of :func:`post` and :func:`get` use the loop's clients in turn.
 

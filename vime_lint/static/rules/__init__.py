@@ -4,11 +4,6 @@
 from __future__ import annotations
 
 from vime_lint.static._rule import Rule
-from vime_lint.static.rules.agent_function import (
-    AgentFunctionSync,
-    AgentReturnsNothing,
-    AgentSyncClient,
-)
 from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
 from vime_lint.static.rules.async_code import (
     AsyncioRunInHook,
@@ -43,10 +38,6 @@ from vime_lint.static.rules.signatures import (
 from vime_lint.static.rules.stale_api import StaleDataBuffer, StaleSampleFlag, StatusString
 from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
 from vime_lint.static.rules.token_lists import MaskFromFullTokens, TokensWithoutLossMask
-from vime_lint.static.rules.trainer_hooks import (
-    AdvantageHookStoresAdvantages,
-    CustomLossReturnsPair,
-)
 from vime_lint.static.rules.turn_budget import FullBudgetEveryTurn
 
 __all__ = ["ALL_RULES", "rules_for_code"]
@@ -87,12 +78,6 @@ _RULES: list[type[Rule]] = [
     GroupUsedAsSample,
     AsyncioRunInHook,
     SwallowedRewardFailure,
-    RequiredFieldsNeverSet,
-    AgentFunctionSync,
-    AgentSyncClient,
-    AgentReturnsNothing,
-    CustomLossReturnsPair,
-    AdvantageHookStoresAdvantages,
     BareNoqa,
     UnusedSuppression,
 ]

