@@ -209,6 +209,21 @@ class _Calls(cst.CSTVisitor):
         self.calls.append((node.func.value, args))
 
 
+def _wanted(fn: cst.FunctionDef, spec: HookSpec, types: Mapping[str, str], protocol: str, *,
+            skip_self: bool) -> dict[str, tuple[str, str]]:
+    """The user's parameter name -> (contract type, origin). The call site passes
+    ``spec.positional`` by position, so the i-th positional parameter gets the i-th type
+    whatever its name (a stale ``data_buffer`` is the data source); the others go by name."""
+    out = {n: (t, protocol) for n, t in types.items() if n not in spec.positional}
+    positional = _positional(fn.params)[1 if skip_self else 0:]
+    # strict=False: a definition may take fewer positional parameters (``**kwargs``) or more
+    for param, contract in zip(positional, spec.positional, strict=False):
+        name = param.name.value
+        origin = protocol if name == contract else f"{protocol}, passed as `{contract}`"
+        out[name] = (types[contract], origin)
+    return out
+
+
 def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
     """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
 
@@ -290,7 +305,7 @@ def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
 
     for name, fn, spec, is_init in hook_defs:
         types = hook_types(spec)
-        wanted = {p: (t, types.protocol) for p, t in types.params.items()}
+        wanted = _wanted(fn, spec, types.params, types.protocol, skip_self=is_init)
         new, params, ret = typed(fn, wanted, None if is_init else types.returns,
                                  types.protocol, name)
         edits[fn] = new

@@ -92,6 +92,10 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample):
             return float(_score(sample))
         ''', [(2, "VIM201", "via reward_func(sample)")]),
+    "stale_parameter_name.py": ('''
+        def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
+            return data_buffer.get_samples(2)
+        ''', [(2, "VIM200", 'got "list[list[Sample]]"')]),
     "annotation_conflict.py": ('''
         async def reward_func(args, sample: dict) -> str:
             return "1.0"

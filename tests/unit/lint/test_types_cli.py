@@ -1,0 +1,155 @@
+"""``vime-lint types`` on the command line: every output format, noqa, select/ignore,
+per-file-ignores, exit codes, the cache folder, and a light start-up (mypy imported only when
+the subcommand runs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vime_lint.cli import main
+
+pytestmark = pytest.mark.unit
+
+BAD = (
+    "async def reward_func(args, sample):\n"
+    "    text = sample.prompt.lower()\n"
+    "    sample.status = 'completed'\n"
+    "    return float(len(text))\n"
+)
+GOOD = (
+    "async def reward_func(args, sample):\n"
+    "    text = sample.prompt if isinstance(sample.prompt, str) else ''\n"
+    "    return float(len(text))\n"
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _run(capsys: pytest.CaptureFixture[str], cache: Path, *argv: str) -> tuple[int, str, str]:
+    code = main(["types", *argv, "--cache-dir", str(cache)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "rm.py").write_text(BAD)
+    (repo / "ok.py").write_text(GOOD)
+    code, out, err = _run(capsys, types_cache, "rm.py", "ok.py")
+    assert code == 1, err
+    lines = out.splitlines()
+    assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
+                               "Any]]` (Sample.prompt); Item ")
+    assert lines[1].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
+    assert lines[2] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
+    assert _run(capsys, types_cache, "ok.py")[:2] == (0, "")
+    assert _run(capsys, types_cache, "rm.py", "--exit-zero")[0] == 0
+
+
+def test_json_sarif_and_github_formats(repo: Path, types_cache: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "rm.py").write_text(BAD)
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    data = json.loads(out)
+    assert [(d["code"], d["location"], d["slug"]) for d in data] == [
+        ("VIM201", {"row": 2, "column": 12}, "contract-type-misuse"),
+        ("VIM202", {"row": 3, "column": 21}, "contract-field-type")]
+    assert data[0]["filename"] == "rm.py" and data[0]["severity"] == "error"
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "sarif")
+    run = json.loads(out)["runs"][0]
+    rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
+    assert set(rules) == {"VIM200", "VIM201", "VIM202", "VIM203"}
+    assert rules["VIM201"]["helpUri"].endswith("docs/rules.md#vim201-contract-type-misuse")
+    assert [r["ruleId"] for r in run["results"]] == ["VIM201", "VIM202"]
+    region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (2, 12)
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "github")
+    assert out.startswith("::error title=vime-lint (VIM201),file=rm.py,line=2,col=12,")
+
+
+def test_noqa_select_ignore_and_per_file_ignores(repo: Path, types_cache: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "rm.py").write_text(BAD.replace("'completed'\n", "'completed'  # noqa: VIM202\n"))
+    _, out, _ = _run(capsys, types_cache, "rm.py")
+    assert [line.split()[1] for line in out.splitlines()[:-1]] == ["VIM201"]
+    (repo / "rm.py").write_text("# vime-lint: noqa: VIM201\n" + BAD)
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    assert [d["code"] for d in json.loads(out)] == ["VIM202"]
+    (repo / "rm.py").write_text(BAD)
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--select", "VIM202", "--output-format", "json")
+    assert [d["code"] for d in json.loads(out)] == ["VIM202"]
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--ignore", "VIM2", "--output-format", "json")
+    assert json.loads(out) == []
+    (repo / "pyproject.toml").write_text(
+        "[project]\nname = 'x'\n[tool.vime_lint.per-file-ignores]\n\"rm.py\" = [\"VIM201\"]\n")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    assert [d["code"] for d in json.loads(out)] == ["VIM202"]
+    code, _, err = _run(capsys, types_cache, "rm.py", "--select", "VIM299")
+    assert code == 2 and "unknown rule selector `VIM299`" in err
+
+
+def test_hooks_named_by_a_launch_script_are_checked(repo: Path, types_cache: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "scores.py").write_text(BAD.replace("reward_func", "score_answer"))
+    (repo / "run.sh").write_text("vime train --custom-rm-path pkg.scores.score_answer\n")
+    code, out, _ = _run(capsys, types_cache, "pkg")
+    assert code == 1 and "pkg/scores.py:2:12: VIM201" in out
+    (repo / "run.sh").write_text("vime train\n")
+    assert _run(capsys, types_cache, "pkg")[:2] == (0, "")  # no hook: nothing to check
+
+
+def test_default_cache_folder_is_under_the_project_root(repo: Path,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        types_cache: Path) -> None:
+    (repo / "ok.py").write_text(GOOD)
+    assert main(["types", "ok.py"]) == 0
+    capsys.readouterr()
+    assert (repo / ".vime_lint_cache" / "mypy").is_dir()
+    assert (repo / ".vime_lint_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_start_up_imports_neither_mypy_nor_libcst() -> None:
+    code = ("import sys; from vime_lint.cli import _build_parser; _build_parser(); "
+            "print(sorted(m for m in ('mypy', 'libcst') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_pre_commit_manifest_exports_an_opt_in_types_hook() -> None:
+    import shlex
+
+    import yaml
+
+    from vime_lint.cli import _build_parser
+
+    root = Path(__file__).resolve().parents[3]
+    hooks = {h["id"]: h for h in yaml.safe_load((root / ".pre-commit-hooks.yaml").read_text())}
+    types = hooks["vime-lint-types"]
+    assert types["language"] == "python" and types["types"] == ["python"]
+    assert any(d.startswith("mypy") for d in types["additional_dependencies"])
+    prog, *args = shlex.split(types["entry"])
+    assert prog == "vime-lint"
+    ns = _build_parser().parse_args([*args, "x.py"])
+    assert ns.command == "types" and ns.force_exclude and ns.paths == [Path("x.py")]
+
+
+def test_rollout_accepts_a_types_noqa_as_known(repo: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`# noqa: VIM201` is for `vime-lint types`; `vime-lint rollout` neither reports it unused
+    nor as an unknown code."""
+    (repo / "rm.py").write_text(GOOD.replace("else ''\n", "else ''  # noqa: VIM201\n"))
+    code = main(["rollout", "rm.py"])
+    out, _ = capsys.readouterr()
+    assert "VIM091" not in out and code == 0, out
