@@ -19,6 +19,7 @@ from vime_lint.static.rules.eval_data import EvalDataKeys
 from vime_lint.static.rules.finish_reason import UnmappedFinishReason
 from vime_lint.static.rules.group_getattr import GetattrOnGroupElement, GroupUsedAsSample
 from vime_lint.static.rules.ported_code import PortedSglangShape
+from vime_lint.static.rules.required_fields import RequiredFieldsNeverSet
 from vime_lint.static.rules.retokenisation import ReencodedGeneratedText
 from vime_lint.static.rules.reward_returns import (
     RewardReturnKind,
@@ -78,6 +79,7 @@ _RULES: list[type[Rule]] = [
     GroupUsedAsSample,
     AsyncioRunInHook,
     SwallowedRewardFailure,
+    RequiredFieldsNeverSet,
     BareNoqa,
     UnusedSuppression,
 ]

@@ -1,0 +1,150 @@
+"""Samples that reach a rollout's train output with required fields never set: VIM036.
+
+The fields and the calls that set them come from the semantic model
+(:func:`vime_lint.static.analysis.fields_set`) over the rollout function and the module's
+own helpers it reaches.
+
+See ``docs/contract.md`` §2 (Sample fields), §4 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.analysis import REQUIRED_FIELDS, fields_set
+from vime_lint.static.rules.rollout_returns import TRAIN_OUT, classify
+from vime_lint.static.rules.signatures import ROLLOUT_DESTS
+
+__all__ = ["RequiredFieldsNeverSet"]
+
+_HEAD = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
+         "from vime.utils.types import Sample\n")
+_SIG = "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+
+
+class RequiredFieldsNeverSet(FunctionTracker):
+    """Samples a rollout function returns get ``tokens``, ``response_length``, ``reward`` and
+    ``status`` somewhere.
+
+    ## What it does
+    Follows the samples of a rollout function (built with ``Sample(...)``, or taken from
+    ``data_source.get_samples(...)`` and then filled in) to the ``RolloutFnTrainOutput`` it
+    returns, through the module's own helpers, and reports the required fields that no path
+    sets: no attribute store, no
+    ``Sample(...)`` keyword, no call that sets them (vime's generate, ``generate_and_rm``,
+    ``rm_hub``, ``append_response_tokens``, a helper of the module that receives the sample).
+    Code that hands the samples to a function the module does not show (an imported
+    environment, another object's method) may set them there and is not reported, nor are
+    samples returned untouched from a data source (a replay buffer may hold complete ones).
+
+    ## Why is this bad?
+    A sample without tokens, a response length, a reward or a final status cannot be
+    converted to training data: the step fails (or the sample is dropped as pending) after
+    the engines and the trainer have started. A rollout that forgets ``reward`` looks fine
+    until then (failure kind: "required field never set").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        for group in groups:
+            for s in group:
+                s.append_response_tokens(args, tokens=[1, 2], log_probs=[-0.1, -0.2])
+                s.status = Sample.Status.COMPLETED
+        return RolloutFnTrainOutput(samples=groups)
+    ```
+
+    ## Use instead
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        for group in groups:
+            for s in group:
+                s.append_response_tokens(args, tokens=[1, 2], log_probs=[-0.1, -0.2])
+                s.status = Sample.Status.COMPLETED
+                s.reward = score(s)
+        return RolloutFnTrainOutput(samples=groups)
+    ```
+
+    ## Fix safety
+    No fix: the value of the field is the author's to compute.
+    """
+
+    INVARIANT = INVARIANTS["VIM036"]
+    NEEDS_HOOKS = True
+    VALID = [
+        # Every field set by attribute stores, in a helper that receives the sample.
+        Valid(_HEAD + "def _finish(s, text):\n    s.tokens = [1, 2]\n    s.response_length = 1\n"
+              "    s.reward = float(text == s.label)\n    s.status = Sample.Status.COMPLETED\n"
+              + _SIG + "    groups = data_source.get_samples(2)\n"
+              "    for g in groups:\n        for s in g:\n            _finish(s, 'x')\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # vime's generate_and_rm sets them all.
+        Valid(_HEAD + "from vime.rollout.vllm_rollout import generate_and_rm\n"
+              "from vime.utils.async_utils import run\nimport asyncio\n" + _SIG +
+              "    groups = data_source.get_samples(2)\n"
+              "    run(asyncio.gather(*[generate_and_rm(args, s, {}) for g in groups for s in g]))\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # Sample(...) keywords, append_response_tokens with meta_info, rm_hub for the reward.
+        Valid(_HEAD + "from vime.rollout.rm_hub import async_rm\nfrom vime.utils.async_utils import run\n"
+              + _SIG + "    s = Sample(prompt='p', reward=None)\n"
+              "    s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
+              "meta_info={'finish_reason': 'stop'})\n"
+              "    s.reward = run(async_rm(args, s))\n"
+              "    return RolloutFnTrainOutput(samples=[[s]])\n"),
+        # Untouched samples of a data source (a replay buffer may hold complete ones).
+        Valid(_HEAD + _SIG + "    return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"),
+        # Handed to an imported environment: it may set them; not reported.
+        Valid(_HEAD + "from my_env import play\n" + _SIG +
+              "    groups = data_source.get_samples(2)\n"
+              "    for g in groups:\n        for s in g:\n            play(s)\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+    ]
+    INVALID = [
+        # The reward is never set (the guide's common mistake).
+        Invalid(_HEAD + _SIG + "    groups = data_source.get_samples(2)\n"
+                "    for g in groups:\n        for s in g:\n"
+                "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
+                "            s.status = Sample.Status.COMPLETED\n"
+                "    return RolloutFnTrainOutput(samples=groups)\n", line=9, col=11),
+        # Built with Sample(...) keywords and a helper, but no tokens or response_length.
+        Invalid(_HEAD + "def _score(s):\n    s.reward = 1.0\n    s.status = Sample.Status.COMPLETED\n"
+                + _SIG + "    out = []\n    for row in ['a', 'b']:\n"
+                "        s = Sample(prompt=row, response='ok')\n        _score(s)\n"
+                "        out.append([s])\n    return RolloutFnTrainOutput(samples=out)\n",
+                line=12, col=11),
+        # An instance whose __call__ is the rollout builds samples and sets nothing.
+        Invalid(_HEAD + "class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        groups = [[Sample(prompt=p)] for p in ['a', 'b']]\n"
+                "        return RolloutFnTrainOutput(samples=groups)\n"
+                "generate_rollout = Rollout()\n", line=6, col=15),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
+            return
+        sem = self.context.semantic
+        returns = [r for r in sem.facts(node).returns if r.side != "eval" and r.value is not None
+                   and any(k == TRAIN_OUT for k, _ in classify(node, r.value, sem, self.owner))]
+        if not returns:
+            return
+        found = fields_set(sem, sem.closure(node, self.owner), self.owner)
+        missing = [f for f in REQUIRED_FIELDS if f not in found.fields]
+        if not found.sources or found.opaque or not missing or not (
+                found.constructed or found.fields):
+            return  # untouched samples from a data source may come back complete
+        names = ", ".join(f"`{f}`" for f in missing)
+        value = returns[0].value
+        assert value is not None
+        self.report(value, self.INVARIANT.render(
+            name=binding.function,
+            problem=f"samples reach {TRAIN_OUT} here without {names} ever being set: no "
+            "attribute store, no `Sample(...)` keyword and no call that sets "
+            f"{'them' if len(missing) > 1 else 'it'} (vime's generate / generate_and_rm, "
+            "rm_hub, append_response_tokens, a helper of this module given the sample)"))
