@@ -89,6 +89,9 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(_RULES, key=lambda r: (r.code()
 
 
 def rules_for_code(code: str) -> list[type[Rule]]:
-    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``."""
+    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``; for an
+    old code that several rules shared (``"VIM007"``), the rule of that code and those that
+    had it."""
     c = code.strip()
-    return [r for r in ALL_RULES if r.code() == c.upper() or r.slug() == c.lower()]
+    return [r for r in ALL_RULES
+            if r.code() == c.upper() or r.slug() == c.lower() or c.upper() in r.ALIASES]
