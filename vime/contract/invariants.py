@@ -182,9 +182,8 @@ _ALL: tuple[Invariant, ...] = (
          "`Sample(...)` {problem}",
          "pass fields by keyword: Sample(prompt=..., label=...)", twins=("VIM105",)),
     _inv("VIM007", "static", "error", "stale-status-api",
-         "`status` is set from `Sample.Status`, not strings; no `.truncated`/`.aborted` booleans.",
-         "A string status breaks `to_dict` (needs `.value`) and every `status ==` comparison; "
-         "`.truncated`/`.aborted` are fields of an old API that nothing reads.",
+         "`status` is set from `Sample.Status`, not strings.",
+         "A string status breaks `to_dict` (needs `.value`) and every `status ==` comparison.",
          "to_dict needs .value",
          "{problem}", "use Sample.Status.COMPLETED / TRUNCATED / ABORTED / FAILED",
          twins=("VIM111",)),
@@ -261,8 +260,9 @@ _ALL: tuple[Invariant, ...] = (
          "retokenisation drift",
          "generated text re-encoded in `{name}`", "keep token ids: append them with append_response_tokens"),
     _inv("VIM019", "static", "warning", "config-aware",
-         "Configuration-aware checks: dict rewards without --reward-key; `.reward` set in generate with --custom-rm-path; `.label` read without --label-key.",
-         "These combinations train on a missing or ignored signal.",
+         "A reward function returning a dict runs with `--reward-key` configured.",
+         "Without `--reward-key` the trainer cannot pick the score out of the dict: training "
+         "runs on a missing signal.",
          "dict reward without reward_key; label missing",
          "{problem}", "{fix_hint}", twins=("VIM110", "VIM118", "VIM141")),
     _inv("VIM020", "static", "error", "eval-data-keys",
@@ -368,6 +368,59 @@ _ALL: tuple[Invariant, ...] = (
          "let the exception propagate (or log and re-raise); catch only the errors that mean "
          "a wrong answer (e.g. ValueError from parsing). Returning None will mark a failed "
          "reward once vime's failure-as-data policy exists"),
+    # ---- 6a: codes split from VIM006/VIM007/VIM019 (one code per rule; the old code stays an
+    # alias in noqa and --ignore), required fields and the filter's return kind -------------
+    _inv("VIM031", "static", "error", "unknown-sample-attribute",
+         "Attributes read or written on a `Sample` are fields of `Sample`.",
+         "Reading an attribute `Sample` does not have raises AttributeError at run time; "
+         "writing one stores a value nothing reads, so the intended field keeps its default.",
+         "field drift",
+         "{problem}", "use a field listed in docs/contract.md §2 (metadata for your own data)"),
+    _inv("VIM032", "static", "error", "stale-sample-flag",
+         "No `.truncated` / `.aborted` booleans on samples: `status` says it.",
+         "`.truncated`/`.aborted` are fields of an old API: a write is never read (the "
+         "truncation never reaches the training data, which exports `truncated` from `status`), "
+         "a read raises AttributeError.",
+         "to_dict needs .value",
+         "{problem}", "compare `sample.status` with Sample.Status.TRUNCATED / ABORTED"),
+    _inv("VIM033", "static", "error", "stale-data-buffer",
+         "No `.data_buffer` attribute of vime objects: the data source is `data_source`.",
+         "`data_buffer` is the name of an old API; vime's objects have no such attribute, so "
+         "the access raises AttributeError. An attribute the user's own class assigns is "
+         "the user's and is not reported.",
+         "stale API",
+         "{problem}", "use `data_source` (the rollout function's third argument)"),
+    _inv("VIM034", "static", "warning", "label-without-label-key",
+         "A hook that reads `sample.label` runs with `--label-key` configured.",
+         "Without `--label-key` the dataset's label column is not read, so `label` stays None "
+         "and every score compares against None: training runs on a missing signal.",
+         "dict reward without reward_key; label missing",
+         "{problem}", "{fix_hint}", twins=("VIM141",)),
+    _inv("VIM035", "static", "warning", "reward-set-before-custom-rm",
+         "A custom generate function does not set `.reward` when `--custom-rm-path` scores it.",
+         "With `--custom-rm-path` the reward function is skipped for samples that already "
+         "have a reward, so the configured reward model never scores them.",
+         "dict reward without reward_key; label missing",
+         "{problem}", "{fix_hint}", twins=("VIM118",)),
+    _inv("VIM036", "static", "error", "required-fields-never-set",
+         "Samples returned by a rollout function have `tokens`, `response_length`, `reward` "
+         "and `status` set on some path.",
+         "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
+         "training data (no tokens, no reward) or is dropped as pending, after the engines and "
+         "the trainer have started.",
+         "required field never set",
+         "rollout function `{name}`: {problem}",
+         "set the field (sample.reward = ..., Sample(tokens=...)), or produce the samples with "
+         "vime's generate / generate_and_rm, which set them"),
+    _inv("VIM037", "static", "warning", "filter-return-kind",
+         "A dynamic sampling filter returns `DynamicFilterOutput` on every path.",
+         "Another value (a bare bool) is wrapped as `DynamicFilterOutput(keep=bool(value))` "
+         "with a warning at run time, and None drops the group; mixing kinds hides which path "
+         "returns what.",
+         "hook result kind",
+         "dynamic sampling filter `{name}` returns {actual} (on {path}); expected "
+         "DynamicFilterOutput", "return DynamicFilterOutput(keep=..., reason=...) on every path",
+         twins=("VIM160",)),
     _inv("VIM055", "static", "error", "custom-loss-return-pair",
          "A `--custom-loss-function-path` function returns the pair `(loss, log_dict)`.",
          "The trainer unpacks `loss, log_dict = fn(args, batch, logits, sum_of_sample_mean)`: "

@@ -47,13 +47,14 @@ def select_rules(
     """The rules whose code starts with a ``select`` prefix and with no ``ignore`` prefix.
 
     The longest matching prefix wins, as in Ruff: ``select=["VIM"], ignore=["VIM0"]`` turns off
-    VIM0xx, ``select=["VIM001"], ignore=["VIM"]`` keeps VIM001.
+    VIM0xx, ``select=["VIM001"], ignore=["VIM"]`` keeps VIM001. A rule's old code (its
+    alias, ``VIM007`` for VIM032) selects and ignores it too.
     """
     out = []
     for r in rules:
-        code = r.code()
-        best_sel = max((len(p) for p in select if code.startswith(p)), default=-1)
-        best_ign = max((len(p) for p in ignore if code.startswith(p)), default=-1)
+        codes = r.codes()
+        best_sel = max((len(p) for p in select for c in codes if c.startswith(p)), default=-1)
+        best_ign = max((len(p) for p in ignore for c in codes if c.startswith(p)), default=-1)
         if best_sel >= 0 and best_sel >= best_ign:
             out.append(r)
     return out
@@ -147,6 +148,10 @@ def _suppress(findings: list[Finding], suppressions: list[Suppression], path: st
     bare_rule = _engine_rule(rules, "VIM090")
     unused_rule = _engine_rule(rules, "VIM091")
     enabled = {r.code() for r in rules}
+    aliases: dict[str, set[str]] = {}
+    for r in rules:
+        for alias in r.ALIASES:
+            aliases.setdefault(r.code(), set()).add(alias)
     used: set[tuple[int, str]] = set()
     by_line: dict[int, list[Suppression]] = {}
     file_level: list[Suppression] = []
@@ -156,13 +161,15 @@ def _suppress(findings: list[Finding], suppressions: list[Suppression], path: st
     for f in findings:
         hit = None
         for s in (*by_line.get(f.line, ()), *by_line.get(f.end_line, ()), *file_level):
-            if f.code in s.vime_codes:
+            named = f.code if f.code in s.vime_codes else next(
+                (a for a in aliases.get(f.code, ()) if a in s.vime_codes), None)
+            if named is not None:
                 hit = s
                 break
         if hit is None:
             kept.append(f)
         else:
-            used.add((hit.line * 100000 + hit.col, f.code))
+            used.add((hit.line * 100000 + hit.col, named))
     extra = []
     for s in suppressions:
         if s.bare and bare_rule is not None:

@@ -190,6 +190,8 @@ class Rule(cst.BatchableCSTVisitor):
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
     NEEDS_HOOKS: ClassVar[bool] = False
+    #: Codes this rule had before it got its own (still accepted by ``noqa`` and ``--ignore``).
+    ALIASES: ClassVar[tuple[str, ...]] = ()
     #: Produced by the engine (suppression findings), not by a traversal.
     ENGINE_ONLY: ClassVar[bool] = False
 
@@ -222,6 +224,11 @@ class Rule(cst.BatchableCSTVisitor):
     def code(cls) -> str:
         """The invariant id, ``"VIM###"``."""
         return cls.INVARIANT.id
+
+    @classmethod
+    def codes(cls) -> tuple[str, ...]:
+        """The rule's code, then its aliases."""
+        return (cls.INVARIANT.id, *cls.ALIASES)
 
     @classmethod
     def slug(cls) -> str:

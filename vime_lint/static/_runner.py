@@ -68,7 +68,7 @@ class RunOutcome:
 def check_selectors(selectors: Sequence[str]) -> None:
     """Raise :class:`UnknownSelector` for a selector that is no rule code or prefix."""
     for s in selectors:
-        if not any(r.code().startswith(s) for r in ALL_RULES):
+        if not any(c.startswith(s) for r in ALL_RULES for c in r.codes()):
             raise UnknownSelector(f"unknown rule selector `{s}`: no rule code starts with it "
                                   "(see `vime-lint rules`)")
 

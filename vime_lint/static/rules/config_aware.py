@@ -229,7 +229,8 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
     No fix.
     """
 
-    INVARIANT = INVARIANTS["VIM019"]
+    INVARIANT = INVARIANTS["VIM035"]
+    ALIASES = ("VIM019",)
     VALID = [
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.reward = 1.0\n    return sample\n",
@@ -321,7 +322,8 @@ class LabelWithoutLabelKey(_LaunchTracker):
     No fix: the dataset key is the author's choice.
     """
 
-    INVARIANT = INVARIANTS["VIM019"]
+    INVARIANT = INVARIANTS["VIM034"]
+    ALIASES = ("VIM019",)
     VALID = [
         Valid("async def reward_func(args, sample, **kwargs):\n"
               "    return float(sample.response == sample.label)\n",

@@ -133,7 +133,8 @@ class UnknownSampleAttribute(SampleTracker):
     No fix: the intended field is a guess.
     """
 
-    INVARIANT = INVARIANTS["VIM006"]
+    INVARIANT = INVARIANTS["VIM031"]
+    ALIASES = ("VIM006",)
     VALID = [
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.loss_mask = [1]\n    sample.metadata['x'] = 1\n    return sample\n"),
