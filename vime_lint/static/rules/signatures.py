@@ -172,6 +172,24 @@ class RolloutFunctionSignature(Rule):
         Valid("def helper(args, rollout_id):\n    pass\n"),
         Valid("class C:\n    def generate_rollout(self, x):\n        pass\n"),
         Valid("def generate(prompt):\n    pass\n"),
+        # An instance whose __call__ fits; a partial binding a keyword-only extra; an alias.
+        Valid("class Runner:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        pass\ngenerate_rollout = Runner()\n"),
+        Valid("from functools import partial\n"
+              "def _impl(args, rollout_id, data_source, evaluation=False, *, tokenizer):\n"
+              "    pass\ngenerate_rollout = partial(_impl, tokenizer=None)\n"),
+        Valid("def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
+              "generate_rollout = _impl\n"),
+        # Decorated with functools.wraps around a plain wrapper; and by an unknown decorator.
+        Valid("import functools\ndef timed(fn):\n    @functools.wraps(fn)\n"
+              "    def wrapper(*args, **kwargs):\n        return fn(*args, **kwargs)\n"
+              "    return wrapper\n"
+              "@timed\ndef generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    pass\n"),
+        # A name known only from the launch configuration.
+        Valid("def odd_name(args, rollout_id, data_source, evaluation=False):\n    pass\n",
+              options={"hooks": {"odd_name": "rollout_function_path"}}),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_buffer, evaluation=False):\n"
@@ -191,6 +209,30 @@ class RolloutFunctionSignature(Rule):
                 line=1, col=4),
         Invalid("def my_rollout(args, rollout_id, data):\n    pass\n", line=1, col=4,
                 options={"hooks": {"my_rollout": "rollout_function_path"}}),
+        # An instance whose __call__ is async: vime calls it synchronously.
+        Invalid("class Runner:\n"
+                "    async def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        pass\ngenerate_rollout = Runner()\n", line=4, col=19),
+        # An instance whose plain __call__ lacks data_source (named by the launch config).
+        Invalid("class Runner:\n    def __call__(self, args, rollout_id, evaluation=False):\n"
+                "        pass\nrun_me = Runner()\n", line=4, col=9,
+                options={"hooks": {"run_me": "rollout_function_path"}}),
+        # A module-level lambda without evaluation.
+        Invalid("generate_rollout = lambda args, rollout_id, data_source: None\n",
+                line=1, col=19),
+        # functools.partial binding a slot the call site passes.
+        Invalid("import functools\n"
+                "def _impl(tokenizer, args, rollout_id, data_source, evaluation=False):\n"
+                "    pass\ngenerate_rollout = functools.partial(_impl, None, None)\n",
+                line=4, col=19),
+        # An alias of an async def.
+        Invalid("async def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
+                "generate_rollout = _impl\n", line=3, col=19),
+        # Decorated without functools.wraps: vime calls the async wrapper.
+        Invalid("def timed(fn):\n    async def wrapper(*args, **kwargs):\n"
+                "        return fn(*args, **kwargs)\n    return wrapper\n"
+                "@timed\ndef generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    pass\n", line=6, col=4),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -240,6 +282,12 @@ class HookSignature(Rule):
         Valid("async def sample_hook(args, sample):\n    return None\n"),
         Valid("class Source:\n    def __init__(self, args):\n        self.args = args\n",
               options={"hooks": {"Source": "data_source_path"}}),
+        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        return 1.0\nreward_func = Judge()\n"),
+        Valid("import functools\nasync def _rm(args, sample, scale=1.0, **kwargs):\n"
+              "    return scale\nreward_func = functools.partial(_rm, scale=2.0)\n"),
+        Valid("async def _gen(args, sample, sampling_params):\n    return sample\n"
+              "custom_generate = _gen\n"),
     ]
     INVALID = [
         Invalid("def generate(args, sample, sampling_params):\n    return sample\n",
@@ -252,6 +300,16 @@ class HookSignature(Rule):
         Invalid("def buffer_filter(args, buffer, num_samples):\n    return []\n", line=1, col=4),
         Invalid("class Source:\n    def __init__(self):\n        pass\n", line=2, col=8,
                 options={"hooks": {"Source": "data_source_path"}}),
+        # A reward instance whose __call__ is a plain def (vime awaits it).
+        Invalid("class Judge:\n    def __call__(self, args, sample, **kwargs):\n"
+                "        return 1.0\nreward_func = Judge()\n", line=4, col=14),
+        # A reward lambda (vime awaits it), named by the launch configuration.
+        Invalid("score = lambda args, sample, **kw: 1.0\n", line=1, col=8,
+                options={"hooks": {"score": "custom_rm_path"}}),
+        # A partial of a generate function that binds `sample`.
+        Invalid("import functools\nasync def _gen(args, sample, sampling_params):\n"
+                "    return sample\ngenerate = functools.partial(_gen, None, None)\n",
+                line=4, col=11),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
