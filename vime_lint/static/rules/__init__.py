@@ -16,6 +16,7 @@ from vime_lint.static.rules.config_aware import (
     RewardSetBeforeCustomRm,
 )
 from vime_lint.static.rules.eval_data import EvalDataKeys
+from vime_lint.static.rules.filter_returns import FilterReturnKind
 from vime_lint.static.rules.finish_reason import UnmappedFinishReason
 from vime_lint.static.rules.group_getattr import GetattrOnGroupElement, GroupUsedAsSample
 from vime_lint.static.rules.ported_code import PortedSglangShape
@@ -80,6 +81,7 @@ _RULES: list[type[Rule]] = [
     AsyncioRunInHook,
     SwallowedRewardFailure,
     RequiredFieldsNeverSet,
+    FilterReturnKind,
     BareNoqa,
     UnusedSuppression,
 ]
