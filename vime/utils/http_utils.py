@@ -24,7 +24,10 @@ import asyncio
 import itertools
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["HTTPError", "aclose_client", "configure_client", "get", "get_client", "post"]
 
@@ -79,7 +82,7 @@ def configure_client(*, max_connections: int | None = None, timeout: float | Non
         _config["connect_timeout"] = float(connect_timeout)
 
 
-def _pool(name: str = "default") -> list[Any]:
+def _pool(name: str = "default") -> list[httpx.AsyncClient]:
     import httpx
 
     if name not in POOLS:
@@ -100,7 +103,7 @@ def _pool(name: str = "default") -> list[Any]:
     return clients
 
 
-def get_client() -> Any:
+def get_client() -> httpx.AsyncClient:
     """The first shared ``httpx.AsyncClient`` of the running loop (created on first use); the
     requests of :func:`post` and :func:`get` use the loop's clients in turn.
 

@@ -94,11 +94,15 @@ def rules_page() -> str:
         inv = r.INVARIANT
         lines.append(f"| {inv.id} | [`{r.slug()}`](#{rule_anchor(r)}) | "
                      f"{inv.severity} | {fix_availability(r)} | {inv.title.replace('|', chr(92) + '|')} |")
-    covered = {r.code() for r in ALL_RULES}
+    from vime_lint.typecheck.codes import TYPE_RULES
+    from vime_lint.typecheck.docs import types_section
+
+    covered = {r.code() for r in (*ALL_RULES, *TYPE_RULES)}
     pending = [i for i in INVARIANTS.values() if i.scope == "static" and i.id not in covered]
     lines.append("")
     for r in ALL_RULES:
         lines.append(rule_markdown(r))
+    lines.append(types_section())
     if pending:
         lines += ["## Static invariants without a rule yet", ""]
         lines += [f"- {i.id} `{i.slug}`: {i.title}" for i in pending]
