@@ -42,10 +42,12 @@ Prompt = tuple[Any, "str | None", dict[str, Any]]
 
 
 def synthetic_prompts(count: int) -> list[Prompt]:
-    """``count`` arithmetic prompts ``(prompt, label, metadata)``, the same on every call."""
+    """``count`` arithmetic prompts ``(prompt, label, metadata)``, the same on every call; the
+    first is ``What is 20+22?`` (label 42, the first answer of the engine stand-in of
+    :mod:`vime_lint.check.engine`, so that a reward on its samples varies within the group)."""
     out: list[Prompt] = []
     for i in range(count):
-        a, b = 10 + (7 * i) % 90, 10 + (13 * i + 5) % 90
+        a, b = 20 + (7 * i) % 80, 22 + (13 * i) % 70
         out.append((f"What is {a}+{b}?", str(a + b), {}))
     return out
 

@@ -21,5 +21,5 @@ def test_answer_prefix_example_on_a_real_engine(vllm_server: Any, tiny_model_dir
                  "--label-key", "label", "--rollout-external-engine-addrs", vllm_server.url])
     out = capsys.readouterr().out
     assert f"generate: the running engine(s) {vllm_server.url}" in out
-    assert " 0 error(s)" in out, out
+    assert " 0 error(s)" in out or out.rstrip().endswith("clean"), out
     assert code in (0, 1), out   # a random tiny model may trip warnings only
