@@ -309,6 +309,21 @@ def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
                    help="YAML whose keys are set on args as they are (for user hooks).")
 
 
+def _add_agent_arguments(parser: argparse.ArgumentParser) -> None:
+    # --agent-function-path itself is a hook argument (HOOKS); these configure its endpoint
+    g = parser.add_argument_group("agent endpoint (--agent-function-path; vime/agent/)")
+    g.add_argument("--agent-function-mode", type=str, default="inline",
+                   choices=["inline", "subprocess"],
+                   help="inline: await the agent on the rollout's event loop; subprocess: run "
+                        "each agent call in a fresh Python process (agents that block or are "
+                        "not safe to share a loop; costs a process start per sample).")
+    g.add_argument("--agent-tool-parser", type=str, default=None,
+                   help="vLLM tool parser (e.g. hermes) that turns the model's text into "
+                        "OpenAI tool_calls; unset: replies are returned as text.")
+    g.add_argument("--agent-endpoint-port", type=int, default=0,
+                   help="Port of the agent endpoint on 127.0.0.1 (0: a free port).")
+
+
 def add_hook_arguments(parser: argparse.ArgumentParser) -> None:
     """Add one ``--*-path`` argument per ``vime.contract.HOOKS`` entry (never listed by hand)."""
     g = parser.add_argument_group("hooks (user functions by dotted path)")
@@ -399,6 +414,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_debug_arguments(parser)
     _add_failure_arguments(parser)
     add_hook_arguments(parser)
+    _add_agent_arguments(parser)
     add_trainer_arguments(parser)
 
 

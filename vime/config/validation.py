@@ -135,6 +135,33 @@ def _positive(args: argparse.Namespace, dest: str, *, allow_none: bool = True,
         _fail(_option(dest), f"must be >= {minimum}, got {_num(value)}")
 
 
+def _check_agent(args: argparse.Namespace) -> None:
+    """``--agent-function-path`` runs in the default rollout's generate step (vime/agent/)."""
+    from vime.contract.hooks import DEFAULT_ROLLOUT_PATH
+
+    agent = getattr(args, "agent_function_path", None)
+    if not agent:
+        for flag, dest, idle in (("--agent-function-mode", "agent_function_mode", "inline"),
+                                 ("--agent-tool-parser", "agent_tool_parser", None),
+                                 ("--agent-endpoint-port", "agent_endpoint_port", 0)):
+            if getattr(args, dest, idle) != idle:
+                _fail(flag, "configures the agent endpoint; it needs --agent-function-path")
+        return
+    if getattr(args, "custom_generate_function_path", None):
+        _fail("--agent-function-path", "replaces the generate step; it cannot be combined with "
+              "--custom-generate-function-path (pick one)")
+    if getattr(args, "rollout_function_path", DEFAULT_ROLLOUT_PATH) != DEFAULT_ROLLOUT_PATH:
+        _fail("--agent-function-path", f"is run by the default rollout "
+              f"({DEFAULT_ROLLOUT_PATH}); with --rollout-function-path "
+              f"{args.rollout_function_path} it would never be called")
+    if getattr(args, "partial_rollout", False):
+        _fail("--partial-rollout", "an agent trajectory cannot be resumed in a later step; "
+              "drop --partial-rollout with --agent-function-path")
+    port = getattr(args, "agent_endpoint_port", 0)
+    if not 0 <= port <= 65535:
+        _fail("--agent-endpoint-port", f"must be in [0, 65535], got {port}")
+
+
 def validate_args(args: argparse.Namespace, *, training: bool = True) -> argparse.Namespace:
     """Check and complete parsed arguments in place; returns ``args``.
 
@@ -154,6 +181,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
 
     _check_unsupported(args)
     _check_trainer_hooks(args)
+    _check_agent(args)
     if args.rollout_batch_size is None:
         _fail("--rollout-batch-size", "is required")
     for dest in ("rollout_batch_size", "n_samples_per_prompt", "micro_batch_size",

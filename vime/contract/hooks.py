@@ -145,6 +145,18 @@ _SPECS: tuple[HookSpec, ...] = (
         conventional_names=("generate", "custom_generate"),
     ),
     HookSpec(
+        arg="--agent-function-path", dest="agent_function_path", default=None,
+        kind="function", params=("args", "sample", "base_url", "api_key"), mode="async",
+        returns="float | dict[str, Any] | None",
+        call_site="vime.agent.generate.generate (the default rollout's generate step), once "
+                  "per sample",
+        doc="Runs an agent against the OpenAI-compatible base_url/api_key vime hands it; its "
+            "calls become the sample (tokens, loss mask, log-probs); returns the reward "
+            "(None: the run's reward function scores it).",
+        optional_kwargs=("evaluation",), protocol="AgentFunction",
+        conventional_names=("run_agent",),
+    ),
+    HookSpec(
         arg="--custom-rm-path", dest="custom_rm_path", default=None, kind="function",
         params=("args", "sample"), mode="async", returns="float | dict[str, Any]",
         call_site="rm_hub.async_rm, once per sample (with --group-rm: batched_async_rm)",

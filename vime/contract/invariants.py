@@ -122,7 +122,7 @@ class _Keep(dict[str, Any]):
 #: user's code stops there whatever ``--contract-check`` says (a plain list raised too).
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
     "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
-    "VIM162", "VIM165", "VIM190", "VIM191", "VIM192", "VIM193",
+    "VIM162", "VIM165", "VIM186", "VIM190", "VIM191", "VIM192", "VIM193",
 })
 
 
@@ -421,6 +421,41 @@ _ALL: tuple[Invariant, ...] = (
          "dynamic sampling filter `{name}` returns {actual} (on {path}); expected "
          "DynamicFilterOutput", "return DynamicFilterOutput(keep=..., reason=...) on every path",
          twins=("VIM160",)),
+    # ---- 6a: the agent function (--agent-function-path; vime_lint/static/rules/agent_function.py)
+    _inv("VIM050", "static", "error", "agent-function-sync",
+         "An `--agent-function-path` function is an `async def`.",
+         "vime awaits `run(args, sample, base_url, api_key)` on the rollout's event loop; a plain "
+         "`def` returns its value (or None) where a coroutine is awaited and the first sample "
+         "fails, after the engines have started.",
+         "signature vs call mode",
+         "agent function `{name}` is a plain `def`; vime awaits it",
+         "make it `async def {name}(args, sample, base_url, api_key, **kwargs)` and use an async "
+         "client (openai.AsyncOpenAI, httpx.AsyncClient)",
+         twins=("VIM100",)),
+    _inv("VIM051", "static", "error", "agent-sync-client",
+         "An agent function does not call the endpoint with a synchronous client (openai.OpenAI, httpx.Client, requests, httpx.post, ...).",
+         "In inline mode (`--agent-function-mode inline`, the default) the endpoint that answers "
+         "the agent runs on the same event loop as the agent: a blocking HTTP call to it blocks "
+         "the loop that would serve it, so the call hangs until its timeout and the whole rollout "
+         "stalls.",
+         "blocking work on the event loop",
+         "agent function `{name}` makes a blocking call `{call}`: in inline mode the endpoint "
+         "runs on the event loop this call blocks",
+         "use openai.AsyncOpenAI / httpx.AsyncClient and await the calls, or run the agent with "
+         "--agent-function-mode subprocess",
+         twins=("VIM005",)),
+    _inv("VIM052", "static", "warning", "agent-returns-nothing",
+         "An agent function returns a reward (a number or a dict) on some path.",
+         "`run` returning None means \"unscored\": vime's reward function (--rm-type / "
+         "--custom-rm-path) scores the trajectory instead. A body with no `return <value>` "
+         "leaves every trajectory to that function, which is often not what the author meant "
+         "(the agent computed a reward and dropped it).",
+         "reward fn returns None",
+         "agent function `{name}` never returns a value: every trajectory is unscored and goes "
+         "to the reward function",
+         "return the trajectory's reward (float or dict), or `return None` explicitly when the "
+         "run's reward function should score it",
+         twins=("VIM185",)),
     _inv("VIM055", "static", "error", "custom-loss-return-pair",
          "A `--custom-loss-function-path` function returns the pair `(loss, log_dict)`.",
          "The trainer unpacks `loss, log_dict = fn(args, batch, logits, sum_of_sample_mean)`: "
@@ -838,6 +873,34 @@ _ALL: tuple[Invariant, ...] = (
          "zero its loss mask and set remove_sample=True (mark_failed does both), or do not mark "
          "it FAILED",
          boundaries=("B5",)),
+    # ---- 6b: the agent function (--agent-function-path; vime/contract/checks/agent.py) -------
+    _inv("VIM185", "runtime", "error", "agent-result",
+         "An agent function returns a real number, a dict of rewards, or None (unscored).",
+         "The return value is the trajectory's reward: a string, a tensor or a response object "
+         "cannot be normalised, and a coroutine means an un-awaited helper.",
+         "reward fn returns None",
+         "{problem}",
+         "return a float (or a dict read through --reward-key), or None to let the run's reward "
+         "function score the trajectory",
+         boundaries=("B2",), twins=("VIM052", "VIM150")),
+    _inv("VIM186", "runtime", "error", "agent-made-no-call",
+         "An agent run makes at least one model call through the base_url and api_key it was given.",
+         "A trajectory without a recorded call has no model tokens to train on; the usual cause "
+         "is an agent that builds its client from the environment (OPENAI_BASE_URL, a "
+         "hard-coded URL) instead of the base_url/api_key vime passed, so its calls went "
+         "elsewhere.",
+         "agent talks to the wrong server",
+         "{problem}",
+         "build the client from the arguments: AsyncOpenAI(base_url=base_url, api_key=api_key)",
+         boundaries=("B2",)),
+    _inv("VIM187", "runtime", "warning", "agent-call-in-flight",
+         "An agent run has no model call still in flight when it returns.",
+         "A call still running when `run` returns (a task the agent did not await) is not part "
+         "of the trajectory: its tokens are dropped, and the reward was computed without it.",
+         "coroutine returned instead of value",
+         "{problem}",
+         "await every call (asyncio.gather the agent's tasks) before returning",
+         boundaries=("B2",)),
     # ---- 6b: trainer hook results (boundary B7, vime/contract/checks/trainer.py) ------------
     _inv("VIM190", "runtime", "error", "custom-loss-result",
          "A custom loss returns `(loss, log_dict)`: a finite scalar tensor that requires grad, "

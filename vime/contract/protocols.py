@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from vime.utils.types import Sample
 
 __all__ = [
-    "AdvantageFunction", "AllSamplesProcess", "BufferFilter", "ConvertSamplesToTrainData",
+    "AdvantageFunction", "AgentFunction", "AllSamplesProcess", "BufferFilter", "ConvertSamplesToTrainData",
     "CustomLossFunction", "DataSourceFactory", "DynamicSamplingFilter", "EvalRolloutLogFunction",
     "GenerateFunction", "GroupRewardFunction", "MegatronBeforeLogProb",
     "MegatronBeforeTrainStep", "MegatronInit", "ModelProvider", "PGLossReducerFactory",
@@ -54,6 +54,15 @@ class GenerateFunction(Protocol):
     async def __call__(
         self, args: Namespace, sample: Sample, sampling_params: dict[str, Any]
     ) -> Sample | list[Sample]: ...
+
+
+class AgentFunction(Protocol):
+    """``--agent-function-path``: runs an agent against ``base_url``/``api_key`` (an
+    OpenAI-compatible endpoint); returns the trajectory's reward, or None (unscored)."""
+
+    async def __call__(
+        self, args: Namespace, sample: Sample, base_url: str, api_key: str
+    ) -> float | dict[str, Any] | None: ...
 
 
 class RewardFunction(Protocol):

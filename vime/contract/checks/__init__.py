@@ -12,8 +12,8 @@ Usage::
     findings, seconds = run_checks(out, args, evaluation=False, hook_path=path, rollout_id=7)
 
 Boundaries (docs/contract.md §6b): B1/B5/B6 ``validate_rollout_output`` / ``run_checks``;
-B2 ``check_generate_result``; B3 ``check_reward_result``, ``check_batch_reward_result``;
-B4 ``check_group_rewards``, ``check_dynamic_filter_result``, ``check_buffer_filter_result``,
+B2 ``check_generate_result``, ``check_agent_result``; B3 ``check_reward_result``,
+``check_batch_reward_result``; B4 ``check_group_rewards``, ``check_dynamic_filter_result``, ``check_buffer_filter_result``,
 ``check_sample_hook_result``, ``check_reward_post_process_result``, ``check_convert_result``,
 ``check_sync_hook_result``. ``vime-lint check`` is ``vime_lint.runtime.harness.main``.
 
@@ -22,6 +22,7 @@ Imports only the standard library, typeguard and ``vime`` 's light modules.
 
 from vime.contract.checks.boundaries import (
     HOOK_BOUNDARIES,
+    check_agent_result,
     check_batch_reward_result,
     check_buffer_filter_result,
     check_convert_result,
@@ -43,6 +44,7 @@ __all__ = [
     "CheckContext",
     "CheckSettings",
     "ContractChecker",
+    "check_agent_result",
     "check_batch_reward_result",
     "check_buffer_filter_result",
     "check_convert_result",

@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from vime.contract.checks import hook_results as hc
+from vime.contract.checks.agent import agent_result_problems
 from vime.contract.checks.checker import with_context
 from vime.contract.checks.policy import enforce, should_check_settings
 from vime.contract.checks.settings import CheckContext, CheckSettings
@@ -32,6 +33,7 @@ from vime.contract.invariants import Boundary
 __all__ = [
     "HOOK_BOUNDARIES",
     "HookBoundary",
+    "check_agent_result",
     "boundary_problems",
     "check_batch_reward_result",
     "check_boundary",
@@ -120,6 +122,11 @@ def _sync_hook_result(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> 
     return [] if found is None else [found]
 
 
+def _agent(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *, calls: int = 0,
+           in_flight: int = 0, index: int | None = None) -> list[Violation]:
+    return agent_result_problems(v[0], s, calls=calls, in_flight=in_flight, index=index)
+
+
 _B2_IDS = ("VIM105", "VIM106", "VIM107", "VIM108", "VIM109", "VIM110", "VIM111", "VIM115",
            "VIM140", "VIM141")
 
@@ -144,6 +151,8 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
     HookBoundary("convert_result", "custom_convert_samples_to_train_data_path", "B4",
                  ("VIM162", "VIM165"), _convert),
     HookBoundary("sync_hook_result", "", "B4", ("VIM165",), _sync_hook_result),
+    HookBoundary("agent_result", "agent_function_path", "B2", ("VIM185", "VIM186", "VIM187"),
+                 _agent),
 )})
 
 
@@ -271,3 +280,13 @@ def check_sync_hook_result(result: Any, args: Any, *, hook: str, hook_path: str 
     coroutine is closed). See :func:`check_boundary`."""
     return check_boundary("sync_hook_result", result, args=args, hook_path=hook_path,
                           rollout_id=rollout_id, hook=hook)
+
+
+def check_agent_result(result: Any, args: Any, *, hook_path: str | None = None,
+                       rollout_id: int | None = None, index: int | None = None, calls: int = 0,
+                       in_flight: int = 0) -> list[Violation]:
+    """B2, once per ``--agent-function-path`` run: what ``run`` returned (VIM185), the number
+    of recorded model ``calls`` (VIM186) and of calls still ``in_flight`` when it returned
+    (VIM187). See :func:`check_boundary`."""
+    return check_boundary("agent_result", result, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id, index=index, calls=calls, in_flight=in_flight)

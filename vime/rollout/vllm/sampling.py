@@ -66,6 +66,11 @@ def _generate_function(args: Namespace, sample: Sample, evaluation: bool) -> tup
     from vime.utils.misc import load_function
 
     path = sample.generate_function_path or arg(args, "custom_generate_function_path")
+    if not path and arg(args, "agent_function_path"):
+        from vime.agent.generate import AGENT_GENERATE_PATH
+        from vime.agent.generate import generate as agent_generate
+
+        return agent_generate, AGENT_GENERATE_PATH
     if not path:
         return generate, BUILTIN_GENERATE_PATH
     return load_function(path, hook="custom_generate_function_path"), path

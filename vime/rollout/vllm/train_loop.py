@@ -187,6 +187,9 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
         wall_s=time.monotonic() - start, generated_tokens=state.generated_tokens,
         generation_busy_s=state.gen_clock.total(), reward_busy_s=state.rm_clock.total(),
         recycled_groups=len(recycled)))
+    from vime.agent.generate import step_metrics as agent_step_metrics
+
+    metrics.update(agent_step_metrics(args, rollout_id))   # {} without --agent-function-path
     all_path = arg(args, "rollout_all_samples_process_path")
     if all_path:
         load_function(all_path, hook="rollout_all_samples_process_path")(args, finished,

@@ -4,6 +4,11 @@
 from __future__ import annotations
 
 from vime_lint.static._rule import Rule
+from vime_lint.static.rules.agent_function import (
+    AgentFunctionSync,
+    AgentReturnsNothing,
+    AgentSyncClient,
+)
 from vime_lint.static.rules.args_state import ArgsMutation, GroupExpandedTwice, RewardArithmetic
 from vime_lint.static.rules.async_code import (
     AsyncioRunInHook,
@@ -82,6 +87,11 @@ _RULES: list[type[Rule]] = [
     SwallowedRewardFailure,
     RequiredFieldsNeverSet,
     FilterReturnKind,
+    AgentFunctionSync,
+    AgentSyncClient,
+    AgentReturnsNothing,
+    CustomLossReturnsPair,
+    AdvantageHookStoresAdvantages,
     BareNoqa,
     UnusedSuppression,
 ]

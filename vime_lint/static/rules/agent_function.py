@@ -1,0 +1,266 @@
+"""The agent function (``--agent-function-path``): a plain ``def`` (VIM050), a synchronous HTTP
+client inside it (VIM051), and no reward returned on any path (VIM052).
+
+See ``docs/contract.md`` §5 and §6a; the agent endpoint is ``vime/agent/``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import QualifiedNameProvider
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+
+__all__ = ["AgentFunctionSync", "AgentReturnsNothing", "AgentSyncClient"]
+
+_AGENT = "agent_function_path"
+
+#: Synchronous HTTP clients by qualified name (prefix match when the entry ends with ".").
+SYNC_CLIENTS = ("openai.OpenAI", "openai.Client", "openai.AzureOpenAI", "httpx.Client",
+                "requests.Session", "requests.get", "requests.post", "requests.request",
+                "httpx.get", "httpx.post", "httpx.request", "urllib.request.urlopen")
+
+
+def _sync_client(names: set[str]) -> str | None:
+    for n in names:
+        for c in SYNC_CLIENTS:
+            if n == c or (c.endswith(".") and n.startswith(c)):
+                return n
+    return None
+
+
+class _ValueReturns(cst.CSTVisitor):
+    """Counts ``return <value>`` (not ``return`` / ``return None``) outside nested scopes."""
+
+    def __init__(self) -> None:
+        self.values = 0
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        value = node.value
+        if value is not None and not (isinstance(value, cst.Name) and value.value == "None"):
+            self.values += 1
+
+
+class AgentFunctionSync(FunctionTracker):
+    """An agent function is an ``async def``.
+
+    ## What it does
+    Reports a plain ``def`` bound to ``--agent-function-path`` (by configuration, a
+    ``AgentFunction`` annotation, or the conventional name ``run_agent``).
+
+    ## Why is this bad?
+    vime awaits ``run(args, sample, base_url, api_key)`` on the rollout's event loop; a plain
+    ``def`` hands back its return value where a coroutine is awaited, and the first sample
+    fails after the engines have started (failure kind: "signature vs call mode").
+
+    ## Known problems
+    VIM004 reports the same definition against the hook's signature; VIM050 adds the agent's
+    fix (an async client).
+
+    ## Example
+    ```python
+    def run_agent(args, sample, base_url, api_key, **kwargs):
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+        ...
+    ```
+
+    ## Fix safety
+    No fix: the body's calls have to become awaited calls too.
+    """
+
+    INVARIANT = INVARIANTS["VIM050"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    return 1.0\n"),
+        Valid("def run_agent(x):\n    return x\n"),
+        Valid("def helper(args, sample, base_url, api_key):\n    return 1.0\n"),
+    ]
+    INVALID = [
+        Invalid("def run_agent(args, sample, base_url, api_key, **kwargs):\n    return 1.0\n",
+                line=1, col=4),
+        Invalid("def run(args, sample, base_url, api_key):\n    return None\n", line=1, col=4,
+                options={"hooks": {"run": _AGENT}}),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is not None and binding.spec.dest == _AGENT and node.asynchronous is None:
+            self.report(node.name, self.INVARIANT.render(name=node.name.value),
+                        fix_hint=self.INVARIANT.fix.format(name=node.name.value))
+
+
+class AgentSyncClient(FunctionTracker):
+    """An agent function calls the endpoint with an async client.
+
+    ## What it does
+    Reports, inside the body of an ``--agent-function-path`` function, a call of a synchronous
+    HTTP client: ``openai.OpenAI(...)`` / ``openai.Client(...)`` / ``openai.AzureOpenAI(...)``,
+    ``httpx.Client(...)``, ``requests.Session()``, ``requests.get/post``, ``httpx.get/post``,
+    ``urllib.request.urlopen`` (resolving aliases and ``from`` imports).
+
+    ## Why is this bad?
+    With ``--agent-function-mode inline`` (the default) the endpoint that answers the agent runs
+    on the same event loop as the agent. A blocking request to it blocks the loop that would
+    serve it: the call hangs until the client's timeout and every other trajectory stalls
+    (failure kind: "blocking work on the event loop").
+
+    ## Known problems
+    Only the agent function's own body is read: a synchronous client built in a helper is not
+    followed. ``--agent-function-mode subprocess`` makes a synchronous client work (the agent
+    then has an event loop of its own); the rule does not read the launch flags.
+
+    ## Example
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        client = openai.OpenAI(base_url=base_url, api_key=api_key)
+        reply = client.chat.completions.create(model="m", messages=[...])
+    ```
+
+    ## Use instead
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
+        reply = await client.chat.completions.create(model="m", messages=[...])
+    ```
+
+    ## Fix safety
+    No fix: every call on the client must also be awaited.
+    """
+
+    INVARIANT = INVARIANTS["VIM051"]
+    NEEDS_HOOKS = True
+    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
+    VALID = [
+        Valid("from openai import AsyncOpenAI\n"
+              "async def run_agent(args, sample, base_url, api_key):\n"
+              "    client = AsyncOpenAI(base_url=base_url, api_key=api_key)\n"
+              "    return 1.0\n"),
+        Valid("import openai\nasync def other(args, sample, base_url, api_key):\n"
+              "    return openai.OpenAI()\n"),
+        Valid("import httpx\nasync def run_agent(args, sample, base_url, api_key):\n"
+              "    async with httpx.AsyncClient() as c:\n"
+              "        await c.post(base_url + '/chat/completions', json={})\n"
+              "    return None\n"),
+    ]
+    INVALID = [
+        Invalid("import openai\nasync def run_agent(args, sample, base_url, api_key):\n"
+                "    client = openai.OpenAI(base_url=base_url, api_key=api_key)\n"
+                "    return 1.0\n", line=3, col=13),
+        Invalid("from openai import OpenAI as Sync\n"
+                "async def run_agent(args, sample, base_url, api_key):\n"
+                "    c = Sync(base_url=base_url)\n    return 1.0\n", line=3, col=8),
+        Invalid("import httpx\nasync def run_agent(args, sample, base_url, api_key):\n"
+                "    with httpx.Client() as c:\n        c.post(base_url)\n    return 1.0\n",
+                line=3, col=9),
+        Invalid("import requests\nasync def agent(args, sample, base_url, api_key):\n"
+                "    return requests.post(base_url, json={}).json()['r']\n", line=3, col=11,
+                options={"hooks": {"agent": _AGENT}}),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.current
+        if fn is None:
+            return
+        binding = self.hook_of(fn)
+        if binding is None or binding.spec.dest != _AGENT:
+            return
+        hit = _sync_client(self.qualified(node.func))
+        if hit is not None:
+            self.report(node, self.INVARIANT.render(name=fn.name.value, call=hit))
+
+
+class AgentReturnsNothing(FunctionTracker):
+    """An agent function returns its reward.
+
+    ## What it does
+    Reports an ``--agent-function-path`` function whose body has no ``return <value>`` (only
+    bare ``return``, ``return None`` or none at all).
+
+    ## Why is this bad?
+    The return value is the trajectory's reward; None means "unscored", and vime's reward
+    function (``--rm-type`` / ``--custom-rm-path``) scores every trajectory instead. A body
+    that never returns a value usually computed a reward and dropped it (failure kind:
+    "reward fn returns None").
+
+    ## Known problems
+    ``return None`` on purpose (the run's reward function is meant to score) is reported too;
+    suppress it with ``# noqa: VIM052`` on the ``def`` line.
+
+    ## Example
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        answer = await solve(base_url, api_key, sample.prompt)
+        reward = float(answer == sample.label)
+    ```
+
+    ## Use instead
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        answer = await solve(base_url, api_key, sample.prompt)
+        return float(answer == sample.label)
+    ```
+
+    ## Fix safety
+    No fix: only the author knows the reward.
+    """
+
+    INVARIANT = INVARIANTS["VIM052"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def run_agent(args, sample, base_url, api_key):\n"
+              "    if sample.label:\n        return 1.0\n    return None\n"),
+        Valid("async def run_agent(args, sample, base_url, api_key):\n"
+              "    return {'score': 1.0}\n"),
+        Valid("async def run_agent(args, sample, base_url, api_key):\n"
+              "    raise NotImplementedError\n"),
+    ]
+    INVALID = [
+        Invalid("async def run_agent(args, sample, base_url, api_key):\n"
+                "    reward = 1.0\n", line=1, col=10),
+        Invalid("async def run_agent(args, sample, base_url, api_key):\n"
+                "    def helper():\n        return 1.0\n    return None\n", line=1, col=10),
+        Invalid("async def agent(args, sample, base_url, api_key):\n    return\n", line=1,
+                col=10, options={"hooks": {"agent": _AGENT}}),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest != _AGENT:
+            return
+        returns = _ValueReturns()
+        node.visit(returns)
+        if returns.values == 0 and not _only_raises(node):
+            self.report(node.name, self.INVARIANT.render(name=node.name.value))
+
+
+def _only_raises(node: cst.FunctionDef) -> bool:
+    """A body that ends in ``raise`` (a stub): no reward is expected from it."""
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    return (isinstance(last, cst.SimpleStatementLine) and bool(last.body)
+            and isinstance(last.body[-1], cst.Raise))
