@@ -18,6 +18,7 @@ Imports the standard library only (the data helpers lazily).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib.util
 import os
 import sys
@@ -69,9 +70,21 @@ def hook_module_problem(path: str, arg: str) -> str | None:
             sys.path.remove(cwd)
     if found:
         return None
-    return (f"module {module!r} of {path!r} not found from {cwd}; check the spelling, run "
-            f"from the folder that holds {module.split('.')[0]!r}, or add that folder to "
-            "PYTHONPATH")
+    top = module.split(".")[0]
+    near = difflib.get_close_matches(top, _local_modules(Path(cwd)), n=1)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return (f"{path!r}: module {module!r} not found from {cwd}{hint}; check the spelling, "
+            f"run from the folder that holds {top!r}, or add that folder to PYTHONPATH")
+
+
+def _local_modules(folder: Path) -> list[str]:
+    """Top-level module names importable from ``folder``: ``*.py`` files and packages."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    return sorted({e.stem for e in entries if e.suffix == ".py"}
+                  | {e.name for e in entries if (e / "__init__.py").is_file()})
 
 
 def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:

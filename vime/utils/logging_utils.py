@@ -147,7 +147,8 @@ class TrainProgress:
     In a terminal: a rich bar (steps, elapsed, ETA) updated every step. Otherwise (a log file,
     CI, ``nohup``): one plain line, ``vime train: step 12/60 (20%)  elapsed 1:02  ETA 4:08
     loss 0.1420  ...``, after the first step, then at most every ``interval`` seconds, and after
-    the last one. ETA = mean time of the steps done in this run x steps left.
+    the last one. ETA = mean time per step since the first finished step (which carries the
+    start-up; until a second one, since the start) x steps left.
 
     Usage::
 
@@ -166,6 +167,8 @@ class TrainProgress:
         self.interval, self.clock = float(interval), clock
         self.started = clock()
         self.last_line: float | None = None
+        #: (steps done, clock) at the first finished step: the ETA's origin after it
+        self.first: tuple[int, float] | None = None
         self.plain = not self.console.is_terminal
         self.progress: Any = None
         if not self.plain:
@@ -205,9 +208,16 @@ class TrainProgress:
     def line(self, rollout_id: int, metrics: Mapping[str, Any]) -> str:
         """The plain progress line after ``rollout_id`` is done."""
         done = rollout_id + 1
-        elapsed = self.clock() - self.started
-        steps = max(1, done - self.start)
-        eta = elapsed / steps * max(0, self.total - done)
+        now = self.clock()
+        elapsed = now - self.started
+        if self.first is None:
+            self.first = (done, now)
+        first_done, first_time = self.first
+        if done > first_done:   # the first step carries the start-up (engines, model load)
+            per_step = (now - first_time) / (done - first_done)
+        else:
+            per_step = elapsed / max(1, done - self.start)
+        eta = per_step * max(0, self.total - done)
         percent = 100.0 * done / self.total if self.total else 100.0
         text = (f"vime train: step {done}/{self.total} ({percent:.0f}%)  elapsed "
                 f"{_clock(elapsed)}  ETA {_clock(eta)}")

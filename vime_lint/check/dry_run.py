@@ -17,6 +17,7 @@ import sys
 import warnings
 from typing import Any
 
+from vime.config.inputs import hook_module_problem
 from vime.contract.checks.boundaries import HOOK_BOUNDARIES, boundary_problems
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
@@ -86,6 +87,9 @@ class DryRun:
             paths = value if isinstance(value, list) else [value]
             loaded = []
             for path in paths:
+                missing = hook_module_problem(path, spec.arg) if isinstance(path, str) else None
+                if missing:
+                    raise HarnessError(f"{spec.arg}: {missing}")
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     try:

@@ -72,3 +72,14 @@ def test_for_args_reads_the_run_arguments() -> None:
     progress = TrainProgress.for_args(args, total=3)
     assert (progress.loss_type, progress.watch, progress.interval) == (
         "sft_loss", ("train/greedy_match",), 5.0)
+
+
+def test_eta_leaves_out_the_start_up_of_the_first_step() -> None:
+    out, clock = io.StringIO(), Clock()
+    progress = TrainProgress(10, 0, console=Console(file=out), interval=0, clock=clock)
+    clock.now += 55.0            # engines and model load
+    progress.advance(0, {})
+    clock.now += 10.0
+    progress.advance(1, {})
+    assert out.getvalue().splitlines()[1] == (
+        "vime train: step 2/10 (20%)  elapsed 1:05  ETA 1:20")
