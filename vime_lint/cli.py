@@ -183,6 +183,9 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
         print(f"{loc}: error: {p.message}", file=err)
+        if p.source_line:
+            pad = " " * (len(p.source_line[:max(p.col - 1, 0)].expandtabs()) + 4)
+            print(f"    {p.source_line.expandtabs()}\n{pad}^", file=err)
     fixed = sum(r.fixes_applied for r in outcome.results)
     if ns.diff:
         for r in outcome.results:
@@ -199,7 +202,8 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if ns.statistics:
             out.write(statistics(outcome.results))
         if ns.output_format in ("concise", "full"):
-            out.write(summary(outcome.results, fixed=fixed, unsafe_fixes=ns.unsafe_fixes))
+            out.write(summary(outcome.results, fixed=fixed, unsafe_fixes=ns.unsafe_fixes,
+                              problems=len(outcome.problems)))
     remaining = sum(len(r.findings) for r in outcome.results)
     if ns.diff:
         remaining = sum(r.fixed_source is not None for r in outcome.results)

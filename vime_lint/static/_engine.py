@@ -71,10 +71,33 @@ def decode_source(data: bytes) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _failure(path: str, exc: BaseException) -> ParseFailure:
+def _syntax_error(path: str, text: str) -> ParseFailure | None:
+    """Python's own report of a syntax error (position, message, source line), or None when
+    Python parses ``text`` (a LibCST limitation, then LibCST's report is used)."""
+    import ast
+
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        line = exc.lineno or 0
+        lines = text.splitlines()
+        source_line = lines[line - 1] if 0 < line <= len(lines) else (exc.text or "").rstrip("\n")
+        return ParseFailure(path, line, exc.offset or 0, f"SyntaxError: {exc.msg}",
+                            source_line)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _failure(path: str, exc: BaseException, text: str = "") -> ParseFailure:
     if isinstance(exc, cst.ParserSyntaxError):
+        own = _syntax_error(path, text) if text else None
+        if own is not None:
+            return own
+        lines = text.splitlines()
+        src = lines[exc.raw_line - 1] if 0 < exc.raw_line <= len(lines) else ""
         return ParseFailure(path, exc.raw_line, exc.raw_column + 1,
-                            f"cannot parse: {exc.message}")
+                            f"cannot parse: {exc.message}", src)
     if isinstance(exc, UnicodeDecodeError):
         return ParseFailure(path, 0, 0, f"cannot decode: {exc.reason} at byte {exc.start}; "
                             "save the file as UTF-8 or declare its encoding (PEP 263)")
@@ -105,7 +128,7 @@ def _lint_once(
     try:
         module = cst.parse_module(text)
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes a diagnostic
-        return [], _failure(path, exc)
+        return [], _failure(path, exc, text)
     try:
         context, wrapper = file_context(path, module, options)
         active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]

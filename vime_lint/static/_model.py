@@ -83,6 +83,8 @@ class ParseFailure:
     line: int
     col: int
     message: str
+    #: The source line at ``line`` (syntax errors), shown with a caret under ``col``.
+    source_line: str = ""
 
 
 @dataclass(frozen=True, slots=True)

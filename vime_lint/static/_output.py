@@ -138,8 +138,11 @@ def render(results: Sequence[LintResult], fmt: str, rules: Sequence[type[Rule]] 
     raise ValueError(f"unknown output format {fmt!r}; choose from {', '.join(FORMATS)}")
 
 
-def summary(results: Sequence[LintResult], *, fixed: int, unsafe_fixes: bool) -> str:
-    """Ruff-like closing lines: counts, fixable counts, fixes applied."""
+def summary(results: Sequence[LintResult], *, fixed: int, unsafe_fixes: bool,
+            problems: int | None = None) -> str:
+    """Ruff-like closing lines: counts, fixable counts, fixes applied. With ``problems`` (the
+    number of files that could not be read or parsed) given, a clean run says ``All checks
+    passed!``."""
     findings = _sorted(results)
     lines = []
     errors = sum(f.severity == "error" for f in findings)
@@ -156,6 +159,8 @@ def summary(results: Sequence[LintResult], *, fixed: int, unsafe_fixes: bool) ->
             lines.append(f"{unsafe} more fix(es) available with `--unsafe-fixes`.")
     elif fixed:
         lines.append(f"Found {fixed} finding(s) ({fixed} fixed, 0 remaining).")
+    elif problems == 0:
+        lines.append("All checks passed!")
     return "".join(line + "\n" for line in lines)
 
 

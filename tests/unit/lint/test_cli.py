@@ -68,7 +68,9 @@ def test_concise_golden_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str
 
 def test_clean_exit_0(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "r.py").write_text(GOOD)
-    assert _run(capsys, "rollout", ".") == (0, "", "")
+    assert _run(capsys, "rollout", ".") == (0, "All checks passed!\n", "")
+    # The one-line summary is for people: machine formats stay unchanged.
+    assert _run(capsys, "rollout", ".", "--output-format", "json") == (0, "[]\n", "")
 
 
 def test_full_format_has_source_line_and_caret(repo: Path,
@@ -431,7 +433,7 @@ def test_contract_reference_module_lints_clean(repo: Path,
                       ("reward_func", "--custom-rm-path"),
                       ("dynamic_filter", "--dynamic-sampling-filter-path")):
         assert f"ref.py:{lines[name]}: {name} -> {arg} " in out, out  # linted as that hook
-    assert _run(capsys, "rollout", "ref.py") == (0, "", "")
+    assert _run(capsys, "rollout", "ref.py") == (0, "All checks passed!\n", "")
 
 
 def test_symlink_loop_and_missing_path(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -455,10 +457,16 @@ def test_bad_files_get_diagnostics_not_tracebacks(repo: Path,
     (repo / "latin.py").write_bytes(b"x = '\xff\xfe'\n")
     (repo / "empty.py").write_text("")
     code, out, err = _run(capsys, "rollout", "syntax.py")
-    assert code == 2 and err.startswith("syntax.py:") and "cannot parse" in err
+    # Python's own position and message, the source line and a caret under the column.
+    assert code == 2 and err == ("syntax.py:1:7: error: SyntaxError: invalid syntax\n"
+                                 "    def f(:\n          ^\n")
+    assert "All checks passed" not in out
+    (repo / "unclosed.py").write_text("def f():\n    x = [1,\n    return x\n")
+    code, _, err = _run(capsys, "rollout", "unclosed.py")
+    assert code == 2 and err.startswith("unclosed.py:2:9: error: SyntaxError: '[' was never closed")
     code, out, err = _run(capsys, "rollout", "latin.py")
     assert code == 2 and "latin.py: error: cannot decode" in err
-    assert _run(capsys, "rollout", "empty.py") == (0, "", "")
+    assert _run(capsys, "rollout", "empty.py") == (0, "All checks passed!\n", "")
 
 
 def test_directory_of_thousands_of_files(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -478,7 +486,7 @@ def test_project_lints_itself(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.chdir(root)
     code, out, err = _run(capsys, "rollout", "vime/rollout", "examples", "--extend-exclude",
                           "examples/broken")
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "All checks passed!\n", "")
     # The deliberately broken examples are still linted when asked for, with findings.
     code, out, _ = _run(capsys, "rollout", "examples/broken", "--select", "VIM001")
     assert code == 1 and "examples/broken/stale_signature.py:6:5: VIM001" in out

@@ -123,7 +123,7 @@ class Semantic:
         beyond defining it (``__all__`` strings do not count)."""
         if self._global is None:
             return False
-        return bool(self._global.accesses[name])
+        return any(a.references for a in self._global.assignments[name])
 
     # ---- hooks -------------------------------------------------------------------------------
 

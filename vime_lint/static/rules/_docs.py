@@ -19,6 +19,7 @@ from vime.contract import INVARIANTS
 from vime_lint.static._model import options_from_mapping
 from vime_lint.static._rule import Rule
 from vime_lint.static.rules import ALL_RULES
+from vime_lint.static.rules._severity import SEVERITY_REASONS, SEVERITY_RULE
 
 __all__ = ["fix_availability", "github_anchor", "rule_anchor", "rule_heading", "rule_markdown",
            "rules_page"]
@@ -69,10 +70,18 @@ def rule_markdown(rule: type[Rule], *, level: int = 2) -> str:
     if body.startswith("## "):
         body = "#" * (level + 1) + body[2:]
     twins = ", ".join(inv.twins) or "none"
+    aliases = f" · old code: {', '.join(rule.ALIASES)}" if rule.ALIASES else ""
     facts = (f"Code `{inv.id}` · severity **{inv.severity}** · fix: {fix_availability(rule)}"
-             f" · twins: {twins} · failure kind: \"{inv.bug_kind}\"")
+             f" · twins: {twins} · failure kind: \"{inv.bug_kind}\"{aliases}")
+    reason = SEVERITY_REASONS.get(inv.id)
+    if reason:
+        facts += f"\n\nSeverity: {reason}."
     return (f"{'#' * level} {rule_heading(rule)}\n\n{summary.strip()}\n\n{facts}\n\n"
             f"Invariant: {inv.title}\n\n{body}\n")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", chr(92) + "|")
 
 
 def rules_page() -> str:
@@ -85,15 +94,22 @@ def rules_page() -> str:
         "",
         "`vime-lint rollout PATH...` checks rollout modules against the contract without "
         "importing them. Silence a finding with `# noqa: VIM001` on its line or "
-        "`# vime-lint: noqa: VIM001` anywhere in the file.",
+        "`# vime-lint: noqa: VIM001` anywhere in the file. A rule that got its own code keeps "
+        "its old one as an alias: `# noqa`, `--select` and `--ignore` accept both.",
         "",
-        "| Code | Rule | Severity | Fix | Invariant |",
-        "|---|---|---|---|---|",
+        "## Severity",
+        "",
+        SEVERITY_RULE,
+        "",
+        "| Code | Rule | Severity | Why this severity | Fix | Old code | Invariant |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in ALL_RULES:
         inv = r.INVARIANT
+        reason = SEVERITY_REASONS.get(inv.id) or inv.rationale.partition(". ")[0]
         lines.append(f"| {inv.id} | [`{r.slug()}`](#{rule_anchor(r)}) | "
-                     f"{inv.severity} | {fix_availability(r)} | {inv.title.replace('|', chr(92) + '|')} |")
+                     f"{inv.severity} | {_cell(reason)} | {fix_availability(r)} | "
+                     f"{', '.join(r.ALIASES) or ''} | {_cell(inv.title)} |")
     from vime_lint.typecheck.codes import TYPE_RULES
     from vime_lint.typecheck.docs import types_section
 

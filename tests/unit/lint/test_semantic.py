@@ -1,0 +1,99 @@
+"""The semantic model (vime_lint.static.analysis) and the rule aliases, beyond the rules'
+VALID/INVALID snippets."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from vime_lint.static._engine import file_context, lint_source, select_rules
+from vime_lint.static._model import LintOptions, options_from_mapping
+from vime_lint.static.rules import ALL_RULES, rules_for_code
+
+pytestmark = pytest.mark.unit
+
+
+def _context(code: str, hooks: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    ctx, _ = file_context("m.py", cst.parse_module(code),
+                          options_from_mapping({"hooks": hooks} if hooks else {}))
+    return ctx
+
+
+def test_qualified_names_follow_imports_aliases_and_module_assignments() -> None:
+    code = ("import vime.rollout.base_types as bt\n"
+            "from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
+            "from slime.utils.types import Sample\n"
+            "Out = bt.RolloutFnTrainOutput\n"
+            "class RolloutFnTrainOutput:\n    pass\n"
+            "a = bt.RolloutFnTrainOutput\nb = EvalOutput\nc = Out\nd = RolloutFnTrainOutput\n"
+            "e = Sample\n")
+    ctx = _context(code)
+    values = {s.body[0].targets[0].target.value: s.body[0].value  # type: ignore[attr-defined]
+              for s in ctx.module.body[-5:]}
+    sem = ctx.semantic
+    assert sem.refers_to(values["a"], "RolloutFnTrainOutput")
+    assert sem.refers_to(values["b"], "RolloutFnEvalOutput")
+    assert sem.refers_to(values["c"], "RolloutFnTrainOutput")  # through the module alias
+    assert not sem.refers_to(values["d"], "RolloutFnTrainOutput")  # the user's own class
+    assert sem.refers_to(values["e"], "Sample")  # slime.* reads as vime.*
+    assert sem.imported_as("RolloutFnEvalOutput") == "EvalOutput"
+
+
+@pytest.mark.parametrize(("code", "via", "n_params", "is_async"), [
+    ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n    pass\n",
+     "", 4, False),
+    ("class R:\n    async def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+     "        pass\ngenerate_rollout = R()\n", "an instance of `R` (its async `__call__`)", 4, True),
+    ("generate_rollout = lambda args, rollout_id, data_source, evaluation=False: None\n",
+     "a lambda", 4, False),
+    ("import functools\ndef _impl(tok, args, rollout_id, data_source, evaluation=False):\n"
+     "    pass\ngenerate_rollout = functools.partial(_impl, None)\n",
+     "functools.partial of `_impl`", 4, False),
+    ("def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
+     "generate_rollout = _impl\n", "an alias of `_impl`", 4, False),
+    ("def deco(fn):\n    async def wrapper(*a, **k):\n        return fn(*a, **k)\n"
+     "    return wrapper\ndef _impl(args, rollout_id, data_source, evaluation=False):\n"
+     "    pass\ngenerate_rollout = deco(_impl)\n",
+     "decorated by `deco` (vime calls its wrapper `wrapper`, without functools.wraps)", 4, True),
+])
+def test_hook_targets_for_every_binding_form(code: str, via: str, n_params: int,
+                                             is_async: bool) -> None:
+    ctx = _context(code, {"generate_rollout": "rollout_function_path"})
+    target = ctx.semantic.target("generate_rollout")
+    assert target is not None and target.function is not None
+    assert (target.via, len(target.params), target.is_async) == (via, n_params, is_async)
+    assert ctx.hook_target(target.function) is not None  # rules see it as the hook's code
+
+
+def test_a_conventional_name_the_module_uses_is_a_helper_not_a_hook() -> None:
+    code = ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n    pass\n"
+            "def main(args):\n    return generate_rollout(args, 0, None)\n")
+    assert "generate_rollout" not in _context(code).hooks
+    # Mentioned only in a string or a docstring: still a hook (no text matching).
+    code = ('"""Call generate_rollout(args, ...) from the manager."""\n'
+            "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n    pass\n")
+    assert "generate_rollout" in _context(code).hooks
+
+
+def test_facts_are_computed_once_per_function() -> None:
+    ctx = _context("def f(x):\n    y = x\n    return y\n")
+    fn = ctx.semantic.definitions["f"]
+    assert isinstance(fn, cst.FunctionDef)
+    assert ctx.semantic.facts(fn) is ctx.semantic.facts(fn)
+    assert [r.value for r in ctx.semantic.facts(fn).returns][0] is not None
+
+
+STALE = "def f(sample):\n    return sample.truncated{noqa}\n"
+
+
+def test_old_codes_are_aliases_in_noqa_select_ignore_and_rule() -> None:
+    rules = list(ALL_RULES)
+    found = lint_source(STALE.format(noqa=""), "m.py", LintOptions(), rules=rules).findings
+    assert [f.code for f in found] == ["VIM032"]
+    for noqa in ("  # noqa: VIM032", "  # noqa: VIM007"):
+        res = lint_source(STALE.format(noqa=noqa), "m.py", LintOptions(), rules=rules)
+        assert res.findings == (), res.findings  # silenced, and the noqa counts as used
+    assert "VIM032" not in {r.code() for r in select_rules(ALL_RULES, ("VIM",), ("VIM007",))}
+    assert "VIM032" in {r.code() for r in select_rules(ALL_RULES, ("VIM007",))}
+    assert {r.code() for r in rules_for_code("VIM007")} == {"VIM007", "VIM032", "VIM033"}
+    assert {r.code() for r in rules_for_code("VIM019")} == {"VIM019", "VIM034", "VIM035"}
