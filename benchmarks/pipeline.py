@@ -1,0 +1,104 @@
+"""Step time of ``vime train`` with and without ``--async-rollout`` on the demo's GRPO shape.
+
+Usage::
+
+    .venv/bin/python benchmarks/pipeline.py                      # tiny model, 2 x 2 runs
+    .venv/bin/python benchmarks/pipeline.py --reps 3 --steps 8
+    .venv/bin/python benchmarks/pipeline.py --model runs/demo/sft_model   # after `make demo`
+
+Each repetition runs two ``vime train`` processes back to back, in alternating order: the
+synchronous loop (rollout, then train, then weight sync) and ``--async-rollout`` (rollout k+1
+generated while step k trains). Both use ``examples/demo/grpo.yaml``'s batch shape (32 prompts
+x 8 samples, 24 response tokens, 2 optimiser steps per rollout, micro-batches of 128) on a
+fresh tiny model (or ``--model``) and the arithmetic task, with no evaluation and no contract
+check beyond the always-enforced one. Reported per run: the median ``perf/step_time`` over the
+steps after the first (seconds; the first step pays start-up and, with ``--async-rollout``,
+has nothing to overlap with), ``perf/tokens_per_s`` (the rollout's generated tokens per
+second) and the whole run's wall time. The summary line gives the medians over repetitions
+and ``speedup = median(sync step) / median(async step)``.
+
+The machine is shared: compare only runs made back to back, and read the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
+         "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+         "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _train_args(model: str, data: Path, run_dir: Path, steps: int) -> list[str]:
+    return ["--hf-checkpoint", model, "--prompt-data", str(data), "--input-key", "input",
+            "--label-key", "label", "--apply-chat-template", "--rollout-shuffle",
+            "--rm-type", "math", "--rollout-batch-size", "32", "--n-samples-per-prompt", "8",
+            "--rollout-max-response-len", "24", "--use-rollout-logprobs",
+            "--num-steps-per-rollout", "2", "--micro-batch-size", "128", "--lr", "1e-4",
+            "--num-rollout", str(steps), "--run-dir", str(run_dir), "--vllm-enforce-eager"]
+
+
+def run_once(model: str, data: Path, work: Path, steps: int, overlap: bool) -> dict[str, float]:
+    """One ``vime train`` run; returns its step-time, tokens/s and wall-time figures.
+
+    Raises:
+        RuntimeError: the run failed (its last stderr lines are included).
+    """
+    run_dir = work / f"{'async' if overlap else 'sync'}-{time.time_ns()}"
+    argv = [sys.executable, "-m", "vime.cli", "train", *_train_args(model, data, run_dir, steps)]
+    if overlap:
+        argv.append("--async-rollout")
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env={**os.environ, **QUIET}, capture_output=True, text=True,
+                          cwd=REPO)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"vime train failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in records if "perf/step_time" in r]
+    later = train[1:] or train
+    return {"step_s": statistics.median(float(r["perf/step_time"]) for r in later),
+            "tokens_per_s": statistics.median(float(r.get("perf/tokens_per_s", 0.0))
+                                              for r in later),
+            "wall_s": wall}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=2, help="repetitions of the pair")
+    parser.add_argument("--steps", type=int, default=6, help="rollout steps per run")
+    parser.add_argument("--model", default=None, help="model folder (default: a tiny model)")
+    opts = parser.parse_args(argv)
+    from vime.tasks.arithmetic import write_task
+    from vime.utils.tiny_model import build_tiny_model
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        model = opts.model or str(build_tiny_model(work / "model", seed=0))
+        data = write_task(work / "data", seed=0, n_train=2000, n_eval=10)["rl_train"]
+        results: dict[str, list[dict[str, float]]] = {"sync": [], "async": []}
+        for rep in range(opts.reps):
+            order = [False, True] if rep % 2 == 0 else [True, False]
+            for overlap in order:
+                figures = run_once(model, data, work, opts.steps, overlap)
+                name = "async" if overlap else "sync"
+                results[name].append(figures)
+                print(json.dumps({"rep": rep, "mode": name, **figures}), flush=True)
+        summary = {name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+                   for name, runs in results.items()}
+        summary["speedup"] = {"step": summary["sync"]["step_s"] / summary["async"]["step_s"]}
+        print(json.dumps({"summary": summary}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
