@@ -264,9 +264,16 @@ def _report_error(args: Namespace, exc: Exception) -> int:
     print the message, the user's file:line and where the full traceback went
     (``RUN_DIR/train.log``); return 1. An error with no user frame is vime's: raised again
     (its traceback printed, exit status 1)."""
+    from vime.ray.preflight import HookPreflightError
+    from vime.rollout.failures import HookFailureError
     from vime.utils.user_errors import cause_of, short_report, user_frame, write_traceback
 
     cause = cause_of(exc)
+    if isinstance(cause, (HookFailureError, HookPreflightError)):
+        # too many failed samples / a hook that does not load on the workers: the message
+        # names the hooks, the errors and the fix (vime/rollout/failures.py, vime/ray/preflight.py)
+        print(f"vime train: {cause}", file=sys.stderr)
+        return 1
     frame = user_frame(exc)
     if not isinstance(cause, ContractError) and frame is None:
         raise exc
