@@ -71,6 +71,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     default=[], help="more glob patterns to exclude")
     ro.add_argument("--force-exclude", action="store_true",
                     help="apply excludes to paths given explicitly (pre-commit)")
+    ro.add_argument("--no-cache", action="store_true",
+                    help="lint every file again instead of reusing results of unchanged files "
+                         "from .vime_lint_cache/ (keyed by file content, configuration and "
+                         "vime-lint version)")
     ro.add_argument("--show-hooks", action="store_true",
                     help="print the hooks found and how, then exit")
     ro.add_argument("--config", type=Path, default=None,
@@ -172,7 +176,7 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                         ignore=[*config.ignore, *ns.ignore], fix=fix,
                         unsafe_fixes=ns.unsafe_fixes, write=not ns.diff,
                         force_exclude=ns.force_exclude, exclude=exclude, stdin=stdin,
-                        stdin_filename=ns.stdin_filename)
+                        stdin_filename=ns.stdin_filename, cache=not ns.no_cache)
     try:
         outcome = run(settings)
     except UnknownSelector as exc:

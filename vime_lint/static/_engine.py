@@ -182,17 +182,17 @@ def _suppress(findings: list[Finding], suppressions: list[Suppression], path: st
         (file_level if s.file_level else by_line.setdefault(s.line, [])).append(s)
     kept = []
     for f in findings:
-        hit = None
+        hit: tuple[Suppression, str] | None = None
         for s in (*by_line.get(f.line, ()), *by_line.get(f.end_line, ()), *file_level):
             named = f.code if f.code in s.vime_codes else next(
                 (a for a in aliases.get(f.code, ()) if a in s.vime_codes), None)
             if named is not None:
-                hit = s
+                hit = (s, named)
                 break
         if hit is None:
             kept.append(f)
         else:
-            used.add((hit.line * 100000 + hit.col, named))
+            used.add((hit[0].line * 100000 + hit[0].col, hit[1]))
     extra = []
     for s in suppressions:
         if s.bare and bare_rule is not None:
