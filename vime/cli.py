@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _usage() -> str:
     lines = ["usage: vime COMMAND [ARGS...]", "", "commands:"]
     lines += [f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "exit status: 0 done, 1 an error in the run, 2 bad arguments or inputs (each "
+              "command's --help says more)"]
     return "\n".join(lines)
 
 
