@@ -9,7 +9,9 @@ annotations are quoted, so they may name what the appended lines import.
 A user annotation is kept, except ``Any`` and ``object`` (wider than any contract type: the
 contract's replaces them). When the user's annotation is not the contract's own text, two
 *probe* functions are appended that check, under mypy, whether it is narrower or wider than the
-contract's type; when both fail the annotation conflicts with the contract (VIM203).
+contract's type; when both fail the annotation conflicts with the contract (VIM203); when only
+the narrower check fails it is wider, and a second pass (``wider=``) puts the contract's type
+in its place.
 
 One level of propagation: a module-level helper that a hook calls with one of its
 contract-typed parameters (``_score(sample)``, ``_score(s=sample)``) gets that type for the
@@ -224,8 +226,13 @@ def _wanted(fn: cst.FunctionDef, spec: HookSpec, types: Mapping[str, str], proto
     return out
 
 
-def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
+def annotate(source: str, hooks: Mapping[str, HookSpec], *,
+             wider: frozenset[tuple[str, str]] = frozenset()) -> AnnotationPlan:
     """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
+
+    ``wider`` names user annotations (``(function, parameter or "return")``) that a first run's
+    probes found wider than the contract's type: the contract's replaces them (the user's
+    annotation wins only where it is narrower).
 
     Returns:
         An :class:`AnnotationPlan` whose ``text`` has the user's lines at the same numbers
@@ -263,7 +270,8 @@ def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
             if want is None:
                 continue
             contract, origin = want
-            if p.annotation is None or _normal(_code(p.annotation.annotation)) in _WIDE:
+            if p.annotation is None or _normal(_code(p.annotation.annotation)) in _WIDE or (
+                    owner, p.name.value) in wider:
                 new_params[i] = p.with_changes(annotation=_quoted(use(contract)))
                 kept[p.name.value] = TypedParam(p.name.value, contract, origin)
                 continue
@@ -275,7 +283,8 @@ def annotate(source: str, hooks: Mapping[str, HookSpec]) -> AnnotationPlan:
         ret_node = fn.returns
         ret_type: str | None = None
         if returns is not None:
-            if fn.returns is None or _normal(_code(fn.returns.annotation)) in _WIDE:
+            if fn.returns is None or _normal(_code(fn.returns.annotation)) in _WIDE or (
+                    owner, "return") in wider:
                 ret_node = _quoted(use(returns))
                 ret_type = returns
             else:

@@ -92,11 +92,17 @@ def check_source(text: str, path: str, hooks: dict[str, HookSpec], *, cache_dir:
         RuntimeError: mypy failed (its output in the message).
     """
     from vime_lint.typecheck.annotate import annotate
-    from vime_lint.typecheck.diagnostics import findings_for
-    from vime_lint.typecheck.run import run_mypy
+    from vime_lint.typecheck.diagnostics import findings_for, wider_annotations
+    from vime_lint.typecheck.run import MypyResult, run_mypy
 
     plan = annotate(text, hooks)
     result = run_mypy({path: plan.text}, cache_dir=cache_dir, search_path=search_path)
+    wider = wider_annotations(plan, result.messages)
+    if wider:  # the contract's type replaces a user annotation that is wider than it
+        plan = annotate(text, hooks, wider=wider)
+        again = run_mypy({path: plan.text}, cache_dir=cache_dir, search_path=search_path)
+        result = MypyResult(again.messages, again.status, again.stderr,
+                            result.seconds + again.seconds, again.other)
     if result.status == 2 or result.other:
         raise RuntimeError(f"mypy failed (exit {result.status}): "
                            f"{' | '.join(result.other)} {result.stderr}".strip())
@@ -118,7 +124,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     from vime_lint.static.rules import ALL_RULES
     from vime_lint.typecheck.annotate import AnnotationPlan, annotate
     from vime_lint.typecheck.codes import TYPE_RULES
-    from vime_lint.typecheck.diagnostics import findings_for
+    from vime_lint.typecheck.diagnostics import findings_for, wider_annotations
     from vime_lint.typecheck.run import MypyMessage, run_mypy
 
     known = [r.code() for r in (*ALL_RULES, *TYPE_RULES)]
@@ -137,6 +143,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
                                          force_exclude=settings.force_exclude)
     problems = [ParseFailure(_display(p), 0, 0, msg) for p, msg in file_problems]
     plans: dict[str, tuple[str, AnnotationPlan, str]] = {}
+    hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
     for p in files:
         display = _display(p)
@@ -162,6 +169,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         except ValueError:
             rel = display
         plans[display] = (text, annotate(text, hooks), rel)
+        hooks_by_file[display] = hooks
         if resolved.parent not in folders:
             folders.append(resolved.parent)
     if not plans:
@@ -174,6 +182,24 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     by_path: dict[str, list[MypyMessage]] = {}
     for m in result.messages:
         by_path.setdefault(m.path, []).append(m)
+    seconds = result.seconds
+    # Second pass, only for files whose probes found a user annotation wider than the
+    # contract's type: the contract's type replaces it (the user's wins only where narrower).
+    redo: dict[str, tuple[str, AnnotationPlan, str]] = {}
+    for display, (text, plan, rel) in plans.items():
+        wider = wider_annotations(plan, by_path.get(display, []))
+        if wider:
+            redo[display] = (text, annotate(text, hooks_by_file[display], wider=wider), rel)
+    if redo:
+        again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
+                         cache_dir=settings.cache_dir, search_path=folders)
+        if again.status == 2 or again.other:
+            detail = " | ".join(again.other) or again.stderr.strip() or f"exit {again.status}"
+            problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {detail}"))
+        plans.update(redo)
+        for d in redo:
+            by_path[d] = [m for m in again.messages if m.path == d]
+        seconds += again.seconds
     results = []
     for display, (text, plan, rel) in plans.items():
         enabled = {r.code() for r in _rules_for_file(list(rules), rel, settings.config)}
@@ -181,4 +207,4 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
                                                        by_path.get(display, []))
                                if f.code in enabled], text)
         results.append(LintResult(display, tuple(found), source=text))
-    return TypesOutcome(results, problems, len(plans), result.seconds)
+    return TypesOutcome(results, problems, len(plans), seconds)

@@ -98,9 +98,10 @@ class HookAnnotationConflict(Rule):
     ## What it checks
 
     A user annotation is kept when it is the contract's type or narrower (`-> float` for a
-    reward); `Any` and `object` are replaced by the contract's type. An annotation that is
-    neither narrower nor wider (`sample: dict`, `-> list[float]` for a per-sample reward) is
-    reported here; the hook's body is still checked with the user's annotation.
+    reward); a wider one (`Any`, `object`, `sample: Sample | None`) is replaced by the
+    contract's type. An annotation that is neither narrower nor wider (`sample: dict`,
+    `-> list[float]` for a per-sample reward) is reported here; the hook's body is still
+    checked with the user's annotation.
 
     ## Example
 

@@ -31,7 +31,7 @@ from vime_lint.typecheck.codes import rule_for
 from vime_lint.typecheck.contract_types import field_hint, type_sources
 from vime_lint.typecheck.run import MypyMessage
 
-__all__ = ["contract_class_fields", "findings_for"]
+__all__ = ["contract_class_fields", "findings_for", "wider_annotations"]
 
 _RETURN_CODES = frozenset({"return", "return-value", "empty-body"})
 #: Statements with a body: the position's context is never a whole block.
@@ -202,6 +202,15 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
     return Finding(code=code, slug=rule.slug(), severity=inv.severity,
                    message=inv.render(context=context, detail=detail), path=path, line=line,
                    col=col, end_line=end_line, end_col=end_col, fix_hint=inv.fix)
+
+
+def wider_annotations(plan: AnnotationPlan,
+                      messages: Iterable[MypyMessage]) -> frozenset[tuple[str, str]]:
+    """``(function, parameter or "return")`` of the user annotations that the probes found
+    wider than the contract's type (the "narrower" probe fails, the "wider" one passes)."""
+    failed = {m.line for m in messages if m.severity == "error" and m.line > plan.user_lines}
+    return frozenset((p.function, p.what) for p in plan.probes
+                     if p.narrower_line in failed and p.wider_line not in failed)
 
 
 def findings_for(path: str, source: str, plan: AnnotationPlan,

@@ -25,7 +25,8 @@ def types_section() -> str:
         "lines do not move, and runs mypy on it (`check_untyped_defs`, an incremental cache in "
         "`.vime_lint_cache/mypy` at the project root). Helpers of the module that a hook passes "
         "its sample or samples to get the same types (one level). Your own annotations are kept "
-        "where they are the contract's type or narrower; `Any` and `object` are replaced.",
+        "where they are the contract's type or narrower; wider ones (`Any`, `object`, "
+        "`Sample | None`) are replaced by the contract's.",
         "",
         "It needs mypy: `pip install 'vime[types]'`. Output formats, `--select`/`--ignore`, "
         "`per-file-ignores` and `# noqa: VIM201` work as for `vime-lint rollout`; only errors "

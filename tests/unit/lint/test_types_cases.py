@@ -96,6 +96,12 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
             return data_buffer.get_samples(2)
         ''', [(2, "VIM200", 'got "list[list[Sample]]"')]),
+    "wider_annotation.py": ('''
+        from vime.utils.types import Sample
+
+        async def reward_func(args, sample: Sample | None) -> float:
+            return float(len(sample.prompt.lower()))
+        ''', [(4, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]`")]),
     "annotation_conflict.py": ('''
         async def reward_func(args, sample: dict) -> str:
             return "1.0"
@@ -165,6 +171,15 @@ def test_conflicting_annotations_are_warnings_and_the_rest_errors(
     for r in outcome.results:
         for f in r.findings:
             assert f.severity == ("warning" if f.code == "VIM203" else "error"), f
+
+
+def test_a_wider_user_annotation_gives_way_to_the_contract(
+        checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
+    """`sample: Sample | None` is wider than the contract's `Sample`: the body is checked with
+    `Sample` (the prompt's list case is reported, a None case that cannot happen is not)."""
+    outcome, *_ = checked
+    (finding,) = _findings(outcome, "wider_annotation.py")
+    assert '"None"' not in finding.message, finding.message
 
 
 @pytest.mark.parametrize("prefix", ["example_", "bare_"])
