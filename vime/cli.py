@@ -20,10 +20,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def _usage() -> str:
-    lines = ["usage: vime COMMAND [ARGS...]", "", "commands:"]
+    lines = ["usage: vime COMMAND [ARGS...]", "",
+             "exit status: 0 done, 1 an error in the run, 2 bad arguments or inputs (each "
+             "command's --help says more)", "", "commands:"]
     lines += [f"  {name:<16} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "exit status: 0 done, 1 an error in the run, 2 bad arguments or inputs (each "
-              "command's --help says more)"]
     return "\n".join(lines)
 
 
