@@ -41,8 +41,8 @@ UNSCORED = "Unscored"
 
 
 def is_failed(sample: Any) -> bool:
-    """``sample.status`` is ``Sample.Status.FAILED``."""
-    return getattr(sample, "status", None) is Sample.Status.FAILED
+    """``sample`` is a ``Sample`` whose ``status`` is ``Sample.Status.FAILED``."""
+    return isinstance(sample, Sample) and sample.status is Sample.Status.FAILED
 
 
 def error_record_problem(record: Any) -> str | None:
