@@ -141,6 +141,20 @@ def _name_consumed(name: str, facts: FunctionFacts, qualified: Qualifier, depth:
     return False
 
 
+#: Attributes of a list, dict or coroutine object: reading them is not using the result.
+_OWN_ATTRS = _COLLECT | _VIEWS | frozenset({"clear", "pop", "remove", "close", "send", "throw",
+                                            "cr_frame", "cr_running", "cr_code", "cr_await"})
+
+
+def _attribute_read(name: str, facts: FunctionFacts) -> str:
+    """``"x.status"`` when ``name``'s attributes are read as if it held the awaited result."""
+    for parents in facts.name_uses.get(name, ()):
+        if parents and isinstance(parents[0], cst.Attribute) \
+                and parents[0].attr.value not in _OWN_ATTRS:
+            return f"{name}.{parents[0].attr.value}"
+    return ""
+
+
 def unawaited_calls(facts: FunctionFacts, is_coroutine: Callable[[cst.Call], str | None],
                     qualified: Qualifier) -> list[tuple[cst.Call, str, str]]:
     """``(call, callee, problem)`` for each coroutine call in ``facts.fn`` that never runs.
@@ -155,6 +169,11 @@ def unawaited_calls(facts: FunctionFacts, is_coroutine: Callable[[cst.Call], str
         state, detail = _fate(site.node, site.parents, qualified)
         if state == "lost":
             out.append((site.node, callee, detail))
+        elif state == "bound" and _attribute_read(detail, facts):
+            out.append((site.node, callee,
+                        f"bound to `{detail}` and then read as the result "
+                        f"(`{_attribute_read(detail, facts)}`) without `await`: it is a "
+                        "coroutine object, and the body never runs"))
         elif state in ("bound", "collected") and not _name_consumed(detail, facts, qualified):
             how = "bound to" if state == "bound" else "collected into"
             out.append((site.node, callee,
