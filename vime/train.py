@@ -242,7 +242,8 @@ def run(args: Namespace) -> int:
             terminated = STOP_REQUEST["signum"] == signal.SIGTERM
             _stopped(args, trainer, manager, last_done, last_saved, terminated)
             return _stop_status(terminated)
-        print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run)
+        print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run,
+                      loss_type=args.loss_type, watch=[args.early_stop_metric or ""])
         return 0
     except Exception as exc:
         return _report_error(args, exc)

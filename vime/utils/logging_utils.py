@@ -239,8 +239,10 @@ class TrainProgress:
 
 
 def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,
-                  console: Any = None, wall_time: float | None = None) -> None:
-    """Print a table: steps run, first/last reward and loss, mean step time, run folder."""
+                  console: Any = None, wall_time: float | None = None,
+                  loss_type: str = "policy_loss", watch: Sequence[str] = ()) -> None:
+    """Print a table: steps run, first/last reward (not for ``sft_loss``: the SFT rollout's
+    reward is a placeholder) and loss, each ``watch`` metric, step time, run folder."""
     from rich.console import Console
     from rich.table import Table
 
@@ -250,7 +252,9 @@ def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,
     table.add_column("first", justify="right")
     table.add_column("last", justify="right")
     train = [r for r in records if "train/loss" in r or "rollout/raw_reward" in r]
-    for key in ("rollout/raw_reward", "train/loss", "perf/tokens_per_s", "perf/step_time"):
+    keys = [k for k, _, _ in _PROGRESS_METRICS.get(loss_type, _PROGRESS_METRICS["default"])]
+    keys += [w for w in watch if w and w not in keys and not w.startswith("eval/")]
+    for key in (*keys, "perf/tokens_per_s", "perf/step_time"):
         values = [r[key] for r in train if isinstance(r.get(key), (int, float))]
         if values:
             table.add_row(key, f"{values[0]:.4g}", f"{values[-1]:.4g}")

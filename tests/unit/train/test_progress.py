@@ -9,7 +9,7 @@ from argparse import Namespace
 import pytest
 from rich.console import Console
 
-from vime.utils.logging_utils import TrainProgress, progress_metrics
+from vime.utils.logging_utils import TrainProgress, print_summary, progress_metrics
 
 pytestmark = pytest.mark.unit
 
@@ -83,3 +83,16 @@ def test_eta_leaves_out_the_start_up_of_the_first_step() -> None:
     progress.advance(1, {})
     assert out.getvalue().splitlines()[1] == (
         "vime train: step 2/10 (20%)  elapsed 1:05  ETA 1:20")
+
+
+def test_sft_summary_has_no_placeholder_reward() -> None:
+    out = io.StringIO()
+    records = [{"rollout_id": 0, **SFT_STEP}, {"rollout_id": 1, **SFT_STEP}]
+    print_summary(records, "runs/x", console=Console(file=out, width=120),
+                  loss_type="sft_loss", watch=["train/greedy_match"])
+    text = out.getvalue()
+    assert "train/loss" in text and "train/greedy_match" in text
+    assert "rollout/raw_reward" not in text
+    rl = io.StringIO()
+    print_summary(records, "runs/x", console=Console(file=rl, width=120))
+    assert "rollout/raw_reward" in rl.getvalue()
