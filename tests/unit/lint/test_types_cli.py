@@ -153,3 +153,14 @@ def test_rollout_accepts_a_types_noqa_as_known(repo: Path,
     code = main(["rollout", "rm.py"])
     out, _ = capsys.readouterr()
     assert "VIM091" not in out and code == 0, out
+
+
+def test_missing_mypy_and_unparsable_files_exit_2(repo: Path, types_cache: Path,
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    (repo / "broken.py").write_text("async def reward_func(args, sample:\n")
+    code, _, err = _run(capsys, types_cache, "broken.py")
+    assert code == 2 and "broken.py:" in err and "cannot parse" in err
+    monkeypatch.setitem(sys.modules, "mypy", None)  # as if mypy were not installed
+    code, _, err = _run(capsys, types_cache, "broken.py")
+    assert code == 2 and "pip install 'vime[types]'" in err
