@@ -45,6 +45,10 @@ from vime_lint.static.rules.signatures import (
 from vime_lint.static.rules.stale_api import StaleDataBuffer, StaleSampleFlag, StatusString
 from vime_lint.static.rules.suppression import BareNoqa, UnusedSuppression
 from vime_lint.static.rules.token_lists import MaskFromFullTokens, TokensWithoutLossMask
+from vime_lint.static.rules.trainer_hooks import (
+    AdvantageHookStoresAdvantages,
+    CustomLossReturnsPair,
+)
 from vime_lint.static.rules.turn_budget import FullBudgetEveryTurn
 
 __all__ = ["ALL_RULES", "rules_for_code"]
