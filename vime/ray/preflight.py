@@ -74,7 +74,8 @@ def check_hooks_here(args: Namespace, paths: list[tuple[str, str]]) -> dict[str,
             load_function(path, hook=dest, **kw)
         except Exception as exc:
             problems.append({"arg": HOOKS[dest].arg, "path": path,
-                             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"})
+                             "error": f"{type(exc).__name__}: "
+                             + " | ".join(line.strip() for line in str(exc).splitlines()[:4])[:600]})
     return {"problems": problems, "sys_path": list(sys.path), "cwd": os.getcwd()}
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from vime.config.inputs import hook_module_problem
 from vime.contract.checks.boundaries import HOOK_BOUNDARIES, boundary_problems
+from vime.contract.checks.failures import is_failed
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
@@ -135,8 +136,14 @@ class DryRun:
             path, fn = hook
             status, rl = sample.status, sample.response_length
             kwargs = optional_kwargs(fn, HOOKS[dest], evaluation=False)
-            result = call_hook(hook_label(dest, path), fn, self.args, sample,
-                               self._sampling_params(), **kwargs)
+            try:
+                result = call_hook(hook_label(dest, path), fn, self.args, sample,
+                                   self._sampling_params(), **kwargs)
+            except HarnessError as exc:
+                if not self._fail_sample(sample, "generate", exc):
+                    raise
+                out.append(sample)
+                continue
             self._check("generate_result", dest, path, status, result, in_response_length=rl)
             if isinstance(result, list) and result:
                 out.append(result)
@@ -182,12 +189,37 @@ class DryRun:
         else:
             values = []
             for s in samples:
-                value = call_hook(label, fn, self.args, s)
+                try:
+                    value = call_hook(label, fn, self.args, s)
+                except HarnessError as exc:
+                    if not self._fail_sample(s, "reward", exc):
+                        raise
+                    value = None
+                if value is None and self._fail_sample(s, "reward", None):
+                    values.append(None)
+                    continue
                 self._check("reward_result", dest, path, value, index=s.index)
                 values.append(value)
         if len(values) == len(samples):
             for s, v in zip(samples, values, strict=True):
-                s.reward = v
+                if not is_failed(s):
+                    s.reward = v
+
+    def _fail_sample(self, sample: Any, hook: str, exc: HarnessError | None) -> bool:
+        """With ``--hook-failure fail-sample``: mark ``sample`` FAILED as the runtime does
+        (``exc`` None: a reward of None, ``Unscored``), count it in the report, return True."""
+        if getattr(self.args, "hook_failure", "raise") != "fail-sample":
+            return False
+        from vime.rollout.failures import UNSCORED, mark_failed
+
+        if not is_failed(sample):
+            if exc is None:
+                mark_failed(sample, hook, None, 0.0, type_name=UNSCORED,
+                            message="the reward function returned None")
+            else:
+                mark_failed(sample, hook, exc.__cause__ or exc, 0.0)
+            self.report.add_failures([sample])
+        return True
 
     def _dynamic_filter(self, samples: list[Any]) -> None:
         dest = "dynamic_sampling_filter_path"
@@ -266,6 +298,7 @@ class DryRun:
         from vime.rollout.base_types import iter_samples
 
         flat = list(iter_samples(out.samples))
+        self.report.add_failures(flat)
         for dest, name in (("custom_reward_post_process_path", "reward_post_process_result"),
                            ("custom_convert_samples_to_train_data_path", "convert_result")):
             hook = self.hooks.get(dest)

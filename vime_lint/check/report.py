@@ -5,12 +5,15 @@ Exit status: 0 clean; 1 any finding (errors and warnings alike).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from vime.contract.checks.failures import ERROR_KEY, is_failed
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
+from vime.utils.types import Sample
 
 __all__ = ["PROG", "Report", "render"]
 
@@ -24,6 +27,21 @@ class Report:
     findings: list[Violation] = field(default_factory=list)
     checked: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
+    #: FAILED samples per ``(hook, type)`` (``--hook-failure fail-sample``) and one example
+    #: message each.
+    failures: Counter[tuple[str, str]] = field(default_factory=Counter)
+    failure_examples: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def add_failures(self, samples: Sequence[Sample]) -> None:
+        """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
+        for s in samples:
+            rec = s.metadata.get(ERROR_KEY) if is_failed(s) and isinstance(s.metadata, dict) \
+                else None
+            if isinstance(rec, dict):
+                key = (str(rec.get("hook")), str(rec.get("type")))
+                self.failures[key] += 1
+                self.failure_examples.setdefault(
+                    key, f"sample index={s.index}: {rec.get('message', '')!s:.160}")
 
     def add(self, found: Sequence[Violation], ids: Sequence[str]) -> None:
         """Record ``found`` and that the invariants ``ids`` were exercised."""
@@ -57,6 +75,11 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
     if report.findings:
         print("", file=out)
         _print_findings(report.findings, out, max_violations)
+    if report.failures:
+        print("\nfailures per hook (FAILED samples, --hook-failure fail-sample):", file=out)
+        for (hook, kind), n in report.failures.most_common():
+            print(f"  {hook}/{kind}: {n} sample(s), e.g. {report.failure_examples[(hook, kind)]}",
+                  file=out)
     for note in report.notes:
         print(f"note: {note}", file=out)
     errors = sum(v.severity == "error" for v in report.findings)

@@ -88,3 +88,29 @@ def test_completed_sample_without_reward_is_still_vim110():
     groups[0][0].reward = None
     assert groups[0][0].status is Sample.Status.COMPLETED
     assert "VIM110" in ids(findings(train_output(groups)))
+
+
+# ---- vime-lint check: failures per hook in the summary ------------------------------------------
+
+
+def test_vime_lint_check_summarises_failures_per_hook(capsys, monkeypatch):
+    from pathlib import Path
+
+    from vime_lint.runtime.harness import main
+
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "runtime_hooks"
+    monkeypatch.syspath_prepend(str(fixtures))
+    argv = ["--rollout-function-path", "vime_ref_good.generate_rollout",
+            "--custom-rm-path", "vime_ref_failing.reward_fails_on_even",
+            "--n-samples-per-prompt", "4"]
+    assert main([*argv, "--hook-failure", "fail-sample"]) == 0
+    out = capsys.readouterr().out
+    summary = out.split("failures per hook (FAILED samples, --hook-failure fail-sample):")[1]
+    lines = summary.strip("\n").splitlines()
+    assert lines[0] == ("  reward/ValueError: 2 sample(s), e.g. sample index=0: judge could not "
+                        "parse sample 0")
+    assert lines[1].startswith("  reward/Unscored: 1 sample(s), e.g. sample index=3:")
+    assert "vime-lint check: clean" in out
+    # with the default policy the first failure stops the check (exit 2: it cannot run)
+    assert main(argv) == 2
+    assert "failures per hook" not in capsys.readouterr().out
