@@ -375,3 +375,20 @@ def test_rollout_watchdog_names_the_hanging_reward(caplog):
     assert len(reports) == 1
     assert "rollout 5" in reports[0] and "sample index=1 " in reports[0]
     assert f"phase=reward hook=reward {HERE}.reward_sleeps_on_index_1" in reports[0]
+
+
+async def batch_reward_fails_for_group_0(args, samples, **kwargs):
+    if samples[0].group_index == 0:
+        raise RuntimeError("batch judge down")
+    return [None if s.index == 3 else float(s.index % 2) for s in samples]
+
+
+def test_group_rm_failure_fails_the_whole_call_and_none_is_unscored():
+    out = vr.generate_rollout(_args(custom_rm_path=f"{HERE}.batch_reward_fails_for_group_0",
+                                    group_rm=True, n_samples_per_prompt=2), 0, Source(2))
+    kept = [g[0].group_index for g in out.samples]
+    assert 0 not in kept and len(kept) == 2         # group 0 failed whole, was replaced
+    assert out.metrics["rollout/vllm_rollout/failed_groups_dropped"] == 1.0
+    by_index = {s.index: s for s in iter_samples(out.samples)}
+    assert by_index[3].metadata["vime_error"]["type"] == "Unscored"
+    assert by_index[2].reward == 0.0 and by_index[2].status is Sample.Status.COMPLETED
