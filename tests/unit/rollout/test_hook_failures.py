@@ -385,7 +385,8 @@ async def batch_reward_fails_for_group_0(args, samples, **kwargs):
 
 def test_group_rm_failure_fails_the_whole_call_and_none_is_unscored():
     out = vr.generate_rollout(_args(custom_rm_path=f"{HERE}.batch_reward_fails_for_group_0",
-                                    group_rm=True, n_samples_per_prompt=2), 0, Source(2))
+                                    group_rm=True, n_samples_per_prompt=2,
+                                    max_failed_ratio=0.9), 0, Source(2))
     kept = [g[0].group_index for g in out.samples]
     assert 0 not in kept and len(kept) == 2         # group 0 failed whole, was replaced
     assert out.metrics["rollout/vllm_rollout/failed_groups_dropped"] == 1.0

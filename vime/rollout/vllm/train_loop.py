@@ -17,9 +17,10 @@ aborted; with ``--partial-rollout``, drained groups holding an ABORTED sample wi
 back to the data source (``metadata["start_rollout_id"]`` set) to continue next step.
 
 With ``--hook-failure fail-sample`` a group whose samples all FAILED is dropped (its slot is
-refilled) and counted as ``rollout/vllm_rollout/failed_groups_dropped``; once
-``rollout_batch_size`` groups have finished, more than ``--max-failed-ratio`` failed samples
-among them stops the run (``HookFailureError``). ``--rollout-watchdog-secs`` starts a
+refilled) and counted as ``rollout/vllm_rollout/failed_groups_dropped``; more than ``--max-failed-ratio`` failed
+samples among the step's finished groups (all-failed ones included) stops the run
+(``HookFailureError``), at the end of the step or as soon as ``rollout_batch_size`` groups have
+been dropped as all-failed. ``--rollout-watchdog-secs`` starts a
 :class:`~vime.rollout.watchdog.Watchdog` for the step.
 """
 
@@ -68,9 +69,9 @@ def _run_dynamic_filter(fn: Any, path: str, args: Namespace, group: list[Any],
 
 def _stop_if_too_many_failed(finished: list[list[Any]], done: int, target: int,
                              max_ratio: float, rollout_id: int) -> None:
-    """Raise once ``target`` groups have finished (kept or dropped as all-failed) and more than
-    ``max_ratio`` of their samples failed: without it, a step whose samples all fail would draw
-    new groups forever.
+    """Raise once ``done`` reaches ``target`` (in the loop: as many all-failed groups dropped as
+    the step keeps; at its end: always) and more than ``max_ratio`` of the finished groups'
+    samples failed: without it, a step whose samples all fail would draw new groups forever.
 
     Raises:
         HookFailureError: names the ratio and the top error types (``too_many_failed``).
@@ -153,8 +154,8 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                     # nothing to train on or normalise against: dropped, counted, replaced
                     remaining -= 1
                     failed_groups.append(group)
-                    _stop_if_too_many_failed(finished, len(kept) + len(failed_groups), target,
-                                             max_failed, rollout_id)
+                    _stop_if_too_many_failed(finished, len(failed_groups), target, max_failed,
+                                             rollout_id)
                     continue
                 if dyn is not None:
                     key = pending_entry(state, first, hook="dynamic_filter", phase="filter",
