@@ -29,7 +29,9 @@ def code_of(node: cst.CSTNode) -> str:
 
 
 def dotted(node: cst.BaseExpression) -> str | None:
-    """``"a.b.c"`` for a ``Name``/``Attribute`` chain, else None."""
+    """``"a.b.c"`` for a ``Name``/``Attribute`` chain as written, else None: the one spelling
+    helper (for messages and snippets without imports; rules resolve names through
+    :meth:`vime_lint.static.analysis.Semantic.qualified`)."""
     parts: list[str] = []
     cur: cst.BaseExpression = node
     while isinstance(cur, cst.Attribute):
@@ -42,13 +44,9 @@ def dotted(node: cst.BaseExpression) -> str | None:
 
 
 def dotted_text(node: cst.BaseExpression | None) -> str:
-    """``"a.b.c"`` for a ``Name``/``Attribute`` chain (an import's module or alias name, an
-    annotation); ``""`` for None, and any other part of the chain reads as ``""``."""
-    if isinstance(node, cst.Attribute):
-        return f"{dotted_text(node.value)}.{node.attr.value}"
-    if isinstance(node, cst.Name):
-        return node.value
-    return ""
+    """:func:`dotted`, or ``""`` for None and for anything that is not a name chain (an
+    import's module, an annotation)."""
+    return (dotted(node) or "") if node is not None else ""
 
 
 def string_value(node: cst.BaseExpression) -> str | None:

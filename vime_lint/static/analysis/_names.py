@@ -21,23 +21,11 @@ from collections.abc import Mapping
 import libcst as cst
 from libcst.metadata import QualifiedNameSource, Scope
 
+from vime_lint.static._cst import dotted as spelled
+
 __all__ = ["Names", "spelled"]
 
 _MAX_ALIAS_DEPTH = 3
-
-
-def spelled(node: cst.BaseExpression) -> str | None:
-    """``"a.b.c"`` for a ``Name``/``Attribute`` chain as written, else None (the one dotted-name
-    helper: for messages and for names that no import binds)."""
-    parts: list[str] = []
-    cur: cst.BaseExpression = node
-    while isinstance(cur, cst.Attribute):
-        parts.append(cur.attr.value)
-        cur = cur.value
-    if isinstance(cur, cst.Name):
-        parts.append(cur.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _normalise(name: str) -> str:
