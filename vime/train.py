@@ -280,12 +280,24 @@ def _report_error(args: Namespace, exc: Exception) -> int:
         raise exc
     log = write_traceback(args.run_dir, exc)
     if isinstance(cause, ContractError):
-        print(f"vime train: contract violation, stopped before the optimiser step:\n{cause}\n"
-              f"  full traceback: {log}", file=sys.stderr)
+        print(f"vime train: contract violation, stopped before the optimiser step:\n"
+              f"{_grouped(cause)}\n  full traceback: {log}", file=sys.stderr)
     else:
         print(f"vime train: error in your code: {short_report(exc, log, frame=frame)}",
               file=sys.stderr)
     return 1
+
+
+def _grouped(error: ContractError) -> str:
+    """``error``'s header line, then one entry per (invariant, field, hook) with the count and
+    the first locations (``vime.contract.grouping``); its text as is without findings."""
+    from vime.contract.grouping import group_findings
+
+    if not error.violations:
+        return str(error)
+    first = str(error).splitlines()[0]
+    header = "" if first.startswith(error.violations[0].id) else first + "\n"
+    return header + "\n".join(g.format() for g in group_findings(error.violations))
 
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,

@@ -63,7 +63,7 @@ def _status(report: Report, inv_id: str) -> str:
 def render(report: Report, out: TextIO, max_violations: int | None = None) -> int:
     """Print the per-invariant table, the findings and the notes; return the exit status.
 
-    Findings are grouped per (invariant, field, hook) (:mod:`vime_lint.check.grouping`);
+    Findings are grouped per (invariant, field, hook) (:mod:`vime.contract.grouping`);
     ``max_violations`` lists up to that many one by one instead (``--max-violations``)."""
     rows = [(inv_id, inv.slug, _status(report, inv_id)) for inv_id, inv in INVARIANTS.items()
             if inv.scope != "static"]
@@ -90,7 +90,7 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
 
 
 def _print_findings(findings: list[Violation], out: TextIO, limit: int | None) -> None:
-    from vime_lint.check.grouping import group_findings
+    from vime.contract.grouping import group_findings
 
     if limit is None:
         groups = group_findings(findings)

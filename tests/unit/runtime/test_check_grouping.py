@@ -10,7 +10,7 @@ import pytest
 
 from vime.contract.checks.values import reward_fix
 from vime.contract.errors import Violation
-from vime_lint.check.grouping import field_pattern, group_findings
+from vime.contract.grouping import field_pattern, group_findings
 from vime_lint.runtime.harness import main
 
 pytestmark = pytest.mark.unit

@@ -100,3 +100,19 @@ def test_report_error_raises_vimes_own_errors_again(tmp_path: Path) -> None:
     exc = RuntimeError("engine gone")
     with pytest.raises(RuntimeError, match="engine gone"):
         _report_error(Namespace(run_dir=str(tmp_path / "run")), exc)
+
+
+def test_contract_violation_on_many_samples_is_one_entry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vime.contract.invariants import INVARIANTS
+
+    found = [INVARIANTS["VIM110"].violation(f"samples[{g}][{e}].reward (index={2 * g + e})",
+                                            problem="is None", context="rollout `m.f` step 0")
+             for g in range(32) for e in range(2)]
+    exc = FakeRayTaskError(ContractError(found, header="rollout `m.f` step 0: 64 errors"), "")
+    assert _report_error(Namespace(run_dir=str(tmp_path / "run")), exc) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[1] == "rollout `m.f` step 0: 64 errors"
+    assert err[2] == "VIM110 error: samples[0][0].reward (index=0) is None"
+    assert err[3].startswith("  64 findings at samples[*][*].reward: also samples[0][1]")
+    assert sum(line.startswith("VIM110") for line in err) == 1

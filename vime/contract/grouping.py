@@ -1,4 +1,4 @@
-"""Findings grouped for the ``vime-lint check`` report: one entry per (invariant, field, hook).
+"""Findings grouped per (invariant, field, hook), for `vime-lint check` and `vime train`.
 
 A rollout that forgets ``reward`` on a 64 x 8 batch breaks VIM110 on 512 samples; the report
 prints that as one finding with the count, the first few locations and one fix::
