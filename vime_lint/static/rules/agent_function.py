@@ -7,7 +7,6 @@ See ``docs/contract.md`` §5 and §6a; the agent endpoint is ``vime/agent/``.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
@@ -153,7 +152,6 @@ class AgentSyncClient(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM051"]
     NEEDS_HOOKS = True
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     VALID = [
         Valid("from openai import AsyncOpenAI\n"
               "async def run_agent(args, sample, base_url, api_key):\n"

@@ -7,7 +7,6 @@ See ``docs/contract.md`` §4, §5 and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime.contract.hooks import ASYNC_API
@@ -69,7 +68,6 @@ class BlockingCallInAsync(FunctionTracker):
     """
 
     INVARIANT = INVARIANTS["VIM005"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     VALID = [
         Valid("import asyncio, time\nasync def f():\n    await asyncio.sleep(1)\n"),
         Valid("import time\ndef f():\n    time.sleep(1)\n"),
@@ -250,7 +248,6 @@ class AsyncioRunInHook(FunctionTracker):
     """
 
     INVARIANT = INVARIANTS["VIM029"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     NEEDS_HOOKS = True
     VALID = [
         Valid("from vime.utils.async_utils import run\n"

@@ -12,7 +12,6 @@ See ``docs/contract.md`` §3 (nested groups), §7 (``get_samples``) and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of, string_value
@@ -27,7 +26,6 @@ class _GroupTracker(FunctionTracker):
     """A rule that asks the group flow of the enclosing function (``self.group_of(expr)``),
     comprehension targets included."""
 
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)

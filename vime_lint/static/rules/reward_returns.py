@@ -14,7 +14,6 @@ See ``docs/contract.md`` §5 and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of, may_fall_through
@@ -111,7 +110,6 @@ class _RewardRule(FunctionTracker):
     """A rule that looks at module-level ``--custom-rm-path`` functions (``self.reward``)."""
 
     NEEDS_HOOKS = True
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
 from vime_lint.static._model import Invalid, Valid
@@ -59,7 +58,6 @@ class SampleConstructor(Rule):
     """
 
     INVARIANT = INVARIANTS["VIM006"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     VALID = [
         Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
         Valid("class Sample:\n    pass\nSample(1, 2)\n"),

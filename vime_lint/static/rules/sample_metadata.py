@@ -8,7 +8,6 @@ See ``docs/contract.md`` §2 and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
@@ -48,7 +47,6 @@ class TensorInMetadata(Rule):
     """
 
     INVARIANT = INVARIANTS["VIM014"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     VALID = [
         Valid("import numpy as np\nsample.metadata['s'] = np.array(x).tolist()\n"),
         Valid("sample.metadata['s'] = float(x)\n"),

@@ -12,7 +12,6 @@ See ``docs/contract.md`` §2 and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS, SAMPLE_FIELDS
 from vime.contract.sample import RESPONSE_LENGTH_FIELDS
@@ -151,7 +150,6 @@ class SharedSampleObject(SampleTracker):
     """
 
     INVARIANT = INVARIANTS["VIM025"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     VALID = [
         Valid("import copy\ndef f(group, template):\n    for sample in group:\n"
               "        sample.metadata = copy.deepcopy(template)\n"),
@@ -335,7 +333,6 @@ class MutableDefaultArgument(FunctionTracker):
     """
 
     INVARIANT = INVARIANTS["VIM026"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     NEEDS_HOOKS = True
     VALID = [
         Valid("async def reward_func(args, sample, scale=1.0, names=('a', 'b'), **kwargs):\n"

@@ -10,7 +10,6 @@ See ``docs/contract.md`` §5 (``sampling_params``), §8 and §6a.
 from __future__ import annotations
 
 import libcst as cst
-from libcst.metadata import QualifiedNameProvider
 
 from vime.contract import INVARIANTS
 from vime.contract.hooks import ASYNC_API
@@ -86,7 +85,6 @@ class FullBudgetEveryTurn(FunctionTracker):
     """
 
     INVARIANT = INVARIANTS["VIM027"]
-    METADATA_DEPENDENCIES = (QualifiedNameProvider,)
     NEEDS_HOOKS = True
     VALID = [
         Valid("async def generate(args, sample, sampling_params):\n    response = ''\n"
