@@ -133,9 +133,10 @@ def _start(args: Namespace) -> tuple[Any, Any]:
     if (not args.single_process or needs_engines(args)):
         import ray
 
+        from vime.ray.cluster import init_ray
+
         if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=True,
-                     num_cpus=os.cpu_count() or 1)
+            init_ray(args)
             _stop_after_this_step()
     manager: _Local | _Remote
     if args.single_process:

@@ -227,6 +227,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Devices for rollout engines in total.")
     g.add_argument("--rollout-num-gpus-per-engine", type=int, default=1,
                    help="Devices per vLLM engine.")
+    g.add_argument("--rollout-num-engines", type=int, default=None,
+                   help="vLLM engines to start behind the router (also on the CPU); default: "
+                        "--rollout-num-gpus / --rollout-num-gpus-per-engine, or 1 on the CPU.")
     g.add_argument("--num-gpus-per-node", type=int, default=8,
                    help="(not implemented in v1: engines are placed by Ray)")
     g.add_argument("--colocate", action="store_true",
@@ -241,9 +244,6 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    choices=["random", "round_robin", "cache_aware", "power_of_two",
                             "consistent_hash"],
                    help="vllm-router policy (random, cache_aware, power_of_two: not in v1).")
-    g.add_argument("--rollout-num-engines", type=int, default=None,
-                   help="vLLM engines to start behind the router (also on the CPU); default: "
-                        "--rollout-num-gpus / --rollout-num-gpus-per-engine, or 1 on the CPU.")
     g.add_argument("--router-request-timeout-secs", type=int, default=14400,
                    help="Router request timeout in seconds.")
     g.add_argument("--vllm-server-concurrency", type=int, default=512,
@@ -389,6 +389,9 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--single-process", action="store_true",
                    help="Run the rollout manager and the trainer in the `vime train` process "
                         "instead of Ray actors (debugging; engines still run under Ray).")
+    g.add_argument("--ray-address", type=str, default=None,
+                   help="Join this running Ray cluster (host:port of its head; default: the "
+                        "RAY_ADDRESS environment variable, else a local cluster is started).")
     g.add_argument("--async-rollout", action="store_true",
                    help="Overlap rollout and training: generate step k+1's rollout while step k "
                         "trains (needs Ray actors and --use-rollout-logprobs; samples lag the "

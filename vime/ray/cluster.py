@@ -1,0 +1,58 @@
+"""Which Ray cluster a run uses: a local one started for the run, or a running one it joins.
+
+Usage::
+
+    init_ray(args)          # --ray-address ADDR (or RAY_ADDRESS) joins; else a local cluster
+
+A local cluster gets every core of this machine (``num_cpus``); a joined cluster keeps the
+resources its nodes registered with (Ray refuses ``num_cpus`` when connecting). Ray 2.60's
+own processes listen on all interfaces whichever node address is given (docs/environment.md);
+Ray's token authentication protects a cluster that other machines can reach
+(docs/en/training.md, "Several nodes").
+"""
+
+from __future__ import annotations
+
+import os
+from argparse import Namespace
+
+from vime.config import arg
+
+__all__ = ["init_ray", "ray_address"]
+
+
+def ray_address(args: Namespace) -> str | None:
+    """``--ray-address``, else the ``RAY_ADDRESS`` environment variable, else None (local)."""
+    return arg(args, "ray_address") or os.environ.get("RAY_ADDRESS") or None
+
+
+def init_ray(args: Namespace) -> str | None:
+    """Start or join Ray once per process (a no-op when Ray is already initialised).
+
+    Returns:
+        The address joined, or None for a local cluster started here.
+
+    Raises:
+        ConnectionError: no Ray cluster answers at the address (Ray's own message, with the
+            flag that gave the address and the fix).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return ray_address(args)
+    address = ray_address(args)
+    if address is None:
+        # address="local": a new cluster for this run. A bare ray.init() joins any cluster
+        # already running on the machine (Ray's /tmp/ray/ray_current_cluster), and then
+        # refuses num_cpus; measured with a `ray start --head` beside the run.
+        ray.init(address="local", include_dashboard=False, log_to_driver=True,
+                 num_cpus=os.cpu_count() or 1)
+        return None
+    source = "--ray-address" if arg(args, "ray_address") else "RAY_ADDRESS"
+    try:
+        ray.init(address=address, log_to_driver=True)
+    except ConnectionError as exc:
+        raise ConnectionError(
+            f"{source}={address}: no Ray cluster answers there ({exc}); start one with `ray "
+            f"start --head --port PORT` or drop {source} to start a local cluster") from exc
+    return address
