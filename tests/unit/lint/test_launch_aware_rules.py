@@ -44,9 +44,9 @@ def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dic
     return code, json.loads(capsys.readouterr().out)
 
 
-def _codes(findings: list[dict[str, object]], code: str) -> list[tuple[object, object, object]]:
+def _codes(findings: list[dict[str, object]], *codes: str) -> list[tuple[object, object, object]]:
     return [(f["location"]["row"], f["location"]["column"], f["message"])  # type: ignore[index]
-            for f in findings if f["code"] == code]
+            for f in findings if f["code"] in codes]
 
 
 # ---- discovery ----------------------------------------------------------------------------
@@ -81,9 +81,11 @@ def test_vim019_fires_only_for_the_launch_that_lacks_the_flags(
     (repo / "run.sh").write_text(
         "vime train \\\n  --custom-rm-path pkg.rm.reward_func \\\n"
         "  --custom-generate-function-path pkg.rm.generate\n")
+    # --select VIM019 also selects VIM034 and VIM035: the two rules that had code VIM019.
     code, findings = _json(capsys, "rollout", "pkg", "--select", "VIM019")
     assert code == 1
-    assert _codes(findings, "VIM019") == [
+    assert [f["code"] for f in findings] == ["VIM034", "VIM019", "VIM019", "VIM035"]
+    assert _codes(findings, "VIM019", "VIM034", "VIM035") == [
         (2, 35, "reward function `reward_func` reads `.label`, but run.sh sets no --label-key, "
                 "so every label is None"),
         (3, 9, "`reward_func` returns a dict reward, but run.sh (which names it for "
