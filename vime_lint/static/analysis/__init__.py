@@ -43,6 +43,7 @@ from vime_lint.static.analysis._functions import (
     ReturnPath,
     SameScope,
     Side,
+    block_facts,
     evaluation_test,
     function_facts,
 )
@@ -141,6 +142,13 @@ class Semantic:
         hit = self._facts.get(id(fn))
         if hit is None:
             hit = self._facts[id(fn)] = function_facts(fn)
+        return hit
+
+    def block(self, node: cst.CSTNode) -> FunctionFacts:
+        """Facts of one loop or comprehension (what it binds on each pass), walked once."""
+        hit = self._facts.get(id(node))
+        if hit is None:
+            hit = self._facts[id(node)] = block_facts(node)
         return hit
 
     def callee(self, call: cst.Call, within: FunctionNode | None = None,

@@ -25,7 +25,7 @@ import libcst as cst
 from vime_lint.static._cst import body_statements, may_fall_through
 
 __all__ = ["AttrStore", "CallSite", "FunctionFacts", "ReturnPath", "Side", "SameScope",
-           "evaluation_test", "function_facts"]
+           "block_facts", "evaluation_test", "function_facts"]
 
 #: The ``evaluation`` branch a return is on: ``"eval"``, ``"train"``, or None (both/unknown).
 Side = Literal["eval", "train"] | None
@@ -79,7 +79,8 @@ class AttrStore:
 class FunctionFacts:
     """What one function's own body does (see the module docstring)."""
 
-    fn: FunctionNode
+    #: The function (or, for :func:`block_facts`, the loop or comprehension) walked.
+    fn: FunctionNode | cst.CSTNode
     returns: list[ReturnPath] = field(default_factory=list)
     yields: bool = False
     falls_through: bool = False
@@ -87,7 +88,8 @@ class FunctionFacts:
     values: dict[str, list[cst.BaseExpression | None]] = field(default_factory=dict)
     #: ``name[key] = value`` stores: name -> values.
     subscript_values: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
-    #: ``name.append(v)`` / ``name.extend(v)`` / ``name.add(v)``: name -> values.
+    #: Values added to a local collection: ``name.append(v)``, ``.add(v)``, ``.insert(i, v)``,
+    #: the elements of ``.extend([...])``: name -> values.
     appends: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
     #: Names read anywhere in the body.
     names: set[str] = field(default_factory=set)
@@ -107,6 +109,22 @@ class FunctionFacts:
 
 
 _COLLECT = frozenset({"append", "extend", "add", "insert", "appendleft"})
+
+
+def _elements(method: str, args: Sequence[cst.Arg]) -> list[cst.BaseExpression]:
+    """The values a collecting call adds: ``append(x)``/``add(x)``/``appendleft(x)`` -> x,
+    ``insert(i, x)`` -> x, ``extend([a, b])`` -> a, b, ``extend([f(y) for y in ys])`` -> f(y)
+    (``extend(other)``: nothing the code shows)."""
+    if method == "insert":
+        return [args[1].value] if len(args) > 1 else []
+    arg = args[0].value
+    if method != "extend":
+        return [arg]
+    if isinstance(arg, cst.List):
+        return [e.value for e in arg.elements if not isinstance(e, cst.StarredElement)]
+    if isinstance(arg, cst.ListComp):
+        return [arg.elt]
+    return []
 
 
 class _Walk(cst.CSTVisitor):
@@ -132,7 +150,8 @@ class _Walk(cst.CSTVisitor):
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _COLLECT \
                     and isinstance(func.value, cst.Name) and node.args:
-                f.appends.setdefault(func.value.value, []).extend(a.value for a in node.args)
+                f.appends.setdefault(func.value.value, []).extend(_elements(func.attr.value,
+                                                                            node.args))
             elif isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) >= 3:
                 attr = node.args[1].value
                 if isinstance(attr, cst.SimpleString) and isinstance(attr.evaluated_value, str):
@@ -242,6 +261,14 @@ def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
                 yield from _sided(body_statements(stmt.orelse.body), rest)
             if stmt.finalbody is not None:
                 yield from _sided(body_statements(stmt.finalbody.body), rest)
+
+
+def block_facts(node: cst.CSTNode) -> FunctionFacts:
+    """The same facts for one statement or expression (a loop, a comprehension) in its own
+    scope: ``values`` names what it binds on each pass, ``nested`` the defs it holds."""
+    facts = FunctionFacts(node)
+    node.visit(_Walk(facts))
+    return facts
 
 
 def function_facts(fn: FunctionNode) -> FunctionFacts:

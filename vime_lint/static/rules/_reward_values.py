@@ -27,7 +27,6 @@ import libcst as cst
 from vime.contract.hooks import GROUP_RM_SPEC
 from vime_lint.static._model import HookBinding
 from vime_lint.static._rule import FileContext
-from vime_lint.static.analysis import SameScope
 
 __all__ = ["Leaf", "is_batched_reward", "module_constants", "reward_functions", "reward_leaves"]
 
@@ -85,37 +84,6 @@ def module_constants(context: FileContext) -> dict[str, cst.BaseExpression]:
     out = {k: v for k, v in values.items() if counts[k] == 1 and k not in context.definitions}
     context.cache[key] = out
     return out
-
-
-class _Appends(SameScope):
-    """``name.append(x)`` / ``name.extend([...])`` arguments in one function body."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.appended: dict[str, list[cst.BaseExpression]] = {}
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and node.args:
-            arg = node.args[0].value
-            if func.attr.value == "append":
-                self.appended.setdefault(func.value.value, []).append(arg)
-            elif func.attr.value == "extend" and isinstance(arg, (cst.List, cst.ListComp)):
-                elements = ([e.value for e in arg.elements if not isinstance(e, cst.StarredElement)]
-                            if isinstance(arg, cst.List) else [arg.elt])
-                self.appended.setdefault(func.value.value, []).extend(elements)
-
-
-
-def _appends(fn: cst.FunctionDef, context: FileContext) -> dict[str, list[cst.BaseExpression]]:
-    key = id(fn.body)
-    hit = context.cache.get(key)
-    if isinstance(hit, _Appends):
-        return hit.appended
-    visitor = _Appends()
-    fn.body.visit(visitor)
-    context.cache[key] = visitor
-    return visitor.appended
 
 
 class _Resolver:
@@ -199,7 +167,7 @@ class _Resolver:
             if value is not None:
                 self.expr(value, fn, via, elements)
         if elements:
-            for item in _appends(fn, self.context).get(e.value, ()):
+            for item in self.context.semantic.facts(fn).appends.get(e.value, ()):
                 self.expr(item, fn, via, False)
 
 

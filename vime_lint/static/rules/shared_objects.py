@@ -11,6 +11,8 @@ See ``docs/contract.md`` §2 and §6a.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELDS
@@ -18,6 +20,7 @@ from vime.contract.sample import RESPONSE_LENGTH_FIELDS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.analysis import Semantic
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 from vime_lint.static.rules._turn_loops import mentions
 
@@ -37,63 +40,18 @@ _GENERATE = "custom_generate_function_path"
 _CONSTANTS = frozenset({"None", "True", "False"})
 
 
-class _Bound(cst.CSTVisitor):
-    """Every name a loop binds on each iteration (its targets and its body's bindings)."""
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    """What a loop binds on each pass (from the semantic model's block facts)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: set[str] = set()
-        self.sets_rollout_id = False
-
-    def _target(self, t: cst.BaseExpression) -> None:
-        if isinstance(t, cst.Name):
-            self.names.add(t.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for el in t.elements:
-                self._target(el.value)
-        elif isinstance(t, cst.StarredElement):
-            self._target(t.value)
-        elif isinstance(t, cst.Attribute) and t.attr.value == "rollout_id":
-            self.sets_rollout_id = True
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._target(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._target(node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._target(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._target(node.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._target(node.target)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+    names: frozenset[str]
+    sets_rollout_id: bool
 
 
-def _frame(node: cst.CSTNode) -> _Bound:
-    bound = _Bound()
-    node.visit(bound)
-    return bound
+def _frame(node: cst.CSTNode, semantic: Semantic) -> _Frame:
+    facts = semantic.block(node)
+    return _Frame(frozenset(facts.values) | frozenset(facts.nested),
+                  any(s.attr == "rollout_id" for s in facts.attr_stores))
 
 
 def _root(value: cst.BaseExpression, per_iteration: set[str]) -> str | None:
@@ -192,7 +150,7 @@ class SharedSampleObject(SampleTracker):
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         #: Per function: the enclosing loops (innermost last) and their bindings.
-        self.loops: list[list[_Bound]] = [[]]
+        self.loops: list[list[_Frame]] = [[]]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
@@ -204,20 +162,20 @@ class SharedSampleObject(SampleTracker):
 
     def visit_For(self, node: cst.For) -> None:
         super().visit_For(node)
-        self.loops[-1].append(_frame(node))
+        self.loops[-1].append(_frame(node, self.context.semantic))
 
     def leave_For(self, original_node: cst.For) -> None:
         self.loops[-1].pop()
 
     def visit_While(self, node: cst.While) -> None:
-        self.loops[-1].append(_frame(node))
+        self.loops[-1].append(_frame(node, self.context.semantic))
 
     def leave_While(self, original_node: cst.While) -> None:
         self.loops[-1].pop()
 
     def _comp(self, node: cst.CSTNode, for_in: cst.CompFor) -> None:
         self._comprehension(for_in)
-        self.loops[-1].append(_frame(node))
+        self.loops[-1].append(_frame(node, self.context.semantic))
 
     def _leave_comp(self) -> None:
         self.loops[-1].pop()
@@ -253,7 +211,7 @@ class SharedSampleObject(SampleTracker):
         return binding is not None and binding.spec.dest == _GENERATE
 
     def _check(self, node: cst.CSTNode, field: str, value: cst.BaseExpression,
-               frame: _Bound, target: str) -> None:
+               frame: _Frame, target: str) -> None:
         root = _root(value, frame.names)
         if root is None or root in frame.names:
             return
