@@ -54,7 +54,7 @@ def _frame(node: cst.CSTNode, semantic: Semantic) -> _Frame:
                   any(s.attr == "rollout_id" for s in facts.attr_stores))
 
 
-def _root(value: cst.BaseExpression, per_iteration: set[str]) -> str | None:
+def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> str | None:
     """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
     cur = value
