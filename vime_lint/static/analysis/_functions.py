@@ -99,6 +99,11 @@ class FunctionFacts:
     loops: list[tuple[cst.BaseExpression, cst.BaseExpression]] = field(default_factory=list)
     #: Nested ``def`` statements by name.
     nested: dict[str, cst.FunctionDef] = field(default_factory=dict)
+    #: ``try`` statements, and whether anything ``raise``s.
+    tries: list[cst.Try] = field(default_factory=list)
+    raises: bool = False
+    #: ``name = value`` statements with a single plain-name target, in order.
+    assigns: list[tuple[str, cst.Assign]] = field(default_factory=list)
     #: Every ``Name`` read, with the nodes around it (innermost first): how a value is used.
     name_uses: dict[str, list[tuple[cst.CSTNode, ...]]] = field(default_factory=dict)
 
@@ -164,6 +169,12 @@ class _Walk(cst.CSTVisitor):
         elif isinstance(node, cst.Assign):
             for t in node.targets:
                 self._bind(t.target, node.value)
+                if isinstance(t.target, cst.Name):
+                    f.assigns.append((t.target.value, node))
+        elif isinstance(node, cst.Try):
+            f.tries.append(node)
+        elif isinstance(node, cst.Raise):
+            f.raises = True
         elif isinstance(node, cst.AnnAssign):
             self._bind(node.target, node.value)
         elif isinstance(node, cst.AugAssign):

@@ -19,7 +19,6 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of, may_fall_through
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.analysis import SameScope
 from vime_lint.static.rules._reward_values import (
     Leaf,
     module_constants,
@@ -433,44 +432,6 @@ _STR_CALLS = frozenset({"builtins.str", "builtins.repr", "builtins.type", "built
 _NUMBER_CASTS = frozenset({"builtins.float", "builtins.int"})
 
 
-class _Handlers(SameScope):
-    """``try`` statements and named returns of one function body (nested defs skipped)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tries: list[cst.Try] = []
-        self.returned: set[str] = set()
-
-    def visit_Try(self, node: cst.Try) -> None:
-        self.tries.append(node)
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if isinstance(node.value, cst.Name):
-            self.returned.add(node.value.value)
-
-
-
-class _HandlerBody(_Handlers):
-    """What an ``except`` block does: raises, returns, assigns."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.raises = False
-        self.returns: list[cst.Return] = []
-        self.assigns: list[tuple[str, cst.Assign]] = []
-
-    def visit_Raise(self, node: cst.Raise) -> None:
-        self.raises = True
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            if isinstance(t.target, cst.Name):
-                self.assigns.append((t.target.value, node))
-
-
 class SwallowedRewardFailure(_RewardRule):
     """A reward function does not turn a broad exception into a constant score.
 
@@ -589,23 +550,23 @@ class SwallowedRewardFailure(_RewardRule):
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
         for helper, via in reward_functions(fn, binding, self.context, self.qualified):
-            facts = _Handlers()
-            helper.body.visit(facts)
+            sem = self.context.semantic
+            facts = sem.facts(helper)
+            returned = {r.value.value for r in facts.returns if isinstance(r.value, cst.Name)}
             suffix = f" in `{helper.name.value}`" if via else ""
             for tr in facts.tries:
                 for handler in tr.handlers:
                     caught = self._caught(handler)
                     if caught is None:
                         continue
-                    body = _HandlerBody()
-                    handler.body.visit(body)
+                    body = sem.block(handler.body)
                     if body.raises:
                         continue
                     hits: list[tuple[cst.CSTNode, cst.BaseExpression]] = [
-                        (r, r.value) for r in body.returns
+                        (r.node, r.value) for r in body.returns
                         if r.value is not None and self._constant(r.value)]
                     hits += [(a, a.value) for name, a in body.assigns
-                             if name in facts.returned and self._constant(a.value)]
+                             if name in returned and self._constant(a.value)]
                     for node, value in hits:
                         self.report(node, self.INVARIANT.render(
                             name=binding.function, value=_short(value), caught=caught,
