@@ -14,6 +14,7 @@ import difflib
 import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
+from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, Rule
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
@@ -152,10 +153,11 @@ class UnknownSampleAttribute(SampleTracker):
             return
         attr = target.attr.value
         if attr in SAMPLE_FIELD_NAMES or attr.startswith("_") or attr in ("truncated", "aborted"):
-            return  # stale flags are VIM007's
+            return  # stale flags are VIM032's
         hint = _suggest(attr)
         self.report(target, self.INVARIANT.render(
-            problem=f"sets `{attr}`, which is not a Sample field{hint}"),
+            problem=f"the attribute store `{code_of(target)} = ...` sets `{attr}`, which is not "
+            f"a Sample field{hint}; nothing reads it"),
             severity="error" if hint else "warning")
 
     def visit_Assign(self, node: cst.Assign) -> None:
