@@ -142,8 +142,8 @@ def _cmd_rule(code: str, out: TextIO) -> int:
 
 
 def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from vime_lint.static._config import Config, ConfigError, find_project_root, load_config
-    from vime_lint.static._files import DEFAULT_EXCLUDE, safe_resolve
+    from vime_lint.static._config import ConfigError, find_project_root, resolve_config
+    from vime_lint.static._files import DEFAULT_EXCLUDE
     from vime_lint.static._output import render, statistics, summary
     from vime_lint.static._runner import Settings, UnknownSelector, run
 
@@ -156,13 +156,7 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         first or Path("."))
     root = find_project_root(start if start.exists() else Path("."))
     try:
-        if ns.config is not None:
-            config = load_config(ns.config)
-            root = safe_resolve(ns.config).parent
-        elif (root / "pyproject.toml").is_file():
-            config = load_config(root / "pyproject.toml")
-        else:
-            config = Config()
+        config, root = resolve_config(root, ns.config)
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2

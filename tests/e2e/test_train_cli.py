@@ -111,26 +111,34 @@ def test_contract_violation_stops_before_the_optimiser_step(tiny_model_dir: Path
     assert not (tmp_path / "ckpt" / "iter_0000001").exists()
 
 
-def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_server: object,
-                                                tmp_path: Path) -> None:
-    """GRPO through `vime train` (Ray actors) on the session engine, with eval every step."""
+def grpo_on_session_engine(model: Path, engine: object, tmp_path: Path, n_prompts: int,
+                           *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A short GRPO `vime train` (Ray actors) on the session engine, attached as an external
+    engine; its weights and version tag are put back afterwards (the engine is shared)."""
     from vime.ray.engine_control import sync_weights
 
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
-                               for a in range(10, 18)))
+                               for a in range(10, 10 + n_prompts)))
     run_dir = tmp_path / "run"
-    url = vllm_server.url  # type: ignore[attr-defined]
+    url = engine.url  # type: ignore[attr-defined]
     try:
-        proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
+        proc = vime_train("--hf-checkpoint", str(model), "--prompt-data", str(prompts),
                           "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "2",
                           "--n-samples-per-prompt", "4", "--rollout-max-response-len", "8",
-                          "--micro-batch-size", "4", "--lr", "1e-3", "--num-rollout", "2",
-                          "--eval-prompt-data", "toy", str(prompts), "--eval-interval", "1",
+                          "--micro-batch-size", "4", "--lr", "1e-3", *extra,
                           "--rollout-external-engine-addrs", url, "--run-dir", str(run_dir))
     finally:
-        # the session engine is shared: original weights, and vLLM's own "default" tag
-        sync_weights([url], str(tiny_model_dir), version="default")
+        sync_weights([url], str(model), version="default")
+    return proc, run_dir
+
+
+def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_server: object,
+                                                tmp_path: Path) -> None:
+    """GRPO through `vime train` (Ray actors) on the session engine, with eval every step."""
+    proc, run_dir = grpo_on_session_engine(
+        tiny_model_dir, vllm_server, tmp_path, 8, "--num-rollout", "2",
+        "--eval-prompt-data", "toy", str(tmp_path / "prompts.jsonl"), "--eval-interval", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = metrics(run_dir)
     train = [r for r in records if "train/loss" in r]
@@ -149,22 +157,9 @@ def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path
                                                             tmp_path: Path) -> None:
     """--async-rollout: rollout k+1 is generated while step k trains, so from the second step
     on every sample was produced by the weights one version behind the trainer's."""
-    from vime.ray.engine_control import sync_weights
-
-    prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
-                               for a in range(10, 22)))
-    run_dir = tmp_path / "run"
-    url = vllm_server.url  # type: ignore[attr-defined]
-    try:
-        proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
-                          "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "2",
-                          "--n-samples-per-prompt", "4", "--rollout-max-response-len", "8",
-                          "--micro-batch-size", "4", "--lr", "1e-3", "--num-rollout", "3",
-                          "--async-rollout", "--use-rollout-logprobs",
-                          "--rollout-external-engine-addrs", url, "--run-dir", str(run_dir))
-    finally:
-        sync_weights([url], str(tiny_model_dir), version="default")
+    proc, run_dir = grpo_on_session_engine(tiny_model_dir, vllm_server, tmp_path, 12,
+                                           "--num-rollout", "3", "--async-rollout",
+                                           "--use-rollout-logprobs")
     assert proc.returncode == 0, proc.stderr[-3000:]
     train = [r for r in metrics(run_dir) if "train/loss" in r]
     assert [r["rollout_id"] for r in train] == [0, 1, 2]

@@ -29,7 +29,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "find_project_root", "load_config"]
+__all__ = ["Config", "ConfigError", "find_project_root", "load_config", "resolve_config"]
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 _KNOWN = (*_LIST_KEYS, "per-file-ignores", "hooks")
@@ -86,6 +86,21 @@ def _hook_dest(key: str, where: str) -> str:
         raise ConfigError(f"{where}: `hooks` names unknown hook `{key}`; known hooks: "
                           f"{', '.join(HOOKS)}")
     return spec.dest
+
+
+def resolve_config(root: Path, config_path: Path | None) -> tuple[Config, Path]:
+    """The configuration a run uses and the project root its paths are relative to:
+    ``--config FILE`` (its folder becomes the root), else ``root/pyproject.toml``'s
+    ``[tool.vime_lint]``, else the defaults.
+
+    Raises:
+        ConfigError: as :func:`load_config`.
+    """
+    if config_path is not None:
+        return load_config(config_path), safe_resolve(config_path).parent
+    if (root / "pyproject.toml").is_file():
+        return load_config(root / "pyproject.toml"), root
+    return Config(), root
 
 
 def load_config(path: Path) -> Config:

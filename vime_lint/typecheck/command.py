@@ -78,19 +78,13 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("vime-lint types: mypy is not installed; install it with "
               "`pip install 'vime[types]'` (or `pip install 'mypy>=1.10'`)", file=err)
         return 2
-    from vime_lint.static._config import Config, ConfigError, find_project_root, load_config
-    from vime_lint.static._files import DEFAULT_EXCLUDE, safe_resolve
+    from vime_lint.static._config import ConfigError, find_project_root, resolve_config
+    from vime_lint.static._files import DEFAULT_EXCLUDE
 
     paths: list[Path] = ns.paths or [Path(".")]
     root = find_project_root(paths[0] if paths[0].exists() else Path("."))
     try:
-        if ns.config is not None:
-            config = load_config(ns.config)
-            root = safe_resolve(ns.config).parent
-        elif (root / "pyproject.toml").is_file():
-            config = load_config(root / "pyproject.toml")
-        else:
-            config = Config()
+        config, root = resolve_config(root, ns.config)
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2

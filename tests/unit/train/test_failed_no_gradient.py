@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainer_helpers import make_args
 
 from vime.backends.trainer import Trainer
 from vime.data.batch_builder import BatchBuilder
@@ -18,27 +19,9 @@ from vime.utils.types import Sample
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(scope="module")
-def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("small_llama_failed")
-    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
-                                 num_hidden_layers=1, num_attention_heads=1,
-                                 num_key_value_heads=1, tie_word_embeddings=True,
-                                 pad_token_id=0)).save_pretrained(out)
-    return out
-
-
 def _args(model: Path, gbs: int, **kw: object) -> Namespace:
-    base: dict[str, object] = dict(
-        hf_checkpoint=str(model), lr=1e-2, loss_type="policy_loss", advantage_estimator="grpo",
-        rollout_batch_size=2, n_samples_per_prompt=3, global_batch_size=gbs, micro_batch_size=2,
-        train_device="cpu", seed=0, rollout_temperature=1.0, clip_grad=0.0, eps_clip=0.2,
-        rewards_normalization=True, grpo_std_normalization=True, entropy_coef=0.01)
-    base.update(kw)
-    return Namespace(**base)
+    return make_args(model, n_samples_per_prompt=3, global_batch_size=gbs, clip_grad=0.0,
+                     entropy_coef=0.01, **kw)
 
 
 def _samples(with_failed: bool) -> list[Sample]:

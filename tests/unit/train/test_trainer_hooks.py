@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from trainer_helpers import make_args
 
 from vime.backends.advantages import discounted_returns, estimator_advantages, masked_whiten
 from vime.backends.losses import pg_token_losses
@@ -124,29 +125,6 @@ def hooks_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield MOD
     sys.path.remove(str(root))
     sys.modules.pop(MOD, None)
-
-
-@pytest.fixture(scope="module")
-def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    out = tmp_path_factory.mktemp("small_llama_hooks")
-    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
-                                 num_hidden_layers=1, num_attention_heads=1,
-                                 num_key_value_heads=1, tie_word_embeddings=True,
-                                 pad_token_id=0)).save_pretrained(out)
-    return out
-
-
-def make_args(model: Path, **kw: object) -> Namespace:
-    base: dict[str, object] = dict(
-        hf_checkpoint=str(model), lr=1e-2, loss_type="policy_loss", advantage_estimator="grpo",
-        rollout_batch_size=2, n_samples_per_prompt=2, global_batch_size=4, micro_batch_size=2,
-        train_device="cpu", seed=0, rollout_temperature=1.0, clip_grad=1.0, eps_clip=0.2,
-        rewards_normalization=True, grpo_std_normalization=True)
-    base.update(kw)
-    return Namespace(**base)
 
 
 def samples(rollout_log_probs: list[list[float]] | None = None,
