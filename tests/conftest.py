@@ -38,7 +38,9 @@ def ray_cluster() -> Iterator[Any]:
     import ray
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        # address="local": a new cluster even when another one runs on this machine (a bare
+        # ray.init() would join it, through /tmp/ray/ray_current_cluster)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -39,7 +39,7 @@ def test_an_openai_sdk_agent_trains_under_vime_train(tiny_model_dir: Path, vllm_
              "--run-dir", str(run_dir)],
             env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
     finally:
-        sync_weights([url], str(tiny_model_dir))  # the session engine is shared
+        sync_weights([url], str(tiny_model_dir), version="default")  # the engine is shared
     assert proc.returncode == 0, proc.stderr[-3000:]
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     train = [r for r in records if "train/loss" in r]

@@ -220,11 +220,13 @@ def step_metrics(args: Namespace, rollout_id: int | None) -> dict[str, float]:
 
 
 def _count(args: Namespace, rollout_id: int | None, session: Session,
-           segments: list[Segment]) -> None:
+           segments: list[Segment], in_flight: int) -> None:
     metrics = _METRICS.setdefault((id(args), rollout_id), Counter())
     metrics["rollout/agent/calls"] += len(session.calls)
     metrics["rollout/agent/context_rewrites"] += context_rewrites(segments)
-    metrics["rollout/agent/dropped_calls"] += session.dropped
+    # calls still in flight when the session closed are dropped too: the closed session
+    # refuses to record them, whenever the endpoint notices (a disconnect, or their answer)
+    metrics["rollout/agent/dropped_calls"] += session.dropped + in_flight
     metrics["rollout/agent/budget_refusals"] += session.budget_refusals
     metrics["rollout/agent/sampling_overrides"] += sum(session.overrides.values())
 
@@ -277,7 +279,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     no_call = check_vim186(len(session.calls), f"agent run (index={sample.index})")
     require([no_call] if no_call is not None else [])   # always: nothing to train on
     segments = segment_calls(session.calls)
-    _count(args, rid, session, segments)
+    _count(args, rid, session, segments, in_flight)
     samples = samples_of(args, sample, segments, endpoint.calls.tokenizer)
     if evaluation:  # an eval sample is the trajectory's final answer: its last segment
         samples = samples[-1:]

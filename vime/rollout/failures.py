@@ -119,7 +119,8 @@ def too_many_failed(samples: Sequence[Sample], max_ratio: float, *, where: str =
         return None
     counts = failure_counts(failed)
     examples: dict[tuple[str, str], str] = {}
-    for s in failed:
+    # the example of each kind is its lowest-index sample (completion order varies per run)
+    for s in sorted(failed, key=lambda s: (s.index is None, s.index or 0)):
         rec = s.metadata.get(ERROR_KEY) if isinstance(s.metadata, dict) else None
         rec = rec if isinstance(rec, dict) else {}
         key = (str(rec.get("hook", "unknown")), str(rec.get("type", "unknown")))

@@ -40,6 +40,9 @@ def _probe(address: str, env: dict[str, str]) -> dict[str, object]:
 def ray_head():
     """A one-CPU Ray head in its own session (stopped with its process group)."""
     port = find_free_port()
+    # `ray start` records its address in Ray's "current cluster" file; put the old one back
+    current = Path("/tmp/ray/ray_current_cluster")
+    before = current.read_text() if current.is_file() else None
     ray_bin = Path(sys.executable).with_name("ray")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--port", str(port),
@@ -64,6 +67,10 @@ def ray_head():
             head.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
+        if before is None:
+            current.unlink(missing_ok=True)
+        else:
+            current.write_text(before)
 
 
 def test_ray_address_joins_the_running_cluster(ray_head):
