@@ -142,7 +142,12 @@ def _cmd_rule(code: str, out: TextIO) -> int:
 
 
 def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from vime_lint.static._config import ConfigError, find_project_root, resolve_config
+    from vime_lint.static._config import (
+        ConfigError,
+        find_project_root,
+        resolve_config,
+        selection,
+    )
     from vime_lint.static._files import DEFAULT_EXCLUDE
     from vime_lint.static._output import render, statistics, summary
     from vime_lint.static._runner import Settings, UnknownSelector, run
@@ -160,14 +165,10 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2
-    select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
-    select += [*config.extend_select, *ns.extend_select]
-    exclude = list(ns.exclude if ns.exclude is not None else (
-        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
-    exclude += [*config.extend_exclude, *ns.extend_exclude]
+    select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     fix = ns.fix or ns.diff
     settings = Settings(paths=paths, root=root, config=config, select=select,
-                        ignore=[*config.ignore, *ns.ignore], fix=fix,
+                        ignore=ignore, fix=fix,
                         unsafe_fixes=ns.unsafe_fixes, write=not ns.diff,
                         force_exclude=ns.force_exclude, exclude=exclude, stdin=stdin,
                         stdin_filename=ns.stdin_filename, cache=not ns.no_cache)

@@ -16,7 +16,7 @@ The key names follow Ruff's.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Config", "ConfigError", "find_project_root", "load_config", "resolve_config"]
+__all__ = ["Config", "ConfigError", "find_project_root", "load_config", "resolve_config",
+           "selection"]
 
 _LIST_KEYS = ("select", "extend-select", "ignore", "exclude", "extend-exclude")
 _KNOWN = (*_LIST_KEYS, "per-file-ignores", "hooks")
@@ -101,6 +102,20 @@ def resolve_config(root: Path, config_path: Path | None) -> tuple[Config, Path]:
     if (root / "pyproject.toml").is_file():
         return load_config(root / "pyproject.toml"), root
     return Config(), root
+
+
+def selection(config: Config, ns: Any,
+              default_exclude: Sequence[str]) -> tuple[list[str], list[str], list[str]]:
+    """``(select, ignore, exclude)`` of a run: the command line's ``--select`` / ``--exclude``
+    replace the configuration's, ``--extend-select`` / ``--ignore`` / ``--extend-exclude`` add
+    to it (ruff's rule). ``ns`` is the parsed command line of ``vime-lint rollout`` or
+    ``types`` (``select``, ``extend_select``, ``ignore``, ``exclude``, ``extend_exclude``)."""
+    select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
+    select += [*config.extend_select, *ns.extend_select]
+    exclude = list(ns.exclude if ns.exclude is not None else (
+        config.exclude if config.exclude is not None else default_exclude))
+    exclude += [*config.extend_exclude, *ns.extend_exclude]
+    return select, [*config.ignore, *ns.ignore], exclude
 
 
 def load_config(path: Path) -> Config:

@@ -78,7 +78,12 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print("vime-lint types: mypy is not installed; install it with "
               "`pip install 'vime[types]'` (or `pip install 'mypy>=1.10'`)", file=err)
         return 2
-    from vime_lint.static._config import ConfigError, find_project_root, resolve_config
+    from vime_lint.static._config import (
+        ConfigError,
+        find_project_root,
+        resolve_config,
+        selection,
+    )
     from vime_lint.static._files import DEFAULT_EXCLUDE
 
     paths: list[Path] = ns.paths or [Path(".")]
@@ -88,12 +93,7 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2
-    select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
-    select += [*config.extend_select, *ns.extend_select]
-    ignore = [*config.ignore, *ns.ignore]
-    exclude = list(ns.exclude if ns.exclude is not None else (
-        config.exclude if config.exclude is not None else DEFAULT_EXCLUDE))
-    exclude += [*config.extend_exclude, *ns.extend_exclude]
+    select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     from vime_lint.typecheck.check import TypesSettings, UnknownSelector, check_paths
 
     settings = TypesSettings(paths=paths, root=root, config=config, select=select,

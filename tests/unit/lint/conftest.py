@@ -1,4 +1,5 @@
-"""Fixtures of the lint tests: one mypy cache for every ``vime-lint types`` test of a session."""
+"""Fixtures of the lint tests: a project folder to run the CLI in, and one mypy cache for every
+``vime-lint types`` test of a session."""
 
 from __future__ import annotations
 
@@ -12,3 +13,11 @@ def types_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """mypy's incremental cache, shared by the ``vime-lint types`` tests (vime, numpy and torch
     are analysed once per session, cold; later runs read the cache)."""
     return tmp_path_factory.mktemp("vime-lint-types-cache")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty project (a ``pyproject.toml`` without ``[tool.vime_lint]``), the working dir."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

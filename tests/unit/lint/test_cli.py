@@ -36,13 +36,6 @@ GOOD = (
 )
 
 
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     out, err = capsys.readouterr()

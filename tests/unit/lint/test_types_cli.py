@@ -28,13 +28,6 @@ GOOD = (
 )
 
 
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def _run(capsys: pytest.CaptureFixture[str], cache: Path, *argv: str) -> tuple[int, str, str]:
     code = main(["types", *argv, "--cache-dir", str(cache)])
     out, err = capsys.readouterr()

@@ -11,6 +11,7 @@ import time
 from argparse import Namespace
 
 import pytest
+import rollout_helpers
 
 from vime.data.batch_builder import BatchBuilder, normalize_group_rewards
 from vime.rollout import vllm_rollout as vr
@@ -91,23 +92,11 @@ async def reward_slow_for_group_1(args, sample, **kwargs):
     return float(sample.index % 2)
 
 
-class Source:
+class Source(rollout_helpers.Source):
     """``k`` new groups of ``n`` tokenized prompts per call."""
 
     def __init__(self, n: int) -> None:
-        self.n, self.next, self.added = n, 0, []
-
-    def get_samples(self, k):
-        out = []
-        for _ in range(k):
-            g = self.next
-            self.next += 1
-            out.append([Sample(group_index=g, index=g * self.n + j, prompt=f"p{g}",
-                               tokens=[1, 2, 3]) for j in range(self.n)])
-        return out
-
-    def add_samples(self, groups):
-        self.added += groups
+        super().__init__(n, tokens=[1, 2, 3])
 
 
 def _args(**kw) -> Namespace:

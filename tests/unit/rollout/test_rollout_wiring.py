@@ -10,6 +10,7 @@ import time
 from argparse import Namespace
 
 import pytest
+import rollout_helpers
 
 from vime.contract.errors import ContractError
 from vime.rollout import vllm_rollout as vr
@@ -100,23 +101,7 @@ def hook_bad_return(args, sample):
     return "not a sample"
 
 
-class Source:
-    """``k`` new groups of ``n`` prompts per call; records what comes back."""
-
-    def __init__(self, n: int) -> None:
-        self.n, self.next, self.added = n, 0, []
-
-    def get_samples(self, k):
-        out = []
-        for _ in range(k):
-            g = self.next
-            self.next += 1
-            out.append([Sample(group_index=g, index=g * self.n + j, prompt=f"p{g}")
-                        for j in range(self.n)])
-        return out
-
-    def add_samples(self, groups):
-        self.added += groups
+Source = rollout_helpers.Source
 
 
 def _args(**kw) -> Namespace:
