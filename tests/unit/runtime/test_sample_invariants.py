@@ -221,6 +221,16 @@ def test_vim109_warns_placeholder_zero_on_last_trainable_token() -> None:
         ("warning", "samples[1][1].rollout_log_probs[2] (index=5)")]
 
 
+def test_vim109_accepts_a_certain_end_token_but_not_another_zero() -> None:
+    # a pretrained model is often sure of its EOS: log-prob exactly 0.0 in float32 is real there
+    groups = make_groups()
+    eos = groups[1][1].tokens[-1]
+    groups[1][1].rollout_log_probs[2] = 0.0
+    assert only(findings(train_output(groups), make_args(eos_token_id=eos)), "VIM109") == []
+    found = only(findings(train_output(groups), make_args(eos_token_id=eos + 1)), "VIM109")
+    assert [v.where for v in found] == ["samples[1][1].rollout_log_probs[2] (index=5)"]
+
+
 def test_vim109_accepts_valid_log_probs() -> None:
     args = make_args(use_rollout_logprobs=True)
     assert only(findings(train_output(make_groups()), args), "VIM109") == []

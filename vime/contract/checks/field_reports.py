@@ -63,12 +63,23 @@ _IS_ZERO = (0.0).__eq__
 
 
 def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
-    """What VIM176/VIM177 need from a tokenizer: ``{"bos_token_id": int | None,
-    "eos_token_text": str | None}`` (read with ``getattr``; anything else gives None)."""
+    """What VIM109/VIM170/VIM176/VIM177 need from a tokenizer: ``{"bos_token_id": int | None,
+    "eos_token_id": int | None, "eos_token_text": str | None}`` (read with ``getattr``; anything
+    else gives None)."""
     bos = getattr(tokenizer, "bos_token_id", None)
+    eos_id = getattr(tokenizer, "eos_token_id", None)
     eos = getattr(tokenizer, "eos_token", None)
     return {"bos_token_id": bos if type(bos) is int and bos >= 0 else None,
+            "eos_token_id": eos_id if type(eos_id) is int and eos_id >= 0 else None,
             "eos_token_text": eos if isinstance(eos, str) and eos else None}
+
+
+def ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
+    """True when the tokenizer's EOS id is known and is the sample's last token: the engine
+    stopped on it, whatever the response length."""
+    tokens = sample.tokens
+    return (s.eos_token_id is not None and type(tokens) is list and bool(tokens)
+            and tokens[-1] == s.eos_token_id)
 
 
 # ---- per sample -----------------------------------------------------------------------------
@@ -76,11 +87,13 @@ def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
 
 def check_vim170(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM170 (warning): a COMPLETED sample whose ``response_length`` is exactly
-    ``--rollout-max-response-len``."""
+    ``--rollout-max-response-len``, unless its last token is the EOS token (known from the
+    tokenizer: the model stopped on the last token of its budget, measured to happen for a few
+    samples per step with SmolLM2-135M-Instruct at a 40-token budget)."""
     budget = s.max_response_len
     rl = sample.response_length
     if (budget is None or type(rl) is not int or rl != budget
-            or sample.status is not Sample.Status.COMPLETED):
+            or sample.status is not Sample.Status.COMPLETED or ends_with_eos(sample, s)):
         return []
     return [INVARIANTS["VIM170"].violation(loc.at("status"), rl=rl, budget=budget)]
 

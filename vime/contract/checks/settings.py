@@ -129,9 +129,11 @@ class CheckSettings:
     advantage_estimator: str | None = "grpo"
     rewards_normalization: bool = True
     custom_advantages: bool = False
-    #: The tokenizer's BOS id and EOS text (VIM176, VIM177), set on ``args`` by the rollout
-    #: manager (``args.bos_token_id``, ``args.eos_token_text``); None skips those checks.
+    #: The tokenizer's BOS id, EOS id and EOS text (VIM176, VIM109/VIM170, VIM177), set on
+    #: ``args`` by the rollout manager (``args.bos_token_id``, ``args.eos_token_id``,
+    #: ``args.eos_token_text``); None skips what needs them.
     bos_token_id: int | None = None
+    eos_token_id: int | None = None
     eos_token_text: str | None = None
 
     @property
@@ -190,6 +192,7 @@ class CheckSettings:
             custom_advantages=bool(arg(args, "custom_reward_post_process_path")
                                    or arg(args, "custom_convert_samples_to_train_data_path")),
             bos_token_id=_non_negative(getattr(args, "bos_token_id", None)),
+            eos_token_id=_non_negative(getattr(args, "eos_token_id", None)),
             eos_token_text=_text(getattr(args, "eos_token_text", None)),
         )
 
