@@ -103,7 +103,8 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
     command line.
 
     Generation falls back to the built-in dry-run generator (``--custom-generate-function-
-    path`` unset); vime code that checks contracts itself logs instead of raising
+    path`` unset) unless ``--dry-run-engine`` asks for an engine (``vllm``, ``stand-in``): then
+    vime's built-in generate runs against it, as in training; vime code that checks contracts itself logs instead of raising
     (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
     """
     values = dict(parser_defaults())
@@ -116,6 +117,6 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
         metadata_overrides={}) for n in names] or None
     values["over_sampling_batch_size"] = ns.rollout_batch_size
     values["rollout_global_dataset"] = True
-    if not ns.custom_generate_function_path:
+    if not ns.custom_generate_function_path and getattr(ns, "dry_run_engine", "auto") == "auto":
         values["custom_generate_function_path"] = DRY_RUN_GENERATE
     return argparse.Namespace(**values)

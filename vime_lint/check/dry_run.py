@@ -23,7 +23,7 @@ from vime.contract.checks.failures import is_failed
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
-from vime.contract.hooks import HOOKS
+from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.contract.signature import optional_kwargs
 from vime_lint.check.calls import (
@@ -127,6 +127,12 @@ class DryRun:
         dest = "custom_generate_function_path"
         group = source.get_samples(1)[0]
         hook = self.hooks.get(dest)
+        if hook is None and self.engine_note:
+            # an engine was asked for (--dry-run-engine vllm): vime's built-in generate uses it,
+            # as in training, with the model's tokenizer and chat template
+            from vime.rollout.vllm_rollout import generate
+
+            hook = (BUILTIN_GENERATE_PATH, generate)
         out: list[Any] = []
         for sample in group:
             if hook is None:
@@ -156,7 +162,7 @@ class DryRun:
         source = SyntheticDataSource(self.args)
         self.report.notes.append("dry run: user hooks ran on the CPU against a synthetic data "
                                  "source; " + (self.engine_note or "no engine was contacted"))
-        if "custom_generate_function_path" not in self.hooks:
+        if "custom_generate_function_path" not in self.hooks and not self.engine_note:
             self.report.notes.append("generation is served by the built-in deterministic "
                                      f"generator ({DRY_RUN_GENERATE})")
         group = self._generate_group(source)

@@ -1,6 +1,7 @@
 """Synthetic inputs for the ``vime-lint check`` dry run: prompts, a data source, a generator.
 
-Nothing here needs an engine, a tokenizer or a GPU. Token ids are the prompt's UTF-8 bytes
+Nothing here needs an engine or a GPU; a tokenizer only with ``--apply-chat-template`` and
+``--hf-checkpoint``. Token ids are the prompt's UTF-8 bytes
 (vocabulary 256); the built-in generator answers with the label on even indices and
 ``"no idea"`` on odd ones, so rewards vary within a group.
 
@@ -95,7 +96,9 @@ class SyntheticDataSource(DataSource):
 
     ``get_samples(n)`` returns ``n`` groups of ``args.n_samples_per_prompt`` deep copies of one
     prompt each, with one ``group_index`` per group and increasing ``index`` per sample; prompts
-    cycle through ``--prompt-data`` (JSONL) records, else synthetic arithmetic prompts.
+    cycle through ``--prompt-data`` (JSONL) records, else synthetic arithmetic prompts. With
+    ``--apply-chat-template`` and ``--hf-checkpoint`` they are rendered with that tokenizer's
+    chat template (``vime.utils.data.render_chat_prompt``, as in training).
     ``add_samples`` keeps groups in a buffer served first; ``save``/``load`` do nothing.
 
     Raises:
@@ -112,6 +115,14 @@ class SyntheticDataSource(DataSource):
                                         getattr(args, "metadata_key", None) or "metadata")
         else:
             self.prompts = synthetic_prompts(16)
+        #: ``--apply-chat-template`` with a tokenizer (``--hf-checkpoint``): prompts are rendered
+        #: with its chat template, as vime's data source renders them in training.
+        self.tokenizer = None
+        if getattr(args, "apply_chat_template", False) and getattr(args, "hf_checkpoint", None):
+            from vime.utils.data import load_tokenizer
+
+            self.tokenizer = load_tokenizer(args.hf_checkpoint)
+        self.chat_kwargs = dict(getattr(args, "apply_chat_template_kwargs", None) or {})
         self.offset = 0
         self.group_index = 0
         self.sample_index = 0
@@ -126,6 +137,10 @@ class SyntheticDataSource(DataSource):
         while len(groups) < num_samples:
             prompt, label, meta = self.prompts[self.offset % len(self.prompts)]
             self.offset += 1
+            if self.tokenizer is not None:
+                from vime.utils.data import render_chat_prompt
+
+                prompt = render_chat_prompt(self.tokenizer, prompt, **self.chat_kwargs)
             template = Sample(group_index=self.group_index, prompt=copy.deepcopy(prompt),
                               label=None if label is None else str(label),
                               metadata=copy.deepcopy(meta))
