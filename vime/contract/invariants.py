@@ -794,7 +794,9 @@ _ALL: tuple[Invariant, ...] = (
          "tokens, or log-probs never filled); a run of them where the mask trains means "
          "observation tokens are trained, or importance ratios use probability 1 "
          "(radixark/miles#418, NovaSky-AI/SkyRL#354, PrimeIntellect-ai/prime-rl#606). Extends "
-         "VIM109, which checks length, finiteness and the last trainable token.",
+         "VIM109, which checks length and finiteness: one exact 0.0 is no sign of a placeholder, "
+         "since a pretrained model is often certain of a token (SmolLM2-135M-Instruct at "
+         "temperature 0.7 gives float32 log-probs of exactly 0.0 in several samples per step).",
          "placeholder log-prob",
          "has {run} consecutive entries of exactly 0.0 at trainable positions ({trainable}) from "
          "index {start} to {end}: placeholder values, not sampler log-probs (observation tokens "

@@ -262,8 +262,12 @@ def _logprobs_ok(lp: list[Any]) -> bool:
 def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM109: ``rollout_log_probs`` is None or ``response_length`` finite floats ``<= 0``
     (+1e-6); required when training consumes them (``--use-rollout-logprobs``, ``--use-tis``,
-    ``--get-mismatch-metrics``), where value problems are errors (else warnings); a last
-    trainable entry of exactly 0.0 warns (placeholder), unless that token is the EOS token."""
+    ``--get-mismatch-metrics``), where value problems are errors (else warnings).
+
+    A single entry of exactly 0.0 is not reported: a pretrained model is often certain of a
+    token (measured with SmolLM2-135M-Instruct at temperature 0.7: the float32 log-prob of the
+    end token after ``#### 12``, and of tokens inside repeated lines, is exactly 0.0 in several
+    samples per step). Runs of placeholder zeros are VIM173's."""
     inv = INVARIANTS["VIM109"]
     lp = sample.rollout_log_probs
     where = loc.at("rollout_log_probs")
@@ -287,41 +291,7 @@ def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
         if i >= 0:
             return [inv.violation(loc.at("rollout_log_probs", i), severity=severity,
                                   problem=problem)]
-    last = _last_trainable(sample)
-    if last is not None and lp[last] == 0.0 and not (stage == "train" and
-                                                     mask_looks_inverted(sample)) \
-            and not _is_eos(sample, last, s):
-        return [inv.violation(loc.at("rollout_log_probs", last), severity="warning",
-                              problem="is exactly 0.0 on the last trainable token: a placeholder, "
-                              "not a sampler log-prob",
-                              fix="request logprobs from the engine and store the returned value")]
     return []
-
-
-def _is_eos(sample: Sample, i: int, s: CheckSettings) -> bool:
-    """True when response token ``i`` is the tokenizer's EOS id (when known). A pretrained model
-    is often certain of its end token: measured with SmolLM2-135M-Instruct at temperature 0.7,
-    the EOS after ``#### 12`` has a float32 log-prob of exactly 0.0 in about one sample in six,
-    a real sampler value and no placeholder."""
-    tokens, rl = sample.tokens, sample.response_length
-    if s.eos_token_id is None or type(tokens) is not list or type(rl) is not int:
-        return False
-    j = len(tokens) - rl + i
-    return 0 <= j < len(tokens) and tokens[j] == s.eos_token_id
-
-
-def _last_trainable(sample: Sample) -> int | None:
-    mask = sample.loss_mask
-    n = len(sample.rollout_log_probs or ())
-    if mask is None:
-        return n - 1 if n else None
-    for i in range(min(len(mask), n) - 1, -1, -1):
-        if mask[i]:
-            return i
-    return None
-
-
-# ---- VIM110: reward -------------------------------------------------------------------------
 
 
 def check_vim110(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
