@@ -151,6 +151,24 @@ class Semantic:
             hit = self._facts[id(node)] = block_facts(node)
         return hit
 
+    def mentions(self, node: FunctionNode | cst.ClassDef, name: str, _depth: int = 0) -> bool:
+        """True when ``name`` is spelled anywhere in ``node``: bound, read, an attribute or a
+        keyword, in its own body or in the functions, lambdas and classes nested in it."""
+        facts = self.block(node.body) if isinstance(node, cst.ClassDef) else self.facts(node)
+        if name in facts.names or name in facts.values:
+            return True
+        if isinstance(node, cst.FunctionDef) and node.name.value == name:
+            return True
+        inner: list[FunctionNode | cst.ClassDef] = [*facts.nested.values(), *facts.lambdas,
+                                                    *facts.classes]
+        return _depth < 16 and any(self.mentions(i, name, _depth + 1) for i in inner)
+
+    def module_constants(self) -> list[FunctionFacts]:
+        """Facts of each module-level statement other than ``def``/``class`` (constants,
+        mapping tables), walked once."""
+        return [self.block(stmt) for stmt in self.module.body
+                if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
+
     def callee(self, call: cst.Call, within: FunctionNode | None = None,
                owner: cst.ClassDef | None = None) -> cst.FunctionDef | None:
         """The module's own function ``call`` calls: a nested ``def`` of ``within``, a

@@ -149,7 +149,7 @@ class ReencodedGeneratedText(FunctionTracker):
         if binding is None or binding.spec.dest not in _TURN_DESTS:
             return
         for fn in self.context.semantic.closure(node):
-            for call in retokenised_calls(fn):
+            for call in retokenised_calls(self.context.semantic, fn):
                 if id(call) in self.reported:
                     continue
                 self.reported.add(id(call))

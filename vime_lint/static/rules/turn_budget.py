@@ -169,42 +169,29 @@ class FullBudgetEveryTurn(FunctionTracker):
         def budget(key: str | None, value: cst.BaseExpression) -> bool:
             return key in _BUDGET_KEYS and (fn is None or self._full(value, fn))
 
-        class _Sites(cst.CSTVisitor):
-            def __init__(self) -> None:
-                super().__init__()
-                self.found: list[tuple[cst.CSTNode, str, set[str]]] = []
-
-            def visit_DictElement(self, el: cst.DictElement) -> None:
-                key = string_value(el.key)
-                if key is not None and budget(key, el.value):
-                    self.found.append((el.value, key, set()))
-
-            def visit_Call(self, call: cst.Call) -> None:
-                func = call.func
-                into = ({func.value.value} if isinstance(func, cst.Attribute)
-                        and func.attr.value == "update" and isinstance(func.value, cst.Name)
-                        else set())
-                for a in call.args:
-                    if a.keyword is not None and budget(a.keyword.value, a.value):
-                        self.found.append((a.value, a.keyword.value, into))
-
-            def visit_Assign(self, a: cst.Assign) -> None:
-                for t in a.targets:
-                    tgt = t.target
-                    if isinstance(tgt, cst.Subscript) and len(tgt.slice) == 1 \
-                            and isinstance(tgt.slice[0].slice, cst.Index):
-                        key = string_value(tgt.slice[0].slice.value)
-                        if key is not None and budget(key, a.value):
-                            names = {tgt.value.value} if isinstance(tgt.value, cst.Name) \
-                                else set()
-                            self.found.append((a.value, key, names))
-
-            def visit_FunctionDef(self, f: cst.FunctionDef) -> bool:
-                return False
-
-        sites = _Sites()
-        node.visit(sites)
-        return sites.found
+        facts = self.context.semantic.block(node)
+        found: list[tuple[cst.CSTNode, str, set[str]]] = []
+        for el in facts.dict_elements:
+            key = string_value(el.key)
+            if key is not None and budget(key, el.value):
+                found.append((el.value, key, set()))
+        for site in facts.calls:
+            call = site.node
+            func = call.func
+            into = ({func.value.value} if isinstance(func, cst.Attribute)
+                    and func.attr.value == "update" and isinstance(func.value, cst.Name)
+                    else set())
+            for a in call.args:
+                if a.keyword is not None and budget(a.keyword.value, a.value):
+                    found.append((a.value, a.keyword.value, into))
+        for tgt, value, stmt in facts.bindings:
+            if isinstance(stmt, cst.Assign) and isinstance(tgt, cst.Subscript) \
+                    and len(tgt.slice) == 1 and isinstance(tgt.slice[0].slice, cst.Index):
+                key = string_value(tgt.slice[0].slice.value)
+                if key is not None and budget(key, value):
+                    names = {tgt.value.value} if isinstance(tgt.value, cst.Name) else set()
+                    found.append((value, key, names))
+        return found
 
     def _direct(self, calls: list[cst.Call], params: set[str]) -> cst.Call | None:
         """The first call that sends the request itself: not vime's generate, not a call of a
@@ -274,7 +261,7 @@ class FullBudgetEveryTurn(FunctionTracker):
         for fn in self.context.semantic.closure(node):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
-            for loop in turn_loops(fn):
+            for loop in turn_loops(self.context.semantic, fn):
                 self._check_loop(fn, loop, binding if fn is node else None, params)
 
 
