@@ -195,13 +195,15 @@ def _all_loops(semantic: Semantic, fn: cst.FunctionDef, depth: int = 0
             yield from _all_loops(semantic, nested, depth + 1)
 
 
-def _sample_names(loops: list[tuple[cst.For | cst.While, int]]) -> frozenset[str]:
-    """``for`` targets over ``iter_samples(...)`` or a name ending in ``group``/``samples``."""
+def _sample_names(semantic: Semantic, loops: list[tuple[cst.For | cst.While, int]]
+                  ) -> frozenset[str]:
+    """``for`` targets over vime's ``iter_samples(...)`` (by qualified name) or over a name
+    ending in ``group``/``samples``."""
     out: set[str] = set()
     for node, _ in loops:
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             it = node.iter
-            if (isinstance(it, cst.Call) and dotted(it.func) == "iter_samples") or (
+            if (isinstance(it, cst.Call) and semantic.refers_to(it.func, "iter_samples")) or (
                     isinstance(it, cst.Name) and (it.value.endswith("group")
                                                   or it.value.endswith("samples"))):
                 out.add(node.target.value)
@@ -231,7 +233,7 @@ def retokenised_calls(semantic: Semantic, fn: cst.FunctionDef) -> list[cst.Call]
     always counts.
     """
     loops = list(_all_loops(semantic, fn))
-    sample_names = _sample_names(loops)
+    sample_names = _sample_names(semantic, loops)
     out: list[cst.Call] = []
     for loop, depth in loops:
         if depth:

@@ -148,10 +148,26 @@ class StaleSampleFlag(SampleTracker):
     VALID = [
         Valid("def f(sample):\n    return sample.status\n"),
         Valid("def f(output):\n    return output.truncated\n"),
+        # another library's iter_samples (by qualified name, not by spelling): its rows
+        Valid("from mylib import iter_samples\ndef f(data):\n"
+              "    for row in iter_samples(data):\n        row.truncated = True\n"),
+        Valid("import mylib as ml\ndef f(data):\n"
+              "    for row in ml.iter_samples(data):\n        print(row.aborted)\n"),
+        Valid("from mylib import walk as iter_samples\ndef f(data):\n"
+              "    for row in iter_samples(data):\n        print(row.truncated)\n"),
     ]
     INVALID = [
         Invalid("def f(sample):\n    if sample.truncated:\n        pass\n", line=2, col=7),
         Invalid("def f(group):\n    for s in group:\n        s.aborted = True\n", line=3, col=8),
+        # vime's iter_samples under other names
+        Invalid("from vime.rollout.base_types import iter_samples as leaves\ndef f(data):\n"
+                "    for row in leaves(data):\n        row.truncated = True\n", line=4, col=8),
+        Invalid("import vime.rollout.base_types as bt\ndef f(data):\n"
+                "    for row in bt.iter_samples(data):\n        print(row.aborted)\n",
+                line=4, col=14),
+        Invalid("from vime.rollout import base_types\ndef f(data):\n"
+                "    for row in base_types.iter_samples(data):\n"
+                "        print(row.truncated)\n", line=4, col=14),
     ]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
