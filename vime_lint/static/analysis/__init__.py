@@ -35,7 +35,12 @@ from vime_lint.static.analysis._bindings import (
     resolve_target,
 )
 from vime_lint.static.analysis._coroutines import SCHEDULERS, unawaited_calls
-from vime_lint.static.analysis._fields import REQUIRED_FIELDS, FieldsSet, fields_set
+from vime_lint.static.analysis._fields import (
+    GENERATED_FIELDS,
+    REQUIRED_FIELDS,
+    FieldsSet,
+    fields_set,
+)
 from vime_lint.static.analysis._functions import (
     AttrStore,
     CallSite,
@@ -50,7 +55,7 @@ from vime_lint.static.analysis._functions import (
 from vime_lint.static.analysis._names import Names, spelled
 
 __all__ = [
-    "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
+    "GENERATED_FIELDS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
     "SameScope", "Semantic", "Side", "evaluation_test", "fields_set", "spelled",
 ]
 
