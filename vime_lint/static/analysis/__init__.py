@@ -22,7 +22,7 @@ Built on LibCST's ``ScopeProvider`` and qualified names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import Scope
@@ -319,12 +319,21 @@ class Semantic:
         return False
 
     def instance_class(self, expr: cst.BaseExpression, fn: FunctionNode | None,
-                       owner: cst.ClassDef | None) -> cst.ClassDef | None:
+                       owner: cst.ClassDef | None,
+                       enclosing: Sequence[FunctionNode | None] = ()) -> cst.ClassDef | None:
         """The module's own class whose instance ``expr`` holds, as far as the code shows:
         ``self`` in a method of ``owner``; a name assigned ``Cls(...)`` (locally or at module
-        level); a parameter annotated ``Cls``. None when unknown or not the module's class."""
+        level); a parameter annotated ``Cls``. None when unknown or not the module's class.
+
+        ``enclosing`` lists the functions around ``fn`` (outermost first, ``fn`` last): a name
+        that ``fn`` does not bind is looked up in the innermost one that does (a closure
+        over a method's ``self``)."""
         if not isinstance(expr, cst.Name):
             return None
+        if fn is not None and expr.value not in self.facts(fn).values:
+            for outer in reversed([f for f in enclosing if f is not None and f is not fn]):
+                if expr.value in self.facts(outer).values:
+                    return self.instance_class(expr, outer, owner)
         if fn is not None and isinstance(fn, cst.FunctionDef) and owner is not None:
             params = fn.params.params
             if params and params[0].name.value == expr.value and expr.value in ("self", "cls"):
