@@ -370,11 +370,22 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
-def _counting(node: cst.For) -> bool:
-    """``for _ in range(...)`` / ``itertools.count()``: a loop over turns, not over samples."""
+#: Iterables that count turns (by qualified name).
+_COUNTERS = frozenset({"builtins.range", "itertools.count"})
+
+
+def _counting(semantic: Semantic, node: cst.For) -> bool:
+    """``for _ in range(...)`` / ``itertools.count()`` (also ``from itertools import count as
+    turns``, ``import itertools as it``): a loop over turns, not over samples. A name nothing
+    binds (a snippet) is read by its spelling."""
     it = node.iter
-    return isinstance(it, cst.Call) and (dotted(it.func) or "").rpartition(".")[2] in (
-        "range", "count")
+    if not isinstance(it, cst.Call):
+        return False
+    if semantic.qualified(it.func) & _COUNTERS:
+        return True
+    if semantic.is_bound(it.func):
+        return False
+    return (dotted(it.func) or "").rpartition(".")[2] in ("range", "count")
 
 
 def turn_loops(semantic: Semantic, fn: cst.FunctionDef) -> list[TurnLoop]:
@@ -386,7 +397,7 @@ def turn_loops(semantic: Semantic, fn: cst.FunctionDef) -> list[TurnLoop]:
     post(...))``) sends nothing it grew and is not a turn loop."""
     out: list[TurnLoop] = []
     for node, _ in semantic.facts(fn).statement_loops:
-        if isinstance(node, cst.For) and not _counting(node):
+        if isinstance(node, cst.For) and not _counting(semantic, node):
             continue
         loop, grown, growth = _turn_loop(semantic, node)
         if not grown:

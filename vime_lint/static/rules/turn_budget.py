@@ -18,6 +18,16 @@ from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
 from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
 
+#: A generate loop that asks for the full budget each turn, over ``{loop}`` (VALID/INVALID).
+_TURNS = ("async def generate(args, sample, sampling_params):\n    response = ''\n"
+          "    for _ in {loop}:\n"
+          "        sampling_params['max_new_tokens'] = args.rollout_max_response_len\n"
+          "        payload = {{'text': sample.prompt + response,"
+          " 'sampling_params': sampling_params}}\n"
+          "        out = await post(URL, payload)\n        response += out['text']\n"
+          "        if out['done']:\n            break\n"
+          "    return sample\n")
+
 __all__ = ["FullBudgetEveryTurn"]
 
 _DESTS = ("custom_generate_function_path", "rollout_function_path", "eval_function_path")
@@ -108,6 +118,10 @@ class FullBudgetEveryTurn(FunctionTracker):
               "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
               "async def generate(args, sample, sampling_params):\n"
               "    return await run_episode(args, sample, sampling_params, None)\n"),
+        # A loop over another library's `count` (by qualified name) is no turn loop.
+        Valid("from mylib import count\n" + _TURNS.format(loop="count(sample.prompt)")),
+        Valid("import mylib as itertools\n" + _TURNS.format(loop="itertools.count()")),
+        Valid("from mylib import steps as range\n" + _TURNS.format(loop="range(3)")),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -136,6 +150,13 @@ class FullBudgetEveryTurn(FunctionTracker):
                 " 'sampling_params': sampling_params})\n"
                 "        tokens.extend(out['output_ids'])\n    return sample\n",
                 line=4, col=20),
+        # itertools.count under other names is a turn counter.
+        Invalid("from itertools import count as turns\n" + _TURNS.format(loop="turns()"),
+                line=5, col=44),
+        Invalid("import itertools as it\n" + _TURNS.format(loop="it.count(1)"),
+                line=5, col=44),
+        Invalid("import itertools\n" + _TURNS.format(loop="itertools.count()"),
+                line=5, col=44),
     ]
 
     def __init__(self, context: FileContext) -> None:
