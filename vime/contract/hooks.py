@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-__all__ = ["ASYNC_API", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
+from vime.contract.sample import GENERATED_FIELDS, REQUIRED_TRAIN_FIELDS
+
+__all__ = ["ASYNC_API", "FIELD_SETTERS", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
            "EVAL_ENTRY_KEYS", "SFT_ROLLOUT_PATH",
            "HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
            "hook_spec", "hook_for_arg"]
@@ -366,6 +368,21 @@ ASYNC_API: frozenset[str] = frozenset({
     "vime.rollout.rm_hub.batched_async_rm", "vime.utils.http_utils.post",
     "vime.utils.http_utils.get",
 })
+
+#: vime callables that set required Sample fields on the samples they are given: (the tail of
+#: the qualified name, which a re-export and its defining module share; the fields set).
+#: The linter's required-fields rule reads it (VIM036).
+FIELD_SETTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("vllm_rollout.generate_rollout", REQUIRED_TRAIN_FIELDS),
+    ("generate_and_rm_group", REQUIRED_TRAIN_FIELDS),
+    ("generate_and_rm", REQUIRED_TRAIN_FIELDS),
+    ("vllm_rollout.generate", GENERATED_FIELDS),
+    ("client.generate", GENERATED_FIELDS),
+    ("agent.generate.generate", GENERATED_FIELDS),
+    ("rm_hub.async_rm", ("reward",)),
+    ("rm_hub.batched_async_rm", ("reward",)),
+    ("Sample.from_dict", REQUIRED_TRAIN_FIELDS),
+)
 
 #: Keys every entry of ``RolloutFnEvalOutput.data`` holds: one list each, one value per sample
 #: (VIM130).

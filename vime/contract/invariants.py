@@ -404,12 +404,14 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "{fix_hint}", twins=("VIM118",)),
     _inv("VIM036", "static", "error", "required-fields-never-set",
          "Samples returned by a rollout function have `tokens`, `response_length`, `reward` "
-         "and `status` set on some path.",
+         "and `status` set on some path; the sample a custom generate function returns has "
+         "`tokens`, `response_length` and `status`.",
          "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
          "training data (no tokens, no reward) or is dropped as pending, after the engines and "
-         "the trainer have started.",
+         "the trainer have started; a generated sample without a response fails the generate "
+         "boundary check (a status left PENDING only warns there, so that case is a warning).",
          "required field never set",
-         "rollout function `{name}`: {problem}",
+         "{hook} `{name}`: {problem}",
          "set the field (sample.reward = ..., Sample(tokens=...)), or produce the samples with "
          "vime's generate / generate_and_rm, which set them"),
     _inv("VIM037", "static", "warning", "filter-return-kind",

@@ -24,7 +24,9 @@ __all__ = [
     "FIELDS_BY_NAME",
     "FINISH_REASON_STATUS",
     "FieldSpec",
+    "GENERATED_FIELDS",
     "OPTIONAL_COLUMNS",
+    "REQUIRED_TRAIN_FIELDS",
     "RESPONSE_LENGTH_FIELDS",
     "SAMPLE_FIELDS",
     "SAMPLE_FIELD_NAMES",
@@ -147,6 +149,14 @@ FIELDS_BY_NAME: MappingProxyType[str, FieldSpec] = MappingProxyType(
 #: Per-token fields with one entry per response token (``length_rule == "response_length"``).
 RESPONSE_LENGTH_FIELDS: tuple[str, ...] = tuple(
     f.name for f in SAMPLE_FIELDS if f.length_rule == "response_length")
+
+#: Fields every sample of a ``RolloutFnTrainOutput`` has set by the time it is returned: the
+#: conversion to training data reads them (docs/contract.md §2, §4; VIM036).
+REQUIRED_TRAIN_FIELDS: tuple[str, ...] = ("tokens", "response_length", "reward", "status")
+#: Fields a generate step sets on the sample it returns (the built-in generate does; a
+#: ``--custom-generate-function-path`` function must): the reward comes after, from the
+#: reward function (docs/contract.md §2, §6a; VIM036).
+GENERATED_FIELDS: tuple[str, ...] = ("tokens", "response_length", "status")
 
 #: ``Sample.Status`` members as (NAME, value), in order.
 STATUS_VALUES: tuple[tuple[str, str], ...] = (

@@ -2,7 +2,9 @@
 
 One entry per linted file, keyed by a SHA-256 of the file's bytes, the path it is reported as,
 the configuration that decides its findings (enabled rule codes, hook bindings, launch flags
-and files) and the vime-lint version, as Ruff's cache is. An unchanged file under an unchanged
+and files) and the vime-lint version, as Ruff's cache is, plus the size and modification time
+of the linter's own sources (``vime_lint/static`` and ``vime/contract``), so a changed rule in
+a development checkout is not answered from an older run. An unchanged file under an unchanged
 configuration is not parsed again. ``--no-cache`` turns it off; ``--fix`` runs never use it.
 Entries are pickles written by this program for this program (a corrupt or foreign entry is a
 miss, never an error).
@@ -22,6 +24,8 @@ import pickle
 import tempfile
 from pathlib import Path
 
+import vime.contract
+import vime_lint.static
 from vime_lint import __version__
 from vime_lint.static._model import LintResult
 
@@ -30,6 +34,27 @@ __all__ = ["CACHE_DIR", "ResultCache"]
 #: The cache folder, relative to the project root.
 CACHE_DIR = ".vime_lint_cache"
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# vime-lint's cache (CACHEDIR.TAG)\n"
+
+
+_CODE: str | None = None
+
+
+def code_fingerprint() -> str:
+    """A digest of the path, size and mtime of each ``.py`` file of ``vime_lint/static`` and
+    ``vime/contract`` (computed once per process; stat calls only)."""
+    global _CODE
+    if _CODE is None:
+        h = hashlib.sha256()
+        for pkg in (vime_lint.static, vime.contract):
+            for root in pkg.__path__:
+                for path in sorted(Path(root).rglob("*.py")):
+                    try:
+                        st = path.stat()
+                    except OSError:
+                        continue
+                    h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        _CODE = h.hexdigest()
+    return _CODE
 
 
 class ResultCache:
@@ -46,7 +71,8 @@ class ResultCache:
     def key(data: bytes, display: str, fingerprint: str) -> str:
         """The entry name for a file's bytes, reported name and configuration fingerprint."""
         h = hashlib.sha256()
-        for part in (__version__.encode(), fingerprint.encode(), display.encode(), data):
+        for part in (__version__.encode(), code_fingerprint().encode(), fingerprint.encode(),
+                     display.encode(), data):
             h.update(len(part).to_bytes(8, "little"))
             h.update(part)
         return h.hexdigest()

@@ -33,6 +33,12 @@ PLANTED = [
      "VIM004", "generate = SearchAgent()"),
     ("search_agent", [("sample = await self.hop(", "sample = self.hop(")],
      "VIM021", "sample = self.hop("),
+    # the generate hook's helper posts by hand: the sample never gets tokens or a length
+    ("search_agent", [("sample = await engine.generate(args, sample, params)",
+                       "sample.response += (await engine.post(URL, params))['text']"),
+                      ("        return sample\n\n\ngenerate",
+                       "        return sample  # the hook's return\n\n\ngenerate")],
+     "VIM036", "# the hook's return"),
     ("async_rollout", [("tasks = [asyncio.create_task(_worker(args, todo, done, params)) for _ "
                         "in range(workers)]",
                         "tasks = [_worker(args, todo, done, params) for _ in range(workers)]"),

@@ -73,9 +73,11 @@ def test_turn_loops_need_a_grown_trajectory_sent_again() -> None:
                "        out = await post(URL, {'prompt': sample.prompt})\n"
                "        results.append(out)\n        print(len(results))\n")
     for code, expected in ((turns, 1), (samples, 0)):
-        fn = cst.parse_module(code).body[0]
+        module = cst.parse_module(code)
+        ctx, _ = file_context("m.py", module, options_from_mapping({}))
+        fn = module.body[0]
         assert isinstance(fn, cst.FunctionDef)
-        assert len(turn_loops(fn)) == expected
+        assert len(turn_loops(ctx.semantic, fn)) == expected
 
 
 def test_a_helper_reached_from_two_hooks_reports_once() -> None:

@@ -97,3 +97,57 @@ def test_old_codes_are_aliases_in_noqa_select_ignore_and_rule() -> None:
     assert "VIM032" in {r.code() for r in select_rules(ALL_RULES, ("VIM007",))}
     assert {r.code() for r in rules_for_code("VIM007")} == {"VIM007", "VIM032", "VIM033"}
     assert {r.code() for r in rules_for_code("VIM019")} == {"VIM019", "VIM034", "VIM035"}
+
+
+def test_function_facts_hold_what_the_rules_used_to_walk_for() -> None:
+    code = ("def f(sample, out):\n"
+            "    while True:\n"
+            "        for t in range(3):\n"
+            "            reason = out['finish_reason']\n"
+            "            sample.status = STATUS[reason]\n"
+            "            payload = {'max_tokens': 8}\n"
+            "        ids += await post(payload)\n"
+            "    key = lambda s: s.reward\n"
+            "    def inner(data_source):\n"
+            "        return data_source\n"
+            "    return 'done'\n")
+    ctx = _context(code)
+    fn = ctx.module.body[0]
+    assert isinstance(fn, cst.FunctionDef)
+    sem = ctx.semantic
+    facts = sem.facts(fn)
+    assert [(type(n).__name__, d) for n, d in facts.statement_loops] == [("While", 0), ("For", 1)]
+    assert list(facts.subscripts) == ["finish_reason"]
+    assert "status" in facts.attributes and "reward" not in facts.attributes  # lambda body
+    assert {"finish_reason", "max_tokens", "done"} <= facts.strings
+    assert [type(stmt).__name__ for _, _, stmt in facts.bindings] == [
+        "Assign", "Assign", "Assign", "AugAssign", "Assign"]
+    assert len(facts.awaits) == 1 and len(facts.dict_elements) == 1 and len(facts.lambdas) == 1
+    # calls and reads in source order, for "the first read" reports
+    order = facts.order
+    sub = facts.subscripts["finish_reason"][0][0]
+    call = next(s.node for s in facts.calls if s.node.func.value == "post")  # type: ignore[union-attr]
+    assert order[id(sub)] < order[id(call)]
+    # one loop's facts: what it binds, without the loop around it
+    loop = facts.statement_loops[1][0]
+    assert {t.value for t, _, _ in sem.block(loop).bindings  # type: ignore[attr-defined]
+            if isinstance(t, cst.Name)} == {"reason", "payload"}
+    # names spelled anywhere in a function, nested scopes included (the rename fix asks)
+    assert sem.mentions(fn, "data_source") and sem.mentions(fn, "reward")
+    assert not sem.mentions(fn, "rollout_id")
+
+
+def test_instance_class_follows_self_into_a_nested_callback() -> None:
+    code = ("class Worker:\n    def __init__(self, data_buffer):\n"
+            "        self.data_buffer = data_buffer\n"
+            "    def done_cb(self):\n        def _cb(task):\n"
+            "            return self\n        return _cb\n")
+    ctx = _context(code)
+    cls = ctx.module.body[0]
+    assert isinstance(cls, cst.ClassDef)
+    method = ctx.semantic.facts(cls.body.body[1]).fn  # type: ignore[arg-type]
+    assert isinstance(method, cst.FunctionDef)
+    cb = ctx.semantic.facts(method).nested["_cb"]
+    self_name = cst.Name("self")
+    assert ctx.semantic.instance_class(self_name, cb, cls) is None  # not bound in _cb itself
+    assert ctx.semantic.instance_class(self_name, cb, cls, [method, cb]) is cls

@@ -22,7 +22,7 @@ Built on LibCST's ``ScopeProvider`` and qualified names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import Scope
@@ -35,7 +35,12 @@ from vime_lint.static.analysis._bindings import (
     resolve_target,
 )
 from vime_lint.static.analysis._coroutines import SCHEDULERS, unawaited_calls
-from vime_lint.static.analysis._fields import REQUIRED_FIELDS, FieldsSet, fields_set
+from vime_lint.static.analysis._fields import (
+    GENERATED_FIELDS,
+    REQUIRED_FIELDS,
+    FieldsSet,
+    fields_set,
+)
 from vime_lint.static.analysis._functions import (
     AttrStore,
     CallSite,
@@ -50,7 +55,7 @@ from vime_lint.static.analysis._functions import (
 from vime_lint.static.analysis._names import Names, spelled
 
 __all__ = [
-    "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
+    "GENERATED_FIELDS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
     "SameScope", "Semantic", "Side", "evaluation_test", "fields_set", "spelled",
 ]
 
@@ -150,6 +155,24 @@ class Semantic:
         if hit is None:
             hit = self._facts[id(node)] = block_facts(node)
         return hit
+
+    def mentions(self, node: FunctionNode | cst.ClassDef, name: str, _depth: int = 0) -> bool:
+        """True when ``name`` is spelled anywhere in ``node``: bound, read, an attribute or a
+        keyword, in its own body or in the functions, lambdas and classes nested in it."""
+        facts = self.block(node.body) if isinstance(node, cst.ClassDef) else self.facts(node)
+        if name in facts.names or name in facts.values:
+            return True
+        if isinstance(node, cst.FunctionDef) and node.name.value == name:
+            return True
+        inner: list[FunctionNode | cst.ClassDef] = [*facts.nested.values(), *facts.lambdas,
+                                                    *facts.classes]
+        return _depth < 16 and any(self.mentions(i, name, _depth + 1) for i in inner)
+
+    def module_constants(self) -> list[FunctionFacts]:
+        """Facts of each module-level statement other than ``def``/``class`` (constants,
+        mapping tables), walked once."""
+        return [self.block(stmt) for stmt in self.module.body
+                if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef))]
 
     def callee(self, call: cst.Call, within: FunctionNode | None = None,
                owner: cst.ClassDef | None = None) -> cst.FunctionDef | None:
@@ -296,12 +319,21 @@ class Semantic:
         return False
 
     def instance_class(self, expr: cst.BaseExpression, fn: FunctionNode | None,
-                       owner: cst.ClassDef | None) -> cst.ClassDef | None:
+                       owner: cst.ClassDef | None,
+                       enclosing: Sequence[FunctionNode | None] = ()) -> cst.ClassDef | None:
         """The module's own class whose instance ``expr`` holds, as far as the code shows:
         ``self`` in a method of ``owner``; a name assigned ``Cls(...)`` (locally or at module
-        level); a parameter annotated ``Cls``. None when unknown or not the module's class."""
+        level); a parameter annotated ``Cls``. None when unknown or not the module's class.
+
+        ``enclosing`` lists the functions around ``fn`` (outermost first, ``fn`` last): a name
+        that ``fn`` does not bind is looked up in the innermost one that does (a closure
+        over a method's ``self``)."""
         if not isinstance(expr, cst.Name):
             return None
+        if fn is not None and expr.value not in self.facts(fn).values:
+            for outer in reversed([f for f in enclosing if f is not None and f is not fn]):
+                if expr.value in self.facts(outer).values:
+                    return self.instance_class(expr, outer, owner)
         if fn is not None and isinstance(fn, cst.FunctionDef) and owner is not None:
             params = fn.params.params
             if params and params[0].name.value == expr.value and expr.value in ("self", "cls"):

@@ -4,9 +4,8 @@ Looked at over a function and the module's own helpers it reaches (:meth:`Semant
 
 - attribute stores ``x.reward = ...`` (also ``+=`` and ``setattr(x, "reward", ...)``);
 - ``Sample(...)`` keywords, ``dataclasses.replace(x, reward=...)``;
-- calls that set fields: vime's generate (``tokens``, ``response_length``, ``status``),
-  ``generate_and_rm``/``generate_and_rm_group`` (and ``reward``), vime's default rollout
-  function (all), ``rm_hub.async_rm``/``batched_async_rm`` (``reward``),
+- calls that set fields: vime's callables in ``vime.contract.hooks.FIELD_SETTERS`` (the
+  generate, ``generate_and_rm``, the default rollout function, ``rm_hub``),
   ``Sample.append_response_tokens`` (``tokens``, ``response_length``; ``status`` with
   ``meta_info``), ``update_from_meta_info`` (``status``), ``Sample.from_dict`` (all);
 - where samples come from: ``*.get_samples(...)`` or ``Sample(...)``.
@@ -28,25 +27,23 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from vime.contract.hooks import FIELD_SETTERS
+from vime.contract.sample import GENERATED_FIELDS, REQUIRED_TRAIN_FIELDS
 from vime_lint.static.analysis._names import spelled
 
 if TYPE_CHECKING:
     from vime_lint.static.analysis import Semantic
 
-__all__ = ["REQUIRED_FIELDS", "FieldsSet", "fields_set"]
+__all__ = ["GENERATED_FIELDS", "REQUIRED_FIELDS", "FieldsSet", "fields_set"]
 
-#: Fields every sample of a train output needs (docs/contract.md §2).
-REQUIRED_FIELDS = ("tokens", "response_length", "reward", "status")
-_GENERATED = frozenset({"tokens", "response_length", "status"})
-_ALL = frozenset(REQUIRED_FIELDS)
+#: Fields every sample of a train output needs, and those a generate step sets (the contract's).
+REQUIRED_FIELDS = REQUIRED_TRAIN_FIELDS
+_ALL = frozenset(REQUIRED_TRAIN_FIELDS)
 #: vime callables by qualified-name tail -> the fields they set on the samples they get.
-_SETTERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("vllm_rollout.generate_rollout", _ALL),
-    ("generate_and_rm_group", _ALL), ("generate_and_rm", _ALL),
-    ("vllm_rollout.generate", _GENERATED), ("client.generate", _GENERATED),
-    ("rm_hub.async_rm", frozenset({"reward"})), ("rm_hub.batched_async_rm", frozenset({"reward"})),
-    ("Sample.from_dict", _ALL),
-)
+_SETTERS: tuple[tuple[str, frozenset[str]], ...] = tuple(
+    (tail, frozenset(fields)) for tail, fields in FIELD_SETTERS)
+#: Methods that grow a field in place (``sample.tokens.extend(ids)``).
+_GROW_IN_PLACE = frozenset({"append", "extend", "insert"})
 #: Calls that never set a sample's fields (builtins, containers, logging, copies).
 _INERT = frozenset({
     "len", "range", "enumerate", "zip", "print", "list", "dict", "tuple", "set", "sorted",
@@ -84,21 +81,27 @@ def _sampleish_name(name: str) -> bool:
 
 
 def fields_set(semantic: Semantic, closure: Sequence[cst.FunctionDef],
-               owner: cst.ClassDef | None) -> FieldsSet:
+               owner: cst.ClassDef | None, samples: frozenset[str] = frozenset()) -> FieldsSet:
     """The required fields ``closure`` sets (see the module docstring).
 
-    ``semantic`` is the file's :class:`~vime_lint.static.analysis.Semantic`.
+    ``semantic`` is the file's :class:`~vime_lint.static.analysis.Semantic`; ``samples`` names
+    parameters of ``closure[0]`` that hold a sample whatever they are called (a generate
+    function's second parameter).
     """
     out = FieldsSet()
-    for fn in closure:
+    for i, fn in enumerate(closure):
         facts = semantic.facts(fn)
-        held = _sample_names(semantic, fn)
+        held = _sample_names(semantic, fn) | (samples if i == 0 else frozenset())
         for store in facts.attr_stores:
             if store.attr in _ALL:
                 out.fields.add(store.attr)
         for site in facts.calls:
             call = site.node
             func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _GROW_IN_PLACE \
+                    and isinstance(func.value, cst.Attribute) and func.value.attr.value in _ALL:
+                out.fields.add(func.value.attr.value)  # sample.tokens.extend(ids)
+                continue
             keywords = {a.keyword.value for a in call.args if a.keyword is not None}
             if semantic.refers_to(func, "Sample"):
                 out.sources = out.constructed = True

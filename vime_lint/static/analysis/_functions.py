@@ -4,7 +4,10 @@ What one walk records: every ``return`` with the ``evaluation`` side it is on, `
 whether control can fall off the end, the values assigned to each local name (parameters count
 as unknown values), ``x[k] = v`` stores, ``x.append(v)`` collections, the names read, every
 call with the chain of nodes around it (to tell ``await f()`` from ``f()`` thrown away),
-attribute stores, ``setattr`` calls and the nested ``def`` statements.
+attribute stores, ``setattr`` calls and the nested ``def`` statements; also every attribute read
+and constant-key subscript with the nodes around it, string literals, binding statements,
+``await`` expressions, dict entries, ``for``/``while`` statements (with their loop depth) and
+lambdas.
 
 Usage::
 
@@ -106,6 +109,31 @@ class FunctionFacts:
     assigns: list[tuple[str, cst.Assign]] = field(default_factory=list)
     #: Every ``Name`` read, with the nodes around it (innermost first): how a value is used.
     name_uses: dict[str, list[tuple[cst.CSTNode, ...]]] = field(default_factory=dict)
+    #: Every ``x.attr`` by attribute name, with the nodes around it (innermost first).
+    attributes: dict[str, list[tuple[cst.Attribute, tuple[cst.CSTNode, ...]]]] = field(
+        default_factory=dict)
+    #: ``x["key"]`` by its constant string key, with the nodes around it (innermost first).
+    subscripts: dict[str, list[tuple[cst.Subscript, tuple[cst.CSTNode, ...]]]] = field(
+        default_factory=dict)
+    #: The values of the string literals.
+    strings: set[str] = field(default_factory=set)
+    #: Binding statements in source order: ``(target, value, statement)`` for each target of
+    #: ``=``, for ``x: T = v`` and for ``x += v`` (the statement tells them apart).
+    bindings: list[tuple[cst.BaseExpression, cst.BaseExpression, cst.CSTNode]] = field(
+        default_factory=list)
+    #: ``await`` expressions, in source order.
+    awaits: list[cst.Await] = field(default_factory=list)
+    #: Dict display entries ``key: value``, in source order.
+    dict_elements: list[cst.DictElement] = field(default_factory=list)
+    #: ``for``/``while`` statements, in source order, with how many loops hold each (0: an
+    #: outermost loop of the body).
+    statement_loops: list[tuple[cst.For | cst.While, int]] = field(default_factory=list)
+    #: Lambdas and classes in the body (their bodies are not walked here).
+    lambdas: list[cst.Lambda] = field(default_factory=list)
+    classes: list[cst.ClassDef] = field(default_factory=list)
+    #: Source (pre-)order of the calls, attribute reads and constant-key subscripts:
+    #: ``id(node)`` -> index.
+    order: dict[int, int] = field(default_factory=dict)
 
     @property
     def is_async(self) -> bool:
@@ -146,11 +174,32 @@ class _Walk(cst.CSTVisitor):
                 self._bind(node.name, None)
             elif isinstance(node, cst.ClassDef):
                 self._bind(node.name, None)
+                f.classes.append(node)
+            else:
+                f.lambdas.append(node)
             return False
         if isinstance(node, cst.Name):
             f.names.add(node.value)
             f.name_uses.setdefault(node.value, []).append(tuple(reversed(self.stack)))
+        elif isinstance(node, cst.Attribute):
+            f.order[id(node)] = len(f.order)
+            f.attributes.setdefault(node.attr.value, []).append(
+                (node, tuple(reversed(self.stack))))
+        elif isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str):
+                f.strings.add(value)
+        elif isinstance(node, cst.Subscript):
+            key = _constant_key(node)
+            if key is not None:
+                f.order[id(node)] = len(f.order)
+                f.subscripts.setdefault(key, []).append((node, tuple(reversed(self.stack))))
+        elif isinstance(node, cst.Await):
+            f.awaits.append(node)
+        elif isinstance(node, cst.DictElement):
+            f.dict_elements.append(node)
         elif isinstance(node, cst.Call):
+            f.order[id(node)] = len(f.order)
             f.calls.append(CallSite(node, tuple(reversed(self.stack))))
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _COLLECT \
@@ -169,6 +218,7 @@ class _Walk(cst.CSTVisitor):
         elif isinstance(node, cst.Assign):
             for t in node.targets:
                 self._bind(t.target, node.value)
+                f.bindings.append((t.target, node.value, node))
                 if isinstance(t.target, cst.Name):
                     f.assigns.append((t.target.value, node))
         elif isinstance(node, cst.Try):
@@ -177,7 +227,10 @@ class _Walk(cst.CSTVisitor):
             f.raises = True
         elif isinstance(node, cst.AnnAssign):
             self._bind(node.target, node.value)
+            if node.value is not None:
+                f.bindings.append((node.target, node.value, node))
         elif isinstance(node, cst.AugAssign):
+            f.bindings.append((node.target, node.value, node))
             if isinstance(node.target, cst.Attribute):
                 f.attr_stores.append(AttrStore(node, node.target.value, node.target.attr.value,
                                                None))
@@ -187,6 +240,9 @@ class _Walk(cst.CSTVisitor):
         elif isinstance(node, cst.For):
             self._bind(node.target, None)
             f.loops.append((node.target, node.iter))
+            f.statement_loops.append((node, self._loop_depth()))
+        elif isinstance(node, cst.While):
+            f.statement_loops.append((node, self._loop_depth()))
         elif isinstance(node, cst.CompFor):
             f.loops.append((node.target, node.iter))
         elif isinstance(node, cst.NamedExpr):
@@ -195,6 +251,9 @@ class _Walk(cst.CSTVisitor):
             self._bind(node.name, None)
         self.stack.append(node)
         return True
+
+    def _loop_depth(self) -> int:
+        return sum(1 for n in self.stack if isinstance(n, (cst.For, cst.While)))
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if self.stack and self.stack[-1] is original_node:
@@ -214,6 +273,17 @@ class _Walk(cst.CSTVisitor):
             f.subscript_values.setdefault(target.value.value, []).append(value)
         elif isinstance(target, cst.Attribute):
             f.attr_stores.append(AttrStore(target, target.value, target.attr.value, value))
+
+
+def _constant_key(node: cst.Subscript) -> str | None:
+    """The key of ``x["key"]`` (one constant string index), else None."""
+    if len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+        value = index.value.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
 
 
 def evaluation_test(test: cst.BaseExpression) -> Side:

@@ -27,7 +27,6 @@ import libcst as cst
 from vime.contract import HOOKS, SAMPLE_FIELD_NAMES, protocols
 from vime_lint.static._cst import code_of
 from vime_lint.static._rule import FileContext
-from vime_lint.static.analysis import SameScope
 
 __all__ = ["GROUPS_TYPE", "GroupFlow", "SAMPLE_ATTRIBUTES", "group_flow", "group_params"]
 
@@ -61,18 +60,6 @@ def group_params(dest: str) -> frozenset[int]:
     params = [p for name, p in inspect.signature(protocol.__call__).parameters.items()
               if name != "self"]
     return frozenset(i for i, p in enumerate(params) if p.annotation == GROUPS_TYPE)
-
-
-class _Loops(SameScope):
-    """``for`` targets of one function body, with their iterables (nested defs skipped)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fors: list[tuple[cst.BaseExpression, cst.BaseExpression]] = []
-
-    def visit_For(self, node: cst.For) -> None:
-        self.fors.append((node.target, node.iter))
-
 
 
 def _element_targets(target: cst.BaseExpression, iterable: cst.BaseExpression,
@@ -112,11 +99,12 @@ class GroupFlow:
                     self.groups[name] = found[0] or ""
             if len(self.groups) == before:
                 break
-        loops = _Loops()
-        fn.body.visit(loops)
         group_fors: dict[str, list[str]] = {}
         other_fors: set[str] = set()
-        for target, iterable in loops.fors:
+        for loop, _ in facts.statement_loops:
+            if not isinstance(loop, cst.For):
+                continue
+            target, iterable = loop.target, loop.iter
             pair = _element_targets(target, iterable, self._qualified)
             source = self.groups_source(pair[1])
             if isinstance(pair[0], cst.Name) and source is not None:

@@ -1,7 +1,8 @@
 """Which expressions hold a ``Sample``, as far as the code shows it (shared by rule families).
 
 A name holds a sample when it is a hook parameter named ``sample``, is assigned
-``Sample(...)``, loops over ``iter_samples(...)`` or over a name ending in ``group``/``samples``,
+``Sample(...)``, loops over vime's ``iter_samples(...)`` (by qualified name: also
+``bt.iter_samples`` or an ``as`` alias) or over a name ending in ``group``/``samples``,
 or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
 
@@ -64,8 +65,7 @@ class SampleTracker(FunctionTracker):
         if not isinstance(node.target, cst.Name):
             return
         it = node.iter
-        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) \
-                and it.func.value == "iter_samples":
+        if isinstance(it, cst.Call) and self.context.semantic.refers_to(it.func, "iter_samples"):
             self.sample_vars[-1].add(node.target.value)
         elif isinstance(it, cst.Name) and _group_like(it.value):
             self.sample_vars[-1].add(node.target.value)

@@ -10,13 +10,13 @@ the next iteration (:class:`TurnLoop`); :mod:`~vime_lint.static.rules.turn_budge
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from vime_lint.static._cst import dotted, string_value
-from vime_lint.static.analysis import SameScope
+from vime_lint.static.analysis import CallSite, Semantic
 from vime_lint.static.rules._samples import is_sample_name
 
 __all__ = ["TurnLoop", "mentions", "retokenised_calls", "turn_loops"]
@@ -135,94 +135,79 @@ class _Taint:
         return _is_tokenizer(func) and self.tainted(arg)
 
 
-class _LoopFacts(SameScope):
-    """Assignments, growing calls and tokenizer calls of one loop body (nested defs skipped)."""
+@dataclass(slots=True)
+class _LoopFlow:
+    """What one loop (nested defs skipped) binds, calls and turns into token ids, read from the
+    semantic model's facts of the loop (:meth:`~vime_lint.static.analysis.Semantic.block`)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.binds: list[tuple[str, cst.BaseExpression]] = []
-        self.calls: list[cst.Call] = []
-        self.generates = False
-        #: Expressions whose value becomes token ids or goes to the engine: values assigned to
-        #: ``.tokens``, ``tokens=``/``token_ids=`` arguments, ``"token_ids"`` dict values,
-        #: awaited expressions and the arguments of ``*generate*`` calls.
-        self.token_uses: list[cst.CSTNode] = []
+    binds: list[tuple[str, cst.BaseExpression]]
+    calls: list[cst.Call]
+    #: The loop generates: it awaits something or calls a ``*generate*`` function.
+    generates: bool
+    #: Expressions whose value becomes token ids or goes to the engine: values assigned to
+    #: ``.tokens``, ``tokens=``/``token_ids=`` arguments, ``"token_ids"`` dict values,
+    #: awaited expressions and the arguments of ``*generate*`` calls.
+    token_uses: list[cst.CSTNode]
 
-    def visit_Await(self, node: cst.Await) -> None:
-        self.generates = True
-        self.token_uses.append(node.expression)
 
-    def visit_DictElement(self, node: cst.DictElement) -> None:
-        if string_value(node.key) in _TOKEN_KEYS:
-            self.token_uses.append(node.value)
+def _name_binds(target: cst.BaseExpression, value: cst.BaseExpression,
+                out: list[tuple[str, cst.BaseExpression]]) -> None:
+    """``(name, value)`` for a target name, and for each name of a tuple/list target."""
+    if isinstance(target, cst.Name):
+        out.append((target.value, value))
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _name_binds(el.value, value, out)
 
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        if isinstance(target, cst.Name):
-            self.binds.append((target.value, value))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self._bind(el.value, value)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-            if isinstance(t.target, cst.Attribute) and t.target.attr.value == "tokens":
-                self.token_uses.append(node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target, node.value)
-        if isinstance(node.target, cst.Attribute) and node.target.attr.value == "tokens":
-            self.token_uses.append(node.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.calls.append(node)
-        func = node.func
-        self.token_uses += [a.value for a in node.args
-                            if a.keyword is not None and a.keyword.value in _TOKEN_KEYS]
+def _loop_flow(semantic: Semantic, loop: cst.For | cst.While) -> _LoopFlow:
+    facts = semantic.block(loop)
+    binds: list[tuple[str, cst.BaseExpression]] = []
+    token_uses: list[cst.CSTNode] = [a.expression for a in facts.awaits]
+    token_uses += [el.value for el in facts.dict_elements if string_value(el.key) in _TOKEN_KEYS]
+    for target, value, stmt in facts.bindings:
+        _name_binds(target, value, binds)
+        if isinstance(target, cst.Attribute) and target.attr.value == "tokens" \
+                and not isinstance(stmt, cst.AnnAssign):
+            token_uses.append(value)
+    generates = bool(facts.awaits)
+    calls = [site.node for site in facts.calls]
+    for call in calls:
+        func = call.func
+        token_uses += [a.value for a in call.args
+                       if a.keyword is not None and a.keyword.value in _TOKEN_KEYS]
         if "generate" in (dotted(func) or "").rpartition(".")[2]:
-            self.generates = True
-            self.token_uses += [a.value for a in node.args]
+            generates = True
+            token_uses += [a.value for a in call.args]
         if isinstance(func, cst.Attribute) and func.attr.value in _GROW \
-                and isinstance(func.value, cst.Name) and node.args:
-            self.binds.append((func.value.value, node.args[-1].value))
+                and isinstance(func.value, cst.Name) and call.args:
+            binds.append((func.value.value, call.args[-1].value))
+    return _LoopFlow(binds, calls, generates, token_uses)
 
-class _Loops(cst.CSTVisitor):
-    """The outermost statement loops of a function body, and the names that hold samples."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.loops: list[cst.For | cst.While] = []
-        self.sample_names: set[str] = set()
-        self._depth = 0
+def _all_loops(semantic: Semantic, fn: cst.FunctionDef, depth: int = 0
+               ) -> Iterator[tuple[cst.For | cst.While, int]]:
+    """The statement loops of ``fn`` and of the functions nested in it (with loop depth)."""
+    facts = semantic.facts(fn)
+    yield from facts.statement_loops
+    if depth < 8:
+        for nested in facts.nested.values():
+            yield from _all_loops(semantic, nested, depth + 1)
 
-    def visit_For(self, node: cst.For) -> None:
-        if not self._depth:
-            self.loops.append(node)
-        self._depth += 1
-        if isinstance(node.target, cst.Name):
+
+def _sample_names(semantic: Semantic, loops: list[tuple[cst.For | cst.While, int]]
+                  ) -> frozenset[str]:
+    """``for`` targets over vime's ``iter_samples(...)`` (by qualified name) or over a name
+    ending in ``group``/``samples``."""
+    out: set[str] = set()
+    for node, _ in loops:
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             it = node.iter
-            if (isinstance(it, cst.Call) and dotted(it.func) == "iter_samples") or (
+            if (isinstance(it, cst.Call) and semantic.refers_to(it.func, "iter_samples")) or (
                     isinstance(it, cst.Name) and (it.value.endswith("group")
                                                   or it.value.endswith("samples"))):
-                self.sample_names.add(node.target.value)
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self._depth -= 1
-
-    def visit_While(self, node: cst.While) -> None:
-        if not self._depth:
-            self.loops.append(node)
-        self._depth += 1
-
-    def leave_While(self, original_node: cst.While) -> None:
-        self._depth -= 1
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
+                out.add(node.target.value)
+    return frozenset(out)
 
 
 def _bound_names(binds: list[tuple[str, cst.BaseExpression]], names: set[str],
@@ -238,7 +223,7 @@ def _bound_names(binds: list[tuple[str, cst.BaseExpression]], names: set[str],
             break
 
 
-def retokenised_calls(fn: cst.FunctionDef) -> list[cst.Call]:
+def retokenised_calls(semantic: Semantic, fn: cst.FunctionDef) -> list[cst.Call]:
     """Tokenizer calls inside a loop of ``fn`` (nested functions included) that encode text
     the model generated in that loop (a fixpoint over the loop's assignments).
 
@@ -247,15 +232,16 @@ def retokenised_calls(fn: cst.FunctionDef) -> list[cst.Call]:
     dataset text in a loop is not reported; an engine response's ``choices[...]["text"]``
     always counts.
     """
-    finder = _Loops()
-    fn.body.visit(finder)
+    loops = list(_all_loops(semantic, fn))
+    sample_names = _sample_names(semantic, loops)
     out: list[cst.Call] = []
-    for loop in finder.loops:
-        facts = _LoopFacts()
-        loop.visit(facts)
-        taint = _Taint(frozenset(finder.sample_names), facts.generates)
-        _bound_names(facts.binds, taint.names, taint.tainted)
-        out += [c for c in facts.calls if taint.sink(c) and _becomes_tokens(c, facts)]
+    for loop, depth in loops:
+        if depth:
+            continue  # an inner loop is part of its outermost loop's flow
+        flow = _loop_flow(semantic, loop)
+        taint = _Taint(sample_names, flow.generates)
+        _bound_names(flow.binds, taint.names, taint.tainted)
+        out += [c for c in flow.calls if taint.sink(c) and _becomes_tokens(c, flow)]
     return out
 
 
@@ -265,7 +251,7 @@ def _contains(node: cst.CSTNode, target: cst.CSTNode, names: set[str]) -> bool:
     return any(_contains(c, target, names) for c in node.children)
 
 
-def _becomes_tokens(sink: cst.Call, facts: _LoopFacts) -> bool:
+def _becomes_tokens(sink: cst.Call, facts: _LoopFlow) -> bool:
     """True when the encoded ids reach the next turn: the sink's value (directly or through
     names bound in the loop) is sent to the engine or stored as tokens."""
     names: set[str] = set()
@@ -316,58 +302,65 @@ class TurnLoop:
 _GROW_ATTRS = frozenset({"append", "extend", "insert", "append_response_tokens"})
 
 
-class _TurnFacts(SameScope):
-    def __init__(self) -> None:
-        super().__init__()
-        self.grown: set[str] = set()
-        #: What the accumulators grow by (values of ``+=``, grow-call arguments, ...).
-        self.growth: list[cst.CSTNode] = []
-        self.loop = TurnLoop(cst.While(test=cst.Name("True"), body=cst.IndentedBlock([])),
-                             frozenset())
+def _in_header(site: CallSite, loop: cst.For | cst.While) -> bool:
+    """True when the call is in a ``for`` loop's iterable or target, or in the ``else``
+    block of a loop (not in what runs each turn)."""
+    top = site.parents[-2] if len(site.parents) >= 2 else site.node
+    if isinstance(loop, cst.For) and (top is loop.iter or top is loop.target):
+        return True
+    return loop.orelse is not None and top is loop.orelse
 
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+
+def _turn_loop(semantic: Semantic, node: cst.For | cst.While
+               ) -> tuple[TurnLoop, set[str], list[cst.CSTNode]]:
+    """The loop's :class:`TurnLoop`, the names it grows and what they grow by."""
+    facts = semantic.block(node)
+    loop = TurnLoop(node, frozenset())
+    grown: set[str] = set()
+    growth: list[cst.CSTNode] = []
+
+    def bind(target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
-            self.loop.binds.append((target.value, value))
-            self.loop.written.add(target.value)
+            loop.binds.append((target.value, value))
+            loop.written.add(target.value)
             if mentions(value, {target.value}):
-                self.grown.add(target.value)
-                self.growth.append(value)
+                grown.add(target.value)
+                growth.append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
-                self._bind(el.value, value)
+                bind(el.value, value)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-            self.loop.written.add(target.value.value)
+            loop.written.add(target.value.value)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._bind(t.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        target: cst.BaseExpression = node.target
-        while isinstance(target, (cst.Attribute, cst.Subscript)):
-            target = target.value
-        if isinstance(target, cst.Name):
-            self.grown.add(target.value)
-            self.growth.append(node.value)
-            self.loop.written.add(target.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):
-            self.loop.written.add(name)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.loop.calls.append(node)
-        func = node.func
+    for target, value, stmt in facts.bindings:
+        if not isinstance(stmt, cst.AugAssign):
+            bind(target, value)
+            continue
+        root: cst.BaseExpression = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if isinstance(root, cst.Name):
+            grown.add(root.value)
+            growth.append(value)
+            loop.written.add(root.value)
+    for inner, _ in facts.statement_loops:
+        if inner is not node and isinstance(inner, cst.For):
+            loop.written |= _target_names(inner.target)
+    for site in facts.calls:
+        if _in_header(site, node):
+            continue
+        call = site.node
+        loop.calls.append(call)
+        func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             if func.attr.value in _GROW_ATTRS:
-                self.grown.add(func.value.value)
-                self.growth += [a.value for a in node.args]
+                grown.add(func.value.value)
+                growth += [a.value for a in call.args]
             if func.attr.value in ("update", "pop", "setdefault", "clear"):
-                self.loop.written.add(func.value.value)
+                loop.written.add(func.value.value)
+    loop.accumulators = frozenset(grown)
+    return loop, grown, growth
+
 
 def _target_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
@@ -377,50 +370,43 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
-def _counting(node: cst.For) -> bool:
-    """``for _ in range(...)`` / ``itertools.count()``: a loop over turns, not over samples."""
+#: Iterables that count turns (by qualified name).
+_COUNTERS = frozenset({"builtins.range", "itertools.count"})
+
+
+def _counting(semantic: Semantic, node: cst.For) -> bool:
+    """``for _ in range(...)`` / ``itertools.count()`` (also ``from itertools import count as
+    turns``, ``import itertools as it``): a loop over turns, not over samples. A name nothing
+    binds (a snippet) is read by its spelling."""
     it = node.iter
-    return isinstance(it, cst.Call) and (dotted(it.func) or "").rpartition(".")[2] in (
-        "range", "count")
+    if not isinstance(it, cst.Call):
+        return False
+    if semantic.qualified(it.func) & _COUNTERS:
+        return True
+    if semantic.is_bound(it.func):
+        return False
+    return (dotted(it.func) or "").rpartition(".")[2] in ("range", "count")
 
 
-class _AllLoops(SameScope):
-    def __init__(self) -> None:
-        super().__init__()
-        self.loops: list[cst.For | cst.While] = []
-
-    def visit_For(self, node: cst.For) -> None:
-        if _counting(node):
-            self.loops.append(node)
-
-    def visit_While(self, node: cst.While) -> None:
-        self.loops.append(node)
-
-def turn_loops(fn: cst.FunctionDef) -> list[TurnLoop]:
+def turn_loops(semantic: Semantic, fn: cst.FunctionDef) -> list[TurnLoop]:
     """The ``while`` loops and ``for ... in range(...)`` loops of ``fn`` (nested loops too,
     nested functions skipped) that grow a trajectory and send it again: some accumulator (a
     name the loop grows) is read, directly or through names bound in the loop, by an argument
     of a call whose result grows an accumulator in turn (``out = await post(..., text)``,
     ``text += out``). A loop over samples (``for i in range(n): results.append(await
     post(...))``) sends nothing it grew and is not a turn loop."""
-    finder = _AllLoops()
-    fn.body.visit(finder)
     out: list[TurnLoop] = []
-    for node in finder.loops:
-        facts = _TurnFacts()
-        node.body.visit(facts)
-        if isinstance(node, cst.While):
-            node.test.visit(facts)
-        loop = facts.loop
-        loop.node = node
-        loop.accumulators = frozenset(facts.grown)
-        if not facts.grown:
+    for node, _ in semantic.facts(fn).statement_loops:
+        if isinstance(node, cst.For) and not _counting(semantic, node):
             continue
-        carried = loop.reaching(set(facts.grown))
+        loop, grown, growth = _turn_loop(semantic, node)
+        if not grown:
+            continue
+        carried = loop.reaching(set(grown))
         sends = [c for c in loop.calls
                  if not (isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROW_ATTRS)
                  and any(mentions(a.value, carried) for a in c.args)]
-        if any(_feeds_back(c, loop, facts.growth) for c in sends):
+        if any(_feeds_back(c, loop, growth) for c in sends):
             out.append(loop)
     return out
 

@@ -30,32 +30,6 @@ def _sync_client(names: set[str]) -> str | None:
     return None
 
 
-class _ValueReturns(cst.CSTVisitor):
-    """Counts ``return <value>`` (not ``return`` / ``return None``) outside nested scopes."""
-
-    def __init__(self) -> None:
-        self.values = 0
-        self.depth = 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.depth += 1
-        return self.depth == 1
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.depth -= 1
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        value = node.value
-        if value is not None and not (isinstance(value, cst.Name) and value.value == "None"):
-            self.values += 1
-
-
 class AgentFunctionSync(FunctionTracker):
     """An agent function is an ``async def``.
 
@@ -250,9 +224,10 @@ class AgentReturnsNothing(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest != _AGENT:
             return
-        returns = _ValueReturns()
-        node.visit(returns)
-        if returns.values == 0 and not _only_raises(node):
+        values = [r for r in self.context.semantic.facts(node).returns
+                  if r.value is not None
+                  and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+        if not values and not _only_raises(node):
             self.report(node.name, self.INVARIANT.render(name=node.name.value))
 
 

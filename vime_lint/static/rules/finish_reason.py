@@ -11,13 +11,15 @@ See ``docs/contract.md`` §2 (``append_response_tokens(meta_info=...)``), §8 (v
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from vime.contract import FINISH_REASON_STATUS, INVARIANTS, STATUS_VALUES
 from vime_lint.static._cst import dotted, string_value
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.analysis import FunctionFacts, Semantic
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, STATUS_BY_VALUE
 
 __all__ = ["UnmappedFinishReason"]
@@ -33,189 +35,139 @@ _BENIGN_CALLS = frozenset({
 })
 
 
-def _skip_nested(node: cst.CSTNode) -> bool:
-    return isinstance(node, (cst.ClassDef, cst.Lambda))
-
-
-def _module_constants(context: FileContext) -> Iterator[cst.CSTNode]:
-    """Module-level statements other than ``def``/``class`` (constants, mapping tables)."""
-    for stmt in context.module.body:
-        if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            yield stmt
-
-
-def _module_dicts(context: FileContext) -> frozenset[str]:
+def _module_dicts(semantic: Semantic) -> frozenset[str]:
     """Names bound at module level to a dict display (``_STATUS = {"length": ...}``)."""
-    names: set[str] = set()
-    for stmt in context.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and isinstance(small.value, cst.Dict):
-                    names |= {t.target.value for t in small.targets
-                              if isinstance(t.target, cst.Name)}
-                elif isinstance(small, cst.AnnAssign) and isinstance(small.value, cst.Dict) \
-                        and isinstance(small.target, cst.Name):
-                    names.add(small.target.value)
-    return frozenset(names)
+    return frozenset(name for name, value in semantic.symbols.items()
+                     if isinstance(value, cst.Dict))
 
 
-def _is_finish_reason_read(node: cst.CSTNode) -> bool:
-    """``x["finish_reason"]``, ``x.get("finish_reason", ...)`` or ``x.finish_reason``."""
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        sl = node.slice[0].slice
-        return isinstance(sl, cst.Index) and string_value(sl.value) == "finish_reason"
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-            and node.func.attr.value == "get" and node.args:
-        return string_value(node.args[0].value) == "finish_reason"
-    return isinstance(node, cst.Attribute) and node.attr.value == "finish_reason"
+def _covered(members: set[str], literals: set[str]) -> set[str]:
+    """Status members reached: named, or named by a finish-reason / status literal."""
+    out = set(members)
+    for lit in literals:
+        if lit in FINISH_REASON_STATUS:
+            out.add(FINISH_REASON_STATUS[lit])
+        if lit in STATUS_BY_VALUE:
+            out.add(STATUS_BY_VALUE[lit])
+    return out
 
 
-class _Vocabulary(cst.CSTVisitor):
-    """Status members and string literals mentioned in a subtree."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.members: set[str] = set()
-        self.literals: set[str] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in _STATUS_NAMES:
-            self.members.add(node.attr.value)
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        value = string_value(node)
-        if value is not None:
-            self.literals.add(value)
-
-    def covered(self) -> set[str]:
-        """Status members reached: named, or named by a finish-reason / status literal."""
-        out = set(self.members)
-        for lit in self.literals:
-            if lit in FINISH_REASON_STATUS:
-                out.add(FINISH_REASON_STATUS[lit])
-            if lit in STATUS_BY_VALUE:
-                out.add(STATUS_BY_VALUE[lit])
-        return out
+def _vocabulary(facts: FunctionFacts, members: set[str], literals: set[str]) -> None:
+    """Add the status members (``.TRUNCATED``) and string literals ``facts`` mention."""
+    members.update(a for a in facts.attributes if a in _STATUS_NAMES)
+    literals |= facts.strings
 
 
-class _GenerateFacts(cst.CSTVisitor):
-    """One walk of a generate function (or one of its helpers): what it does with the finish
-    reason and with ``status``."""
+def _with_nested(semantic: Semantic, fn: cst.FunctionDef | cst.Lambda, depth: int = 0
+                 ) -> Iterator[FunctionFacts]:
+    """The facts of ``fn`` and of the functions and lambdas nested in it."""
+    facts = semantic.facts(fn)
+    yield facts
+    if depth < 8:
+        inner: list[cst.FunctionDef | cst.Lambda] = [*facts.nested.values(), *facts.lambdas]
+        for fn_inner in inner:
+            yield from _with_nested(semantic, fn_inner, depth + 1)
 
-    def __init__(self, sample_param: str | None, helpers: frozenset[str],
-                 dicts: frozenset[str]) -> None:
-        super().__init__()
-        self.sample_param = sample_param
-        self.helpers = helpers
-        self.dicts = dicts
-        #: Finish-reason reads, in source order.
-        self.reads: list[cst.CSTNode] = []
-        #: Names bound from a finish-reason read.
-        self.reason_names: set[str] = set()
-        #: ``append_response_tokens(meta_info=...)`` (or ``update_from_meta_info``) is called.
-        self.meta_info = False
-        #: The finish reason or the sample goes into a call the linter cannot see.
-        self.delegated = False
-        #: ``status`` is assigned a value whose members are not visible.
-        self.opaque_status = False
-        self._calls: list[cst.Call] = []
-        self._args: list[cst.Call] = []
-        self._targets: set[int] = set()
 
-    def _opaque_call(self, call: cst.Call) -> bool:
-        name = dotted(call.func) or ""
-        last = name.rpartition(".")[2]
+@dataclass(slots=True)
+class _GenerateFacts:
+    """What a generate function (or one of its helpers) does with the finish reason and with
+    ``status``."""
+
+    #: Finish-reason reads, in source order.
+    reads: list[cst.CSTNode] = field(default_factory=list)
+    #: ``append_response_tokens(meta_info=...)`` (or ``update_from_meta_info``) is called.
+    meta_info: bool = False
+    #: The finish reason or the sample goes into a call the linter cannot see.
+    delegated: bool = False
+    #: ``status`` is assigned a value whose members are not visible.
+    opaque_status: bool = False
+
+
+def _enclosing_calls(parents: tuple[cst.CSTNode, ...]) -> Iterator[cst.Call]:
+    """The calls whose arguments hold a node with these ``parents`` (innermost first)."""
+    for i, p in enumerate(parents[:-1]):
+        if isinstance(p, cst.Arg) and isinstance(parents[i + 1], cst.Call):
+            yield parents[i + 1]  # type: ignore[misc]
+
+
+def _is_target(node: cst.CSTNode, parents: tuple[cst.CSTNode, ...]) -> bool:
+    """True when ``node`` is what an assignment stores into (not a read)."""
+    if not parents:
+        return False
+    first = parents[0]
+    return isinstance(first, cst.AssignTarget) or (
+        isinstance(first, (cst.AnnAssign, cst.AugAssign)) and first.target is node)
+
+
+def _generate_facts(facts: FunctionFacts, sample_param: str | None, helpers: frozenset[str],
+                    dicts: frozenset[str]) -> _GenerateFacts:
+    """Read one function's facts (the semantic model's) for the finish reason."""
+    out = _GenerateFacts()
+
+    def opaque_call(call: cst.Call) -> bool:
+        last = (dotted(call.func) or "").rpartition(".")[2]
         if last in _BENIGN_CALLS:
             return False
-        return not (isinstance(call.func, cst.Name) and call.func.value in self.helpers)
+        return not (isinstance(call.func, cst.Name) and call.func.value in helpers)
 
-    def _passed_on(self) -> bool:
-        return any(self._opaque_call(c) for c in self._args)
-
-    def _constant_status(self, value: cst.BaseExpression) -> bool:
+    def constant_status(value: cst.BaseExpression) -> bool:
         if isinstance(value, cst.Attribute):
             return value.attr.value in _STATUS_NAMES
         if isinstance(value, cst.IfExp):
-            return self._constant_status(value.body) and self._constant_status(value.orelse)
+            return constant_status(value.body) and constant_status(value.orelse)
         if isinstance(value, cst.Subscript):
-            return isinstance(value.value, cst.Name) and value.value.value in self.dicts
+            return isinstance(value.value, cst.Name) and value.value.value in dicts
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
                 and value.func.attr.value == "get":
-            return isinstance(value.func.value, cst.Name) and value.func.value.value in self.dicts
+            return isinstance(value.func.value, cst.Name) and value.func.value.value in dicts
         return string_value(value) is not None
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        reason = _contains_read(node.value)
-        for t in node.targets:
-            tgt = t.target
-            self._targets.add(id(tgt))
-            if isinstance(tgt, cst.Attribute) and tgt.attr.value == "status" \
-                    and not self._constant_status(node.value):
-                self.opaque_status = True
-            if reason and isinstance(tgt, cst.Name):
-                self.reason_names.add(tgt.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets.add(id(node.target))
-        if node.value is not None and _contains_read(node.value) \
-                and isinstance(node.target, cst.Name):
-            self.reason_names.add(node.target.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._calls.append(node)
-        func = node.func
+    reads: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
+    reads += facts.subscripts.get("finish_reason", [])
+    reads += facts.attributes.get("finish_reason", [])
+    for site in facts.calls:
+        call = site.node
+        func = call.func
         if isinstance(func, cst.Attribute) and (
                 func.attr.value in ("update_from_meta_info", "_apply_meta_info")
                 or (func.attr.value == "append_response_tokens" and any(
                     a.keyword is not None and a.keyword.value == "meta_info"
                     and not (isinstance(a.value, cst.Name) and a.value.value == "None")
-                    for a in node.args))):
-            self.meta_info = True
-        if _is_finish_reason_read(node):
-            self._read(node)
-
-    def leave_Call(self, original_node: cst.Call) -> None:
-        self._calls.pop()
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if self._calls:
-            self._args.append(self._calls[-1])
+                    for a in call.args))):
+            out.meta_info = True
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and call.args \
+                and string_value(call.args[0].value) == "finish_reason":
+            reads.append((call, site.parents))
+    reads.sort(key=lambda r: facts.order.get(id(r[0]), 0))
+    reason_names: set[str] = set()
+    for node, parents in reads:
+        if _is_target(node, parents):
+            continue
+        out.reads.append(node)
+        if any(opaque_call(c) for c in _enclosing_calls(parents)):
+            out.delegated = True
+        assign = next((p for p in parents if isinstance(p, (cst.Assign, cst.AnnAssign))), None)
+        if isinstance(assign, cst.Assign):
+            reason_names |= {t.target.value for t in assign.targets
+                             if isinstance(t.target, cst.Name)}
+        elif isinstance(assign, cst.AnnAssign) and isinstance(assign.target, cst.Name):
+            reason_names.add(assign.target.value)
+    for name in reason_names:
+        for parents in facts.name_uses.get(name, ()):
+            if any(opaque_call(c) for c in _enclosing_calls(parents)):
+                out.delegated = True
+    if sample_param is not None:
+        for parents in facts.name_uses.get(sample_param, ()):
             # The sample itself handed to code the linter cannot see (which may set status).
-            if isinstance(node.value, cst.Name) and node.value.value == self.sample_param \
-                    and self._opaque_call(self._calls[-1]):
-                self.delegated = True
-
-    def leave_Arg(self, original_node: cst.Arg) -> None:
-        if self._calls:
-            self._args.pop()
-
-    def _read(self, node: cst.CSTNode) -> None:
-        if id(node) in self._targets:
-            return
-        self.reads.append(node)
-        if self._passed_on():
-            self.delegated = True
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        if _is_finish_reason_read(node):
-            self._read(node)
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if _is_finish_reason_read(node):
-            self._read(node)
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if self._args and node.value in self.reason_names and self._passed_on():
-            self.delegated = True
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-
-def _contains_read(expr: cst.CSTNode) -> bool:
-    if _is_finish_reason_read(expr):
-        return True
-    return any(_contains_read(c) for c in expr.children if not _skip_nested(c))
+            if len(parents) >= 2 and isinstance(parents[0], cst.Arg) \
+                    and isinstance(parents[1], cst.Call) and opaque_call(parents[1]):
+                out.delegated = True
+    for store in facts.attr_stores:
+        if store.attr == "status" and isinstance(store.node, cst.Attribute) \
+                and store.value is not None and not constant_status(store.value):
+            out.opaque_status = True
+    return out
 
 
 def _sample_param(fn: cst.FunctionDef) -> str | None:
@@ -336,23 +288,26 @@ class UnmappedFinishReason(FunctionTracker):
             return
         closure = self.context.semantic.closure(node)
         helpers = frozenset(f.name.value for f in closure)
-        dicts = _module_dicts(self.context)
-        vocab = _Vocabulary()
+        semantic = self.context.semantic
+        dicts = _module_dicts(semantic)
+        members: set[str] = set()
+        literals: set[str] = set()
         reads: list[cst.CSTNode] = []
         meta_info = delegated = opaque = False
         for i, fn in enumerate(closure):
-            facts = _GenerateFacts(_sample_param(node) if i == 0 else None, helpers, dicts)
-            fn.body.visit(facts)
-            fn.body.visit(vocab)
+            facts = _generate_facts(semantic.facts(fn), _sample_param(node) if i == 0 else None,
+                                    helpers, dicts)
+            for part in _with_nested(semantic, fn):
+                _vocabulary(part, members, literals)
             reads += facts.reads
             meta_info |= facts.meta_info
             delegated |= facts.delegated
             opaque |= facts.opaque_status
         if not reads or meta_info or delegated or opaque:
             return
-        for stmt in _module_constants(self.context):
-            stmt.visit(vocab)
-        missing = [m for m in _REQUIRED if m not in vocab.covered()]
+        for part in semantic.module_constants():
+            _vocabulary(part, members, literals)
+        missing = [m for m in _REQUIRED if m not in _covered(members, literals)]
         if not missing:
             return
         reasons = {m: sorted(r for r, s in FINISH_REASON_STATUS.items() if s == m)[0]

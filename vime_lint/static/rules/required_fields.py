@@ -1,8 +1,10 @@
-"""Samples that reach a rollout's train output with required fields never set: VIM036.
+"""Samples that reach a rollout's train output, or leave a custom generate function, with
+required fields never set: VIM036.
 
-The fields and the calls that set them come from the semantic model
-(:func:`vime_lint.static.analysis.fields_set`) over the rollout function and the module's
-own helpers it reaches.
+The fields and the calls that set them come from the contract (``REQUIRED_TRAIN_FIELDS``,
+``GENERATED_FIELDS``, ``FIELD_SETTERS``) and the semantic model
+(:func:`vime_lint.static.analysis.fields_set`) over the hook and the module's own helpers it
+reaches.
 
 See ``docs/contract.md`` §2 (Sample fields), §4 and §6a.
 """
@@ -12,9 +14,9 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.analysis import REQUIRED_FIELDS, fields_set
+from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, fields_set
 from vime_lint.static.rules.rollout_returns import TRAIN_OUT, classify
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
@@ -23,6 +25,8 @@ __all__ = ["RequiredFieldsNeverSet"]
 _HEAD = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
          "from vime.utils.types import Sample\n")
 _SIG = "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+_GEN = "async def generate(args, sample, sampling_params):\n"
+_GENERATE = "custom_generate_function_path"
 
 
 class RequiredFieldsNeverSet(FunctionTracker):
@@ -39,6 +43,16 @@ class RequiredFieldsNeverSet(FunctionTracker):
     Code that hands the samples to a function the module does not show (an imported
     environment, another object's method) may set them there and is not reported, nor are
     samples returned untouched from a data source (a replay buffer may hold complete ones).
+
+    For a ``--custom-generate-function-path`` function, reports a return when the sample
+    (its second parameter, whatever its name, or the samples it builds) never gets
+    ``tokens``, ``response_length`` and ``status`` on any path: no store (``+=`` and
+    ``sample.tokens.extend(...)`` count), no ``Sample(...)`` keyword, no call of vime's
+    generate, ``append_response_tokens`` (with ``meta_info`` for the status),
+    ``update_from_meta_info`` or a helper of the module given the sample. The reward is not
+    asked for: the reward function sets it after the generate step. A missing status alone is
+    a warning (the generate boundary check warns on a PENDING sample); a missing response is
+    an error (the boundary check fails the sample).
 
     ## Why is this bad?
     A sample without tokens, a response length, a reward or a final status cannot be
@@ -102,6 +116,27 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "    groups = data_source.get_samples(2)\n"
               "    for g in groups:\n        for s in g:\n            play(s)\n"
               "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # A custom generate function: append_response_tokens(meta_info=...) sets all three.
+        Valid(_GEN + "    out = await post(URL, {'input_ids': sample.tokens, **sampling_params})\n"
+              "    sample.append_response_tokens(args, tokens=out['token_ids'], "
+              "log_probs=out['logprobs'],\n"
+              "        meta_info={'finish_reason': {'type': out['finish_reason']}})\n"
+              "    return sample\n"),
+        # ... delegating to vime's generate under another name, the sample param renamed.
+        Valid("from vime.rollout.vllm_rollout import generate as vime_generate\n"
+              "async def my_generate(args, smp, sampling_params):\n"
+              "    smp.metadata['turn'] = 1\n"
+              "    smp = await vime_generate(args, smp, sampling_params)\n"
+              "    return smp\n", options={"hooks": {"my_generate": _GENERATE}}),
+        # ... through a helper of the module (fields grown in place), as a __call__ instance.
+        Valid(_HEAD + "def _grow(s, ids):\n    s.tokens.extend(ids)\n"
+              "    s.response_length += len(ids)\n    s.status = Sample.Status.COMPLETED\n"
+              "class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        _grow(sample, (await post(URL, {}))['token_ids'])\n"
+              "        return sample\n"
+              "generate = Gen()\n"),
+        # ... handing the sample to an imported environment (it may set them): not reported.
+        Valid("from my_env import play\n" + _GEN + "    await play(sample)\n    return sample\n"),
     ]
     INVALID = [
         # The reward is never set (the guide's common mistake).
@@ -122,11 +157,28 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "        groups = [[Sample(prompt=p)] for p in ['a', 'b']]\n"
                 "        return RolloutFnTrainOutput(samples=groups)\n"
                 "generate_rollout = Rollout()\n", line=6, col=15),
+        # A custom generate function that stores only the text: no tokens, length or status.
+        Invalid(_GEN + "    out = await post(URL, {'text': sample.prompt})\n"
+                "    sample.response = out['text']\n    return sample\n", line=4, col=11),
+        # ... tokens without meta_info: the status stays PENDING (a warning).
+        Invalid("async def my_generate(args, smp, sampling_params):\n"
+                "    out = await post(URL, {'input_ids': smp.tokens})\n"
+                "    smp.append_response_tokens(args, tokens=out['token_ids'], "
+                "log_probs=out['logprobs'])\n"
+                "    return smp\n", line=4, col=11, severity="warning",
+                options={"hooks": {"my_generate": _GENERATE}}),
+        # ... a fan-out of new samples built from keywords without tokens or a length.
+        Invalid(_HEAD + _GEN + "    kids = [Sample(prompt=sample.prompt, response=t, "
+                "status=Sample.Status.COMPLETED)\n"
+                "            for t in (await post(URL, {}))['texts']]\n"
+                "    return kids\n", line=6, col=11),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
+        if binding is not None and binding.spec.dest == _GENERATE:
+            self._generate(node, binding)
         if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
             return
         sem = self.context.semantic
@@ -147,4 +199,38 @@ class RequiredFieldsNeverSet(FunctionTracker):
             problem=f"samples reach {TRAIN_OUT} here without {names} ever being set: no "
             "attribute store, no `Sample(...)` keyword and no call that sets "
             f"{'them' if len(missing) > 1 else 'it'} (vime's generate / generate_and_rm, "
-            "rm_hub, append_response_tokens, a helper of this module given the sample)"))
+            "rm_hub, append_response_tokens, a helper of this module given the sample)",
+            hook="rollout function"))
+
+    def _generate(self, node: cst.FunctionDef, binding: HookBinding) -> None:
+        """A custom generate function returns its sample with the generated fields set."""
+        sem = self.context.semantic
+        returns = [r for r in sem.facts(node).returns if r.value is not None
+                   and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+        if not returns:
+            return
+        positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        if self.owner is not None and positional and positional[0] in ("self", "cls"):
+            positional = positional[1:]
+        at = binding.spec.params.index("sample")
+        sample = frozenset(positional[at:at + 1])
+        found = fields_set(sem, sem.closure(node, self.owner), self.owner, sample)
+        missing = [f for f in GENERATED_FIELDS if f not in found.fields]
+        if found.opaque or not missing:
+            return
+        names = ", ".join(f"`{f}`" for f in missing)
+        value = returns[0].value
+        assert value is not None
+        only_status = missing == ["status"]
+        self.report(value, self.INVARIANT.render(
+            hook="custom generate function", name=binding.function,
+            problem=f"returns its sample without {names} ever being set: no attribute store, "
+            "no `Sample(...)` keyword and no call that sets "
+            f"{'them' if len(missing) > 1 else 'it'} (vime's generate, "
+            "append_response_tokens, update_from_meta_info, a helper of this module given "
+            "the sample)" + (": the status stays PENDING (a warning at the generate boundary)"
+                             if only_status else "")),
+            severity="warning" if only_status else None,
+            fix_hint=("set sample.tokens / sample.response_length (append_response_tokens "
+                      "does both) and sample.status from the finish reason, or call vime's "
+                      "generate, which sets them"))

@@ -18,6 +18,13 @@ from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
 from vime_lint.static.rules._turn_loops import retokenised_calls
 
+#: A loop over ``{call}(...)`` that encodes ``row.response`` again (VALID/INVALID cases).
+_ROW_LOOP = ("async def generate(args, sample, sampling_params):\n"
+             "    for row in {call}([sample]):\n"
+             "        out = await engine(ids)\n"
+             "        ids = tokenizer.encode(row.response)\n"
+             "    return sample\n")
+
 __all__ = ["ReencodedGeneratedText"]
 
 _TURN_DESTS = ("rollout_function_path", "eval_function_path", "custom_generate_function_path")
@@ -112,6 +119,10 @@ class ReencodedGeneratedText(FunctionTracker):
               " tokenize=False)\n"
               "        break\n"
               "    return sample\n"),
+        # `row` holds a sample only through vime's iter_samples (qualified names)
+        Valid("from mylib import iter_samples\n" + _ROW_LOOP.format(call="iter_samples")),
+        Valid("import mylib as bt\n" + _ROW_LOOP.format(call="bt.iter_samples")),
+        Valid("from mylib import walk as leaves\n" + _ROW_LOOP.format(call="leaves")),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -137,6 +148,12 @@ class ReencodedGeneratedText(FunctionTracker):
                 "    return sample\n"
                 "async def generate(args, sample, sampling_params):\n"
                 "    return await _episode(sample)\n", line=5, col=32),
+        Invalid("from vime.rollout.base_types import iter_samples as leaves\n"
+                + _ROW_LOOP.format(call="leaves"), line=5, col=14),
+        Invalid("import vime.rollout.base_types as bt\n"
+                + _ROW_LOOP.format(call="bt.iter_samples"), line=5, col=14),
+        Invalid("from vime.rollout import base_types\n"
+                + _ROW_LOOP.format(call="base_types.iter_samples"), line=5, col=14),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -149,7 +166,7 @@ class ReencodedGeneratedText(FunctionTracker):
         if binding is None or binding.spec.dest not in _TURN_DESTS:
             return
         for fn in self.context.semantic.closure(node):
-            for call in retokenised_calls(fn):
+            for call in retokenised_calls(self.context.semantic, fn):
                 if id(call) in self.reported:
                     continue
                 self.reported.add(id(call))

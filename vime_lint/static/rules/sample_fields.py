@@ -16,12 +16,18 @@ import libcst as cst
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import Fix, Rule
+from vime_lint.static._rule import FileContext, Fix, Rule
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 
 __all__ = ["SampleConstructor", "UnknownSampleAttribute"]
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+#: How close an unknown attribute must be to a field's name to be read as a typo of it (an
+#: error): ``loss_masks`` (0.95), ``tokenz`` (0.83), not ``reason_content`` (0.62 to
+#: ``response_length``).
+_TYPO_RATIO = 0.8
 
 
 def _suggest(name: str) -> str:
@@ -110,7 +116,9 @@ class UnknownSampleAttribute(SampleTracker):
     ## What it does
     Reports an assignment to an attribute that is not a ``Sample`` field, on a name known to
     hold a sample (a hook's ``sample`` parameter, ``x = Sample(...)``, a loop over a group).
-    A near miss of a field name (``loss_masks``) is an error, any other name a warning.
+    A near miss of a field name (``loss_masks``) is an error, any other name a warning; an
+    attribute the module reads back (``sample.response_content`` stored in one function and
+    read in another) is the module's own and is not reported (``Sample`` keeps it).
 
     ## Why is this bad?
     ``Sample`` accepts any attribute, so a typo such as ``sample.loss_masks = mask`` raises
@@ -139,6 +147,10 @@ class UnknownSampleAttribute(SampleTracker):
               "    sample.loss_mask = [1]\n    sample.metadata['x'] = 1\n    return sample\n"),
         Valid("def f(thing):\n    thing.loss_masks = 1\n"),
         Valid("def f(sample):\n    sample._cache = 1\n"),
+        # Stored and read back by the module: its own attribute (upstream slime's multi-agent
+        # example keeps `response_content` on the sample this way).
+        Valid("def f(sample, text):\n    sample.response_content = text\n"
+              "def g(sample):\n    return sample.response_content\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -146,7 +158,18 @@ class UnknownSampleAttribute(SampleTracker):
                 severity="error"),
         Invalid("def f(group):\n    for s in group:\n        s.my_score = 1\n", line=3, col=8,
                 severity="warning"),
+        # Loosely like a field (`response_length`) but no typo of it: a warning.
+        Invalid("def f(sample, text):\n    sample.reason_content = text\n", line=2, col=4,
+                severity="warning"),
     ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        #: Stores to report once the module is read: (target, attribute).
+        self.stores: list[tuple[cst.Attribute, str]] = []
+        self.store_ids: set[int] = set()
+        #: Attribute names the module reads (``x.attr`` that is not an assignment target).
+        self.read: set[str] = set()
 
     def _check_target(self, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Attribute) or not self.is_sample(target.value):
@@ -154,11 +177,24 @@ class UnknownSampleAttribute(SampleTracker):
         attr = target.attr.value
         if attr in SAMPLE_FIELD_NAMES or attr.startswith("_") or attr in ("truncated", "aborted"):
             return  # stale flags are VIM032's
-        hint = _suggest(attr)
-        self.report(target, self.INVARIANT.render(
-            problem=f"the attribute store `{code_of(target)} = ...` sets `{attr}`, which is not "
-            f"a Sample field{hint}; nothing reads it"),
-            severity="error" if hint else "warning")
+        self.stores.append((target, attr))
+        self.store_ids.add(id(target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node) not in self.store_ids:
+            self.read.add(node.attr.value)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for target, attr in self.stores:
+            if attr in self.read:
+                continue  # the module's own attribute: stored and read back (it works)
+            close = difflib.get_close_matches(attr, sorted(SAMPLE_FIELD_NAMES), n=1)
+            typo = bool(close) and difflib.SequenceMatcher(None, attr, close[0]).ratio() \
+                >= _TYPO_RATIO
+            self.report(target, self.INVARIANT.render(
+                problem=f"the attribute store `{code_of(target)} = ...` sets `{attr}`, which is "
+                f"not a Sample field{_suggest(attr) if typo else ''}; nothing reads it"),
+                severity="error" if typo else "warning")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)

@@ -14,7 +14,7 @@ from vime.contract import GROUP_RM_SPEC, INVARIANTS, check_signature
 from vime.contract.hooks import HookSpec
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker, Rule
-from vime_lint.static.analysis import HookTarget
+from vime_lint.static.analysis import HookTarget, Semantic
 
 __all__ = ["HookSignature", "RolloutFunctionSignature", "UnpicklableHook"]
 
@@ -63,21 +63,8 @@ class _Rename(cst.CSTTransformer):
         return original_node
 
 
-class _Uses(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        super().__init__()
-        self.name = name
-        self.found = False
-
-    def visit_Name(self, node: cst.Name) -> None:
-        if node.value == self.name:
-            self.found = True
-
-
-def _rename_fix(fn: cst.FunctionDef, old: str, new: str) -> Fix | None:
-    uses = _Uses(new)
-    fn.visit(uses)
-    if uses.found:
+def _rename_fix(semantic: Semantic, fn: cst.FunctionDef, old: str, new: str) -> Fix | None:
+    if semantic.mentions(fn, new):
         return None  # the new name is taken in this function: a rename would change meaning
     renamed = fn.visit(_Rename(old, new))
     assert isinstance(renamed, cst.FunctionDef)
@@ -109,7 +96,7 @@ def _check(rule: Rule, target: HookTarget, binding: HookBinding, spec: HookSpec,
         if isinstance(fn, cst.FunctionDef) and not target.via:
             for old, new in spec.renames.items():
                 if f"`{old}`: did you mean `{new}`" in v.message:
-                    fix = _rename_fix(fn, old, new)
+                    fix = _rename_fix(rule.context.semantic, fn, old, new)
             for pname, default in spec.param_defaults.items():
                 if f"`{pname}` without a default" in v.message:
                     fix = _default_fix(fn, pname, default)

@@ -148,10 +148,26 @@ class StaleSampleFlag(SampleTracker):
     VALID = [
         Valid("def f(sample):\n    return sample.status\n"),
         Valid("def f(output):\n    return output.truncated\n"),
+        # another library's iter_samples (by qualified name, not by spelling): its rows
+        Valid("from mylib import iter_samples\ndef f(data):\n"
+              "    for row in iter_samples(data):\n        row.truncated = True\n"),
+        Valid("import mylib as ml\ndef f(data):\n"
+              "    for row in ml.iter_samples(data):\n        print(row.aborted)\n"),
+        Valid("from mylib import walk as iter_samples\ndef f(data):\n"
+              "    for row in iter_samples(data):\n        print(row.truncated)\n"),
     ]
     INVALID = [
         Invalid("def f(sample):\n    if sample.truncated:\n        pass\n", line=2, col=7),
         Invalid("def f(group):\n    for s in group:\n        s.aborted = True\n", line=3, col=8),
+        # vime's iter_samples under other names
+        Invalid("from vime.rollout.base_types import iter_samples as leaves\ndef f(data):\n"
+                "    for row in leaves(data):\n        row.truncated = True\n", line=4, col=8),
+        Invalid("import vime.rollout.base_types as bt\ndef f(data):\n"
+                "    for row in bt.iter_samples(data):\n        print(row.aborted)\n",
+                line=4, col=14),
+        Invalid("from vime.rollout import base_types\ndef f(data):\n"
+                "    for row in base_types.iter_samples(data):\n"
+                "        print(row.truncated)\n", line=4, col=14),
     ]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -208,6 +224,12 @@ class StaleDataBuffer(FunctionTracker):
         Valid("class Base:\n    def __init__(self):\n        self.data_buffer = []\n"
               "class Child(Base):\n    def add(self, x):\n        self.data_buffer.append(x)\n"
               "def drain(c: Child):\n    return c.data_buffer\n"),
+        # Read in a callback nested in a method: `self` is the method's (upstream slime's
+        # fully-async worker requeues aborted groups this way).
+        Valid("class Worker:\n    def __init__(self, data_buffer):\n"
+              "        self.data_buffer = data_buffer\n"
+              "    def done_cb(self):\n        def _cb(task):\n"
+              "            self.data_buffer.add_samples([task.result()])\n        return _cb\n"),
     ]
     INVALID = [
         Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4),
@@ -219,6 +241,12 @@ class StaleDataBuffer(FunctionTracker):
         # vime's args, inside a hook.
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    return args.data_buffer\n", line=2, col=11),
+        # A callback nested in a method of a class that never assigns it.
+        Invalid("class Worker:\n    def __init__(self, data_source):\n"
+                "        self.data_source = data_source\n"
+                "    def done_cb(self):\n        def _cb(task):\n"
+                "            self.data_buffer.add_samples([task.result()])\n        return _cb\n",
+                line=6, col=12),
         # An instance of the user's class that assigns something else.
         Invalid("class Holder:\n    def __init__(self):\n        self.items = []\n"
                 "holder = Holder()\ndef f():\n    return holder.data_buffer\n",
@@ -228,7 +256,8 @@ class StaleDataBuffer(FunctionTracker):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "data_buffer":
             return
-        cls = self.context.semantic.instance_class(node.value, self.current, self.owner)
+        cls = self.context.semantic.instance_class(node.value, self.current, self.owner,
+                                                   self.functions)
         if cls is not None and self.context.semantic.class_owns(cls, "data_buffer"):
             return
         where = f" (`{cls.name.value}` never assigns it)" if cls is not None else ""

@@ -6,71 +6,57 @@ a bare loss instead of ``(loss, log_dict)``; :class:`AdvantageHookStoresAdvantag
 ``rollout_data["advantages"]``. Their runtime twins (VIM190, VIM191) check the values the
 trainer receives, at boundary B7.
 
-Self-contained: each rule reads only the function the hook binding names (its own statements,
-not nested functions), through a small LibCST visitor of this module.
+Each rule reads only the function the hook binding names (its own statements, not nested
+functions), from the semantic model's facts of that function.
 
 See ``docs/contract.md`` §5 and §6a, and ``docs/en/training.md`` ("Trainer hooks").
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.analysis import Semantic
 
 __all__ = ["AdvantageHookStoresAdvantages", "CustomLossReturnsPair"]
 
 
-class _Body(cst.CSTVisitor):
-    """The returns, name assignments, subscript stores and call arguments of one function,
-    nested functions and lambdas left out."""
+@dataclass(slots=True)
+class _Body:
+    """The returns, name assignments, subscript stores and call arguments of one function's
+    own body (nested functions and lambdas left out), read from the semantic model."""
 
-    def __init__(self, root: cst.FunctionDef) -> None:
-        self.root = root
-        self.returns: list[cst.Return] = []
-        self.assigned: dict[str, list[cst.BaseExpression]] = {}
-        self.stored_keys: set[str] = set()
-        self.call_args: set[str] = set()
+    returns: list[cst.Return] = field(default_factory=list)
+    assigned: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
+    stored_keys: set[str] = field(default_factory=set)
+    call_args: set[str] = field(default_factory=set)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.root
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            self._target(target.target, node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._target(node.target, node.value)
-
-    def _target(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+def _body(semantic: Semantic, node: cst.FunctionDef) -> _Body:
+    facts = semantic.facts(node)
+    body = _Body([r.node for r in facts.returns])
+    for target, value, stmt in facts.bindings:
+        if isinstance(stmt, cst.AugAssign):
+            continue
         if isinstance(target, cst.Name):
-            self.assigned.setdefault(target.value, []).append(value)
+            body.assigned.setdefault(target.value, []).append(value)
         elif isinstance(target, cst.Subscript) and len(target.slice) == 1:
             index = target.slice[0].slice
-            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
-                self.stored_keys.add(index.value.evaluated_value)  # type: ignore[arg-type]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        for a in node.args:
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString) \
+                    and isinstance(index.value.evaluated_value, str):
+                body.stored_keys.add(index.value.evaluated_value)
+    for site in facts.calls:
+        for a in site.node.args:
             if isinstance(a.value, cst.Name):
-                self.call_args.add(a.value.value)
-        func = node.func
+                body.call_args.add(a.value.value)
+        func = site.node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("update", "setdefault"):
-            self.call_args.add("<update>")
-
-
-def _body(node: cst.FunctionDef) -> _Body:
-    body = _Body(node)
-    node.visit(body)
+            body.call_args.add("<update>")
     return body
 
 
@@ -159,7 +145,7 @@ class CustomLossReturnsPair(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest != "custom_loss_function_path":
             return
-        body = _body(node)
+        body = _body(self.context.semantic, node)
         for ret in body.returns:
             problem = _describe(ret.value)
             if problem is None and isinstance(ret.value, cst.Name):
@@ -230,7 +216,7 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest != "custom_advantage_function_path":
             return
-        body = _body(node)
+        body = _body(self.context.semantic, node)
         name = node.name.value
         for ret in body.returns:
             if _describe(ret.value) != "None":

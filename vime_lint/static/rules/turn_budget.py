@@ -18,6 +18,16 @@ from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
 from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
 
+#: A generate loop that asks for the full budget each turn, over ``{loop}`` (VALID/INVALID).
+_TURNS = ("async def generate(args, sample, sampling_params):\n    response = ''\n"
+          "    for _ in {loop}:\n"
+          "        sampling_params['max_new_tokens'] = args.rollout_max_response_len\n"
+          "        payload = {{'text': sample.prompt + response,"
+          " 'sampling_params': sampling_params}}\n"
+          "        out = await post(URL, payload)\n        response += out['text']\n"
+          "        if out['done']:\n            break\n"
+          "    return sample\n")
+
 __all__ = ["FullBudgetEveryTurn"]
 
 _DESTS = ("custom_generate_function_path", "rollout_function_path", "eval_function_path")
@@ -108,6 +118,10 @@ class FullBudgetEveryTurn(FunctionTracker):
               "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
               "async def generate(args, sample, sampling_params):\n"
               "    return await run_episode(args, sample, sampling_params, None)\n"),
+        # A loop over another library's `count` (by qualified name) is no turn loop.
+        Valid("from mylib import count\n" + _TURNS.format(loop="count(sample.prompt)")),
+        Valid("import mylib as itertools\n" + _TURNS.format(loop="itertools.count()")),
+        Valid("from mylib import steps as range\n" + _TURNS.format(loop="range(3)")),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -136,6 +150,13 @@ class FullBudgetEveryTurn(FunctionTracker):
                 " 'sampling_params': sampling_params})\n"
                 "        tokens.extend(out['output_ids'])\n    return sample\n",
                 line=4, col=20),
+        # itertools.count under other names is a turn counter.
+        Invalid("from itertools import count as turns\n" + _TURNS.format(loop="turns()"),
+                line=5, col=44),
+        Invalid("import itertools as it\n" + _TURNS.format(loop="it.count(1)"),
+                line=5, col=44),
+        Invalid("import itertools\n" + _TURNS.format(loop="itertools.count()"),
+                line=5, col=44),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -169,42 +190,29 @@ class FullBudgetEveryTurn(FunctionTracker):
         def budget(key: str | None, value: cst.BaseExpression) -> bool:
             return key in _BUDGET_KEYS and (fn is None or self._full(value, fn))
 
-        class _Sites(cst.CSTVisitor):
-            def __init__(self) -> None:
-                super().__init__()
-                self.found: list[tuple[cst.CSTNode, str, set[str]]] = []
-
-            def visit_DictElement(self, el: cst.DictElement) -> None:
-                key = string_value(el.key)
-                if key is not None and budget(key, el.value):
-                    self.found.append((el.value, key, set()))
-
-            def visit_Call(self, call: cst.Call) -> None:
-                func = call.func
-                into = ({func.value.value} if isinstance(func, cst.Attribute)
-                        and func.attr.value == "update" and isinstance(func.value, cst.Name)
-                        else set())
-                for a in call.args:
-                    if a.keyword is not None and budget(a.keyword.value, a.value):
-                        self.found.append((a.value, a.keyword.value, into))
-
-            def visit_Assign(self, a: cst.Assign) -> None:
-                for t in a.targets:
-                    tgt = t.target
-                    if isinstance(tgt, cst.Subscript) and len(tgt.slice) == 1 \
-                            and isinstance(tgt.slice[0].slice, cst.Index):
-                        key = string_value(tgt.slice[0].slice.value)
-                        if key is not None and budget(key, a.value):
-                            names = {tgt.value.value} if isinstance(tgt.value, cst.Name) \
-                                else set()
-                            self.found.append((a.value, key, names))
-
-            def visit_FunctionDef(self, f: cst.FunctionDef) -> bool:
-                return False
-
-        sites = _Sites()
-        node.visit(sites)
-        return sites.found
+        facts = self.context.semantic.block(node)
+        found: list[tuple[cst.CSTNode, str, set[str]]] = []
+        for el in facts.dict_elements:
+            key = string_value(el.key)
+            if key is not None and budget(key, el.value):
+                found.append((el.value, key, set()))
+        for site in facts.calls:
+            call = site.node
+            func = call.func
+            into = ({func.value.value} if isinstance(func, cst.Attribute)
+                    and func.attr.value == "update" and isinstance(func.value, cst.Name)
+                    else set())
+            for a in call.args:
+                if a.keyword is not None and budget(a.keyword.value, a.value):
+                    found.append((a.value, a.keyword.value, into))
+        for tgt, value, stmt in facts.bindings:
+            if isinstance(stmt, cst.Assign) and isinstance(tgt, cst.Subscript) \
+                    and len(tgt.slice) == 1 and isinstance(tgt.slice[0].slice, cst.Index):
+                key = string_value(tgt.slice[0].slice.value)
+                if key is not None and budget(key, value):
+                    names = {tgt.value.value} if isinstance(tgt.value, cst.Name) else set()
+                    found.append((value, key, names))
+        return found
 
     def _direct(self, calls: list[cst.Call], params: set[str]) -> cst.Call | None:
         """The first call that sends the request itself: not vime's generate, not a call of a
@@ -274,7 +282,7 @@ class FullBudgetEveryTurn(FunctionTracker):
         for fn in self.context.semantic.closure(node):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
-            for loop in turn_loops(fn):
+            for loop in turn_loops(self.context.semantic, fn):
                 self._check_loop(fn, loop, binding if fn is node else None, params)
 
 
