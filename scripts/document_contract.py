@@ -633,7 +633,13 @@ def _section8() -> list[str]:
         directly, never through the router. Weight sync is `/pause` (modes
         {', '.join(f'`{m}`' for m in PAUSE_MODES)}; vime uses `keep`) -> `/collective_rpc`
         `reload_weights` -> `/reset_prefix_cache` -> `/resume`; see
-        [environment.md](environment.md) for the measured protocol."""),
+        [environment.md](environment.md) for the measured protocol. With `--rollout-host
+        0.0.0.0` the engines bind every interface with a per-run API key (sent as
+        `Authorization: Bearer` on generate, abort and registration) and vime's
+        `--middleware vime.ray.engine_guard.EngineGuard`, which answers every other route on
+        the engine's loopback only; control calls then go through each engine's Ray actor
+        ([training.md](en/training.md#several-nodes)). `--weight-sync nccl` replaces the
+        reload by vLLM's native NCCL weight transfer (GPUs only, not tested in CI)."""),
         *_para("""**Request.** `POST <router>/inference/v1/generate` with `{"token_ids",
         "sampling_params", "request_id", "stream": false, "model": --hf-checkpoint}` and the
         headers `X-Request-Id` and `X-Session-ID: sample.session_id` (the router's

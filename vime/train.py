@@ -158,7 +158,7 @@ def _start(args: Namespace) -> tuple[Any, Any]:
 def run(args: Namespace) -> int:
     """The training loop on parsed arguments; returns the exit status (see module doc)."""
     from vime.backends import checkpoint as ckpt
-    from vime.backends.weights import prune_versions, version_dir
+    from vime.ray.weight_sync import weight_sync_for
     from vime.utils.logging_utils import MetricsLog, TrainProgress, print_summary
 
     os.makedirs(args.run_dir, exist_ok=True)
@@ -172,15 +172,13 @@ def run(args: Namespace) -> int:
         _stop_after_this_step()
         manager, trainer = _start(args)
         engines = bool(manager.call("get_engine_urls"))
+        weight_sync = weight_sync_for(args)   # --weight-sync disk (default) or nccl
 
         def sync(version: int) -> float:
             # version = rollout steps trained; the engines tag their samples with it
             if not engines or trainer is None:
                 return 0.0
-            path = trainer.call("write_weights", str(version_dir(args.run_dir, version)))
-            seconds = float(manager.call("sync_weights", path, version))
-            prune_versions(args.run_dir, keep=2)
-            return seconds
+            return weight_sync.push(trainer, manager, version)
 
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)

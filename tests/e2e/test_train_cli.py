@@ -168,6 +168,36 @@ def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path
     assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000002", "v000003"]
 
 
+def test_grpo_run_with_network_engines(tiny_model_dir: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """--rollout-host 0.0.0.0: vime's engine listens on every interface with the run's key
+    (fixed here through VIME_ENGINE_API_KEY) and its guard; the rollout sends the key, the
+    weight syncs and version tags go through the engine's Ray actor, and the key appears in
+    none of the run's files."""
+    key = "e2e-key-" + os.urandom(8).hex()
+    monkeypatch.setenv("VIME_ENGINE_API_KEY", key)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
+                               for a in range(10, 14)))
+    run_dir = tmp_path / "run"
+    proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
+                      "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "2",
+                      "--n-samples-per-prompt", "2", "--rollout-max-response-len", "4",
+                      "--micro-batch-size", "2", "--lr", "1e-3", "--num-rollout", "2",
+                      "--rollout-host", "0.0.0.0", "--vllm-enforce-eager",
+                      "--run-dir", str(run_dir), timeout=420)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    train = [r for r in metrics(run_dir) if "train/loss" in r]
+    assert [r["rollout_id"] for r in train] == [0, 1]
+    assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
+    assert all(r["rollout/staleness/max"] == 0.0 for r in train)   # tags set by the actor
+    log = (run_dir / "logs" / "engine-0.log").read_text()
+    assert "--host 0.0.0.0" in log and "--middleware vime.ray.engine_guard.EngineGuard" in log
+    for path in run_dir.rglob("*"):
+        if path.is_file() and path.suffix in ("", ".log", ".jsonl", ".json", ".txt"):
+            assert key not in path.read_text(errors="replace"), path
+
+
 @pytest.mark.parametrize(("signame", "status", "said"), [("SIGINT", 130, "interrupted"),
                                                           ("SIGTERM", 143, "terminated")])
 def test_a_signal_saves_a_checkpoint_and_leaves_no_engine_behind(

@@ -494,6 +494,17 @@ class Trainer:
         """Write the current weights as safetensors into ``out_dir`` (see ``weights.py``)."""
         return str(write_weights(self.model, out_dir))
 
+    def connect_weights_nccl(self, targets: list[Any], per_engine: int) -> None:
+        """``--weight-sync nccl`` (GPUs only): join the engines' NCCL group
+        (``vime.ray.weight_sync.NcclTrainerSide``)."""
+        from vime.ray.weight_sync import NcclTrainerSide
+
+        self._nccl = NcclTrainerSide(self.model, targets, per_engine)
+
+    def push_weights_nccl(self, version: int) -> None:
+        """``--weight-sync nccl``: broadcast the weights to the engines, tagged ``version``."""
+        self._nccl.push(version)
+
     def save(self, rollout_id: int, save_dir: str | None = None) -> str:
         """Write model (``save_pretrained`` + tokenizer files of ``--hf-checkpoint``), optimiser,
         scheduler, optimiser step and RNG states to ``<save>/iter_<rollout_id>``; returns it.

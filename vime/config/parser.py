@@ -231,12 +231,26 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    help="vLLM engines to start behind the router (also on the CPU); default: "
                         "--rollout-num-gpus / --rollout-num-gpus-per-engine, or 1 on the CPU.")
     g.add_argument("--num-gpus-per-node", type=int, default=8,
-                   help="(not implemented in v1: engines are placed by Ray)")
+                   help="Rejected when set (not implemented in v1): Ray places engines and "
+                        "trainer ranks by their own requests; use --rollout-num-gpus and "
+                        "--rollout-num-gpus-per-engine.")
     g.add_argument("--colocate", action="store_true",
-                   help="(not implemented in v1: the trainer and the engines use their own "
-                        "devices)")
+                   help="Rejected (not implemented in v1): the trainer and the engines use "
+                        "their own devices; give the engines --rollout-num-gpus and the "
+                        "trainer --train-device.")
     g.add_argument("--rollout-external-engine-addrs", type=str, nargs="+", default=None,
-                   help="Use running vLLM servers (host:port) instead of starting engines.")
+                   help="Use running vLLM servers (host:port) instead of starting engines "
+                        "(the VIME_ENGINE_API_KEY environment variable: their --api-key).")
+    # several nodes and the weight sync (docs/en/training.md, "Several nodes")
+    g.add_argument("--rollout-host", type=str, default="127.0.0.1",
+                   help="(ours) Bind address of vime's engines: 127.0.0.1 (the rollout "
+                        "manager's node only) or 0.0.0.0 (every interface of each engine's "
+                        "node, for engines on other nodes: a per-run API key on generate and "
+                        "abort, control routes on the node's loopback only).")
+    g.add_argument("--weight-sync", type=str, default="disk", choices=["disk", "nccl"],
+                   help="(ours) How new weights reach the engines: disk (safetensors under "
+                        "--run-dir, reloaded by each engine) or nccl (vLLM's native weight "
+                        "transfer from the trainer's GPU; needs GPUs; not tested in CI).")
     g.add_argument("--vllm-router-ip", type=str, default=None, help="Set by the manager.")
     g.add_argument("--vllm-router-port", type=int, default=None, help="Set by the manager.")
     g.add_argument("--vllm-router-policy", dest="router_policy", type=str,

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from vime.config.parser import SFT_ROLLOUT_PATH, get_parser
 from vime.contract.hooks import HOOKS
 
-__all__ = ["UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES", "validate_args"]
+__all__ = ["UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES", "UNSUPPORTED_INSTEAD", "validate_args"]
 
 #: Path arguments in which ``{run_dir}`` is replaced by ``--run-dir`` (after its ``{time}``).
 RUN_DIR_PATHS = ("save", "load", "save_debug_rollout_data")
@@ -49,6 +49,30 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "colocate": False,
     "num_gpus_per_node": 8,
     "ci_test": False,
+}
+
+#: What to use instead of each :data:`UNSUPPORTED_ARGS` argument (in its error message).
+UNSUPPORTED_INSTEAD: dict[str, str] = {
+    "multimodal_keys": "v1 trains on text prompts only; drop it",
+    "rollout_data_transport": "the rollout reaches the trainer through Ray's object store; "
+                              "drop it",
+    "flush_cache_interval": "every weight sync resets the engines' prefix cache; drop it",
+    "use_rollout_routing_replay": "v1 has no MoE routing replay; drop it",
+    "use_score_centering": "shape rewards in --custom-reward-post-process-path",
+    "score_centering_top_k": "shape rewards in --custom-reward-post-process-path",
+    "offload": "the trainer and the engines use their own devices; drop it",
+    "offload_rollout": "the engines keep their memory between steps; drop it",
+    "vllm_config": "pass vLLM flags as --vllm-<flag> VALUE",
+    "prefill_num_servers": "start more engines with --rollout-num-engines",
+    "balance_by_flops": "drop it (v1 does not split micro-batches by FLOPs)",
+    "dump_details": "use --save-debug-rollout-data PATH",
+    "log_reward_category": "log your own metrics from --custom-rollout-log-function-path",
+    "balance_data": "drop it",
+    "colocate": "the trainer and the engines use their own devices: give the engines "
+                "--rollout-num-gpus (or --rollout-num-engines) and the trainer --train-device",
+    "num_gpus_per_node": "Ray places engines and trainer ranks by their resource requests: give "
+                         "--rollout-num-gpus and --rollout-num-gpus-per-engine",
+    "ci_test": "drop it",
 }
 
 #: P choices (docs/contract.md §11): dest -> values that are parsed but not implemented in v1.
@@ -115,15 +139,19 @@ def _check_unsupported(args: argparse.Namespace) -> None:
     for dest, supported in UNSUPPORTED_ARGS.items():
         value = getattr(args, dest, supported)
         if value != supported:
+            instead = UNSUPPORTED_INSTEAD.get(dest, "remove it")
             raise NotImplementedError(
                 f"argument {_option(dest)}={value!r} is parsed for compatibility with upstream "
-                f"but not implemented in vime v1; remove it (v1 supports only {supported!r})")
+                f"but not implemented in vime v1 (it supports only {supported!r}); instead: "
+                f"{instead}")
     for dest, values in UNSUPPORTED_CHOICES.items():
         value = getattr(args, dest, None)
         if value in values:
+            action = next(a for a in get_parser()._actions if a.dest == dest)
+            others = [c for c in action.choices or () if c not in values]
             raise NotImplementedError(
                 f"argument {_option(dest)} {value} is parsed for compatibility with upstream but "
-                "not implemented in vime v1; choose another value")
+                f"not implemented in vime v1; choose one of {', '.join(others)}")
 
 
 def _positive(args: argparse.Namespace, dest: str, *, allow_none: bool = True,
@@ -242,6 +270,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         _fail("--early-stop-window", f"must be >= 1, got {args.early_stop_window}")
     _check_failure_arguments(args)
     _check_async_rollout(args)
+    _check_weight_sync(args)
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
     if n == 1:
@@ -293,6 +322,22 @@ def _check_async_rollout(args: argparse.Namespace) -> None:
               "weights, and the policy ratio must use the log probs of the weights that "
               "produced them")
     _positive(args, "max_staleness")
+
+
+def _check_weight_sync(args: argparse.Namespace) -> None:
+    """``--rollout-host`` is a loopback or a wildcard address; ``--weight-sync nccl`` moves the
+    weights GPU to GPU: it needs ``--train-device cuda`` (the engines' side, a CUDA build of
+    vLLM, is checked when they start)."""
+    host = getattr(args, "rollout_host", "127.0.0.1")
+    if host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        _fail("--rollout-host", f"{host}: give 127.0.0.1 (engines on the rollout manager's node "
+              "only) or 0.0.0.0 (every interface of each engine's node, for engines on other "
+              "nodes; their own Ray actor drives their control routes on 127.0.0.1)")
+    if getattr(args, "weight_sync", "disk") == "nccl" and \
+            getattr(args, "train_device", "cpu") != "cuda":
+        _fail("--weight-sync", "nccl sends the weights from the trainer's GPU over NCCL and "
+              f"needs --train-device cuda (got {getattr(args, 'train_device', 'cpu')}); on the "
+              "CPU use --weight-sync disk (the default)")
 
 
 def _check_failure_arguments(args: argparse.Namespace) -> None:

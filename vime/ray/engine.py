@@ -21,6 +21,14 @@ finished run, a killed Ray actor or Ctrl-C leaves no orphan. Its output goes to
 
 Control over HTTP (pause, reload, abort, ``sync_weights``) is in ``vime.ray.engine_control``.
 
+Network engines (``--rollout-host 0.0.0.0``, engines on other nodes than the rollout manager):
+each server binds every interface of its node and advertises the node's Ray address; it gets a
+per-run API key (``VLLM_API_KEY`` in its environment, never on the command line) and vime's
+:class:`vime.ray.engine_guard.EngineGuard` through vLLM's ``--middleware``, so generate, abort
+and registration need the key and every other route (pause, reload, weight transfer...)
+answers only its own node's loopback: the weight sync then goes through each engine's Ray
+actor (:meth:`EngineGroup.sync_weights`), which calls its server on 127.0.0.1.
+
 See ``docs/contract.md`` §8 and, for start-up times, flags and memory, ``docs/environment.md``.
 """
 
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -52,12 +61,16 @@ from vime.ray.engine_control import (
     reload_weights,
     reset_prefix_cache,
     resume,
+    set_weight_version,
     sync_weights,
 )
+from vime.ray.engine_guard import API_KEY_ENV, is_loopback, new_api_key
 from vime.utils.async_utils import run
 
 __all__ = [
+    "API_KEY_OVERRIDE_ENV",
     "DEFAULT_CPU_KV_CACHE_BYTES",
+    "GUARD_MIDDLEWARE",
     "EngineGroup",
     "EngineStartError",
     "QUIET_DEFAULTS",
@@ -66,6 +79,7 @@ __all__ = [
     "VLLMServer",
     "build_server_command",
     "extra_args_to_cli",
+    "engine_api_key",
     "find_free_port",
     "is_vllm_cpu",
     "num_engines",
@@ -106,6 +120,39 @@ SERVER_ENV = {
     "DO_NOT_TRACK": "1",
     "HF_HUB_OFFLINE": "1",
 }
+
+
+#: vLLM ``--middleware`` of network engines (``--rollout-host`` beyond the loopback).
+GUARD_MIDDLEWARE = "vime.ray.engine_guard.EngineGuard"
+#: The key vime sends to ``--rollout-external-engine-addrs`` servers started with
+#: ``--api-key``, and gives its own network engines instead of a fresh one; unset: a new key
+#: per run (network engines) or none (loopback engines).
+API_KEY_OVERRIDE_ENV = "VIME_ENGINE_API_KEY"
+#: The ``args`` attribute that carries the run's key to the rollout (set by :func:`start_engines`).
+API_KEY_ATTR = "engine_api_key"
+#: Addresses that mean "every interface" for ``--rollout-host``.
+WILDCARD_HOSTS = ("0.0.0.0", "::")
+
+
+def engine_api_key(args: Namespace) -> str | None:
+    """The run's engine API key (``args.engine_api_key`` once engines are started, else
+    ``VIME_ENGINE_API_KEY``), or None when the engines have none."""
+    return getattr(args, API_KEY_ATTR, None) or os.environ.get(API_KEY_OVERRIDE_ENV) or None
+
+
+def rollout_host(args: Namespace) -> str:
+    """``--rollout-host``: a loopback address (the default, 127.0.0.1) or a wildcard address.
+
+    Raises:
+        ValueError: any other address (names the flag and the values it takes).
+    """
+    host = str(arg(args, "rollout_host"))
+    if is_loopback(host) or host in WILDCARD_HOSTS:
+        return host
+    raise ValueError(f"--rollout-host {host}: give 127.0.0.1 (engines on the rollout manager's "
+                     "node only) or 0.0.0.0 (every interface of each engine's node, for engines "
+                     "on other nodes); engines bind the wildcard and advertise their node's Ray "
+                     "address, and their own Ray actor drives their control routes on 127.0.0.1")
 
 
 class EngineStartError(RuntimeError):
@@ -164,7 +211,9 @@ def extra_args_to_cli(extra: Any) -> list[str]:
 
 def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
                          extra_args: Sequence[str] = (),
-                         kv_cache_bytes: int | None = None) -> list[str]:
+                         kv_cache_bytes: int | None = None, guard: bool = False,
+                         tensor_parallel_size: int = 1,
+                         weight_transfer: str | None = None) -> list[str]:
     """The command line of one server.
 
     Args:
@@ -175,6 +224,11 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
         kv_cache_bytes: ``--kv-cache-memory-bytes`` (bytes); None: not given, unless this is
             vllm-cpu and neither ``extra_args`` nor ``VLLM_CPU_KVCACHE_SPACE`` sets it, then
             :data:`DEFAULT_CPU_KV_CACHE_BYTES`.
+        guard: add ``--middleware`` :data:`GUARD_MIDDLEWARE` (network engines).
+        tensor_parallel_size: ``--tensor-parallel-size`` when > 1 (``--rollout-num-gpus-per-
+            engine``), unless ``extra_args`` sets it.
+        weight_transfer: a vLLM weight transfer backend (``"nccl"``: ``--weight-transfer-config
+            '{"backend": "nccl"}'``, for ``--weight-sync nccl``), or None.
 
     On vllm-cpu ``--dtype float32`` is added unless ``extra_args`` sets ``--dtype``: the CPU
     build otherwise runs float32 weights in bfloat16 and its log-probs drift from the trainer's.
@@ -198,6 +252,13 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
     for option, tokens in (*QUIET_DEFAULTS, *SAMPLER_DEFAULTS):
         if not any(option in a.split("=")[0] for a in extra_args if a.startswith("--")):
             cmd += list(tokens)
+    if tensor_parallel_size > 1 and not any(
+            a.split("=")[0] in ("--tensor-parallel-size", "-tp") for a in extra_args):
+        cmd += ["--tensor-parallel-size", str(int(tensor_parallel_size))]
+    if weight_transfer is not None:
+        cmd += ["--weight-transfer-config", json.dumps({"backend": weight_transfer})]
+    if guard:
+        cmd += ["--middleware", GUARD_MIDDLEWARE]
     return cmd + list(extra_args)
 
 
@@ -213,6 +274,18 @@ def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child between fo
         pass
 
 
+def _node_ip() -> str:
+    """This node's address in the Ray cluster (what other nodes reach), 127.0.0.1 outside Ray."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+    except ImportError:  # pragma: no cover - ray is a dependency
+        pass
+    return "127.0.0.1"
+
+
 _LIVE: set[VLLMServer] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -226,7 +299,7 @@ atexit.register(_stop_all_at_exit)
 
 
 class VLLMServer:
-    """One vLLM API server subprocess (API process + EngineCore) on 127.0.0.1.
+    """One vLLM API server subprocess (API process + EngineCore), on 127.0.0.1 by default.
 
     Args:
         model: model folder (``--hf-checkpoint``).
@@ -234,19 +307,39 @@ class VLLMServer:
         name: engine name used in the log file name and in error messages.
         extra_args: ``--vllm-<flag>`` passthrough (see :func:`extra_args_to_cli`).
         port: TCP port (None: a free one).
-        host: bind address.
+        host: bind address: a loopback address, or a wildcard (``0.0.0.0``) for a network
+            engine, which then needs ``api_key`` and gets :class:`vime.ray.engine_guard.
+            EngineGuard`.
         kv_cache_bytes: see :func:`build_server_command`.
         env: extra environment variables for the server.
         startup_timeout: seconds to wait for ``/health`` (measured start-up: 13-50 s here).
+        api_key: the run's key (``VLLM_API_KEY`` of the server; sent on every call made here).
+        advertise_host: the host of :attr:`url` for a wildcard ``host`` (None: this node's Ray
+            address, 127.0.0.1 outside Ray).
+        tensor_parallel_size, weight_transfer: see :func:`build_server_command`.
+
+    Raises:
+        ValueError: a wildcard ``host`` without ``api_key`` (nothing listens unauthenticated
+            beyond the loopback).
     """
 
     def __init__(self, model: str, *, log_dir: str | Path | None = None, name: str = "engine-0",
                  extra_args: Any = None, port: int | None = None, host: str = "127.0.0.1",
                  kv_cache_bytes: int | None = None, env: Mapping[str, str] | None = None,
-                 startup_timeout: float = 300.0) -> None:
+                 startup_timeout: float = 300.0, api_key: str | None = None,
+                 advertise_host: str | None = None, tensor_parallel_size: int = 1,
+                 weight_transfer: str | None = None) -> None:
+        self.network = not is_loopback(host)
+        if self.network and not api_key:
+            raise ValueError(f"engine {name}: host {host} listens beyond the loopback and needs "
+                             "an api_key (vime generates one per run)")
         self.model = str(model)
         self.name = name
         self.host = host
+        self.api_key = api_key
+        self.advertise_host = advertise_host
+        self.tensor_parallel_size = int(tensor_parallel_size)
+        self.weight_transfer = weight_transfer
         self.port = port
         self.extra_args = extra_args_to_cli(extra_args)
         self.kv_cache_bytes = kv_cache_bytes
@@ -260,10 +353,22 @@ class VLLMServer:
 
     @property
     def url(self) -> str:
-        """``http://host:port`` of the server (after :meth:`start`)."""
+        """``http://host:port`` others reach the server at (after :meth:`start`); for a
+        wildcard bind, the advertised host."""
         if self.port is None:
             raise RuntimeError(f"engine {self.name} has not been started")
-        return f"http://{self.host}:{self.port}"
+        host = self.host
+        if self.network:
+            host = self.advertise_host or _node_ip()
+        return f"http://{host}:{self.port}"
+
+    @property
+    def control_url(self) -> str:
+        """The address this process uses for control calls: 127.0.0.1 for a network engine
+        (its guard answers the control routes on the loopback only), else :attr:`url`."""
+        if self.port is None:
+            raise RuntimeError(f"engine {self.name} has not been started")
+        return f"http://127.0.0.1:{self.port}" if self.network else self.url
 
     def start(self) -> str:
         """Start the server and wait for ``GET /health``; return :attr:`url`.
@@ -280,8 +385,18 @@ class VLLMServer:
             self.port = find_free_port(self.host)
         self.command = build_server_command(self.model, self.port, host=self.host,
                                             extra_args=self.extra_args,
-                                            kv_cache_bytes=self.kv_cache_bytes)
+                                            kv_cache_bytes=self.kv_cache_bytes,
+                                            guard=self.network,
+                                            tensor_parallel_size=self.tensor_parallel_size,
+                                            weight_transfer=self.weight_transfer)
         env = {**os.environ, **SERVER_ENV, **self.env}
+        env.pop(API_KEY_ENV, None)
+        if self.api_key:
+            env[API_KEY_ENV] = self.api_key
+        if self.network:
+            # uvicorn takes the client address from X-Forwarded-For only from these peers:
+            # nobody but the loopback may claim another address (the guard reads it)
+            env["FORWARDED_ALLOW_IPS"] = "127.0.0.1"
         with open(self.log_path, "ab") as log:
             log.write(f"$ {' '.join(self.command)}\n".encode())
             log.flush()
@@ -301,7 +416,7 @@ class VLLMServer:
         assert self.process is not None
 
         def healthy() -> bool:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=5) as resp:
+            with urllib.request.urlopen(f"{self.control_url}/health", timeout=5) as resp:
                 return bool(resp.status == 200)
 
         wait_ready(self.process, healthy, timeout=self.startup_timeout, interval=0.5,
@@ -338,23 +453,44 @@ class VLLMServer:
 
     def info(self) -> EngineInfo:
         """Registration probe of this server (see ``engine_control.probe_engine``)."""
-        return run(probe_engine(self.url))
+        return run(probe_engine(self.control_url, api_key=self.api_key))
 
     def pause(self, mode: str = "keep") -> None:
         """``/pause?mode=`` (``keep``, ``wait`` or ``abort``)."""
-        run(pause(self.url, mode))
+        run(pause(self.control_url, mode, api_key=self.api_key))
 
     def resume(self) -> None:
         """``/resume``."""
-        run(resume(self.url))
+        run(resume(self.control_url, api_key=self.api_key))
 
     def reset_prefix_cache(self) -> None:
         """``/reset_prefix_cache``."""
-        run(reset_prefix_cache(self.url))
+        run(reset_prefix_cache(self.control_url, api_key=self.api_key))
 
     def reload_weights(self, weights_dir: str) -> None:
         """Reload weights from ``weights_dir`` (pause first; see ``sync_weights``)."""
-        run(reload_weights(self.url, weights_dir))
+        run(reload_weights(self.control_url, weights_dir, api_key=self.api_key))
+
+    def sync_weights(self, weights_dir: str, version: int | str | None = None) -> float:
+        """The whole disk sync of this engine (``engine_control.sync_weights``: pause, reload,
+        reset the prefix cache, tag ``version``, resume) on its loopback; returns seconds."""
+        return float(sync_weights([self.control_url], weights_dir, version=version,
+                                  api_key=self.api_key))
+
+    def set_weight_version(self, version: int | str) -> None:
+        """``/update_weight_version``: the tag of the weights served from now on."""
+        run(set_weight_version(self.control_url, version, api_key=self.api_key))
+
+    def weight_transfer_call(self, route: str, body: dict[str, Any] | None = None) -> None:
+        """POST ``body`` to one of vLLM's weight transfer routes (``--weight-sync nccl``;
+        ``vime.ray.weight_sync``) on this engine's loopback.
+
+        Raises:
+            ValueError: ``route`` is not one of ``engine_control.WEIGHT_TRANSFER_PATHS``.
+        """
+        from vime.ray.engine_control import weight_transfer_call
+
+        run(weight_transfer_call(self.control_url, route, body, api_key=self.api_key))
 
     def abort(self, request_ids: list[str]) -> None:
         """Abort generate requests by id (ours or server-prefixed)."""
@@ -366,12 +502,47 @@ class VLLMServer:
 @dataclass
 class EngineGroup:
     """The engines of a run: ``urls`` in engine order; ``actors`` are the Ray actor handles of
-    engines vime started (empty for external engines); ``infos`` from registration."""
+    engines vime started (empty for external engines); ``infos`` from registration;
+    ``api_key`` the run's key (None: loopback engines without one); ``network``: the engines
+    listen beyond the loopback, so control calls go through ``actors``."""
 
     urls: list[str]
     actors: list[Any] = field(default_factory=list)
     infos: list[EngineInfo] = field(default_factory=list)
     external: bool = False
+    api_key: str | None = None
+    network: bool = False
+
+    def sync_weights(self, weights_dir: str, version: int | str | None = None) -> float:
+        """Disk weight sync of every engine (pause, reload ``weights_dir``, reset the prefix
+        cache, tag ``version``, resume); returns the seconds it took.
+
+        Loopback engines are driven over HTTP from here (``engine_control.sync_weights``);
+        network engines each by their own Ray actor on their node's loopback, all at once.
+
+        Raises:
+            RuntimeError: an engine lacks the dev-mode routes or a reload failed.
+        """
+        if not self.network or not self.actors:
+            return float(sync_weights(self.urls, weights_dir, version=version,
+                                      api_key=self.api_key))
+        import time
+
+        import ray
+
+        start = time.perf_counter()
+        ray.get([a.sync_weights.remote(weights_dir, version) for a in self.actors])
+        return time.perf_counter() - start
+
+    def set_weight_version(self, version: int | str) -> None:
+        """Tag every engine's current weights with ``version`` (``/update_weight_version``)."""
+        if self.network and self.actors:
+            import ray
+
+            ray.get([a.set_weight_version.remote(version) for a in self.actors])
+            return
+        for url in self.urls:
+            run(set_weight_version(url, version, api_key=self.api_key))
 
     def shutdown(self, timeout: float = 60.0) -> None:
         """Stop every engine vime started (external engines are left running).
@@ -423,9 +594,16 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     With ``--rollout-external-engine-addrs`` the given servers are probed and used as they are.
     Otherwise :func:`num_engines` engines start as Ray actors, each serving ``args.hf_checkpoint`` with
     ``args.vllm_extra_args``; on vllm-cpu they take no Ray CPU slot (vLLM binds its own threads).
+    With ``--rollout-host 0.0.0.0`` they listen on every interface of their node with a per-run
+    API key (``VIME_ENGINE_API_KEY`` if set); the key goes to ``args.engine_api_key`` for the
+    rollout's calls (None for loopback engines). External engines get ``VIME_ENGINE_API_KEY``
+    (None when unset). On GPUs ``--rollout-num-gpus-per-engine`` > 1 is vLLM's tensor
+    parallelism.
 
     Raises:
-        ValueError: no ``--hf-checkpoint`` for vime-started engines; GPU counts do not divide.
+        ValueError: no ``--hf-checkpoint`` for vime-started engines; GPU counts do not divide;
+            a ``--rollout-host`` that is neither loopback nor a wildcard;
+            ``--rollout-num-gpus-per-engine`` > 1 or ``--weight-sync nccl`` on vllm-cpu.
         EngineStartError: a server failed to start (log tail included).
         EngineRegistrationError: an engine lacks the generate or abort route (names engine and
             vLLM version).
@@ -434,10 +612,15 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     if external and arg(args, "rollout_num_engines") is not None:
         raise ValueError("--rollout-num-engines starts engines, --rollout-external-engine-addrs "
                          "uses running ones: give one of them")
+    host = rollout_host(args)
+    network = not is_loopback(host)
+    weight_transfer = _weight_transfer_backend(args)
     if external:
+        key = os.environ.get(API_KEY_OVERRIDE_ENV) or None
         urls = [u if "://" in u else f"http://{u}" for u in external]
-        infos = [run(probe_engine(u)) for u in urls]
-        return EngineGroup(urls=[i.url for i in infos], infos=infos, external=True)
+        infos = [run(probe_engine(u, api_key=key)) for u in urls]
+        setattr(args, API_KEY_ATTR, key)
+        return EngineGroup(urls=[i.url for i in infos], infos=infos, external=True, api_key=key)
     model = arg(args, "hf_checkpoint")
     if not model:
         raise ValueError("start_engines: --hf-checkpoint is required to start vLLM engines "
@@ -446,17 +629,41 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
 
     n = num_engines(args)
     cpu = is_vllm_cpu()
-    per = arg(args, "rollout_num_gpus_per_engine")
+    per = int(arg(args, "rollout_num_gpus_per_engine"))
+    if cpu and per > 1:
+        raise ValueError(f"--rollout-num-gpus-per-engine={per}: vllm-cpu engines use threads, "
+                         "not devices (no tensor parallelism here); use --rollout-num-engines "
+                         "for more engines")
+    key = (os.environ.get(API_KEY_OVERRIDE_ENV) or new_api_key()) if network else None
+    setattr(args, API_KEY_ATTR, key)
     actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
     actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,
                                name=f"engine-{i}", extra_args=getattr(args, "vllm_extra_args", None),
-                               startup_timeout=startup_timeout)
+                               startup_timeout=startup_timeout, host=host, api_key=key,
+                               tensor_parallel_size=per, weight_transfer=weight_transfer)
               for i in range(n)]
-    group = EngineGroup(urls=[], actors=actors)
+    group = EngineGroup(urls=[], actors=actors, api_key=key, network=network)
     try:
         group.urls = list(ray.get([a.start.remote() for a in actors]))
-        group.infos = [run(probe_engine(u)) for u in group.urls]
+        group.infos = [run(probe_engine(u, api_key=key)) for u in group.urls]
     except BaseException:
         group.shutdown()
         raise
     return group
+
+
+def _weight_transfer_backend(args: Namespace) -> str | None:
+    """``"nccl"`` with ``--weight-sync nccl`` (the engines then start with vLLM's weight transfer
+    config), None for the disk default.
+
+    Raises:
+        ValueError: ``--weight-sync nccl`` on vllm-cpu (NCCL moves CUDA tensors between GPUs).
+    """
+    mode = arg(args, "weight_sync")
+    if mode != "nccl":
+        return None
+    if is_vllm_cpu():
+        raise ValueError("--weight-sync nccl sends the weights from the trainer's GPU to the "
+                         "engines' GPUs over NCCL; this is the CPU build of vLLM (vllm-cpu), "
+                         "which has no NCCL: use --weight-sync disk (the default)")
+    return "nccl"

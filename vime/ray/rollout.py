@@ -199,6 +199,8 @@ class RolloutManagerCore:
             self.shutdown()
             raise
         self.args.vllm_router_ip, self.args.vllm_router_port = ip, port
+        if self.engines.network:   # their guards answer GET /workers off-node with 403
+            self.args.vllm_engine_urls = list(self.engines.urls)
 
     @property
     def engine_urls(self) -> list[str]:
@@ -212,7 +214,7 @@ class RolloutManagerCore:
     def sync_weights(self, weights_dir: str, version: int | None = None) -> float:
         """Reload every engine from ``weights_dir``: ``--custom-update-weight-post-write-path``
         first, then pause -> reload -> reset prefix cache -> tag ``version`` -> resume
-        (``engine_control.sync_weights``).
+        (``EngineGroup.sync_weights``: network engines through their own Ray actors).
 
         Args:
             weights_dir: the trainer's safetensors for this version.
@@ -227,20 +229,26 @@ class RolloutManagerCore:
         hook = self.hooks.get("custom_update_weight_post_write_path")
         if hook is not None:
             hook(self.args, weights_dir, self.engines)
-        from vime.ray.engine_control import sync_weights
+        return float(self.engines.sync_weights(weights_dir, version=version))
 
-        return float(sync_weights(self.engines.urls, weights_dir, version=version))
+    def weight_sync_targets(self) -> tuple[list[Any], int]:
+        """``--weight-sync nccl``: the engines as the trainer reaches them
+        (``vime.ray.weight_sync.EngineTarget``: vime's engines by their Ray actors, external ones
+        by URL and key) and the workers per engine."""
+        from vime.ray.weight_sync import EngineTarget
+
+        if self.engines is None:
+            return [], 1
+        actors = self.engines.actors or [None] * len(self.engines.urls)
+        targets = [EngineTarget(url=u, actor=a, api_key=self.engines.api_key)
+                   for u, a in zip(self.engines.urls, actors, strict=True)]
+        return targets, int(arg(self.args, "rollout_num_gpus_per_engine"))
 
     def set_weight_version(self, version: int) -> None:
         """Tag the engines' current weights with ``version`` (the run's first step, before any
         sync), so every sample carries a numeric ``weight_versions`` entry."""
-        if self.engines is None:
-            return
-        from vime.ray.engine_control import set_weight_version
-        from vime.utils.async_utils import run
-
-        for url in self.engines.urls:
-            run(set_weight_version(url, version))
+        if self.engines is not None:
+            self.engines.set_weight_version(version)
 
     def shutdown(self) -> None:
         """Stop the router and every engine vime started, and close the data source (idempotent;

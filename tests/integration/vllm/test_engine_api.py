@@ -9,7 +9,13 @@ import sys
 import pytest
 
 from vime.ray.engine import build_server_command
-from vime.ray.engine_control import ABORT_PATHS, CONTROL_PATHS, GENERATE_PATH, probe_engine
+from vime.ray.engine_control import (
+    ABORT_PATHS,
+    CONTROL_PATHS,
+    GENERATE_PATH,
+    WEIGHT_TRANSFER_PATHS,
+    probe_engine,
+)
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.async_utils import run
 
@@ -34,6 +40,22 @@ def test_installed_vllm_accepts_every_flag_vime_passes(extra, tiny_model_dir):
     assert parsed.kv_cache_memory_bytes == 1 << 28
 
 
+def test_installed_vllm_accepts_the_network_and_nccl_flags(tiny_model_dir):
+    """--rollout-host 0.0.0.0 (--middleware) and --weight-sync nccl (--weight-transfer-config),
+    with tensor parallelism: the parser takes them and the middleware's path imports."""
+    import importlib
+
+    from vime.ray.engine import GUARD_MIDDLEWARE
+
+    cmd = build_server_command(str(tiny_model_dir), 8123, host="0.0.0.0", guard=True,
+                               tensor_parallel_size=2, weight_transfer="nccl")
+    parsed = _vllm_parser().parse_args(cmd[3:])
+    assert parsed.middleware == [GUARD_MIDDLEWARE] and parsed.tensor_parallel_size == 2
+    assert parsed.weight_transfer_config.backend == "nccl"
+    module, name = GUARD_MIDDLEWARE.rsplit(".", 1)
+    assert callable(getattr(importlib.import_module(module), name))
+
+
 def test_installed_vllm_refuses_a_flag_it_does_not_have():
     """The check above can fail: vLLM's parser rejects what it does not know."""
     with pytest.raises(SystemExit):
@@ -42,7 +64,8 @@ def test_installed_vllm_refuses_a_flag_it_does_not_have():
 
 def test_engine_serves_every_route_and_sampling_key_vime_uses(vllm_server):
     info = run(probe_engine(vllm_server.url))
-    assert {GENERATE_PATH, ABORT_PATHS[0], *CONTROL_PATHS} <= info.paths, sorted(info.paths)
+    assert {GENERATE_PATH, ABORT_PATHS[0], *CONTROL_PATHS, *WEIGHT_TRANSFER_PATHS} <= info.paths, \
+        sorted(info.paths)
     sent = set(make_sampling_params(temperature=0.7, top_p=0.9, top_k=5, max_response_len=4,
                                     min_new_tokens=1, repetition_penalty=1.1, stop=["\n"],
                                     stop_token_ids=[1], seed=0))

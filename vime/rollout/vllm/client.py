@@ -178,6 +178,10 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         body, headers = build_generate_request(
             prompt_ids=prompt_ids, sampling_params=params, request_id=request_id, model=model,
             session_id=sample.session_id)
+        if state.api_key:
+            from vime.ray.engine_guard import auth_headers
+
+            headers = {**headers, **auth_headers(state.api_key)}
         attempts += 1
         try:
             response = await _post_generate(state, url, body, headers, request_id)

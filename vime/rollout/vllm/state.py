@@ -43,6 +43,9 @@ class RolloutState:
         self.sampling_keys: frozenset[str] = frozenset()
         self.semaphore: asyncio.Semaphore | None = None
         self.registered = False
+        #: The run's engine API key (``--rollout-host`` engines; None: no key), sent on every
+        #: generate call.
+        self.api_key: str | None = None
         self.aborted = False
         self.rollout_id: int | None = None
         self.inflight: set[str] = set()
@@ -80,13 +83,17 @@ class RolloutState:
         async with self._register_lock:
             if self.registered:
                 return
+            from vime.ray.engine import engine_api_key
             from vime.ray.engine_control import discover_engine_urls, probe_engine
             from vime.utils.http_utils import configure_client
 
             self.base_url = _router_url(self.args)
+            self.api_key = key = engine_api_key(self.args)
             explicit = getattr(self.args, "vllm_engine_urls", None)
-            urls = list(explicit) if explicit else await discover_engine_urls(self.base_url)
-            self.engines = list(await asyncio.gather(*(probe_engine(u) for u in urls)))
+            urls = list(explicit) if explicit else await discover_engine_urls(self.base_url,
+                                                                              api_key=key)
+            self.engines = list(await asyncio.gather(*(probe_engine(u, api_key=key)
+                                                       for u in urls)))
             keys = [e.sampling_keys for e in self.engines if e.sampling_keys]
             self.sampling_keys = frozenset.intersection(*keys) if keys else frozenset()
             per_engine = int(arg(self.args, "vllm_server_concurrency"))
