@@ -23,6 +23,7 @@ pytestmark = pytest.mark.unit
 SUBCOMMANDS = {
     "train": "--rollout-function-path",
     "make-tiny-model": "out_dir",
+    "model": "prepare",
     "demo": "--quick",
 }
 
