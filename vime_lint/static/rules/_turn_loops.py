@@ -134,6 +134,15 @@ class _Taint:
             return False
         return _is_tokenizer(func) and self.tainted(arg)
 
+    def text_sink(self, call: cst.Call) -> bool:
+        """``apply_chat_template(messages, tokenize=False)`` on generated text: a text prompt
+        that the engine encodes again when it is sent there (vime's built-in generate encodes
+        ``Sample.prompt``; ``/v1/completions`` encodes ``"prompt"``)."""
+        func = call.func
+        return (isinstance(func, cst.Attribute) and func.attr.value == "apply_chat_template"
+                and _tokenize_false(call) and bool(call.args)
+                and call.args[0].keyword is None and self.tainted(call.args[0].value))
+
 
 @dataclass(slots=True)
 class _LoopFlow:
@@ -170,6 +179,9 @@ def _loop_flow(semantic: Semantic, loop: cst.For | cst.While) -> _LoopFlow:
         if isinstance(target, cst.Attribute) and target.attr.value == "tokens" \
                 and not isinstance(stmt, cst.AnnAssign):
             token_uses.append(value)
+        if isinstance(target, cst.Attribute) and target.attr.value == "prompt" \
+                and isinstance(target.value, cst.Name):
+            binds.append((target.value.value, value))   # the sample now carries the text
     generates = bool(facts.awaits)
     calls = [site.node for site in facts.calls]
     for call in calls:
@@ -241,8 +253,20 @@ def retokenised_calls(semantic: Semantic, fn: cst.FunctionDef) -> list[cst.Call]
         flow = _loop_flow(semantic, loop)
         taint = _Taint(sample_names, flow.generates)
         _bound_names(flow.binds, taint.names, taint.tainted)
-        out += [c for c in flow.calls if taint.sink(c) and _becomes_tokens(c, flow)]
+        found = [c for c in flow.calls if taint.sink(c) and _becomes_tokens(c, flow)]
+        # a text prompt sent to the engine, unless one of the calls above encodes it already
+        found += [c for c in flow.calls if taint.text_sink(c) and _becomes_tokens(c, flow)
+                  and not any(_flows_into(c, sink, flow) for sink in found)]
+        out += found
     return out
+
+
+def _flows_into(source: cst.Call, sink: cst.Call, facts: _LoopFlow) -> bool:
+    """True when ``source``'s value (directly or through names bound in the loop) is part of
+    ``sink``'s arguments."""
+    names: set[str] = set()
+    _bound_names(facts.binds, names, lambda value: _contains(value, source, names))
+    return any(_contains(a.value, source, names) for a in sink.args)
 
 
 def _contains(node: cst.CSTNode, target: cst.CSTNode, names: set[str]) -> bool:

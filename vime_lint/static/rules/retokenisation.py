@@ -38,7 +38,9 @@ class ReencodedGeneratedText(FunctionTracker):
     reports a tokenizer call inside a ``for``/``while`` loop that encodes text the model
     generated to build the next turn's tokens: ``tokenizer.encode(text)``, ``tokenizer(text)``,
     or
-    ``tokenizer.apply_chat_template(messages)`` without ``tokenize=False``, where ``text`` /
+    ``tokenizer.apply_chat_template(messages)`` without ``tokenize=False`` (with it, when the
+    rendered text goes back to the engine as a prompt: ``Sample(prompt=...)`` or
+    ``sample.prompt`` into a generate call, a ``"prompt"`` payload), where ``text`` /
     ``messages`` hold ``tokenizer.decode(...)`` output, ``sample.response`` or an engine
     response's ``choices[...]["text"]``, directly or through assignments, f-strings,
     concatenation, string methods and ``messages.append({...})`` in the same loop.
@@ -148,6 +150,29 @@ class ReencodedGeneratedText(FunctionTracker):
                 "    return sample\n"
                 "async def generate(args, sample, sampling_params):\n"
                 "    return await _episode(sample)\n", line=5, col=32),
+        # a text prompt re-rendered from generated text goes back to the engine, which encodes
+        # it again: vime's built-in generate (Sample(prompt=...)), /v1/completions ("prompt")
+        Invalid("from vime.rollout.vllm_rollout import generate as engine_generate\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    for turn in range(2):\n"
+                "        text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
+                "        turn_sample = await engine_generate(args, Sample(prompt=text),\n"
+                "                                            sampling_params)\n"
+                "        messages.append({'role': 'assistant', 'content': turn_sample.response})\n"
+                "    return sample\n", line=4, col=15),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    for turn in range(2):\n"
+                "        sample.prompt = tok.apply_chat_template(history, tokenize=False,\n"
+                "                                                add_generation_prompt=True)\n"
+                "        sample = await vllm_generate(args, sample, sampling_params)\n"
+                "        history.append({'role': 'assistant', 'content': sample.response})\n"
+                "    return sample\n", line=3, col=24),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    while True:\n"
+                "        out = await client.post(url, json={'prompt': prompt})\n"
+                "        msgs.append({'role': 'assistant', 'content': out.json()['choices'][0]['text']})\n"
+                "        prompt = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
+                "    return sample\n", line=5, col=17),
         Invalid("from vime.rollout.base_types import iter_samples as leaves\n"
                 + _ROW_LOOP.format(call="leaves"), line=5, col=14),
         Invalid("import vime.rollout.base_types as bt\n"
