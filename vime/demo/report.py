@@ -43,7 +43,8 @@ def summarize(records: Sequence[Mapping[str, Any]], *, last: int = LAST_EVALS) -
         start (fewer when fewer ran); ``gain_points``: ``100 * (final_greedy - start_greedy)``;
         ``evals``: evaluations after the start; ``steps``: GRPO steps logged;
         ``reward_first`` / ``reward_last``: mean train reward of the first and last
-        ``min(10, steps)`` steps; ``step_seconds``: mean ``perf/step_time`` (seconds).
+        ``reward_window`` steps (10, or a third of the steps when fewer than 30 ran, so that
+        the two windows do not overlap); ``step_seconds``: mean ``perf/step_time`` (seconds).
     """
     from vime.utils.plot import metric_series
 
@@ -62,7 +63,8 @@ def summarize(records: Sequence[Mapping[str, Any]], *, last: int = LAST_EVALS) -
     else:
         out["gain_points"] = None
     rewards = [v for _, v in metric_series(records, REWARD_KEY)]
-    k = min(10, len(rewards))
+    k = min(10, max(1, len(rewards) // 3)) if rewards else 0
+    out["reward_window"] = k
     out["steps"] = len(rewards)
     out["reward_first"] = _mean(rewards[:k])
     out["reward_last"] = _mean(rewards[-k:]) if k else None
@@ -108,14 +110,16 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     console.print(stage_table)
     acc = Table(title=f"held-out accuracy ({n_eval} problems, never trained on)",
                 show_header=True)
-    columns = ["", recipe.start_label, f"after GRPO (mean of last {LAST_EVALS} evals)"]
+    n_last = min(LAST_EVALS, numbers["evals"]) or LAST_EVALS
+    columns = ["", recipe.start_label, f"after GRPO (mean of last {n_last} evals)"]
     if control is not None:
         columns.append("control: shuffled rewards")
     for col in columns:
         acc.add_column(col, justify="right")
     for label, first, last in (("greedy", "start_greedy", "final_greedy"),
                                (recipe.sampled_label, "start_sampled", "final_sampled"),
-                               ("train reward (first / last 10 steps)", "reward_first",
+                               (f"train reward (first / last {numbers['reward_window']} "
+                                "steps)", "reward_first",
                                 "reward_last")):
         row = [label, _pct(numbers[first]), _pct(numbers[last])]
         if control is not None:

@@ -73,7 +73,9 @@ def test_summarize_without_records_is_all_none() -> None:
 def test_summarize_reward_windows() -> None:
     rewards = [0.0] * 10 + [1.0] * 10
     s = demo.summarize(grpo_records([0.1] * 11, [0.1] * 11, rewards=rewards))
-    assert s["reward_first"] == 0.0 and s["reward_last"] == 1.0
+    assert s["reward_first"] == 0.0 and s["reward_last"] == 1.0 and s["reward_window"] == 6
+    short = demo.summarize(grpo_records([0.1] * 6, [0.1] * 6, rewards=[0.0] * 5 + [1.0] * 5))
+    assert (short["reward_window"], short["reward_first"], short["reward_last"]) == (3, 0.0, 1.0)
 
 
 def test_plot_run_writes_a_png(tmp_path: Path) -> None:
