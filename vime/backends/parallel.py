@@ -137,8 +137,9 @@ class DataParallel:
             return dict(model.state_dict())
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
-        return dict(get_model_state_dict(
-            model, options=StateDictOptions(full_state_dict=True, cpu_offload=True)))
+        full: Any = get_model_state_dict(
+            model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        return dict(full)
 
     def load_model_state(self, model: torch.nn.Module, state: dict[str, torch.Tensor]
                          ) -> tuple[list[str], list[str]]:
@@ -149,7 +150,7 @@ class DataParallel:
             return list(result.missing_keys), list(result.unexpected_keys)
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 
-        result = set_model_state_dict(model, state, options=StateDictOptions(
+        result = set_model_state_dict(model, dict[str, Any](state), options=StateDictOptions(
             full_state_dict=True, strict=False))
         return list(result.missing_keys), list(result.unexpected_keys)
 
@@ -165,7 +166,7 @@ class DataParallel:
             get_optimizer_state_dict,
         )
 
-        by_name = get_optimizer_state_dict(model, optimizer, options=StateDictOptions(
+        by_name: Any = get_optimizer_state_dict(model, optimizer, options=StateDictOptions(
             full_state_dict=True, cpu_offload=True))
         if self.rank != 0:
             return {}
@@ -188,7 +189,7 @@ class DataParallel:
 
         names = _param_names(model, optimizer)
         groups = [dict(g, params=[names[i] for i in g["params"]]) for g in state["param_groups"]]
-        by_name = {"state": {names[i]: value for i, value in state["state"].items()},
+        by_name: Any = {"state": {names[i]: value for i, value in state["state"].items()},
                    "param_groups": groups}
         set_optimizer_state_dict(model, optimizer, by_name,
                                  options=StateDictOptions(full_state_dict=True))

@@ -52,8 +52,9 @@ class TrainerRank:
         import ray
         import torch.distributed as dist
 
-        host = "127.0.0.1" if loopback else ray.util.get_node_ip_address()
-        self._store = dist.TCPStore(host, 0, world, is_master=True, wait_for_workers=False)
+        host = "127.0.0.1" if loopback else ray.util.get_node_ip_address()  # type: ignore[no-untyped-call]
+        self._store = dist.TCPStore(  # type: ignore[attr-defined]
+            host, 0, world, is_master=True, wait_for_workers=False)
         return host, int(self._store.port)
 
     def setup(self, args: Namespace, rank: int, world: int, host: str, port: int,
@@ -64,7 +65,8 @@ class TrainerRank:
         from vime.backends.parallel import init_rank
         from vime.backends.trainer import Trainer, _device
 
-        store = self._store or dist.TCPStore(host, port, world, is_master=False)
+        store = self._store or dist.TCPStore(  # type: ignore[attr-defined]
+            host, port, world, is_master=False)
         init_rank(rank=rank, world=world, store=store, device=_device(args))
         self.trainer = Trainer(args, total_steps=total_steps)
         return True
@@ -155,16 +157,17 @@ def create_trainer_group(args: Namespace, *, total_steps: int | None = None) -> 
     pg = placement_group([dict(bundle) for _ in range(world)], strategy="PACK")
     if not pg.wait(PLACEMENT_TIMEOUT):
         remove_placement_group(pg)
+        resources = ray.cluster_resources()  # type: ignore[no-untyped-call]
         raise TimeoutError(
             f"--actor-num-nodes {arg(args, 'actor_num_nodes')} --actor-num-gpus-per-node "
             f"{arg(args, 'actor_num_gpus_per_node')}: Ray could not place {world} trainer "
             f"bundles of {bundle} in {PLACEMENT_TIMEOUT:g} s (cluster resources: "
-            f"{ray.cluster_resources()}); lower the rank count or add nodes")
+            f"{resources}); lower the rank count or add nodes")
     per_node = int(arg(args, "actor_num_gpus_per_node"))
     threads = os.environ.get("OMP_NUM_THREADS") or str(
         trainer_threads(args, gpus=gpus, ranks=per_node))
-    actor_cls = ray.remote(TrainerRank)
-    actors = [actor_cls.options(
+    actor_cls: Any = ray.remote(TrainerRank)
+    actors: list[Any] = [actor_cls.options(
         num_cpus=0 if gpus else 1, num_gpus=gpus,
         runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}},
         scheduling_strategy=PlacementGroupSchedulingStrategy(
