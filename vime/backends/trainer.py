@@ -22,8 +22,10 @@ Advantages are computed once per rollout step (``vime.backends.advantages``, or
 ``--get-mismatch-metrics`` measures the trainer-vs-engine gap (``vime.backends.tis``); the four
 trainer hooks are called and checked in ``vime.backends.trainer_hooks``.
 
-Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU, fp32 weights). docs/en/training.md
-says how this extends to several GPUs.
+Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU per rank, fp32 weights). With a
+``torch.distributed`` process group of several ranks (``--actor-num-gpus-per-node``,
+``vime.ray.trainer_group``) the model is sharded with FSDP2 and each rank trains its share of
+every step (``vime.backends.parallel``; docs/en/training.md, "Trainer ranks").
 
 The loss formulas are in ``vime.backends.losses``.
 """
