@@ -52,8 +52,8 @@ def init_rank(*, rank: int, world: int, store: Any, device: torch.device) -> Non
     if dist.is_initialized():
         return
     backend = "nccl" if device.type == "cuda" else "gloo"
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
+    if device.type == "cuda":   # Ray shows each rank its own GPU (CUDA_VISIBLE_DEVICES)
+        torch.cuda.set_device(device.index or 0)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=TIMEOUT)
 
 

@@ -70,7 +70,7 @@ from vime.config import arg
 from vime.data.batch_builder import split_into_steps
 
 __all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor",
-           "trainer_threads"]
+           "trainer_env", "trainer_threads"]
 
 SUPPORTED_LOSSES = ("policy_loss", "sft_loss", "custom_loss")
 SUPPORTED_ESTIMATORS = ESTIMATORS
@@ -632,15 +632,28 @@ def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
     return max(1, cores // max(1, ranks))
 
 
-def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
-    """Start :class:`Trainer` as a Ray actor (one GPU with ``--train-device cuda``, else one
-    CPU); returns the actor handle. ``ray.init`` must have run."""
+def trainer_env(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> dict[str, str]:
+    """Environment of a trainer actor: ``OMP_NUM_THREADS`` (:func:`trainer_threads`, or the
+    driver's own value) and, on the CPU, ``OMP_WAIT_POLICY=PASSIVE`` unless the driver sets
+    one. The actor shares its cores with Ray's processes, the rollout manager and the engines;
+    with OpenMP's default spin-waiting, every torch op waits at its barrier for a thread that
+    another process pre-empted, and ``Trainer.train`` ran 5-10x slower on a busy 2-core
+    machine (docs/en/training.md, "Trainer step cost in the actor")."""
     import os
 
+    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
+           or str(trainer_threads(args, gpus=gpus, ranks=ranks))}
+    if not gpus:
+        env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"
+    return env
+
+
+def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
+    """Start :class:`Trainer` as a Ray actor (one GPU with ``--train-device cuda``, else one
+    CPU) with :func:`trainer_env`; returns the actor handle. ``ray.init`` must have run."""
     import ray
 
     gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0
-    threads = os.environ.get("OMP_NUM_THREADS") or str(trainer_threads(args, gpus=gpus))
     actor_cls = ray.remote(num_cpus=0, num_gpus=gpus,
-                           runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}})(Trainer)
+                           runtime_env={"env_vars": trainer_env(args, gpus=gpus)})(Trainer)
     return actor_cls.remote(args, total_steps=total_steps)

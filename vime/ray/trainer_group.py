@@ -22,7 +22,6 @@ collective for the failed one.
 
 from __future__ import annotations
 
-import os
 from argparse import Namespace
 from typing import Any
 
@@ -148,7 +147,7 @@ def create_trainer_group(args: Namespace, *, total_steps: int | None = None) -> 
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from vime.backends.trainer import trainer_threads
+    from vime.backends.trainer import trainer_env
     from vime.ray.cluster import ray_address
 
     world = num_trainer_ranks(args)
@@ -163,13 +162,11 @@ def create_trainer_group(args: Namespace, *, total_steps: int | None = None) -> 
             f"{arg(args, 'actor_num_gpus_per_node')}: Ray could not place {world} trainer "
             f"bundles of {bundle} in {PLACEMENT_TIMEOUT:g} s (cluster resources: "
             f"{resources}); lower the rank count or add nodes")
-    per_node = int(arg(args, "actor_num_gpus_per_node"))
-    threads = os.environ.get("OMP_NUM_THREADS") or str(
-        trainer_threads(args, gpus=gpus, ranks=per_node))
+    env = trainer_env(args, gpus=gpus, ranks=int(arg(args, "actor_num_gpus_per_node")))
     actor_cls: Any = ray.remote(TrainerRank)
     actors: list[Any] = [actor_cls.options(
         num_cpus=0 if gpus else 1, num_gpus=gpus,
-        runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}},
+        runtime_env={"env_vars": env},
         scheduling_strategy=PlacementGroupSchedulingStrategy(
             placement_group=pg, placement_group_bundle_index=i)).remote()
         for i in range(world)]
