@@ -11,7 +11,8 @@ samples, 40 prompt + 19 response tokens, two optimiser steps per rollout, rollou
 the old policy's) with micro-batches of 64 samples, so the one-rank run's micro-batches are the
 two ranks' halves. One rank runs in a child process without a process group (the path a
 one-rank ``vime train`` takes) with every core as torch threads; two ranks run as two processes
-(``torch.multiprocessing.spawn``) in one gloo group, each with half the cores. Reported: the
+(``torch.multiprocessing.spawn``) in one gloo group, each with half the cores; all of them with
+``OMP_WAIT_POLICY=PASSIVE``, as ``vime train``'s trainer actors. Reported: the
 median ``train/time`` of a ``Trainer.train`` call (seconds, the first call of each run left out,
 runs of one and two ranks alternating ``--reps`` times), and after the
 first call the largest and the median per-tensor ``||p_2 - p_1|| / ||p_1||`` (with the tensor
@@ -106,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2,
                         help="Runs of each rank count, alternating 1, 2, 1, 2, ...")
     ns = parser.parse_args(argv)
-    for key, value in {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}.items():
+    # OMP_WAIT_POLICY: what vime train gives its CPU trainer actors (vime.backends.trainer.
+    # trainer_env); with OpenMP's spin-waiting one rank of two threads is 5-10x slower on a
+    # busy 2-core machine, which would measure that, not the ranks
+    for key, value in {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                       "OMP_WAIT_POLICY": "PASSIVE"}.items():
         os.environ.setdefault(key, value)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
