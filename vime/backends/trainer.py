@@ -205,14 +205,15 @@ class Trainer:
         try:
             chunks = micro_batches([len(tokens[i]) for i in mine],
                                    micro_batch_size=micro_batch_size)
+            # agreed before any forward: FSDP2's all-gathers must pair up across ranks
+            passes = self.dp.pad_count(len(chunks)) if model is self.model else len(chunks)
             for pos in chunks:
                 rows = [mine[k] for k in pos]
                 lp, _, _ = self._response_log_probs(model, [tokens[i] for i in rows],
                                                     [response_lengths[i] for i in rows])
                 out.update({i: lp[k, :response_lengths[i]].tolist() for k, i in enumerate(rows)})
-            if self.dp.sharded and model is self.model:
-                for _ in range(self.dp.pad_count(len(chunks)) - len(chunks)):
-                    self._forward(model, [[self.pad_id]])
+            for _ in range(passes - len(chunks)):
+                self._forward(model, [[self.pad_id]])
         finally:
             model.train(was_training)
         if self.dp.sharded:
@@ -335,6 +336,8 @@ class Trainer:
         chunks = [[mine[k] for k in pos] for pos in micro_batches(
             [step["total_lengths"][i] for i in mine],
             micro_batch_size=int(arg(args, "micro_batch_size")), max_tokens=max_tokens)]
+        # agreed before any forward: FSDP2's collectives must pair up across ranks
+        passes = self.dp.pad_count(len(chunks))
         loss_type = arg(args, "loss_type")
         sums: dict[str, float] = {}
         additive = {"loss", "pg_loss", "sft_loss", "kl_loss", "entropy"}
@@ -353,11 +356,11 @@ class Trainer:
                 # additive terms (sample-mean losses) sum over micro-batches; ratios average
                 weight = 1.0 if k in additive else len(rows) / n
                 sums[k] = sums.get(k, 0.0) + v * weight
+        # FSDP2 reduces gradients inside backward: every rank runs as many as the busiest
+        for _ in range(passes - len(chunks)):
+            _, logits = self._forward(self.model, [[self.pad_id]])
+            (logits.sum() * 0.0).backward()  # type: ignore[no-untyped-call]
         if self.dp.sharded:
-            # FSDP2 reduces gradients inside backward: every rank runs as many as the busiest
-            for _ in range(self.dp.pad_count(len(chunks)) - len(chunks)):
-                _, logits = self._forward(self.model, [[self.pad_id]])
-                (logits.sum() * 0.0).backward()  # type: ignore[no-untyped-call]
             sums = self.dp.sum_stats(sums)
         if self.mismatch:
             sums.update(mismatch_metrics(step["train_log_probs"], step["rollout_log_probs"],

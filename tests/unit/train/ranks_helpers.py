@@ -25,6 +25,12 @@ def batch(args: Namespace, shift: int = 0) -> dict[str, Any]:
     return BatchBuilder.convert(args, samples)
 
 
+def dynamic_args(args: Namespace) -> Namespace:
+    """Token-packed micro-batches of at most 9 tokens: on two ranks rank 0's two samples (4 + 5
+    tokens) fit one micro-batch and rank 1's (6 + 4) need two, so rank 0 runs a padding pass."""
+    return Namespace(**{**vars(args), "use_dynamic_batch_size": True, "max_tokens_per_gpu": 9})
+
+
 def full_state(trainer: Any) -> dict[str, torch.Tensor]:
     """The trainer's parameters as full CPU tensors (rank 0; ``{}`` on the others)."""
     return {k: v.detach().cpu().clone() for k, v in trainer.dp.full_model_state(
@@ -36,7 +42,8 @@ def rank_main(rank: int, world: int, port: int, args: Namespace, resume_from: st
     """One rank: (1) one train step from the model on disk, parameters to ``out/step.pt``,
     checkpoint to ``out/ckpt``; (2) a fresh trainer resumed from the one-rank checkpoint
     ``resume_from`` (rollout 0) trains rollout 1 with ``--balance-data``, parameters to
-    ``out/resumed.pt``."""
+    ``out/resumed.pt``; (3) one step with :func:`dynamic_args`, parameters to
+    ``out/dynamic.pt``."""
     import torch.distributed as dist
 
     from vime.backends.parallel import init_rank
@@ -55,7 +62,11 @@ def rank_main(rank: int, world: int, port: int, args: Namespace, resume_from: st
         resumed.load(resume_from, 0)
         resumed_metrics = resumed.train(1, batch(args, shift=1))
         resumed_state = full_state(resumed)
+        dynamic = Trainer(dynamic_args(args))
+        dynamic.train(0, batch(args))
+        dynamic_state = full_state(dynamic)
         if rank == 0:
+            torch.save({"state": dynamic_state}, Path(out) / "dynamic.pt")
             torch.save({"state": state, "metrics": metrics}, Path(out) / "step.pt")
             torch.save({"state": resumed_state, "metrics": resumed_metrics,
                         "global_step": resumed.global_step}, Path(out) / "resumed.pt")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import torch
-from ranks_helpers import batch, rank_main
+from ranks_helpers import batch, dynamic_args, rank_main
 from trainer_helpers import make_args
 
 from vime.backends.parallel import balanced_partition, contiguous_partition
@@ -52,7 +52,10 @@ def runs(small_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     from_two = Trainer(args)
     from_two.load(str(out / "ckpt"), 0)
     from_two_metrics = from_two.train(1, batch(args, shift=1))
-    return {"initial": initial, "one": (after_step, one_metrics), "resumed_one": state(one),
+    dynamic = Trainer(dynamic_args(args))
+    dynamic.train(0, batch(args))
+    return {"dynamic": (state(dynamic), torch.load(out / "dynamic.pt", weights_only=False)),
+            "initial": initial, "one": (after_step, one_metrics), "resumed_one": state(one),
             "two": torch.load(out / "step.pt", weights_only=False),
             "resumed_two": torch.load(out / "resumed.pt", weights_only=False),
             "from_two": (state(from_two), from_two_metrics, from_two.global_step)}
@@ -65,6 +68,13 @@ def test_two_ranks_step_equals_one_rank(runs: dict[str, Any]) -> None:
     assert worst_relative(two["state"], one) < REL
     for key in ("train/loss", "train/pg_loss", "train/entropy", "train/grad_norm"):
         assert two["metrics"][key] == pytest.approx(one_metrics[key], rel=1e-5, abs=1e-7), key
+
+
+def test_ranks_with_unequal_micro_batch_counts_equal_one_rank(runs: dict[str, Any]) -> None:
+    """--use-dynamic-batch-size: the rank with fewer micro-batches runs a zero-loss pass (FSDP2's
+    collectives need both ranks); the update is still one rank's."""
+    one, two = runs["dynamic"]
+    assert worst_relative(two["state"], one) < REL
 
 
 def test_a_one_rank_checkpoint_resumes_on_two_ranks(runs: dict[str, Any]) -> None:
