@@ -42,6 +42,22 @@ def real_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return convert(get("smollm2-135m-instruct"), tmp_path_factory.mktemp("smollm2"))
 
 
+def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A one-layer Llama (64-token vocabulary, tied embeddings, no biases) saved once per
+    session, for the trainer tests; they load it from disk, so none of them changes it for the
+    others."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    out = tmp_path_factory.mktemp("small_llama")
+    LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64,
+                                 num_hidden_layers=1, num_attention_heads=1,
+                                 num_key_value_heads=1, tie_word_embeddings=True,
+                                 pad_token_id=0)).save_pretrained(out)
+    return out
+
+
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[Any]:
     """A local Ray cluster for the whole session: ``ray.init(num_cpus=2)``, no dashboard."""

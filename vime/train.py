@@ -129,6 +129,7 @@ def _start(args: Namespace) -> tuple[Any, Any]:
     """The rollout manager and the trainer, in process or as Ray actors."""
     from vime.backends.trainer import Trainer, create_trainer_actor
     from vime.ray.rollout import RolloutManagerCore, create_rollout_manager, needs_engines
+    from vime.ray.trainer_group import create_trainer_group, num_trainer_ranks
 
     if (not args.single_process or needs_engines(args)):
         import ray
@@ -149,9 +150,13 @@ def _start(args: Namespace) -> tuple[Any, Any]:
     total = args.num_rollout * args.num_steps_per_rollout
     if args.debug_rollout_only:
         return manager, None
-    trainer: _Local | _Remote = (
-        _Local(Trainer(args, total_steps=total)) if args.single_process
-        else _Remote(create_trainer_actor(args, total_steps=total)))
+    trainer: Any
+    if args.single_process:
+        trainer = _Local(Trainer(args, total_steps=total))
+    elif num_trainer_ranks(args) > 1:   # --actor-num-nodes x --actor-num-gpus-per-node
+        trainer = create_trainer_group(args, total_steps=total)
+    else:
+        trainer = _Remote(create_trainer_actor(args, total_steps=total))
     return manager, trainer
 
 
@@ -254,6 +259,9 @@ def run(args: Namespace) -> int:
     finally:
         if manager is not None:
             manager.close()
+        close = getattr(trainer, "close", None)
+        if trainer is not None and not isinstance(trainer, (_Local, _Remote)) and close:
+            close()   # trainer ranks: their placement group holds one CPU or GPU per rank
         if threading.current_thread() is threading.main_thread():
             for signum, handler in previous.items():
                 signal.signal(signum, handler)

@@ -198,6 +198,31 @@ def test_grpo_run_with_network_engines(tiny_model_dir: Path, tmp_path: Path,
             assert key not in path.read_text(errors="replace"), path
 
 
+def test_grpo_with_two_trainer_ranks(tiny_model_dir: Path, vllm_server: object,
+                                     tmp_path: Path) -> None:
+    """--actor-num-gpus-per-node 2 on the CPU: two trainer ranks (Ray actors, gloo, FSDP2)
+    train two GRPO steps, rank 0 writes the weights the engine reloads and a checkpoint that a
+    one-rank trainer loads."""
+    from vime.backends.trainer import Trainer
+    from vime.config import parse_args
+
+    ckpt = tmp_path / "ckpt"
+    proc, run_dir = grpo_on_session_engine(
+        tiny_model_dir, vllm_server, tmp_path, 8, "--num-rollout", "2",
+        "--actor-num-gpus-per-node", "2", "--balance-data", "--save", str(ckpt))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    train = [r for r in metrics(run_dir) if "train/loss" in r]
+    assert [r["rollout_id"] for r in train] == [0, 1]
+    assert all(r["train/num_steps"] == 1.0 for r in train)
+    assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
+    assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000001", "v000002"]
+    assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "1"
+    one = Trainer(parse_args(["--hf-checkpoint", str(tiny_model_dir), "--rollout-batch-size",
+                              "2", "--n-samples-per-prompt", "4", "--num-rollout", "3"]))
+    one.load(str(ckpt), 1)
+    assert one.global_step == 2
+
+
 @pytest.mark.parametrize(("signame", "status", "said"), [("SIGINT", 130, "interrupted"),
                                                           ("SIGTERM", 143, "terminated")])
 def test_a_signal_saves_a_checkpoint_and_leaves_no_engine_behind(

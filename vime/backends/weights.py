@@ -35,11 +35,15 @@ def version_dir(run_dir: str | os.PathLike[str], version: int) -> Path:
     return Path(run_dir) / "weights" / f"v{int(version):06d}"
 
 
-def state_dict_for_sync(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+def state_dict_for_sync(model: torch.nn.Module, state: dict[str, torch.Tensor] | None = None
+                        ) -> dict[str, torch.Tensor]:
     """``name -> tensor`` on the CPU, every tensor its own contiguous copy, ``lm_head.weight``
-    present (copied from the output embeddings when the state dict lacks it)."""
-    out = {k: v.detach().to("cpu").clone().contiguous() for k, v in model.state_dict().items()}
-    if "lm_head.weight" not in out:
+    present (copied from the output embeddings when the state dict lacks it). ``state``: the
+    tensors to write instead of ``model.state_dict()`` (the full state gathered from sharded
+    ranks, ``vime.backends.parallel``)."""
+    source = model.state_dict() if state is None else state
+    out = {k: v.detach().to("cpu").clone().contiguous() for k, v in source.items()}
+    if "lm_head.weight" not in out and state is None:
         get_output = getattr(model, "get_output_embeddings", None)
         head = get_output() if callable(get_output) else None
         if head is not None and getattr(head, "weight", None) is not None:
@@ -47,14 +51,16 @@ def state_dict_for_sync(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def write_weights(model: torch.nn.Module, out_dir: str | os.PathLike[str]) -> Path:
-    """Write ``model``'s weights to ``out_dir/model.safetensors`` (atomic); returns ``out_dir``."""
+def write_weights(model: torch.nn.Module, out_dir: str | os.PathLike[str], *,
+                  state: dict[str, torch.Tensor] | None = None) -> Path:
+    """Write ``model``'s weights (or ``state``, see :func:`state_dict_for_sync`) to
+    ``out_dir/model.safetensors`` (atomic); returns ``out_dir``."""
     from safetensors.torch import save_file
 
     target = Path(out_dir)
     target.mkdir(parents=True, exist_ok=True)
     tmp = target / (WEIGHTS_FILE + ".tmp")
-    save_file(state_dict_for_sync(model), str(tmp), metadata={"format": "pt"})
+    save_file(state_dict_for_sync(model, state), str(tmp), metadata={"format": "pt"})
     os.replace(tmp, target / WEIGHTS_FILE)
     return target
 

@@ -87,7 +87,8 @@ def _add_batch_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-tokens-per-gpu", type=int, default=None,
                    help="Token budget per micro-batch with --use-dynamic-batch-size.")
     g.add_argument("--balance-data", action="store_true",
-                   help="(not implemented in v1: one trainer process, no data-parallel ranks)")
+                   help="Give each trainer rank whole rollouts with (nearly) equal token counts "
+                        "instead of consecutive ones (--actor-num-gpus-per-node > 1).")
     g.add_argument("--num-rollout", type=int, default=None,
                    help="Rollout steps to run (this or --num-epoch is required).")
     g.add_argument("--num-epoch", type=int, default=None,
@@ -414,6 +415,14 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
                    help="With --async-rollout: drop groups whose oldest token is more than this "
                         "many weight versions behind the trainer (counted in "
                         "rollout/staleness/dropped_groups).")
+    # trainer ranks (issue 21; docs/en/training.md, "Trainer ranks")
+    g.add_argument("--actor-num-nodes", type=int, default=1,
+                   help="Nodes of trainer ranks; with --actor-num-gpus-per-node G the run has "
+                        "N x G ranks (Ray actors in one placement group, one torch.distributed "
+                        "group, the model sharded with FSDP2). Default 1 (upstream: 1).")
+    g.add_argument("--actor-num-gpus-per-node", type=int, default=1,
+                   help="Trainer ranks per node: one GPU each with --train-device cuda, one CPU "
+                        "process each with --train-device cpu. Default 1 (upstream: 8).")
     g.add_argument("--no-rollout-engines", dest="rollout_engines", action="store_false",
                    help="Start no vLLM engine: for rollout functions that do not generate "
                         "(the SFT rollout needs none either way).")

@@ -45,7 +45,6 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "log_reward_category": None,
     # accepted for upstream scripts, but nothing in vime reads them (issue 19's walk over every
     # option): a set value is refused instead of ignored
-    "balance_data": False,
     "colocate": False,
     "num_gpus_per_node": 8,
     "ci_test": False,
@@ -271,6 +270,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     _check_failure_arguments(args)
     _check_async_rollout(args)
     _check_weight_sync(args)
+    _check_trainer_ranks(args)
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
     if n == 1:
@@ -338,6 +338,23 @@ def _check_weight_sync(args: argparse.Namespace) -> None:
         _fail("--weight-sync", "nccl sends the weights from the trainer's GPU over NCCL and "
               f"needs --train-device cuda (got {getattr(args, 'train_device', 'cpu')}); on the "
               "CPU use --weight-sync disk (the default)")
+
+
+def _check_trainer_ranks(args: argparse.Namespace) -> None:
+    """``--actor-num-nodes`` / ``--actor-num-gpus-per-node`` >= 1; several ranks need the
+    trainer as Ray actors and at least one rollout per rank in every optimiser step."""
+    for dest in ("actor_num_nodes", "actor_num_gpus_per_node"):
+        _positive(args, dest, allow_none=False)
+    ranks = args.actor_num_nodes * args.actor_num_gpus_per_node
+    if ranks == 1:
+        return
+    if args.single_process:
+        _fail("--actor-num-gpus-per-node", f"{ranks} trainer ranks run as Ray actors: drop "
+              "--single-process (or use one rank)")
+    if args.global_batch_size < ranks:
+        _fail("--global-batch-size", f"{args.global_batch_size} rollouts per optimiser step "
+              f"leave some of the {ranks} trainer ranks (--actor-num-nodes x "
+              "--actor-num-gpus-per-node) without data; raise it to at least the rank count")
 
 
 def _check_failure_arguments(args: argparse.Namespace) -> None:
