@@ -42,6 +42,7 @@ def real_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return convert(get("smollm2-135m-instruct"), tmp_path_factory.mktemp("smollm2"))
 
 
+@pytest.fixture(scope="session")
 def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A one-layer Llama (64-token vocabulary, tied embeddings, no biases) saved once per
     session, for the trainer tests; they load it from disk, so none of them changes it for the

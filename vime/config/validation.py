@@ -66,7 +66,6 @@ UNSUPPORTED_INSTEAD: dict[str, str] = {
     "balance_by_flops": "drop it (v1 does not split micro-batches by FLOPs)",
     "dump_details": "use --save-debug-rollout-data PATH",
     "log_reward_category": "log your own metrics from --custom-rollout-log-function-path",
-    "balance_data": "drop it",
     "colocate": "the trainer and the engines use their own devices: give the engines "
                 "--rollout-num-gpus (or --rollout-num-engines) and the trainer --train-device",
     "num_gpus_per_node": "Ray places engines and trainer ranks by their resource requests: give "
