@@ -91,9 +91,9 @@ def vllm_server(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
         server.stop()
 
 
-def _engine_generate(url: str, prompt: list[int], max_tokens: int,
-                     seed: int) -> tuple[list[int], list[float]]:
-    """One sampled (temperature 1) token-in/token-out request to the engine at ``url``:
+def _engine_generate(url: str, prompt: list[int], max_tokens: int, seed: int,
+                     temperature: float = 1.0) -> tuple[list[int], list[float]]:
+    """One sampled token-in/token-out request to the engine at ``url`` (at ``temperature``):
     ``(response token ids, their log probs)``."""
     import uuid
 
@@ -106,10 +106,11 @@ def _engine_generate(url: str, prompt: list[int], max_tokens: int,
     )
 
     rid = uuid.uuid4().hex
-    params = make_sampling_params(temperature=1.0, max_response_len=max_tokens, seed=seed)
+    params = make_sampling_params(temperature=temperature, max_response_len=max_tokens,
+                                  seed=seed)
     body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
                                            request_id=rid)
-    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=60)
+    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=120)
     resp.raise_for_status()
     result = parse_generate_response(resp.json(), request_id=rid, url=url)
     return list(result.token_ids), list(result.log_probs)
@@ -117,6 +118,7 @@ def _engine_generate(url: str, prompt: list[int], max_tokens: int,
 
 @pytest.fixture(scope="session")
 def engine_generate() -> Any:
-    """``engine_generate(url, prompt_ids, max_tokens, seed) -> (token_ids, log_probs)``: one
-    sampled request straight to one engine (no router), for log-prob parity checks."""
+    """``engine_generate(url, prompt_ids, max_tokens, seed, temperature=1.0) -> (token_ids,
+    log_probs)``: one sampled request straight to one engine (no router), for log-prob parity
+    checks."""
     return _engine_generate

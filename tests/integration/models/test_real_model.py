@@ -34,28 +34,6 @@ def real_engine(real_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
         server.stop()
 
 
-def _sample(url: str, prompt: list[int], *, temperature: float, seed: int,
-            max_tokens: int = 16) -> tuple[list[int], list[float]]:
-    import uuid
-
-    import httpx
-
-    from vime.rollout.vllm_protocol import (
-        build_generate_request,
-        make_sampling_params,
-        parse_generate_response,
-    )
-
-    rid = uuid.uuid4().hex
-    params = make_sampling_params(temperature=temperature, max_response_len=max_tokens, seed=seed)
-    body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
-                                           request_id=rid)
-    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=120)
-    resp.raise_for_status()
-    result = parse_generate_response(resp.json(), request_id=rid, url=url)
-    return list(result.token_ids), list(result.log_probs)
-
-
 def test_the_prepared_folder_is_plain_hugging_face(real_model_dir: Path) -> None:
     from safetensors import safe_open
     from transformers import AutoTokenizer
@@ -86,7 +64,7 @@ def test_engine_greedy_output_equals_transformers(real_engine: Any, real_model_d
 
 
 def test_weight_sync_makes_engine_log_probs_equal_trainer_on_the_tied_model(
-        real_engine: Any, real_model_dir: Path, tmp_path: Path) -> None:
+        real_engine: Any, real_model_dir: Path, tmp_path: Path, engine_generate: Any) -> None:
     from vime.backends.trainer import Trainer
     from vime.data.batch_builder import BatchBuilder
     from vime.models.verify import prompt_ids
@@ -100,7 +78,7 @@ def test_weight_sync_makes_engine_log_probs_equal_trainer_on_the_tied_model(
                      rollout_batch_size=2, n_samples_per_prompt=1, global_batch_size=2,
                      micro_batch_size=2, train_device="cpu", seed=0, rollout_temperature=0.7)
     trainer = Trainer(args)
-    tokens, engine_lp = _sample(real_engine.url, prompt, temperature=0.7, seed=1)
+    tokens, engine_lp = engine_generate(real_engine.url, prompt, 16, 1, temperature=0.7)
     before = trainer.compute_log_probs([prompt + tokens], [len(tokens)])[0]
     first = max(abs(a - b) for a, b in zip(before, engine_lp, strict=True))
     assert first < TOLERANCE, first
@@ -118,7 +96,7 @@ def test_weight_sync_makes_engine_log_probs_equal_trainer_on_the_tied_model(
         with safe_open(str(next(weights.glob("*.safetensors"))), "pt") as fh:
             assert "lm_head.weight" in set(fh.keys())   # written for the engine's own head
         sync_weights([real_engine.url], str(weights))
-        tokens2, engine_lp2 = _sample(real_engine.url, prompt, temperature=0.7, seed=2)
+        tokens2, engine_lp2 = engine_generate(real_engine.url, prompt, 16, 2, temperature=0.7)
         after = trainer.compute_log_probs([prompt + tokens2], [len(tokens2)])[0]
         diff = max(abs(a - b) for a, b in zip(after, engine_lp2, strict=True))
         assert diff < TOLERANCE, diff
