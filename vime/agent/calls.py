@@ -14,6 +14,7 @@ Errors are :class:`~vime.agent.render.RequestError` (HTTP 4xx/503, OpenAI's erro
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from argparse import Namespace
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -100,8 +101,16 @@ class CallServer:
         try:
             done = await self.complete(self.args, list(prompt_ids), params, index=session.index,
                                        router_key=session.router_key)
-        finally:
+        except asyncio.CancelledError:
+            # the client went away (the endpoint cancels the call): in flight -> dropped in one
+            # step, with no await between, so that a session closing meanwhile counts it once
             session.in_flight -= 1
+            session.dropped += 1
+            raise
+        except BaseException:
+            session.in_flight -= 1
+            raise
+        session.in_flight -= 1
         if done.finish_reason == "abort":
             raise RequestError("the rollout step was aborted (enough samples were generated); "
                                "this trajectory is discarded", status=503)

@@ -85,7 +85,12 @@ def create_app(calls: CallServer, store: SessionStore, run_params_of: RunParams)
         if not task.done():  # the client went away: abort the engine call, record nothing
             task.cancel()
             with contextlib.suppress(BaseException):
-                await task
+                await task   # the engine call counts itself dropped (CallServer._generate)
+            return Response(status_code=499)
+        if watch.done() and not watch.cancelled() or (
+                not body.get("stream") and await request.is_disconnected()):
+            # the call finished, but its client is gone (in the same loop turn, or since):
+            # nobody reads the answer, so the trajectory must not hold it either
             session.dropped += 1
             return Response(status_code=499)
         try:

@@ -168,3 +168,36 @@ def test_chat_response_and_its_stream_carry_the_same_message() -> None:
     assert "".join(d.get("content", "") for d in deltas) == "hi"
     assert deltas[2]["tool_calls"][0]["function"]["name"] == "lookup"
     assert chunks[-1]["usage"]["total_tokens"] == 7
+
+
+def test_a_cancelled_call_moves_from_in_flight_to_dropped_without_an_await_between() -> None:
+    # the endpoint cancels the engine call of a client that went away; a session that closes
+    # while the engine abort is still being awaited must count the call once, in either field
+    import asyncio
+    from argparse import Namespace
+
+    from vime.agent.calls import CallServer
+
+    seen: list[tuple[int, int]] = []
+
+    async def complete(args: Any, prompt: list[int], params: Any, **kw: Any) -> Any:
+        try:
+            await asyncio.sleep(10)
+        finally:   # the engine abort, awaited while cancelled
+            seen.append((s.in_flight, s.dropped))
+            await asyncio.sleep(0)
+            seen.append((s.in_flight, s.dropped))
+
+    s = SessionStore().open(index=0, router_key=None)
+    calls = CallServer(Namespace(), None, stop_ids=[], complete_fn=complete)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(calls._generate(s, [1, 2], {}))
+        await asyncio.sleep(0)
+        assert (s.in_flight, s.dropped) == (1, 0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert seen == [(1, 0), (1, 0)] and (s.in_flight, s.dropped) == (0, 1)
