@@ -55,16 +55,24 @@ def _source(model: PackagedModel, gguf: Path) -> dict[str, Any]:
             "license": model.license}
 
 
-def is_prepared(model: PackagedModel, out_dir: str | Path) -> bool:
-    """True when ``out_dir`` holds ``model`` converted from the installed GGUF file."""
-    stamp = Path(out_dir) / STAMP
+def _stamp_matches(out: Path, source: dict[str, Any]) -> bool:
+    stamp = out / STAMP
     if not stamp.is_file():
         return False
     try:
-        have = json.loads(stamp.read_text())
+        return bool(json.loads(stamp.read_text()) == source)
     except json.JSONDecodeError:
         return False
-    return bool(have == _source(model, locate(model)))
+
+
+def is_prepared(model: PackagedModel, out_dir: str | Path) -> bool:
+    """True when ``out_dir`` holds ``model`` converted from the installed GGUF file (its
+    ``vime_model.json`` names the same package version, digest and converter).
+
+    Raises:
+        ModelNotInstalled: the package is missing.
+    """
+    return _stamp_matches(Path(out_dir), _source(model, locate(model)))
 
 
 def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -> Path:
@@ -73,21 +81,25 @@ def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -
     Args:
         model: the packaged model (:data:`vime.models.packaged.PACKAGED_MODELS`).
         out_dir: target folder; created. An existing folder that is not a prepared model
-            (no ``vime_model.json``) and not empty is refused rather than overwritten.
+            (no ``vime_model.json``) and not empty is refused rather than overwritten; a
+            prepared one from another file (or converter version) is replaced whole.
         force: convert again even when ``out_dir`` is already prepared from the same file.
 
     Raises:
         ModelNotInstalled: the package is missing (the message gives the ``pip install`` line).
         FileExistsError: ``out_dir`` holds other files.
         ImportError: ``gguf`` is missing (the ``real-model`` extra installs it).
+        RuntimeError: the GGUF loads as another architecture than ``model.architecture``, or
+            its tensors do not fill that architecture (the message names them).
     """
     out = Path(out_dir)
     gguf = locate(model)
+    source = _source(model, gguf)
     if out.exists() and any(out.iterdir()):
         if not (out / STAMP).is_file():
             raise FileExistsError(f"{out} is not empty and is not a prepared model (no {STAMP}); "
                                   "give an empty or new folder")
-        if not force and is_prepared(model, out):
+        if not force and _stamp_matches(out, source):
             return out
     try:
         import gguf as _gguf  # noqa: F401  (transformers reads GGUF files through it)
@@ -97,7 +109,6 @@ def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    source = _source(model, gguf)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     quantised = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name,
                                                      dtype=torch.float32)
@@ -123,9 +134,5 @@ def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -
     out.mkdir(parents=True)
     plain.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    saved = json.loads((out / "config.json").read_text())
-    if "quantization_config" in saved:  # vLLM rejects the folder with it
-        saved.pop("quantization_config")
-        (out / "config.json").write_text(json.dumps(saved, indent=2) + "\n")
     (out / STAMP).write_text(json.dumps(source, indent=2) + "\n")
     return out

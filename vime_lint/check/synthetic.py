@@ -102,7 +102,8 @@ class SyntheticDataSource(DataSource):
     ``add_samples`` keeps groups in a buffer served first; ``save``/``load`` do nothing.
 
     Raises:
-        ValueError: ``--prompt-data`` cannot be read (see :func:`load_prompts`).
+        ValueError: ``--prompt-data`` cannot be read (see :func:`load_prompts`), or
+            ``--apply-chat-template`` is set and no tokenizer loads from ``--hf-checkpoint``.
     """
 
     def __init__(self, args: Any) -> None:
@@ -121,7 +122,12 @@ class SyntheticDataSource(DataSource):
         if getattr(args, "apply_chat_template", False) and getattr(args, "hf_checkpoint", None):
             from vime.utils.data import load_tokenizer
 
-            self.tokenizer = load_tokenizer(args.hf_checkpoint)
+            try:
+                self.tokenizer = load_tokenizer(args.hf_checkpoint)
+            except OSError as exc:
+                raise ValueError(f"--apply-chat-template: no tokenizer loads from "
+                                 f"--hf-checkpoint {args.hf_checkpoint!r} ({exc}); give a model "
+                                 "folder with a tokenizer, or drop --apply-chat-template") from None
         self.chat_kwargs = dict(getattr(args, "apply_chat_template_kwargs", None) or {})
         self.offset = 0
         self.group_index = 0

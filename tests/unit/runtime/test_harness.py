@@ -168,6 +168,27 @@ def test_synthetic_data_source_groups() -> None:
     assert ds.get_samples(1)[0] is groups[0]
 
 
+def test_synthetic_data_source_renders_the_chat_template_like_training(tmp_path: Path) -> None:
+    from argparse import Namespace
+
+    from vime.utils.tiny_model import build_tokenizer
+    from vime_lint.check.synthetic import SyntheticDataSource
+
+    build_tokenizer().save_pretrained(tmp_path / "tok")
+    data = tmp_path / "p.jsonl"
+    data.write_text(json.dumps({"input": [{"role": "user", "content": "1+1="}],
+                                "label": "2"}) + "\n")
+    args = Namespace(n_samples_per_prompt=1, prompt_data=str(data), input_key="input",
+                     label_key="label", apply_chat_template=True,
+                     hf_checkpoint=str(tmp_path / "tok"))
+    prompt = SyntheticDataSource(args).get_samples(1)[0][0].prompt
+    assert prompt == "<|im_start|>user\n1+1=<|im_end|>\n<|im_start|>assistant\n"
+    args.hf_checkpoint = str(tmp_path / "no-such-model")
+    with pytest.raises(ValueError, match="--apply-chat-template: no tokenizer loads from "
+                                         "--hf-checkpoint"):
+        SyntheticDataSource(args)
+
+
 def test_user_data_source_is_used(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
                         "--data-source-path", "vime_lint.check.synthetic.SyntheticDataSource")

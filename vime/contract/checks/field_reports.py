@@ -63,7 +63,7 @@ _IS_ZERO = (0.0).__eq__
 
 
 def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
-    """What VIM109/VIM170/VIM176/VIM177 need from a tokenizer: ``{"bos_token_id": int | None,
+    """What VIM170/VIM176/VIM177 need from a tokenizer: ``{"bos_token_id": int | None,
     "eos_token_id": int | None, "eos_token_text": str | None}`` (read with ``getattr``; anything
     else gives None)."""
     bos = getattr(tokenizer, "bos_token_id", None)
@@ -74,7 +74,7 @@ def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
             "eos_token_text": eos if isinstance(eos, str) and eos else None}
 
 
-def ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
+def _ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
     """True when the tokenizer's EOS id is known and is the sample's last token: the engine
     stopped on it, whatever the response length."""
     tokens = sample.tokens
@@ -88,12 +88,12 @@ def ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
 def check_vim170(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM170 (warning): a COMPLETED sample whose ``response_length`` is exactly
     ``--rollout-max-response-len``, unless its last token is the EOS token (known from the
-    tokenizer: the model stopped on the last token of its budget, measured to happen for a few
-    samples per step with SmolLM2-135M-Instruct at a 40-token budget)."""
+    tokenizer: the model stopped on the last token of its budget, which the real-model recipe's
+    SmolLM2-135M-Instruct did in its first runs at a 40-token budget)."""
     budget = s.max_response_len
     rl = sample.response_length
     if (budget is None or type(rl) is not int or rl != budget
-            or sample.status is not Sample.Status.COMPLETED or ends_with_eos(sample, s)):
+            or sample.status is not Sample.Status.COMPLETED or _ends_with_eos(sample, s)):
         return []
     return [INVARIANTS["VIM170"].violation(loc.at("status"), rl=rl, budget=budget)]
 

@@ -129,7 +129,7 @@ class CheckSettings:
     advantage_estimator: str | None = "grpo"
     rewards_normalization: bool = True
     custom_advantages: bool = False
-    #: The tokenizer's BOS id, EOS id and EOS text (VIM176, VIM109/VIM170, VIM177), set on
+    #: The tokenizer's BOS id, EOS id and EOS text (VIM176, VIM170, VIM177), set on
     #: ``args`` by the rollout manager (``args.bos_token_id``, ``args.eos_token_id``,
     #: ``args.eos_token_text``); None skips what needs them.
     bos_token_id: int | None = None
