@@ -5,6 +5,7 @@ Usage::
     .venv/bin/python benchmarks/pipeline.py                      # tiny model, 2 x 2 runs
     .venv/bin/python benchmarks/pipeline.py --reps 3 --steps 8
     .venv/bin/python benchmarks/pipeline.py --model runs/demo/sft_model   # after `make demo`
+    .venv/bin/python benchmarks/pipeline.py --accuracy --reps 3   # the demo's whole GRPO stage
 
 Each repetition runs two ``vime train`` processes back to back, in alternating order: the
 synchronous loop (rollout, then train, then weight sync) and ``--async-rollout`` (rollout k+1
@@ -16,6 +17,12 @@ steps after the first (seconds; the first step pays start-up and, with ``--async
 has nothing to overlap with), ``perf/tokens_per_s`` (the rollout's generated tokens per
 second) and the whole run's wall time. The summary line gives the medians over repetitions
 and ``speedup = median(sync step) / median(async step)``.
+
+``--accuracy`` runs the demo's whole GRPO stage instead (``examples/demo/grpo.yaml``: 60 steps
+from ``runs/demo/sft_model``, held-out evaluation every 10 steps; run ``make demo`` first), each
+repetition with its own ``--seed``/``--rollout-seed``, shared by its sync and async runs. It
+reports the held-out accuracy after training (``eval/greedy`` and ``eval/sampled``, the mean of
+the last 3 evaluations, as the demo's report does) next to the step time.
 
 The machine is shared: compare only runs made back to back, and read the medians.
 """
@@ -72,24 +79,56 @@ def run_once(model: str, data: Path, work: Path, steps: int, overlap: bool) -> d
             "wall_s": wall}
 
 
+def run_demo_grpo(work: Path, rep: int, overlap: bool) -> dict[str, float]:
+    """The demo's GRPO stage (``examples/demo/grpo.yaml``) with seeds ``rep``; returns its
+    median step time (s) and held-out accuracies (mean of the last 3 evaluations).
+
+    Raises:
+        RuntimeError: the run failed (its last stderr lines are included).
+    """
+    run_dir = work / f"demo-{'async' if overlap else 'sync'}-{rep}"
+    argv = [sys.executable, "-m", "vime.cli", "train", "--config", "examples/demo/grpo.yaml",
+            "--run-dir", str(run_dir), "--seed", str(1234 + rep),
+            "--rollout-seed", str(42 + rep)] + (["--async-rollout"] if overlap else [])
+    start = time.perf_counter()
+    proc = subprocess.run(argv, env={**os.environ, **QUIET}, capture_output=True, text=True,
+                          cwd=REPO)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"vime train failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if "eval/greedy" in r]
+    steps = [float(r["perf/step_time"]) for r in records if "perf/step_time" in r][1:]
+    return {"step_s": statistics.median(steps), "wall_s": wall,
+            "greedy_first": float(evals[0]["eval/greedy"]),
+            "greedy": statistics.mean(float(r["eval/greedy"]) for r in evals[-3:]),
+            "sampled": statistics.mean(float(r["eval/sampled"]) for r in evals[-3:])}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=2, help="repetitions of the pair")
     parser.add_argument("--steps", type=int, default=6, help="rollout steps per run")
     parser.add_argument("--model", default=None, help="model folder (default: a tiny model)")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="the demo's whole GRPO stage with held-out accuracy (after make demo)")
     opts = parser.parse_args(argv)
+    if opts.accuracy and not (REPO / "runs" / "demo" / "sft_model").exists():
+        parser.error("--accuracy trains from runs/demo/sft_model: run `make demo` first")
     from vime.tasks.arithmetic import write_task
     from vime.utils.tiny_model import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        model = opts.model or str(build_tiny_model(work / "model", seed=0))
+        model = opts.model or ("" if opts.accuracy else
+                               str(build_tiny_model(work / "model", seed=0)))
         data = write_task(work / "data", seed=0, n_train=2000, n_eval=10)["rl_train"]
         results: dict[str, list[dict[str, float]]] = {"sync": [], "async": []}
         for rep in range(opts.reps):
             order = [False, True] if rep % 2 == 0 else [True, False]
             for overlap in order:
-                figures = run_once(model, data, work, opts.steps, overlap)
+                figures = (run_demo_grpo(work, rep, overlap) if opts.accuracy
+                           else run_once(model, data, work, opts.steps, overlap))
                 name = "async" if overlap else "sync"
                 results[name].append(figures)
                 print(json.dumps({"rep": rep, "mode": name, **figures}), flush=True)

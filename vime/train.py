@@ -185,6 +185,10 @@ def run(args: Namespace) -> int:
                 return 0.0
             return weight_sync.push(trainer, manager, version)
 
+        # --async-rollout: the rollout of step k + 1 is generated while step k trains (the
+        # manager actor runs its calls in order, so the weight sync after step k waits for it)
+        overlap = bool(arg(args, "async_rollout")) and trainer is not None
+        ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)
         if loaded is not None:
@@ -192,13 +196,10 @@ def run(args: Namespace) -> int:
                 trainer.call("load", args.load, loaded)
             manager.call("load", loaded)
             start = loaded + 1
+            ahead = _resumed_ahead(args, loaded, start, overlap=overlap)
             sync(start)
         elif engines:
             manager.call("set_weight_version", start)
-        # --async-rollout: the rollout of step k + 1 is generated while step k trains (the
-        # manager actor runs its calls in order, so the weight sync after step k waits for it)
-        overlap = bool(arg(args, "async_rollout")) and trainer is not None
-        ahead: tuple[Any, Any] | None = None
         if args.eval_interval and not args.skip_eval_before_train:
             log.write(start, manager.call("eval", start))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
@@ -211,17 +212,18 @@ def run(args: Namespace) -> int:
                 if trainer is None:
                     _, metrics = manager.call("generate", rollout_id)
                 else:
-                    data, metrics_ref = ahead or manager.call("generate", rollout_id,
-                                                              num_returns=2)
+                    _, data, metrics_ref = ahead or (
+                        rollout_id, *manager.call("generate", rollout_id, num_returns=2))
                     metrics = _resolve(metrics_ref)
-                    ahead = (manager.call("generate", rollout_id + 1, num_returns=2)
+                    ahead = ((rollout_id + 1, *manager.call("generate", rollout_id + 1,
+                                                            num_returns=2))
                              if overlap and rollout_id + 1 < args.num_rollout else None)
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))
                     last_done = rollout_id
                     if save_now:
-                        _save(args, trainer, manager, rollout_id)
+                        _save(args, trainer, manager, rollout_id, ahead)
                         last_saved = rollout_id
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
@@ -232,7 +234,7 @@ def run(args: Namespace) -> int:
                     print(f"vime train: {exc}", file=sys.stderr)
                     return 2
                 if stop_reason and args.save and trainer is not None and last_saved != rollout_id:
-                    _save(args, trainer, manager, rollout_id)
+                    _save(args, trainer, manager, rollout_id, ahead)
                     last_saved = rollout_id
                 metrics["perf/step_time"] = time.perf_counter() - t0
                 log.write(rollout_id, metrics)
@@ -244,7 +246,7 @@ def run(args: Namespace) -> int:
                     break
         if STOP_REQUEST:
             terminated = STOP_REQUEST["signum"] == signal.SIGTERM
-            _stopped(args, trainer, manager, last_done, last_saved, terminated)
+            _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
             return _stop_status(terminated)
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run,
                       loss_type=args.loss_type, watch=[args.early_stop_metric or ""])
@@ -254,7 +256,7 @@ def run(args: Namespace) -> int:
     except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
         terminated = isinstance(exc, Terminated) or (
             STOP_REQUEST.get("signum") == signal.SIGTERM)
-        _stopped(args, trainer, manager, last_done, last_saved, terminated)
+        _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
         return _stop_status(terminated)
     finally:
         if manager is not None:
@@ -308,12 +310,22 @@ def _grouped(error: ContractError) -> str:
 
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
-             last_saved: int | None, terminated: bool) -> None:
-    """Say why the run stopped and checkpoint the last finished step (with ``--save``)."""
+             last_saved: int | None, terminated: bool,
+             ahead: tuple[int, Any, Any] | None = None) -> None:
+    """Say why the run stopped and checkpoint the last finished step (with ``--save``); with
+    ``--async-rollout`` also the rollout generated ahead, unless the stop interrupted it (then
+    its prompts are skipped on resume, and the message says so)."""
     print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
           file=sys.stderr)
     if args.save and trainer is not None and last_done is not None and last_done != last_saved:
-        _save(args, trainer, manager, last_done)
+        try:
+            _save(args, trainer, manager, last_done, ahead)
+        except Exception as exc:   # the stop interrupted the rollout generated ahead
+            if ahead is None:
+                raise
+            _save(args, trainer, manager, last_done)
+            print(f"vime train: rollout {ahead[0]}, generated ahead, did not finish "
+                  f"({type(exc).__name__}); a resume skips its prompts", file=sys.stderr)
         print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
               file=sys.stderr)
 
@@ -346,14 +358,53 @@ def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -
             f"--early-stop-threshold {args.early_stop_threshold:g}")
 
 
-def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int) -> None:
+def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int,
+          ahead: tuple[int, Any, Any] | None = None) -> None:
     """Checkpoint model, optimiser, scheduler and data source for ``rollout_id``, then mark
-    the iteration complete (a resume only loads complete iterations)."""
+    the iteration complete (a resume only loads complete iterations). With ``--async-rollout``
+    the rollout generated ahead (``ahead``: its id, data and metrics, refs or values) is saved
+    too: its prompts are gone from the data source, and a resumed run trains on it first,
+    as the uninterrupted run would have. Waiting for it costs nothing: the weight sync after
+    this step waits for the same rollout."""
     from vime.backends import checkpoint as ckpt
 
     trainer.call("save", rollout_id)
     manager.call("save", rollout_id)
+    if ahead is not None and ahead[0] == rollout_id + 1:
+        ahead_id, data, metrics = ahead
+        ckpt.save_ahead_rollout(args.save, rollout_id, ahead_id, _peek(data), _peek(metrics))
     ckpt.mark_complete(args.save, rollout_id)
+
+
+def _resumed_ahead(args: Namespace, loaded: int, start: int, *,
+                   overlap: bool) -> tuple[int, Any, Any] | None:
+    """The rollout an overlapped run generated ahead of checkpoint ``loaded`` (trained first
+    on resume), or None. A synchronous resume of such a checkpoint regenerates from the data
+    source's saved state, which is past that rollout's prompts: said, not silent."""
+    from vime.backends import checkpoint as ckpt
+
+    saved = ckpt.load_ahead_rollout(args.load, loaded)
+    if saved is None or saved[0] != start:
+        return None
+    if overlap:
+        print(f"vime train: resuming with rollout {start}, generated ahead before the "
+              f"checkpoint of step {loaded}", flush=True)
+        return saved
+    print(f"vime train: the checkpoint of step {loaded} holds rollout {start}, generated "
+          f"ahead by --async-rollout; without --async-rollout it is not trained and its "
+          f"{len(saved[1].get('tokens', []))} samples' prompts are skipped (the data source "
+          f"is past them)", file=sys.stderr, flush=True)
+    return None
+
+
+def _peek(value: Any) -> Any:
+    """``ray.get`` for an ``ObjectRef`` (the ref stays usable), else the value itself."""
+    if "ray" in sys.modules:
+        import ray
+
+        if isinstance(value, ray.ObjectRef):
+            return ray.get(value)
+    return value
 
 
 def _resolve(value: Any) -> Any:

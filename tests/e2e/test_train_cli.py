@@ -156,16 +156,43 @@ def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path
                                                             vllm_server: object,
                                                             tmp_path: Path) -> None:
     """--async-rollout: rollout k+1 is generated while step k trains, so from the second step
-    on every sample was produced by the weights one version behind the trainer's."""
-    proc, run_dir = grpo_on_session_engine(tiny_model_dir, vllm_server, tmp_path, 12,
-                                           "--num-rollout", "3", "--async-rollout",
-                                           "--use-rollout-logprobs")
+    on every sample was produced by the weights one version behind the trainer's. A checkpoint
+    keeps the rollout generated ahead: the resumed run trains on it first (the same loss as
+    the uninterrupted run) and then takes the next prompts, skipping none."""
+    import torch
+
+    ckpt, first, second = tmp_path / "ckpt", tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    common = ("--num-rollout", "4", "--async-rollout", "--use-rollout-logprobs")
+    proc, run_dir = grpo_on_session_engine(
+        tiny_model_dir, vllm_server, first, 12, *common, "--save", str(ckpt),
+        "--save-interval", "2", "--save-debug-rollout-data", str(first / "dump_{rollout_id}.pt"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     train = [r for r in metrics(run_dir) if "train/loss" in r]
-    assert [r["rollout_id"] for r in train] == [0, 1, 2]
-    assert [r["rollout/staleness/lag_max"] for r in train] == [0.0, 1.0, 1.0]
+    assert [r["rollout_id"] for r in train] == [0, 1, 2, 3]
+    assert [r["rollout/staleness/lag_max"] for r in train] == [0.0, 1.0, 1.0, 1.0]
     assert all(r["rollout/staleness/dropped_groups"] == 0.0 for r in train)
-    assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000002", "v000003"]
+    assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000003", "v000004"]
+    assert (ckpt / "iter_0000001" / "ahead_rollout.pt").is_file()
+    assert not (ckpt / "iter_0000003" / "ahead_rollout.pt").exists()   # nothing ahead of the end
+
+    (ckpt / "latest_checkpointed_iteration.txt").write_text("1\n")   # resume after step 1
+    proc, resumed_dir = grpo_on_session_engine(
+        tiny_model_dir, vllm_server, second, 12, *common, "--load", str(ckpt),
+        "--save-debug-rollout-data", str(second / "dump_{rollout_id}.pt"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "resuming with rollout 2, generated ahead before the checkpoint of step 1" in proc.stdout
+    resumed = {r["rollout_id"]: r for r in metrics(resumed_dir) if "train/loss" in r}
+    assert sorted(resumed) == [2, 3]
+    assert resumed[2]["train/loss"] == train[2]["train/loss"]
+    assert resumed[2]["rollout/raw_reward"] == train[2]["rollout/raw_reward"]
+    assert not (second / "dump_2.pt").exists()   # trained from the checkpoint, not regenerated
+
+    def indices(path: Path) -> list[int]:
+        return [s["index"] for s in torch.load(path, weights_only=False)["samples"]]
+
+    assert indices(second / "dump_3.pt") == indices(first / "dump_3.pt")
 
 
 def test_grpo_run_with_network_engines(tiny_model_dir: Path, tmp_path: Path,

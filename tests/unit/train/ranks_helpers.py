@@ -43,7 +43,9 @@ def rank_main(rank: int, world: int, port: int, args: Namespace, resume_from: st
     checkpoint to ``out/ckpt``; (2) a fresh trainer resumed from the one-rank checkpoint
     ``resume_from`` (rollout 0) trains rollout 1 with ``--balance-data``, parameters to
     ``out/resumed.pt``; (3) one step with :func:`dynamic_args`, parameters to
-    ``out/dynamic.pt``."""
+    ``out/dynamic.pt``; (4) ``--weight-sync nccl``'s gathers without NCCL: rank 0 walks
+    ``make_source`` (what it would send), rank 1 runs ``NcclShardFollower``; rank 0's full
+    tensors to ``out/sent.pt``."""
     import torch.distributed as dist
 
     from vime.backends.parallel import init_rank
@@ -65,6 +67,14 @@ def rank_main(rank: int, world: int, port: int, args: Namespace, resume_from: st
         dynamic = Trainer(dynamic_args(args))
         dynamic.train(0, batch(args))
         dynamic_state = full_state(dynamic)
+        from vime.ray.weight_sync import NcclShardFollower, make_source
+
+        if rank == 0:
+            sent = {name: t.detach().cpu().clone() for name, t in make_source(dynamic.model)}
+            torch.save({"sent": sent, "state": dynamic_state,
+                        "sharded": dynamic.dp.sharded}, Path(out) / "sent.pt")
+        else:
+            assert NcclShardFollower(dynamic.model).push(1) > 0
         if rank == 0:
             torch.save({"state": dynamic_state}, Path(out) / "dynamic.pt")
             torch.save({"state": state, "metrics": metrics}, Path(out) / "step.pt")

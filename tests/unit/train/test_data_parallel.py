@@ -57,6 +57,7 @@ def runs(small_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     return {"dynamic": (state(dynamic), torch.load(out / "dynamic.pt", weights_only=False)),
             "initial": initial, "one": (after_step, one_metrics), "resumed_one": state(one),
             "two": torch.load(out / "step.pt", weights_only=False),
+            "sent": torch.load(out / "sent.pt", weights_only=False),
             "resumed_two": torch.load(out / "resumed.pt", weights_only=False),
             "from_two": (state(from_two), from_two_metrics, from_two.global_step)}
 
@@ -87,6 +88,18 @@ def test_a_two_rank_checkpoint_resumes_on_one_rank(runs: dict[str, Any]) -> None
     params, _, global_step = runs["from_two"]
     assert global_step == 2
     assert worst_relative(params, runs["resumed_one"]) < REL
+
+
+def test_nccl_sender_gathers_full_tensors_with_the_other_rank(runs: dict[str, Any]) -> None:
+    """--weight-sync nccl on two ranks: rank 0 alone sends; rank 1 (NcclShardFollower) takes
+    part in every FSDP2 gather, so rank 0 gets each parameter whole (and the tied head)."""
+    from vime.ray.weight_sync import TIED_HEAD
+
+    sent, state = runs["sent"]["sent"], runs["sent"]["state"]
+    assert runs["sent"]["sharded"]
+    assert sent[TIED_HEAD].shape == state["model.embed_tokens.weight"].shape
+    for name, tensor in state.items():
+        assert torch.equal(sent[name], tensor), name
 
 
 def test_contiguous_and_token_balanced_splits() -> None:

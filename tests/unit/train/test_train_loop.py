@@ -130,3 +130,44 @@ def test_early_stop_arguments_are_checked(tmp_path: Path, extra: list[str], name
                                           capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv(tmp_path, "generate_rollout", *extra)) == 2
     assert f"argument {named}:" in capsys.readouterr().err
+
+
+# ---- --async-rollout checkpoints keep the rollout generated ahead ---------------------------
+
+def test_the_ahead_rollout_round_trips_through_the_checkpoint(tmp_path: Path) -> None:
+    import torch
+
+    from vime.backends import checkpoint as ckpt
+
+    data = {"tokens": [[1, 2, 3], [4, 5]], "rewards": torch.tensor([1.0, 0.0])}
+    path = ckpt.save_ahead_rollout(tmp_path, 1, 2, data, {"rollout/raw_reward": 0.5})
+    assert path == tmp_path / "iter_0000001" / ckpt.AHEAD_FILE
+    ahead_id, loaded, metrics = ckpt.load_ahead_rollout(tmp_path, 1)  # type: ignore[misc]
+    assert (ahead_id, loaded["tokens"], metrics) == (2, data["tokens"], {"rollout/raw_reward": 0.5})
+    assert torch.equal(loaded["rewards"], data["rewards"])
+    assert ckpt.load_ahead_rollout(tmp_path, 0) is None   # a synchronous run's checkpoint
+    torch.save([1, 2], path)
+    with pytest.raises(ValueError, match=r"ahead_rollout.pt: expected an ahead rollout"):
+        ckpt.load_ahead_rollout(tmp_path, 1)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_resume_trains_the_saved_ahead_rollout_or_says_its_prompts_are_skipped(
+        tmp_path: Path, overlap: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    from argparse import Namespace
+
+    from vime.backends import checkpoint as ckpt
+    from vime.train import _resumed_ahead
+
+    ckpt.save_ahead_rollout(tmp_path, 4, 5, {"tokens": [[1], [2], [3]]}, {})
+    args = Namespace(load=str(tmp_path))
+    resumed = _resumed_ahead(args, 4, 5, overlap=overlap)
+    out = capsys.readouterr()
+    if overlap:
+        assert resumed is not None and resumed[0] == 5 and resumed[1]["tokens"] == [[1], [2], [3]]
+        assert "resuming with rollout 5, generated ahead before the checkpoint of step 4" in out.out
+    else:
+        assert resumed is None
+        assert ("holds rollout 5, generated ahead by --async-rollout; without --async-rollout it "
+                "is not trained and its 3 samples' prompts are skipped") in out.err
+    assert _resumed_ahead(args, 4, 6, overlap=True) is None   # not the step after the checkpoint

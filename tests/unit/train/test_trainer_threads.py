@@ -1,5 +1,6 @@
-"""The trainer actor's torch threads (every core, all but the engine's with --async-rollout, split
-between CPU ranks) and its OpenMP wait policy."""
+"""The trainer actor's torch threads (every core, the trainer's share with --async-rollout, split
+between CPU ranks), its OpenMP wait policy, and the split of the cores between the engines and
+the trainer of an overlapped CPU run (vime.ray.cores)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,16 @@ def test_synchronous_trainer_takes_every_core():
     assert trainer_threads(Namespace(async_rollout=False)) == (os.cpu_count() or 1)
 
 
-def test_overlapped_trainer_leaves_the_cpu_engine_a_core():
+def test_overlapped_trainer_leaves_the_cpu_engine_its_cores(monkeypatch: pytest.MonkeyPatch):
     assert is_vllm_cpu()   # the embedded default this suite runs on
-    cores = os.cpu_count() or 1
-    assert trainer_threads(Namespace(async_rollout=True)) == max(1, cores - 1)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    cores = len(os.sched_getaffinity(0))
+    expected = cores - cores // 2 if cores >= 2 else 1
+    assert trainer_threads(Namespace(async_rollout=True)) == expected
+    # a joined cluster: no split (the trainer may be on another node), all but one core
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert trainer_threads(Namespace(async_rollout=True)) == max(1, (os.cpu_count() or 1) - 1)
 
 
 def test_a_gpu_trainer_is_not_limited():
@@ -47,3 +54,124 @@ def test_cpu_trainer_ranks_split_the_cores():
     cores = os.cpu_count() or 1
     assert trainer_threads(Namespace(async_rollout=False), ranks=2) == max(1, cores // 2)
     assert trainer_threads(Namespace(async_rollout=False), ranks=4 * cores) == 1
+
+
+# ---- the core split of an overlapped CPU run (vime.ray.cores) -----------------------------
+
+def _overlapped(**kw: object) -> Namespace:
+    base = dict(async_rollout=True, train_device="cpu", rollout_external_engine_addrs=None,
+                ray_address=None)
+    return Namespace(**{**base, **kw})
+
+
+@pytest.fixture
+def no_placement_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RAY_ADDRESS", "VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS",
+                 "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("no_placement_env")
+def test_overlapped_cpu_run_gives_the_engines_half_the_cores_and_the_trainer_the_rest():
+    from vime.ray.cores import CoreSplit, core_split
+
+    assert core_split(_overlapped(), cores=[1, 0]) == CoreSplit(engine=(0,), trainer=(1,))
+    four = core_split(_overlapped(), cores=range(4))
+    assert four == CoreSplit(engine=(0, 1), trainer=(2, 3))
+    assert four is not None and (four.engine_bind, four.trainer_env) == ("0,1", "2,3")
+    assert core_split(_overlapped(), cores=[0, 2, 5]) == CoreSplit(engine=(0,), trainer=(2, 5))
+
+
+@pytest.mark.usefixtures("no_placement_env")
+@pytest.mark.parametrize("case", ["synchronous", "gpu trainer", "external engines",
+                                  "joined cluster", "one core"])
+def test_nothing_is_pinned_where_the_split_does_not_apply(case: str):
+    from vime.ray.cores import core_split
+
+    args, cores = {"synchronous": (_overlapped(async_rollout=False), [0, 1]),
+                   "gpu trainer": (_overlapped(train_device="cuda"), [0, 1]),
+                   "external engines": (_overlapped(rollout_external_engine_addrs=["h:1"]),
+                                        [0, 1]),
+                   "joined cluster": (_overlapped(ray_address="10.0.0.1:6379"), [0, 1]),
+                   "one core": (_overlapped(), [3])}[case]
+    assert core_split(args, cores=cores) is None
+
+
+@pytest.mark.usefixtures("no_placement_env")
+def test_a_users_own_vllm_binding_is_kept(monkeypatch: pytest.MonkeyPatch):
+    from vime.ray.cores import core_split
+
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1")
+    assert core_split(_overlapped(), cores=[0, 1]) is None
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    assert core_split(_overlapped(), cores=[0, 1]) is None
+
+
+@pytest.mark.usefixtures("no_placement_env")
+def test_the_overlapped_trainer_actor_gets_its_cores_and_threads(monkeypatch: pytest.MonkeyPatch):
+    from vime.backends.trainer import trainer_env
+    from vime.ray.cores import TRAINER_CORES_ENV
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    env = trainer_env(_overlapped())
+    assert env == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE",
+                   TRAINER_CORES_ENV: "2,3"}
+    assert trainer_env(_overlapped(), ranks=2)["OMP_NUM_THREADS"] == "1"
+    assert TRAINER_CORES_ENV not in trainer_env(_overlapped(async_rollout=False))
+
+
+_REPORT_AFFINITY = """
+import os, threading
+from vime.ray.cores import pin_from_env
+before = threading.Thread(target=lambda: None)
+pinned = pin_from_env()
+seen = []
+after = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))
+after.start(); after.join()
+print(list(pinned), sorted(os.sched_getaffinity(0)), seen[0])
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
+def test_pin_from_env_pins_the_process_and_the_threads_it_starts():
+    import subprocess
+    import sys
+
+    from vime.ray.cores import TRAINER_CORES_ENV
+
+    last = max(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, "-c", _REPORT_AFFINITY], capture_output=True,
+                         text=True, check=True,
+                         env={**os.environ, TRAINER_CORES_ENV: str(last)}).stdout.split("]")
+    assert [part.strip(" [\n") for part in out[:3]] == [str(last)] * 3
+
+
+def test_a_malformed_trainer_cores_value_names_the_variable(monkeypatch: pytest.MonkeyPatch):
+    from vime.ray.cores import TRAINER_CORES_ENV, pin_from_env
+
+    monkeypatch.setenv(TRAINER_CORES_ENV, "1;2")
+    with pytest.raises(ValueError, match=r"VIME_TRAINER_CORES='1;2': expected core ids"):
+        pin_from_env()
+    monkeypatch.setenv(TRAINER_CORES_ENV, "")
+    assert pin_from_env() == ()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores to pin to one")
+def test_an_engine_with_cores_starts_on_them_with_vllms_binding():
+    """The server process is restricted before exec (its EngineCore and worker inherit it),
+    and its worker's OpenMP threads bind to the same cores."""
+    import functools
+    import subprocess
+    import sys
+
+    from vime.ray.engine import VLLMServer, _set_pdeathsig
+
+    first = min(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                         capture_output=True, text=True, check=True,
+                         preexec_fn=functools.partial(_set_pdeathsig, (first,))).stdout
+    assert out.strip() == f"[{first}]"
+    server = VLLMServer("/models/tiny", cores=(0, 1))
+    assert server.env["VLLM_CPU_OMP_THREADS_BIND"] == "0,1"
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in VLLMServer("/models/tiny").env
