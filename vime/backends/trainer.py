@@ -148,6 +148,8 @@ class Trainer:
             self.ref_model = AutoModelForCausalLM.from_pretrained(
                 args.hf_checkpoint, dtype=torch.float32).to(self.device).eval()  # type: ignore[arg-type]
             self.ref_model.requires_grad_(False)
+            if self.dp.sharded:   # sharded like the policy: each rank holds 1/world of it
+                self.dp.shard(self.ref_model, self.device)
         if total_steps is None and arg(args, "num_rollout"):
             total_steps = int(args.num_rollout) * int(arg(args, "num_steps_per_rollout") or 1)
         self.total_steps = total_steps
@@ -209,7 +211,7 @@ class Trainer:
             chunks = micro_batches([len(tokens[i]) for i in mine],
                                    micro_batch_size=micro_batch_size)
             # agreed before any forward: FSDP2's all-gathers must pair up across ranks
-            passes = self.dp.pad_count(len(chunks)) if model is self.model else len(chunks)
+            passes = self.dp.pad_count(len(chunks))
             for pos in chunks:
                 rows = [mine[k] for k in pos]
                 lp, _, _ = self._response_log_probs(model, [tokens[i] for i in rows],

@@ -27,8 +27,10 @@ def batch(args: Namespace, shift: int = 0) -> dict[str, Any]:
 
 def dynamic_args(args: Namespace) -> Namespace:
     """Token-packed micro-batches of at most 9 tokens: on two ranks rank 0's two samples (4 + 5
-    tokens) fit one micro-batch and rank 1's (6 + 4) need two, so rank 0 runs a padding pass."""
-    return Namespace(**{**vars(args), "use_dynamic_batch_size": True, "max_tokens_per_gpu": 9})
+    tokens) fit one micro-batch and rank 1's (6 + 4) need two, so rank 0 runs a padding pass.
+    With ``--use-kl-loss``: the reference model is sharded as well, and scored by every rank."""
+    return Namespace(**{**vars(args), "use_dynamic_batch_size": True, "max_tokens_per_gpu": 9,
+                        "use_kl_loss": True, "kl_loss_coef": 0.5})
 
 
 def full_state(trainer: Any) -> dict[str, torch.Tensor]:
@@ -71,8 +73,11 @@ def rank_main(rank: int, world: int, port: int, args: Namespace, resume_from: st
 
         if rank == 0:
             sent = {name: t.detach().cpu().clone() for name, t in make_source(dynamic.model)}
-            torch.save({"sent": sent, "state": dynamic_state,
-                        "sharded": dynamic.dp.sharded}, Path(out) / "sent.pt")
+            from torch.distributed.fsdp import FSDPModule
+
+            torch.save({"sent": sent, "state": dynamic_state, "sharded": dynamic.dp.sharded,
+                        "ref_sharded": isinstance(dynamic.ref_model, FSDPModule)},
+                       Path(out) / "sent.pt")
         else:
             assert NcclShardFollower(dynamic.model).push(1) > 0
         if rank == 0:

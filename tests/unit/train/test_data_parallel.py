@@ -73,8 +73,10 @@ def test_two_ranks_step_equals_one_rank(runs: dict[str, Any]) -> None:
 
 def test_ranks_with_unequal_micro_batch_counts_equal_one_rank(runs: dict[str, Any]) -> None:
     """--use-dynamic-batch-size: the rank with fewer micro-batches runs a zero-loss pass (FSDP2's
-    collectives need both ranks); the update is still one rank's."""
+    collectives need both ranks); the update is still one rank's. With --use-kl-loss, whose
+    reference model is sharded too (each rank holds half of it)."""
     one, two = runs["dynamic"]
+    assert runs["sent"]["ref_sharded"]
     assert worst_relative(two["state"], one) < REL
 
 
