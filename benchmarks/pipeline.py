@@ -54,14 +54,15 @@ def _train_args(model: str, data: Path, run_dir: Path, steps: int) -> list[str]:
             "--num-rollout", str(steps), "--run-dir", str(run_dir), "--vllm-enforce-eager"]
 
 
-def run_once(model: str, data: Path, work: Path, steps: int, overlap: bool) -> dict[str, float]:
-    """One ``vime train`` run; returns its step-time, tokens/s and wall-time figures.
+def _vime_train(train_args: list[str], run_dir: Path,
+                overlap: bool) -> tuple[list[dict[str, float]], float]:
+    """Run ``vime train TRAIN_ARGS`` (plus ``--async-rollout`` with ``overlap``); returns its
+    metrics records and wall time (s).
 
     Raises:
         RuntimeError: the run failed (its last stderr lines are included).
     """
-    run_dir = work / f"{'async' if overlap else 'sync'}-{time.time_ns()}"
-    argv = [sys.executable, "-m", "vime.cli", "train", *_train_args(model, data, run_dir, steps)]
+    argv = [sys.executable, "-m", "vime.cli", "train", *train_args]
     if overlap:
         argv.append("--async-rollout")
     start = time.perf_counter()
@@ -70,7 +71,18 @@ def run_once(model: str, data: Path, work: Path, steps: int, overlap: bool) -> d
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"vime train failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines], wall
+
+
+def run_once(model: str, data: Path, work: Path, steps: int, overlap: bool) -> dict[str, float]:
+    """One ``vime train`` run; returns its step-time, tokens/s and wall-time figures.
+
+    Raises:
+        RuntimeError: the run failed (its last stderr lines are included).
+    """
+    run_dir = work / f"{'async' if overlap else 'sync'}-{time.time_ns()}"
+    records, wall = _vime_train([*_train_args(model, data, run_dir, steps)], run_dir, overlap)
     train = [r for r in records if "perf/step_time" in r]
     later = train[1:] or train
     return {"step_s": statistics.median(float(r["perf/step_time"]) for r in later),
@@ -87,16 +99,9 @@ def run_demo_grpo(work: Path, rep: int, overlap: bool) -> dict[str, float]:
         RuntimeError: the run failed (its last stderr lines are included).
     """
     run_dir = work / f"demo-{'async' if overlap else 'sync'}-{rep}"
-    argv = [sys.executable, "-m", "vime.cli", "train", "--config", "examples/demo/grpo.yaml",
-            "--run-dir", str(run_dir), "--seed", str(1234 + rep),
-            "--rollout-seed", str(42 + rep)] + (["--async-rollout"] if overlap else [])
-    start = time.perf_counter()
-    proc = subprocess.run(argv, env={**os.environ, **QUIET}, capture_output=True, text=True,
-                          cwd=REPO)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"vime train failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    records, wall = _vime_train(["--config", "examples/demo/grpo.yaml", "--run-dir",
+                                 str(run_dir), "--seed", str(1234 + rep),
+                                 "--rollout-seed", str(42 + rep)], run_dir, overlap)
     evals = [r for r in records if "eval/greedy" in r]
     steps = [float(r["perf/step_time"]) for r in records if "perf/step_time" in r][1:]
     return {"step_s": statistics.median(steps), "wall_s": wall,
