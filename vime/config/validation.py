@@ -43,8 +43,8 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "balance_by_flops": False,
     "dump_details": None,
     "log_reward_category": None,
-    # accepted for upstream scripts, but nothing in vime reads them (issue 19's walk over every
-    # option): a set value is refused instead of ignored
+    # accepted for upstream scripts, but nothing in vime reads them (the walk over every parser
+    # option in tests/unit/data/test_trainer_arguments.py): a set value is refused, not ignored
     "colocate": False,
     "num_gpus_per_node": 8,
     "ci_test": False,
