@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=2, help="runs of each, alternating")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    for key, value in {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                       "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}.items():
+        os.environ.setdefault(key, value)   # a private local cluster, as the tests use
     if ns.child:
         _child(ns.model, ns.steps)
         return 0
