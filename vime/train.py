@@ -137,7 +137,9 @@ def _start(args: Namespace) -> tuple[Any, Any]:
         from vime.ray.cluster import init_ray
 
         if not ray.is_initialized():
-            init_ray(args)
+            # the address joined (--ray-address or RAY_ADDRESS), kept for the actors: their
+            # environment is their node's, not this shell's (vime.ray.cores decides by it)
+            args.ray_address = init_ray(args)
             _stop_after_this_step()
     manager: _Local | _Remote
     if args.single_process:
