@@ -29,7 +29,7 @@ from typing import Any
 
 from vime.models.packaged import PackagedModel, locate
 
-__all__ = ["CONVERTER_VERSION", "STAMP", "convert", "is_prepared", "sha256_of"]
+__all__ = ["CONVERTER_VERSION", "STAMP", "convert", "sha256_of"]
 
 #: Written last into a prepared folder: its source, so that an unchanged source is not redone.
 STAMP = "vime_model.json"
@@ -63,16 +63,6 @@ def _stamp_matches(out: Path, source: dict[str, Any]) -> bool:
         return bool(json.loads(stamp.read_text()) == source)
     except json.JSONDecodeError:
         return False
-
-
-def is_prepared(model: PackagedModel, out_dir: str | Path) -> bool:
-    """True when ``out_dir`` holds ``model`` converted from the installed GGUF file (its
-    ``vime_model.json`` names the same package version, digest and converter).
-
-    Raises:
-        ModelNotInstalled: the package is missing.
-    """
-    return _stamp_matches(Path(out_dir), _source(model, locate(model)))
 
 
 def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -> Path:

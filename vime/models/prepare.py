@@ -53,11 +53,13 @@ def prepare(model: PackagedModel, out_dir: str | Path, *, force: bool = False,
         VerificationError: the engine's greedy tokens differ from transformers'.
         vime.ray.engine.EngineStartError: the verification engine did not start.
     """
-    from vime.models.convert import convert, is_prepared
+    from vime.models.convert import STAMP, convert
 
     out = Path(out_dir)
-    converted = force or not is_prepared(model, out)
-    convert(model, out, force=force)
+    stamp = out / STAMP
+    before = stamp.read_text() if stamp.is_file() else None
+    convert(model, out, force=force)   # hashes the GGUF once and skips a matching folder
+    converted = force or stamp.read_text() != before
     verified = False
     if check and (converted or not (out / VERIFIED).is_file()):
         from vime.models.verify import verify
