@@ -320,14 +320,14 @@ def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
     print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
           file=sys.stderr)
     if args.save and trainer is not None and last_done is not None and last_done != last_saved:
-        try:
-            _save(args, trainer, manager, last_done, ahead)
-        except Exception as exc:   # the stop interrupted the rollout generated ahead
-            if ahead is None:
-                raise
-            _save(args, trainer, manager, last_done)
-            print(f"vime train: rollout {ahead[0]}, generated ahead, did not finish "
-                  f"({type(exc).__name__}); a resume skips its prompts", file=sys.stderr)
+        if ahead is not None and ahead[0] == last_done + 1:
+            try:
+                ahead = (ahead[0], _peek(ahead[1]), _peek(ahead[2]))
+            except Exception as exc:   # the stop interrupted the rollout generated ahead
+                print(f"vime train: rollout {ahead[0]}, generated ahead, did not finish "
+                      f"({type(exc).__name__}); a resume skips its prompts", file=sys.stderr)
+                ahead = None
+        _save(args, trainer, manager, last_done, ahead)
         print(f"vime train: saved a checkpoint of step {last_done} under {args.save}",
               file=sys.stderr)
 

@@ -171,3 +171,39 @@ def test_a_resume_trains_the_saved_ahead_rollout_or_says_its_prompts_are_skipped
         assert ("holds rollout 5, generated ahead by --async-rollout; without --async-rollout it "
                 "is not trained and its 3 samples' prompts are skipped") in out.err
     assert _resumed_ahead(args, 4, 6, overlap=True) is None   # not the step after the checkpoint
+
+
+class _Calls:
+    """A trainer or manager wrapper that records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, ...]] = []
+
+    def call(self, name: str, *a: object) -> None:
+        self.calls.append((name, *a))
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_a_stop_saves_once_with_the_ahead_rollout_unless_it_was_cut_short(
+        tmp_path: Path, finished: bool, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from argparse import Namespace
+
+    import vime.train as train_mod
+    from vime.backends import checkpoint as ckpt
+
+    def peek(value: object) -> object:
+        if not finished:
+            raise RuntimeError("the rollout was interrupted")
+        return value
+
+    monkeypatch.setattr(train_mod, "_peek", peek)
+    trainer, manager = _Calls(), _Calls()
+    train_mod._stopped(Namespace(save=str(tmp_path)), trainer, manager, 2, None, False,
+                       (3, {"tokens": [[1]]}, {}))
+    assert trainer.calls == [("save", 2)] and manager.calls == [("save", 2)]   # once each
+    assert ckpt.latest_iteration(tmp_path) == 2
+    assert (ckpt.load_ahead_rollout(tmp_path, 2) is not None) is finished
+    err = capsys.readouterr().err
+    assert ("rollout 3, generated ahead, did not finish (RuntimeError); a resume skips its "
+            "prompts" in err) is not finished
