@@ -29,6 +29,7 @@ __all__ = [
     "REQUIRED_TRAIN_FIELDS",
     "RESPONSE_LENGTH_FIELDS",
     "SAMPLE_FIELDS",
+    "WRITTEN_IN_PLACE_FIELDS",
     "SAMPLE_FIELD_NAMES",
     "STATUS_VALUES",
     "LengthRule",
@@ -149,6 +150,14 @@ FIELDS_BY_NAME: MappingProxyType[str, FieldSpec] = MappingProxyType(
 #: Per-token fields with one entry per response token (``length_rule == "response_length"``).
 RESPONSE_LENGTH_FIELDS: tuple[str, ...] = tuple(
     f.name for f in SAMPLE_FIELDS if f.length_rule == "response_length")
+
+#: List and dict fields vime itself writes into in place, after the user's code set them:
+#: ``Sample.append_response_tokens`` extends ``tokens``, ``loss_mask`` and
+#: ``rollout_log_probs``; failure records and partial-rollout bookkeeping add keys to
+#: ``metadata``. One object shared by several samples is then written through all of them
+#: (VIM025 is an error for these whatever the user's code does).
+WRITTEN_IN_PLACE_FIELDS: frozenset[str] = frozenset(
+    {"tokens", "loss_mask", "rollout_log_probs", "metadata"})
 
 #: Fields every sample of a ``RolloutFnTrainOutput`` has set by the time it is returned: the
 #: conversion to training data reads them (docs/contract.md §2, §4; VIM036).

@@ -100,7 +100,8 @@ def check_signature(
     passes; a required default missing (``evaluation=False``); a keyword the call site passes
     that the hook cannot take; an extra parameter without a default. Warnings (the call works):
     a positional parameter under a stale API's name (``data_buffer``, deprecated); another
-    positional name; another default value.
+    default value. Other names of positional parameters are not reported: the call site
+    passes those arguments by position (``HookSpec.positional``), whatever they are called.
 
     Args:
         params: the parameters in order (``self`` already removed for classes).
@@ -152,9 +153,8 @@ def check_signature(
             add(f"names parameter {i + 1} `{actual}`: did you mean `{expected}`? "
                 f"(`{actual}` is the deprecated name; the argument is passed positionally, so "
                 "it still works)", severity="warning", fix=f"rename `{actual}` to `{expected}`")
-        elif expected not in spec.keyword_passed:
-            add(f"names parameter {i + 1} `{actual}`, expected `{expected}`", severity="warning",
-                fix=f"rename `{actual}` to `{expected}`")
+        # Any other name binds by position, which is how the call site passes it: nothing to
+        # report (a group reward's `samples`, a generate's `params`).
 
     # Keywords the call site passes by name.
     for kw in spec.keyword_passed:

@@ -9,7 +9,8 @@ Rules ask it questions instead of walking the tree for themselves:
 - functions: per-function facts, walked once and cached (:meth:`Semantic.facts`), the helpers a
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
-- classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`).
+- classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
+- in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`).
 
 Usage::
 
@@ -52,10 +53,11 @@ from vime_lint.static.analysis._functions import (
     evaluation_test,
     function_facts,
 )
+from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import Names, spelled
 
 __all__ = [
-    "GENERATED_FIELDS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "ReturnPath",
+    "GENERATED_FIELDS", "MUTATING_METHODS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "SameScope", "Semantic", "Side", "evaluation_test", "fields_set", "spelled",
 ]
 
@@ -78,6 +80,7 @@ class Semantic:
         self._facts: dict[int, FunctionFacts] = {}
         self._targets: dict[tuple[str, bool], HookTarget | None] = {}
         self._owned: dict[int, frozenset[str]] = {}
+        self._writes: InPlaceWrites | None = None
         global_scope = scopes.get(module)
         self._global: Scope | None = global_scope
 
@@ -277,6 +280,16 @@ class Semantic:
         return unawaited_calls(self.facts(fn),
                                lambda c: self.coroutine_callee(c, fn, owner, known),
                                self.names.qualified)
+
+    # ---- in-place writes ---------------------------------------------------------------------
+
+    @property
+    def writes(self) -> InPlaceWrites:
+        """The module's in-place writes (``x[k] = v``, ``x.update(...)``, ...), walked once
+        (see :mod:`vime_lint.static.analysis._mutations`)."""
+        if self._writes is None:
+            self._writes = InPlaceWrites(self.module)
+        return self._writes
 
     # ---- classes -----------------------------------------------------------------------------
 

@@ -27,15 +27,16 @@ SEVERITY_RULE = (
 
 SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM001": "error: the first call raises (wrong mode, missing slot or default); warning: a "
-              "stale or other positional name (`data_buffer`), which works because it is passed "
-              "positionally",
+              "stale positional name (`data_buffer`), which works because it is passed "
+              "positionally (other positional names are matched by position: no finding)",
     "VIM002": "error when the launch configures evaluation (the eval step is rejected); "
               "warning otherwise (no eval step runs)",
     "VIM003": "error: None, a tuple, a generator, a dict in train mode or a list in eval mode "
               "raise VIM101; warning: the bare list (train) or dict (eval) that call_rollout_fn "
               "wraps with a DeprecationWarning",
-    "VIM004": "error: the call fails or awaits a non-coroutine; warning: another parameter "
-              "name, which still binds positionally",
+    "VIM004": "error: the call fails or awaits a non-coroutine; warning: a stale parameter "
+              "name, which still binds positionally (other positional names are matched by "
+              "position: no finding)",
     "VIM005": "warning: the call works but stalls the event loop",
     "VIM006": "error: positional fields bind by order (wrong data trained on), unknown "
               "keywords raise TypeError",
@@ -57,7 +58,9 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM022": "warning: the mask is wrong only when the prompt is included",
     "VIM023": "error: a reward of another kind fails conversion",
     "VIM024": "error: a tensor reward fails conversion or is trained on wrongly",
-    "VIM025": "error: samples sharing one object overwrite each other's data",
+    "VIM025": "error: samples sharing one object that something writes into (vime does for "
+              "tokens, loss_mask, rollout_log_probs and metadata) overwrite each other's data; "
+              "warning: a shared object nothing writes, read by every sample alike",
     "VIM026": "warning: a mutable default leaks state between calls but runs",
     "VIM027": "warning: the full budget per turn overruns the context, which vLLM may clip",
     "VIM028": "error: a group used as a Sample raises AttributeError",

@@ -304,6 +304,10 @@ class TurnLoop:
     binds: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)
     #: Names the loop (re)binds, subscript-assigns (``p["k"] = ...``) or updates in place.
     written: set[str] = field(default_factory=set)
+    #: The loop builds a new sample on each turn (``Sample(...)``, ``copy.deepcopy(sample)``,
+    #: ``Sample.from_dict(...)``, ``dataclasses.replace(sample, ...)``): each turn is a sample
+    #: of its own, with its own response budget.
+    per_turn_sample: bool = False
 
     def reaching(self, start: set[str]) -> set[str]:
         """``start`` and the names the loop binds to values that read them (a fixpoint)."""
@@ -375,6 +379,7 @@ def _turn_loop(semantic: Semantic, node: cst.For | cst.While
             continue
         call = site.node
         loop.calls.append(call)
+        loop.per_turn_sample = loop.per_turn_sample or _new_sample(semantic, call)
         func = call.func
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             if func.attr.value in _GROW_ATTRS:
@@ -384,6 +389,22 @@ def _turn_loop(semantic: Semantic, node: cst.For | cst.While
                 loop.written.add(func.value.value)
     loop.accumulators = frozenset(grown)
     return loop, grown, growth
+
+
+_COPIES = frozenset({"copy.deepcopy", "copy.copy", "dataclasses.replace"})
+
+
+def _new_sample(semantic: Semantic, call: cst.Call) -> bool:
+    """``call`` builds a new sample: the contract's ``Sample(...)`` or ``Sample.from_dict``
+    (by qualified name), or a copy of a name that holds a sample."""
+    func = call.func
+    names = semantic.qualified(func)
+    if any(n.startswith("vime.") and n.endswith((".Sample", ".Sample.from_dict")) for n in names):
+        return True
+    if names & _COPIES and call.args:
+        arg = call.args[0].value
+        return isinstance(arg, cst.Name) and is_sample_name(arg.value, frozenset())
+    return False
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELDS
-from vime.contract.sample import RESPONSE_LENGTH_FIELDS
+from vime.contract.sample import RESPONSE_LENGTH_FIELDS, WRITTEN_IN_PLACE_FIELDS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
@@ -80,7 +80,13 @@ class SharedSampleObject(SampleTracker):
     rebound in it. A copy (``dict(meta)``, ``copy.deepcopy(meta)``, ``{**meta}``,
     ``list(mask)``, ``mask[:]``) or an object built inside the loop is fine. ``metadata``
     shared by the segments of one rollout (a custom generate function, or a loop that sets
-    ``rollout_id``) is allowed, as at run time. Runtime twin: VIM123.
+    ``rollout_id``) is allowed, as at run time. An error when something writes into the shared
+    object: vime does for ``tokens``, ``loss_mask``, ``rollout_log_probs`` (extended by
+    ``append_response_tokens``) and ``metadata``; for the other fields (``train_metadata``,
+    ``teacher_log_probs``, ...) only a write in the module counts (``meta["k"] = v``,
+    ``s.train_metadata.update(...)``, through a name bound to the field); with none it is a
+    warning, since samples that only read one object do not corrupt each other. Runtime
+    twin: VIM123.
 
     ## Why is this bad?
     Every sample then holds the same object: a write through one sample (a metadata key, a
@@ -145,6 +151,25 @@ class SharedSampleObject(SampleTracker):
         Invalid("def f(groups):\n    for group in groups:\n        meta = {}\n"
                 "        for sample in group:\n            sample.metadata = meta\n",
                 line=5, col=12),
+        # A train_metadata dict shared by siblings that nothing writes: read-only, a warning.
+        Invalid("def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n", line=4, col=8, severity="warning"),
+        # ... written through one sample afterwards: an error.
+        Invalid("def f(group):\n    shared = {}\n    for s in group:\n"
+                "        s.train_metadata = shared\n"
+                "    group[0].train_metadata['best'] = True\n", line=4, col=8,
+                severity="error"),
+        # ... written through a name bound to the field, in another function: an error.
+        Invalid("def tag(sample):\n    tm = sample.train_metadata\n    tm.update(seen=1)\n"
+                "def f(group):\n    shared = {}\n    for s in group:\n"
+                "        s.train_metadata = shared\n", line=7, col=8, severity="error"),
+        # ... the shared dict itself written after the loop, in a method: an error.
+        Invalid("class R:\n    def run(self, group):\n        info = {'n': 0}\n"
+                "        for s in group:\n            s.train_metadata = info\n"
+                "        info['n'] = len(group)\n", line=5, col=12, severity="error"),
+        # metadata is written by vime itself (failure records): an error even when read-only.
+        Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
+                "        sample.metadata = meta\n", line=4, col=8, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -218,8 +243,12 @@ class SharedSampleObject(SampleTracker):
         if field in _FAN_OUT_SHARED and (frame.sets_rollout_id or self._in_generate()):
             return
         text = code_of(value)
+        writes = self.context.semantic.writes
+        written = field in WRITTEN_IN_PLACE_FIELDS or writes.name_written(root) \
+            or writes.attribute_written(field)
         self.report(node, self.INVARIANT.render(target=target, value=text,
-                                                kind=PER_SAMPLE_FIELDS[field]))
+                                                kind=PER_SAMPLE_FIELDS[field]),
+                    severity=None if written else "warning")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)

@@ -275,6 +275,13 @@ class HookSignature(Rule):
               "    return scale\nreward_func = functools.partial(_rm, scale=2.0)\n"),
         Valid("async def _gen(args, sample, sampling_params):\n    return sample\n"
               "custom_generate = _gen\n"),
+        # Positional parameters bind by position: a group reward's `samples` without a known
+        # --group-rm, a generate's `params`, an instance's `batch`.
+        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0 for _ in samples]\n"),
+        Valid("async def generate(args, sample, params):\n    return sample\n"),
+        Valid("class Judge:\n    async def __call__(self, args, batch, **kwargs):\n"
+              "        return [1.0] * len(batch)\nreward_func = Judge()\n"),
+        Valid("def dynamic_sampling_filter(args, group):\n    return True\n"),
     ]
     INVALID = [
         Invalid("def generate(args, sample, sampling_params):\n    return sample\n",

@@ -55,7 +55,9 @@ class FullBudgetEveryTurn(FunctionTracker):
     ...)``), or built before the loop (the generate function's own ``sampling_params``
     included) and sent unchanged on every turn. Anything that subtracts (``budget -
     sample.response_length``, ``min(...)``) is fine, and so is a loop that calls vime's
-    ``generate``, which subtracts itself. Runtime twin: VIM124.
+    ``generate``, which subtracts itself, and a loop that builds a new sample on each turn
+    (``Sample(...)``, ``copy.deepcopy(sample)``): each turn's sample then has its own
+    response and its own budget. Runtime twin: VIM124.
 
     ## Why is this bad?
     ``--rollout-max-response-len`` is the budget of the whole trajectory. Asking each turn for
@@ -122,6 +124,32 @@ class FullBudgetEveryTurn(FunctionTracker):
         Valid("from mylib import count\n" + _TURNS.format(loop="count(sample.prompt)")),
         Valid("import mylib as itertools\n" + _TURNS.format(loop="itertools.count()")),
         Valid("from mylib import steps as range\n" + _TURNS.format(loop="range(3)")),
+        # One sample per turn: each turn's response (and budget) is its own.
+        Valid("from vime.utils.types import Sample as S\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    messages, turns = [sample.prompt], []\n    for _ in range(4):\n"
+              "        params = {**sampling_params, 'max_new_tokens': args.rollout_max_response_len}\n"
+              "        out = await post(URL, {'messages': messages, 'sampling_params': params})\n"
+              "        messages.append(out['text'])\n"
+              "        turns.append(S(prompt=list(messages), response=out['text']))\n"
+              "    return turns\n"),
+        Valid("import copy\nasync def _episode(args, sample, sampling_params):\n"
+              "    history, out_samples = [], []\n    while True:\n"
+              "        out = await post(URL, {'text': sample.prompt + ''.join(history),"
+              " 'max_tokens': args.rollout_max_response_len})\n"
+              "        history.append(out['text'])\n        turn = copy.deepcopy(sample)\n"
+              "        turn.response = out['text']\n        out_samples.append(turn)\n"
+              "        if out['done']:\n            return out_samples\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    return await _episode(args, sample, sampling_params)\n"),
+        Valid("from vime.utils import types\nclass Agent:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        messages, segs = [sample.prompt], []\n        for _ in range(3):\n"
+              "            out = await post(URL, {'messages': messages,"
+              " 'max_tokens': args.rollout_max_response_len})\n"
+              "            messages.append(out['text'])\n"
+              "            segs.append(types.Sample(prompt=list(messages)))\n"
+              "        return segs\ngenerate = Agent()\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -232,8 +260,9 @@ class FullBudgetEveryTurn(FunctionTracker):
 
     def _check_loop(self, fn: cst.FunctionDef, loop: TurnLoop, binding: HookBinding | None,
                     params: set[str]) -> None:
-        if any(self.qualified(c.func) & _SUBTRACTING for c in loop.calls):
-            return
+        if loop.per_turn_sample or any(self.qualified(c.func) & _SUBTRACTING
+                                       for c in loop.calls):
+            return  # one sample per turn: each turn's budget is its own
         sending = set(map(id, loop.receivers(loop.reaching(set(loop.accumulators)))))
         name = fn.name.value
         for site, key, into in self._sites(loop.node.body, fn):
