@@ -49,8 +49,8 @@ from vime.contract.hooks import HOOKS
 from vime.contract.signature import optional_kwargs
 from vime.utils.types import Sample
 
-__all__ = ["AGENT_GENERATE_PATH", "METRIC_NAMES", "Endpoint", "generate", "get_endpoint",
-           "samples_of", "step_metrics"]
+__all__ = ["AGENT_GENERATE_PATH", "METRIC_NAMES", "Endpoint", "agent_line", "generate",
+           "get_endpoint", "samples_of", "step_metrics"]
 
 #: The dotted path of :func:`generate` (what messages name as the generate function).
 AGENT_GENERATE_PATH = "vime.agent.generate.generate"
@@ -231,6 +231,26 @@ def _count(args: Namespace, rollout_id: int | None, session: Session,
     metrics["rollout/agent/sampling_overrides"] += sum(session.overrides.values())
 
 
+def agent_line(fn: Any, exc: BaseException) -> str:
+    """`` at FILE:LINE in NAME``: the innermost frame of ``exc``'s traceback in the file that
+    defines the agent ``fn`` (its line that made the failing call, e.g. an SDK request the
+    endpoint answered with 400), or ``""`` when no frame is in that file."""
+    import inspect
+    import traceback
+    from pathlib import Path
+
+    try:
+        source = inspect.getsourcefile(inspect.unwrap(fn))
+    except TypeError:
+        return ""
+    if not source:
+        return ""
+    target = Path(source).resolve()
+    mine = [f for f in traceback.extract_tb(exc.__traceback__)
+            if Path(f.filename).resolve() == target]
+    return f" at {mine[-1].filename}:{mine[-1].lineno} in {mine[-1].name}" if mine else ""
+
+
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any],
                    evaluation: bool = False) -> Sample | list[Sample]:
     """Run the agent of ``--agent-function-path`` on ``sample`` (see the module docstring).
@@ -264,7 +284,8 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
             sample.status = Sample.Status.ABORTED
             return sample
         raise RuntimeError(f"--agent-function-path {path} raised on sample index="
-                           f"{sample.index}: {type(exc).__name__}: {exc}") from exc
+                           f"{sample.index}{agent_line(fn, exc)}: {type(exc).__name__}: "
+                           f"{exc}") from exc
     except BaseException:
         endpoint.close(session)
         raise

@@ -105,7 +105,11 @@ def normalise_messages(messages: Any) -> list[dict[str, Any]]:
         RequestError: not a non-empty list of objects with a ``role``; a non-text content part.
     """
     if not isinstance(messages, list) or not messages:
-        raise RequestError("messages must be a non-empty list", param="messages")
+        got = "an empty list" if isinstance(messages, list) else f"a {type(messages).__name__}"
+        raise RequestError(f"messages is {got}; send a non-empty list of message objects, "
+                           "e.g. messages=[{\"role\": \"user\", \"content\": \"...\"}] "
+                           "(a bare prompt string goes to /v1/completions as prompt=...)",
+                           param="messages")
     out = []
     for i, msg in enumerate(messages):
         where = f"messages[{i}]"

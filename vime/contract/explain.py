@@ -8,9 +8,9 @@
 Usage::
 
     checked_by(INVARIANTS["VIM108"])
-    # ["`vime train`: at run time, B2 (generate results), B5 (train output before conversion); "
-    #  "raised whatever --contract-check says (always enforced)",
-    #  "`vime-lint check`: the dry run of the hooks a launch command names"]
+    # ["`vime train`: at run time, on each generate call (...); on the train output, before it
+    #  becomes training data; raised whatever --contract-check says (always enforced)",
+    #  "`vime-lint check`: the same check in a dry run of the hooks a launch command names ..."]
     print(explain(INVARIANTS["VIM108"]))
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from vime.contract.invariants import BOUNDARIES, INVARIANTS, Invariant
 
-__all__ = ["DRY_RUN_BOUNDARIES", "checked_by", "explain"]
+__all__ = ["DRY_RUN_BOUNDARIES", "IN_WORDS", "TYPES_PREFIX", "checked_by", "explain"]
 
 #: The boundaries the ``vime-lint check`` dry run passes results through (load time, the
 #: rollout function's call and outputs, every hook the default rollout calls).
@@ -26,19 +26,42 @@ DRY_RUN_BOUNDARIES: frozenset[str] = frozenset({"B0", "B1", "B2", "B3", "B4", "B
 
 _DOC = {"static": "docs/rules.md", "load": "docs/contract.md §6b", "runtime": "docs/contract.md §6b"}
 
+#: Static ids reported by ``vime-lint types`` (mypy on the hooks given the contract's types,
+#: docs/contract.md §6c) rather than by ``vime-lint rollout``: the ``VIM2xx`` block.
+TYPES_PREFIX = "VIM2"
+
+#: Each boundary of ``BOUNDARIES`` as a user reads it (``vime-lint rule`` prints these, not
+#: the boundary names).
+IN_WORDS: dict[str, str] = {
+    "B0": "when a hook is loaded, before any engine starts (its signature)",
+    "B1": "on what the rollout function returns",
+    "B2": "on each generate call (the sample it gets and the samples it returns)",
+    "B3": "on each result of the reward function",
+    "B4": "on the results of the other hooks (sample hooks, filters, conversion)",
+    "B5": "on the train output, before it becomes training data",
+    "B6": "on the eval output",
+    "B7": "on each result of a trainer hook (loss, advantages, TIS, pg-loss reducer), every "
+          "micro-batch",
+}
+
 
 def checked_by(inv: Invariant) -> list[str]:
-    """Where ``inv`` is checked: one line per tool, with the moment (``list[str]``)."""
+    """Where ``inv`` is checked: one line per tool, with the moment in words (``list[str]``,
+    each ``"`TOOL`: when"``)."""
+    if inv.scope == "static" and inv.id.startswith(TYPES_PREFIX):
+        return ["`vime-lint types PATH`: statically, mypy on the hooks given the contract's "
+                "types, without running the code (`vime-lint rollout` does not report it)"]
     if inv.scope == "static":
         return ["`vime-lint rollout PATH`: statically, without importing the code (also the "
                 "pre-commit hook)"]
-    where = ", ".join(f"{b} ({BOUNDARIES[b]})" for b in inv.boundaries)
-    when = "at load time, before any engine starts" if inv.scope == "load" else "at run time"
+    where = "; ".join(IN_WORDS.get(b, BOUNDARIES[b]) for b in inv.boundaries)
+    when = "at load time" if inv.scope == "load" else "at run time"
     mode = ("raised whatever --contract-check says (always enforced)"
             if inv.enforcement == "always" else "--contract-check decides (default: raise)")
     out = [f"`vime train`: {when}, {where}; {mode}"]
     if set(inv.boundaries) & DRY_RUN_BOUNDARIES:
-        out.append("`vime-lint check`: the dry run of the hooks a launch command names")
+        out.append("`vime-lint check`: the same check in a dry run of the hooks a launch "
+                   "command names (one train and one eval step on the CPU)")
     return out
 
 

@@ -49,6 +49,15 @@ def test_normalise_messages_compares_sdk_dumps_equal() -> None:
         normalise_messages([])
 
 
+def test_a_string_messages_is_answered_with_what_to_send() -> None:
+    with pytest.raises(RequestError) as err:
+        normalise_messages("What is 2+3?")
+    text = str(err.value)
+    assert text.startswith("messages is a str; send a non-empty list of message objects")
+    assert 'messages=[{"role": "user", "content": "..."}]' in text
+    assert "/v1/completions" in text and err.value.status == 400
+
+
 def _turn(tok: Any, messages: list[dict[str, Any]], completion: list[int], content: str
           ) -> ChatTurn:
     prompt, _ = chat_prompt_ids(tok, messages)
@@ -201,3 +210,22 @@ def test_a_cancelled_call_moves_from_in_flight_to_dropped_without_an_await_betwe
 
     asyncio.run(main())
     assert seen == [(1, 0), (1, 0)] and (s.in_flight, s.dropped) == (0, 1)
+
+
+async def _agent_sending_a_string(args: Any, sample: Any, base_url: str, api_key: str) -> float:
+    normalise_messages("What is 2+3?")   # the line the report must point at
+    return 1.0
+
+
+def test_an_agent_error_points_at_the_agents_own_line() -> None:
+    import asyncio
+    import inspect
+
+    from vime.agent.generate import agent_line
+
+    with pytest.raises(RequestError) as err:
+        asyncio.run(_agent_sending_a_string(None, None, "", ""))
+    line = inspect.getsourcelines(_agent_sending_a_string)[1] + 1
+    assert agent_line(_agent_sending_a_string, err.value) == (
+        f" at {__file__}:{line} in _agent_sending_a_string")
+    assert agent_line(len, err.value) == ""     # no source file: nothing claimed

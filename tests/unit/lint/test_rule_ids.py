@@ -3,6 +3,8 @@ VIM1xx from vime.contract.INVARIANTS); `vime-lint rules` lists both."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from vime.contract.explain import checked_by, explain
@@ -27,8 +29,11 @@ def test_runtime_id_says_where_it_is_checked_and_how_to_fix(
     out = capsys.readouterr().out
     assert out.startswith("VIM108 `loss-mask` (runtime, severity error)")
     assert f"Fix: {INVARIANTS['VIM108'].fix}" in out
-    assert "`vime train`: at run time, B2" in out and "always enforced" in out
-    assert "`vime-lint check`: the dry run" in out
+    assert "`vime train`: at run time, on each generate call" in out
+    assert "always enforced" in out
+    assert "`vime-lint check`: the same check in a dry run" in out
+    checked = out.split("Checked by:")[1].split("Twins")[0]
+    assert not re.search(r"\bB\d\b", checked), checked   # words, not stage names
     assert "VIM008 (static)" in out
 
 
@@ -55,10 +60,28 @@ def test_unknown_id_is_still_an_error(capsys: pytest.CaptureFixture[str]) -> Non
 def test_trainer_ids_are_not_claimed_for_the_dry_run() -> None:
     for inv in INVARIANTS.values():
         tools = " ".join(checked_by(inv))
-        if inv.scope == "static":
+        if inv.scope == "static" and inv.id.startswith("VIM2"):
+            assert tools.startswith("`vime-lint types"), inv.id
+        elif inv.scope == "static":
             assert tools.startswith("`vime-lint rollout")
         elif set(inv.boundaries) <= {"B7"}:
             assert "vime-lint check" not in tools and "vime train" in tools
         else:
             assert "vime-lint check" in tools, inv.id
     assert "Docs: docs/contract.md" in explain(INVARIANTS["VIM100"])
+
+
+def test_a_types_id_names_vime_lint_types(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rule", "VIM201"]) == 0
+    out = capsys.readouterr().out
+    assert "  - `vime-lint types PATH`: statically, mypy on the hooks" in out
+    assert "  - `vime-lint rollout" not in out
+
+
+def test_every_boundary_has_words() -> None:
+    from vime.contract.explain import IN_WORDS
+    from vime.contract.invariants import BOUNDARIES
+
+    assert set(IN_WORDS) == set(BOUNDARIES)
+    for inv in INVARIANTS.values():
+        assert not re.search(r"\bB\d\b", " ".join(checked_by(inv))), inv.id

@@ -260,6 +260,22 @@ def test_vim119_warns_unqualified_key_and_nan_value() -> None:
     assert all(v.severity == "warning" for v in found)
 
 
+def test_vim119_on_a_tensor_value_says_to_log_a_float_not_how_to_name_it() -> None:
+    import torch
+
+    out = train_output(make_groups(), metrics={"rollout/my_mod/acc": torch.tensor(0.5),
+                                               "rollout/my_mod/note": "ok"})
+    found = only(findings(out), "VIM119")
+    assert [v.where for v in found] == ["metrics['rollout/my_mod/acc']",
+                                        "metrics['rollout/my_mod/note']"]
+    assert found[0].fix == ("log a Python float: call .item() on the tensor or array (or "
+                            "float(...))")
+    assert found[1].fix == "log a number, not text (put text in sample.metadata instead)"
+    assert "name metrics" not in found[0].fix + found[1].fix
+    unqualified = only(findings(train_output(make_groups(), metrics={"acc": 1.0})), "VIM119")
+    assert unqualified[0].fix.startswith("name metrics rollout/<module>/<name>")
+
+
 def test_vim119_runs_on_skipped_steps() -> None:
     out = train_output(make_groups(reward=None), metrics={"acc": 1})
     found = findings(out, make_args(contract_check_interval=2), rollout_id=3)

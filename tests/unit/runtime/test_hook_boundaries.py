@@ -70,6 +70,9 @@ def test_vim140_rejects_completed_input() -> None:
                    hook_path=GEN, rollout_id=2)
     assert "VIM140 error: generate input has status COMPLETED" in text
     assert "generate function `my_pkg.gen.generate` (--custom-generate-function-path) step 2" in text
+    # the usual cause is a multi-turn generate calling generate again for the next turn
+    assert ("fix: for the next turn of a multi-turn generate, set sample.status = "
+            "Sample.Status.PENDING before calling generate again") in text
 
 
 def test_vim140_rejects_stale_response_without_partial_rollout() -> None:
@@ -140,6 +143,14 @@ def test_vim150_rejects_none_reward() -> None:
 
 
 def test_vim150_reward_values_follow_vim110() -> None:
+    text = _raises(check_reward_result, "1.0", make_args())
+    assert "VIM110 error: reward function result is '1.0' (str), expected a finite real" in text
+    assert "fix: return a number, not a str: compare the parsed answer and return 1.0 / 0.0" in text
+    assert "division by zero" not in text and "NaN" not in text
+    text = _raises(check_reward_result, {"acc": "yes"}, make_args(reward_key="acc"))
+    assert "fix: return a number, not a str" in text
+    text = _raises(check_reward_result, float("nan"), make_args())
+    assert "fix: store a finite float (check for division by zero, NaN or inf)" in text
     text = _raises(check_reward_result, {"acc": 1.0}, make_args())
     assert "VIM110 error: reward function result is a dict with keys ['acc']" in text
     assert check_reward_result({"acc": 1.0}, make_args(reward_key="acc")) == []

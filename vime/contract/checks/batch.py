@@ -479,6 +479,17 @@ BATCH_CHECKS: dict[str, BatchCheck] = {
 }
 
 
+def _metric_value_fix(value: Any) -> str:
+    """The fix for a metric value that is not a finite real (VIM119), by what it is."""
+    if hasattr(value, "item"):
+        return "log a Python float: call .item() on the tensor or array (or float(...))"
+    if isinstance(value, (str, bytes)):
+        return "log a number, not text (put text in sample.metadata instead)"
+    if isinstance(value, (list, tuple, dict)):
+        return "log one number per key: reduce it (e.g. the mean) or use one key per value"
+    return "log a finite float (check for division by zero, NaN or inf)"
+
+
 def check_metrics(metrics: Any, *, where: str = "metrics",
                   builtin_keys: Collection[str] = ()) -> list[Violation]:
     """VIM119 (warning): ``metrics`` is None or a flat dict of finite reals (bools allowed)
@@ -489,7 +500,8 @@ def check_metrics(metrics: Any, *, where: str = "metrics",
     inv = INVARIANTS["VIM119"]
     if not isinstance(metrics, dict):
         return [inv.violation(where, problem=f"is {describe_value(metrics)}, expected "
-                              "dict[str, number] or None")]
+                              "dict[str, number] or None",
+                              fix="return metrics as {'rollout/<module>/<name>': float} or None")]
     out: list[Violation] = []
     for key, value in metrics.items():
         at = f"{where}[{key!r}]"
@@ -505,5 +517,5 @@ def check_metrics(metrics: Any, *, where: str = "metrics",
         if not (isinstance(value, bool) or is_finite_real(value)):
             found = real_problem(value)
             text = found[1] if found else f"is {describe_value(value)}"
-            out.append(inv.violation(at, problem=f"value {text}"))
+            out.append(inv.violation(at, problem=f"value {text}", fix=_metric_value_fix(value)))
     return out

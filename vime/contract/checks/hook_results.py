@@ -82,7 +82,8 @@ def generate_status_problems(status: Any, where: str = "generate input") -> list
     return [INVARIANTS["VIM140"].violation(
         where, problem=f"has status {shown}; generate takes PENDING or ABORTED samples "
         "(finished samples must not be generated again)",
-        fix="skip COMPLETED/TRUNCATED/FAILED samples before calling generate")]
+        fix="for the next turn of a multi-turn generate, set sample.status = "
+        "Sample.Status.PENDING before calling generate again; otherwise skip finished samples")]
 
 
 def generate_entry_problems(status: Any, response_length: Any, s: CheckSettings, *,

@@ -119,12 +119,19 @@ def reward_fix(value: Any, reward_key: str | None, *, key_arg: str = "--reward-k
         keys = sorted(map(str, value))
         if not reward_key:
             return f"pass {key_arg} naming one of {keys}"
+        if reward_key in value:
+            return reward_fix(value[reward_key], None, key_arg=key_arg)
         return f"store {reward_key!r} in every reward dict, or pass {key_arg} naming one of {keys}"
     if isinstance(value, bool):
         return "store a float (1.0 / 0.0), not a bool"
     if hasattr(value, "item"):
         return "store a Python float: call .item() on the tensor or array"
-    return "store a finite float (check for division by zero, NaN or inf)"
+    if isinstance(value, (str, bytes)):
+        return (f"return a number, not a {type(value).__name__}: compare the parsed answer "
+                "and return 1.0 / 0.0, or float(text) for a score the model wrote")
+    if isinstance(value, numbers.Real):
+        return "store a finite float (check for division by zero, NaN or inf)"
+    return f"return a float, not a {type(value).__name__}"
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
