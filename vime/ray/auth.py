@@ -110,7 +110,10 @@ def _refresh_ray_config() -> None:
     mode). A no-op before Ray is imported."""
     if "ray" not in sys.modules:
         return
-    from ray._raylet import AuthenticationTokenLoader, Config
+    from ray._raylet import (  # type: ignore[attr-defined]  # compiled, no stubs
+        AuthenticationTokenLoader,
+        Config,
+    )
 
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
