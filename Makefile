@@ -10,7 +10,6 @@ export VLLM_NO_USAGE_STATS := 1
 export DO_NOT_TRACK := 1
 export HF_HUB_OFFLINE := 1
 export RAY_USAGE_STATS_ENABLED := 0
-export RAY_AUTH_MODE := disabled
 export TOKENIZERS_PARALLELISM := false
 
 .PHONY: setup demo demo-real test lint typecheck clean

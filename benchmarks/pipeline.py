@@ -41,7 +41,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-         "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+         "RAY_USAGE_STATS_ENABLED": "0",
          "TOKENIZERS_PARALLELISM": "false"}
 
 

@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ns = parser.parse_args(argv)
     for key, value in {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                       "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}.items():
-        os.environ.setdefault(key, value)   # a private local cluster, as the tests use
+                       "RAY_USAGE_STATS_ENABLED": "0"}.items():
+        os.environ.setdefault(key, value)
     if ns.child:
         _child(ns.model, ns.steps)
         return 0
@@ -106,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
             from vime.utils.tiny_model import build_tiny_model
 
             model = str(build_tiny_model(Path(tmp) / "model", seed=0))
+        from argparse import Namespace
+
+        from vime.ray.auth import setup_ray_auth
+
+        setup_ray_auth(Namespace(run_dir=tmp), joining=False)   # token auth, as vime train
         ray.init(address="local", include_dashboard=False, num_cpus=os.cpu_count() or 1,
                  log_to_driver=False)
         runs: dict[str, list[list[float]]] = {"standalone": [], "actor": []}

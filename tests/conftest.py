@@ -6,7 +6,10 @@ session and shared.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,20 @@ for _key, _value in {
     "DO_NOT_TRACK": "1",
     "HF_HUB_OFFLINE": "1",
     "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_AUTH_MODE": "disabled",
 }.items():
     os.environ.setdefault(_key, _value)
+
+# Ray with token authentication, as `vime train` runs it: one token for the session (a 0600 file
+# in a temporary folder), inherited by the session's Ray cluster and every `vime train` the
+# tests start, so none of them writes a token of its own or reads ~/.ray/auth_token.
+if "RAY_AUTH_TOKEN" not in os.environ and "RAY_AUTH_TOKEN_PATH" not in os.environ:
+    from vime.ray.auth import write_token
+
+    _token_dir = tempfile.mkdtemp(prefix="vime-test-ray-token-")
+    atexit.register(shutil.rmtree, _token_dir, ignore_errors=True)
+    write_token(Path(_token_dir) / "token")
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(Path(_token_dir) / "token")
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from vime.contract.errors import ContractError
 __all__ = ["STOP_REQUEST", "Terminated", "early_stop", "main", "run"]
 
 _QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-              "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+              "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 class Terminated(KeyboardInterrupt):

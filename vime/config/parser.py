@@ -407,6 +407,12 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--ray-address", type=str, default=None,
                    help="Join this running Ray cluster (host:port of its head; default: the "
                         "RAY_ADDRESS environment variable, else a local cluster is started).")
+    g.add_argument("--ray-auth", choices=("token", "disabled"), default="token",
+                   help="Ray's authentication: token (the default: a per-run token under "
+                        "--run-dir, or RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH / ~/.ray/auth_token "
+                        "when set or when joining --ray-address) or disabled (anyone who "
+                        "reaches this machine's Ray ports can run code as this user; a "
+                        "warning says so).")
     g.add_argument("--async-rollout", action="store_true",
                    help="Overlap rollout and training: generate step k+1's rollout while step k "
                         "trains (needs Ray actors and --use-rollout-logprobs; samples lag the "

@@ -6,9 +6,9 @@ Usage::
 
 A local cluster gets every core of this machine (``num_cpus``); a joined cluster keeps the
 resources its nodes registered with (Ray refuses ``num_cpus`` when connecting). Ray 2.60's
-own processes listen on all interfaces whichever node address is given (docs/environment.md);
-Ray's token authentication protects a cluster that other machines can reach
-(docs/en/training.md, "Several nodes").
+own processes listen on all interfaces whichever node address is given (docs/environment.md),
+so both run with Ray's token authentication (:func:`vime.ray.auth.setup_ray_auth`: a per-run
+token for a local cluster, the cluster's own for a join) unless ``--ray-auth disabled``.
 """
 
 from __future__ import annotations
@@ -34,13 +34,17 @@ def init_ray(args: Namespace) -> str | None:
 
     Raises:
         ConnectionError: no Ray cluster answers at the address (Ray's own message, with the
-            flag that gave the address and the fix).
+            flag that gave the address and the fix), or it refused the token.
+        vime.ray.auth.RayAuthError: the authentication asked for cannot be set up.
     """
     import ray
+
+    from vime.ray.auth import setup_ray_auth
 
     if ray.is_initialized():
         return ray_address(args)
     address = ray_address(args)
+    setup_ray_auth(args, joining=address is not None)
     if address is None:
         # address="local": a new cluster for this run. A bare ray.init() joins any cluster
         # already running on the machine (Ray's /tmp/ray/ray_current_cluster), and then
@@ -51,6 +55,11 @@ def init_ray(args: Namespace) -> str | None:
     source = "--ray-address" if arg(args, "ray_address") else "RAY_ADDRESS"
     try:
         ray.init(address=address, log_to_driver=True)
+    except ray.exceptions.AuthenticationError as exc:
+        raise ConnectionError(
+            f"{source}={address}: the cluster refused this process's Ray token ({exc}); use "
+            "the head's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+        ) from exc
     except ConnectionError as exc:
         raise ConnectionError(
             f"{source}={address}: no Ray cluster answers there ({exc}); start one with `ray "

@@ -51,7 +51,7 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "h18pkg" / "__init__.py").write_text("")
     monkeypatch.chdir(tmp_path)
     for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "HF_HUB_OFFLINE",
-                "RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE"):
+                "RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
         monkeypatch.setenv(key, os.environ.get(key, "1"))
     return tmp_path
 
