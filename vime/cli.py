@@ -1,5 +1,6 @@
 """The ``vime`` console script: ``vime train ...``, ``vime make-tiny-model OUT_DIR``,
-``vime model prepare NAME DIR``, ``vime demo``.
+``vime model prepare NAME DIR``, ``vime demo``,
+``vime report RUN_DIR``.
 
 Each subcommand lives in its own module and is imported only when used, so ``vime --help``
 starts without torch, Ray or vLLM.
@@ -19,6 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "model": ("vime.models.cli", "prepare a pretrained model that ships in a package "
                                  "(`vime model list`)"),
     "demo": ("vime.demo", "the end-to-end demo that `make demo` runs"),
+    "report": ("vime.report.html", "write RUN_DIR/report.html: a run's health and why each "
+                                   "sample did (not) train"),
 }
 
 

@@ -166,11 +166,17 @@ def run(args: Namespace) -> int:
     """The training loop on parsed arguments; returns the exit status (see module doc)."""
     from vime.backends import checkpoint as ckpt
     from vime.ray.weight_sync import weight_sync_for
+    from vime.tracking import TrackerMissingError, Trackers
     from vime.utils.logging_utils import MetricsLog, TrainProgress, print_summary
 
     os.makedirs(args.run_dir, exist_ok=True)
     log, t_run = MetricsLog(args.run_dir), time.perf_counter()
     manager = trainer = None
+    try:
+        trackers = Trackers.from_args(args)   # --use-wandb / --use-tensorboard / --use-trackio
+    except TrackerMissingError as exc:
+        print(f"vime train: {exc}", file=sys.stderr)
+        return 2
     last_done: int | None = None  # last rollout step whose optimiser step finished
     last_saved: int | None = None
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
@@ -178,6 +184,7 @@ def run(args: Namespace) -> int:
     try:
         _stop_after_this_step()
         manager, trainer = _start(args)
+        trackers.log_config(args)
         engines = bool(manager.call("get_engine_urls"))
         weight_sync = weight_sync_for(args)   # --weight-sync disk (default) or nccl
 
@@ -203,7 +210,7 @@ def run(args: Namespace) -> int:
         elif engines:
             manager.call("set_weight_version", start)
         if args.eval_interval and not args.skip_eval_before_train:
-            log.write(start, manager.call("eval", start))
+            trackers.log(log.write(start, manager.call("eval", start)))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
         stop_reason = ""
         with TrainProgress.for_args(args, total=args.num_rollout, start=start) as progress:
@@ -239,7 +246,9 @@ def run(args: Namespace) -> int:
                     _save(args, trainer, manager, rollout_id, ahead)
                     last_saved = rollout_id
                 metrics["perf/step_time"] = time.perf_counter() - t0
-                log.write(rollout_id, metrics)
+                trackers.log(log.write(rollout_id, metrics))
+                if trackers.tables:
+                    trackers.log_samples(rollout_id, manager.call("sample_table", rollout_id))
                 progress.advance(rollout_id, metrics)
                 if stop_reason:
                     print(f"vime train: stopped after step {rollout_id} ({rollout_id + 1 - start} "
@@ -261,6 +270,9 @@ def run(args: Namespace) -> int:
         _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
         return _stop_status(terminated)
     finally:
+        trackers.close()
+        if arg(args, "report"):
+            _write_report(args)
         if manager is not None:
             manager.close()
         close = getattr(trainer, "close", None)
@@ -269,6 +281,20 @@ def run(args: Namespace) -> int:
         if threading.current_thread() is threading.main_thread():
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+def _write_report(args: Namespace) -> None:
+    """``--report``: write ``RUN_DIR/report.html`` (``vime report``); a failure to write it is
+    said on stderr and does not change the run's exit status."""
+    from vime.report.html import write_report
+
+    try:
+        path = write_report(args.run_dir)
+    except Exception as exc:   # the run's own outcome matters more than its report
+        print(f"vime train: --report: could not write the report: {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return
+    print(f"vime train: report: {path}", flush=True)
 
 
 def _report_error(args: Namespace, exc: Exception) -> int:

@@ -18,6 +18,7 @@ import argparse
 import json
 from typing import Any
 
+from vime.config.observe import add_observe_arguments
 from vime.contract.hooks import HOOKS, SFT_ROLLOUT_PATH
 
 __all__ = [
@@ -447,6 +448,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_engine_arguments(parser)
     _add_debug_arguments(parser)
     _add_failure_arguments(parser)
+    add_observe_arguments(parser)
     add_hook_arguments(parser)
     _add_agent_arguments(parser)
     add_trainer_arguments(parser)

@@ -108,20 +108,22 @@ def _format_path(template: str, rollout_id: int | str) -> Path:
 
 
 def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path: str,
-                    rollout_id: int) -> float:
-    """Run ``vime.contract.checks.validate_rollout_output``; returns its time in seconds.
+                    rollout_id: int) -> tuple[list[Any], float]:
+    """Run ``vime.contract.checks.validate_rollout_output``; returns its findings (``Violation``)
+    and its time in seconds.
 
     The checker honours ``--contract-check`` (off / warn / raise) and
     ``--contract-check-interval`` itself; in ``raise`` mode it raises one ``ContractError``.
     """
     if arg(args, "contract_check") == "off":
-        return 0.0
+        return [], 0.0
     from vime.contract.checks import validate_rollout_output
 
     start = time.perf_counter()
-    validate_rollout_output(output, args, evaluation=evaluation, hook_path=hook_path,
-                            rollout_id=rollout_id, builtin_metric_keys=BUILTIN_ROLLOUT_METRICS)
-    return time.perf_counter() - start
+    found = validate_rollout_output(output, args, evaluation=evaluation, hook_path=hook_path,
+                                    rollout_id=rollout_id,
+                                    builtin_metric_keys=BUILTIN_ROLLOUT_METRICS)
+    return list(found), time.perf_counter() - start
 
 
 def _record_tokenizer_facts(args: Namespace) -> None:
@@ -182,6 +184,11 @@ class RolloutManagerCore:
         self.data_source = self.hooks["data_source_path"](args)
         self.engines: Any = None
         self.router: Any = None
+        #: ``--dump-rollouts``: the steps written by this process (a step is written once).
+        self._dumped: set[int] = set()
+        #: A tracker is on: a few samples of each step for its table (``sample_table``).
+        self._tracked = any(arg(args, f) for f in ("use_wandb", "use_tensorboard", "use_trackio"))
+        self.sample_tables: dict[int, list[dict[str, Any]]] = {}
         if start_engines and needs_engines(args):
             self._start_engines()
 
@@ -329,6 +336,7 @@ class RolloutManagerCore:
             set_id(rollout_id)
         start = time.perf_counter()
         check_time = 0.0
+        findings: list[Any] = []
         if arg(args, "load_debug_rollout_data"):
             output = self._load_debug(rollout_id)
         else:
@@ -336,8 +344,9 @@ class RolloutManagerCore:
                                      evaluation=False)
             assert isinstance(result, RolloutFnTrainOutput)
             output = result
-            check_time = _contract_check(output, args, evaluation=False,
-                                         hook_path=self.rollout_hook_path, rollout_id=rollout_id)
+            findings, check_time = _contract_check(output, args, evaluation=False,
+                                                   hook_path=self.rollout_hook_path,
+                                                   rollout_id=rollout_id)
         rollout_time = time.perf_counter() - start - check_time
         groups: Any = output.samples
         stale_metrics: dict[str, float] = {}
@@ -348,6 +357,44 @@ class RolloutManagerCore:
                                                     max_staleness=arg(args, "max_staleness"))
         samples = flatten_samples(groups)
         self._dump(rollout_id, samples)
+        if self._tracked:
+            from vime.tracking.samples import sample_table
+
+            self.sample_tables[rollout_id] = sample_table(args, samples)
+        dump = (lambda data: self._dump_rollouts(rollout_id, output.samples, groups, findings,
+                                                 samples, data)
+                ) if arg(args, "dump_rollouts") else None
+        try:
+            return self._finish_generate(rollout_id, output, samples, stale_metrics,
+                                         rollout_time, check_time, dump)
+        except BaseException:
+            if dump is not None:   # the failed step's samples are the ones worth seeing
+                dump(None)
+            raise
+
+    def _dump_rollouts(self, rollout_id: int, returned: Any, kept: Any, findings: list[Any],
+                       samples: list[Sample], data: dict[str, Any] | None) -> None:
+        """``--dump-rollouts``: write the step's rows (``vime.report.dump``) once."""
+        from vime.report.dump import step_rows, write_step
+        from vime.report.fates import take_dropped
+
+        if rollout_id in self._dumped:
+            return
+        self._dumped.add(rollout_id)
+        kept_ids = {id(g) for g in kept}
+        advantages = ({id(s): float(a) for s, a in zip(samples, data["rewards"], strict=False)}
+                      if data is not None and "rewards" in data else None)
+        rows = step_rows(self.args, rollout_id, returned,
+                         stale=[g for g in returned if id(g) not in kept_ids],
+                         dropped=take_dropped(rollout_id), findings=findings,
+                         advantages=advantages)
+        write_step(self.args.run_dir, rollout_id, rows, findings)
+
+    def _finish_generate(self, rollout_id: int, output: RolloutFnTrainOutput,
+                         samples: list[Sample], stale_metrics: dict[str, float],
+                         rollout_time: float, check_time: float,
+                         dump: Any) -> tuple[dict[str, Any] | None, dict[str, float]]:
+        args = self.args
         failed_message = too_many_failed(samples, float(arg(args, "max_failed_ratio")),
                                          where=f"rollout {rollout_id}")
         if failed_message is not None:
@@ -362,12 +409,23 @@ class RolloutManagerCore:
         metrics["perf/rollout_time"] = rollout_time
         metrics["perf/contract_check_time"] = check_time
         if arg(args, "debug_rollout_only"):
+            if dump is not None:
+                dump(None)
             return None, metrics
         data = BatchBuilder.convert(args, samples)
         data["total_lengths"] = [len(t) for t in data["tokens"]]
+        if dump is not None:
+            t_dump = time.perf_counter()
+            dump(data)
+            metrics["perf/dump_rollouts_time"] = time.perf_counter() - t_dump
         if output.on_accepted is not None:
             output.on_accepted()
         return data, metrics
+
+    def sample_table(self, rollout_id: int) -> list[dict[str, Any]]:
+        """The tracker table rows of step ``rollout_id`` (``vime.tracking.samples``), handed
+        out once; ``[]`` without a tracker."""
+        return self.sample_tables.pop(rollout_id, [])
 
     def eval(self, rollout_id: int) -> dict[str, float]:
         """One eval pass (``evaluation=True``): check, dump, ``log_eval_rollout_data``.
@@ -383,8 +441,8 @@ class RolloutManagerCore:
         output = call_rollout_fn(self.eval_rollout, args, rollout_id, self.data_source,
                                  evaluation=True)
         assert isinstance(output, RolloutFnEvalOutput)
-        check_time = _contract_check(output, args, evaluation=True,
-                                     hook_path=self.eval_hook_path, rollout_id=rollout_id)
+        _, check_time = _contract_check(output, args, evaluation=True,
+                                        hook_path=self.eval_hook_path, rollout_id=rollout_id)
         eval_time = time.perf_counter() - start - check_time
         flat = [s for entry in output.data.values() for s in entry.get("samples", [])]
         self._dump(f"eval_{rollout_id}", flat)

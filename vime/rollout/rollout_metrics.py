@@ -60,6 +60,11 @@ rollout can see:
   scoring run side by side).
 - ``rollout/vllm_rollout/failed_groups_dropped``: groups whose samples all FAILED, dropped and
   replaced by the train loop (present only when there were some).
+- ``rollout/vllm_rollout/engine_retries``: generate requests retried through the router
+  because no engine answered (``--rollout-engine-retry-secs``).
+- ``rollout/vllm_rollout/watchdog_reports``: 1 when the step ran past
+  ``--rollout-watchdog-secs`` and the watchdog logged its pending calls, else 0 (present only
+  with the watchdog on).
 - ``rollout/vllm_rollout/recycled_groups``: groups handed back to the data source for the next
   step (``--partial-rollout``).
 - ``rollout/dynamic_filter/drop_<reason>``: groups the ``--dynamic-sampling-filter-path``

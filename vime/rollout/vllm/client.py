@@ -211,6 +211,7 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         waited = now - first_failure
         if waited >= _retry_seconds(args):
             raise await _unavailable(state, sample, url, what, attempts, waited)
+        state.engine_retries += 1
         delay = min(ENGINE_RETRY_MAX_BACKOFF_S, ENGINE_RETRY_BACKOFF_S * 2 ** (attempts - 1))
         logger.warning("generate: sample index=%s: %s; retrying through %s in %.1f s",
                        sample.index, what, url, delay)

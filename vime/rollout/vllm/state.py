@@ -57,6 +57,8 @@ class RolloutState:
         #: prompt text -> token ids, this step's (cleared by :meth:`start_step`).
         self.prompt_ids: dict[str, list[int]] = {}
         self.generated_tokens = 0
+        #: Generate requests retried because no engine answered (this step).
+        self.engine_retries = 0
         self.gen_clock = BusyClock()
         self.rm_clock = BusyClock()
         self._register_lock = asyncio.Lock()
@@ -112,6 +114,7 @@ class RolloutState:
         self.pending.clear()
         self.prompt_ids.clear()
         self.generated_tokens = 0
+        self.engine_retries = 0
         self.gen_clock = BusyClock()
         self.rm_clock = BusyClock()
 

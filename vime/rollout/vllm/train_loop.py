@@ -36,6 +36,7 @@ from typing import Any
 from vime.config import arg
 from vime.contract import checks as rt
 from vime.contract.checks.enforced import group_size_problems, require
+from vime.report.fates import FAILED, FILTERED, note_dropped
 from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups, iter_samples
 from vime.rollout.failures import HookFailureError, is_failed, too_many_failed
 from vime.rollout.rollout_metrics import PREFIX, rollout_step_metrics
@@ -154,6 +155,8 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                     # nothing to train on or normalise against: dropped, counted, replaced
                     remaining -= 1
                     failed_groups.append(group)
+                    note_dropped(args, rollout_id, group, FAILED, "every sample of the group "
+                                 "failed; the group was dropped and replaced")
                     _stop_if_too_many_failed(finished, len(failed_groups), target, max_failed,
                                              rollout_id)
                     continue
@@ -169,6 +172,8 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
                     if not keep and not (fallback and remaining <= target):
                         remaining -= 1
                         drops[reason or "unknown"] += 1
+                        note_dropped(args, rollout_id, group, FILTERED,
+                                     f"{filter_path}: {reason or 'unknown'}")
                         continue
                 kept.append(group)
     except BaseException:
@@ -184,6 +189,9 @@ async def generate_rollout_async(args: Namespace, rollout_id: int, data_source: 
     metrics: dict[str, Any] = {f"rollout/dynamic_filter/drop_{r}": c for r, c in drops.items()}
     if failed_groups:
         metrics[f"{PREFIX}failed_groups_dropped"] = float(len(failed_groups))
+    metrics[f"{PREFIX}engine_retries"] = float(state.engine_retries)
+    if dog is not None:
+        metrics[f"{PREFIX}watchdog_reports"] = 1.0 if dog.report is not None else 0.0
     metrics.update(rollout_step_metrics(
         wall_s=time.monotonic() - start, generated_tokens=state.generated_tokens,
         generation_busy_s=state.gen_clock.total(), reward_busy_s=state.rm_clock.total(),
