@@ -25,6 +25,7 @@ SUBCOMMANDS = {
     "make-tiny-model": "out_dir",
     "model": "prepare",
     "demo": "--quick",
+    "report": "run_dir",
     "report": "--control",
 }
 
