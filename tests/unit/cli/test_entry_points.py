@@ -25,7 +25,6 @@ SUBCOMMANDS = {
     "make-tiny-model": "out_dir",
     "model": "prepare",
     "demo": "--quick",
-    "report": "run_dir",
     "report": "--control",
 }
 
