@@ -11,7 +11,8 @@ found later it would be a traceback inside a Ray actor. Checked: ``--prompt-data
 eval dataset (exists, a readable file, ``.jsonl`` or ``.parquet``, a well-formed
 ``@[start:end]``), ``--hf-checkpoint`` (a local folder holds ``config.json``), and every hook
 ``--*-path`` set to something else than its default (its module is found on ``sys.path`` with
-the working directory first, as the actors see it; found, not imported).
+the working directory first, as the actors see it; found, not imported), and Ray's
+authentication (``vime.ray.auth.auth_problem``: ``RAY_AUTH_MODE``, the token's file, a join's token).
 Imports the standard library only (the data helpers lazily).
 """
 
@@ -107,6 +108,12 @@ def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:
         problem = hf_checkpoint_problem(checkpoint)
         if problem:
             return "--hf-checkpoint", problem
+    from vime.ray.auth import auth_problem
+    from vime.ray.cluster import ray_address
+
+    problem = auth_problem(args, joining=ray_address(args) is not None)
+    if problem:
+        return "--ray-auth", problem
     for spec in HOOKS.values():
         value = getattr(args, spec.dest, None)
         paths = value if isinstance(value, list) else [value]

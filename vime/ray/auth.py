@@ -35,7 +35,8 @@ from pathlib import Path
 from vime.config import arg
 
 __all__ = ["DISABLED_WARNING", "MODE_ENV", "RayAuthError", "TOKEN_ENV", "TOKEN_FILE",
-           "TOKEN_PATH_ENV", "default_token_path", "setup_ray_auth", "write_token"]
+           "TOKEN_PATH_ENV", "auth_problem", "default_token_path", "setup_ray_auth",
+           "write_token"]
 
 MODE_ENV = "RAY_AUTH_MODE"
 TOKEN_ENV = "RAY_AUTH_TOKEN"
@@ -119,39 +120,59 @@ def _refresh_ray_config() -> None:
     AuthenticationTokenLoader.instance().reset_cache()
 
 
-def _setup(args: Namespace, *, joining: bool) -> Path | None:
-    env_mode = os.environ.get(MODE_ENV)
+def auth_problem(args: Namespace, *, joining: bool) -> str | None:
+    """Why Ray's authentication cannot be set up as ``args`` and the environment ask, with the
+    fix (one sentence), or None. The one decider: :func:`setup_ray_auth` raises it and
+    ``vime.config.inputs`` reports it as a bad ``--ray-auth`` before Ray starts.
+
+    Problems: ``RAY_AUTH_MODE`` set to anything but ``token`` without ``--ray-auth disabled``;
+    ``RAY_AUTH_TOKEN_PATH`` naming an empty or unreadable file; a join (``joining``) with no
+    token in ``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``.
+    """
     if arg(args, "ray_auth") == "disabled":
-        os.environ[MODE_ENV] = "disabled"
-        print(DISABLED_WARNING, file=sys.stderr, flush=True)
         return None
+    env_mode = os.environ.get(MODE_ENV)
     if env_mode is not None and env_mode.lower() != "token":
-        raise RayAuthError(
-            f"{MODE_ENV}={env_mode} in the environment: vime train runs Ray with token "
-            f"authentication; unset {MODE_ENV}, or pass --ray-auth disabled to turn it off "
-            "(anyone who reaches this machine's Ray ports could then run code)")
-    os.environ[MODE_ENV] = "token"
+        return (f"{MODE_ENV}={env_mode} in the environment: vime train runs Ray with token "
+                f"authentication; unset {MODE_ENV}, or pass --ray-auth disabled to turn it off "
+                "(anyone who reaches this machine's Ray ports could then run code)")
     if os.environ.get(TOKEN_ENV):
         return None
     given = os.environ.get(TOKEN_PATH_ENV)
     if given:
         try:
-            if not Path(given).read_text().strip():
-                raise RayAuthError(f"{TOKEN_PATH_ENV}={given}: the file is empty; write the "
-                                   "cluster's token to it (ray get-auth-token)")
+            empty = not Path(given).read_text().strip()
         except OSError as exc:
-            raise RayAuthError(f"{TOKEN_PATH_ENV}={given}: cannot read the token "
-                               f"({exc.strerror or exc}); point it at a readable file") from exc
+            return (f"{TOKEN_PATH_ENV}={given}: cannot read the token "
+                    f"({exc.strerror or exc}); point it at a readable file")
+        if empty:
+            return (f"{TOKEN_PATH_ENV}={given}: the file is empty; write the cluster's token to "
+                    "it (ray get-auth-token)")
+        return None
+    if joining and not default_token_path().is_file():
+        return (f"joining a Ray cluster needs its token: set {TOKEN_ENV}=<token> or "
+                f"{TOKEN_PATH_ENV}=<file>, or copy the head's ~/.ray/auth_token here (ray "
+                "get-auth-token on the head prints it); --ray-auth disabled only for a cluster "
+                "started with RAY_AUTH_MODE=disabled")
+    return None
+
+
+def _setup(args: Namespace, *, joining: bool) -> Path | None:
+    problem = auth_problem(args, joining=joining)
+    if problem is not None:
+        raise RayAuthError(problem)
+    if arg(args, "ray_auth") == "disabled":
+        os.environ[MODE_ENV] = "disabled"
+        print(DISABLED_WARNING, file=sys.stderr, flush=True)
+        return None
+    os.environ[MODE_ENV] = "token"
+    if os.environ.get(TOKEN_ENV):
+        return None
+    given = os.environ.get(TOKEN_PATH_ENV)
+    if given:
         return Path(given)
     if joining:
-        default = default_token_path()
-        if default.is_file():
-            return default
-        raise RayAuthError(
-            f"joining a Ray cluster needs its token: set {TOKEN_ENV}=<token> or "
-            f"{TOKEN_PATH_ENV}=<file>, or copy the head's ~/.ray/auth_token here (ray "
-            "get-auth-token on the head prints it); --ray-auth disabled only for a cluster "
-            "started with RAY_AUTH_MODE=disabled")
+        return default_token_path()
     path = Path(args.run_dir) / TOKEN_FILE
     write_token(path)
     os.environ[TOKEN_PATH_ENV] = str(path)

@@ -92,3 +92,41 @@ def test_hub_id_is_left_to_the_loader() -> None:
 
     assert hf_checkpoint_problem("Qwen/Qwen2.5-0.5B") is None
     assert hf_checkpoint_problem("./Qwen/Qwen2.5-0.5B") is not None
+
+
+# Ray's authentication (vime.ray.auth.auth_problem), set by the environment: (variables, words)
+AUTH_CASES = [
+    ({"RAY_AUTH_MODE": "disabled"}, "unset RAY_AUTH_MODE, or pass --ray-auth disabled"),
+    ({"RAY_AUTH_TOKEN_PATH": "{d}/no_token"}, "RAY_AUTH_TOKEN_PATH={d}/no_token: cannot read"),
+    ({"RAY_AUTH_TOKEN_PATH": "{d}/data"}, "the file is empty"),
+    ({"RAY_ADDRESS": "127.0.0.1:1", "RAY_AUTH_TOKEN_PATH": None, "HOME": "{d}"},
+     "joining a Ray cluster needs its token"),
+]
+
+
+@pytest.mark.parametrize(("env", "reason"), AUTH_CASES, ids=[c[1][:24] for c in AUTH_CASES])
+def test_bad_ray_auth_is_one_line_and_exit_2(scratch: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             env: dict[str, str | None], reason: str) -> None:
+    for key, value in env.items():
+        if value is None:
+            monkeypatch.delenv(key, raising=False)
+        else:
+            monkeypatch.setenv(key, value.replace("{d}", str(scratch)))
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    status = main(_argv(scratch, []))
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.strip().splitlines()[1].startswith("vime train: error: argument --ray-auth: "), err
+    assert reason.replace("{d}", str(scratch)) in err, err
+    assert not (scratch / "run").exists()   # nothing started
+
+
+def test_ray_auth_disabled_passes_the_input_check(scratch: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime.config.inputs import input_problem
+    from vime.config.command_line import parse_args
+
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    args = parse_args(_argv(scratch, ["--ray-auth", "disabled"]))
+    assert input_problem(args) is None
