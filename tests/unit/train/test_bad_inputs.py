@@ -124,8 +124,8 @@ def test_bad_ray_auth_is_one_line_and_exit_2(scratch: Path, capsys: pytest.Captu
 
 def test_ray_auth_disabled_passes_the_input_check(scratch: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from vime.config.inputs import input_problem
     from vime.config.command_line import parse_args
+    from vime.config.inputs import input_problem
 
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     args = parse_args(_argv(scratch, ["--ray-auth", "disabled"]))
