@@ -75,6 +75,11 @@ def _numbers(record: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
+def _table_data(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """``rows`` as lists in :data:`TABLE_COLUMNS` order (wandb's and trackio's ``Table(data=)``)."""
+    return [[r.get(c) for c in TABLE_COLUMNS] for r in rows]
+
+
 class _Wandb:
     def __init__(self, args: Namespace) -> None:
         self.wandb = _need("wandb", "--use-wandb")
@@ -89,8 +94,7 @@ class _Wandb:
         self.run.log(metrics, step=step)
 
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
-        table = self.wandb.Table(columns=list(TABLE_COLUMNS),
-                                 data=[[r.get(c) for c in TABLE_COLUMNS] for r in rows])
+        table = self.wandb.Table(columns=list(TABLE_COLUMNS), data=_table_data(rows))
         self.run.log({"rollout/samples": table}, step=step)
 
     def close(self) -> None:
@@ -137,8 +141,7 @@ class _Trackio:
         self.trackio.log(metrics, step=step)
 
     def log_samples(self, step: int, rows: Sequence[Mapping[str, Any]]) -> None:
-        table = self.trackio.Table(columns=list(TABLE_COLUMNS),
-                                   data=[[r.get(c) for c in TABLE_COLUMNS] for r in rows])
+        table = self.trackio.Table(columns=list(TABLE_COLUMNS), data=_table_data(rows))
         self.trackio.log({"rollout/samples": table}, step=step)
 
     def close(self) -> None:
