@@ -382,8 +382,11 @@ class RolloutManagerCore:
             return
         self._dumped.add(rollout_id)
         kept_ids = {id(g) for g in kept}
-        advantages = ({id(s): float(a) for s, a in zip(samples, data["rewards"], strict=False)}
-                      if data is not None and "rewards" in data else None)
+        # One normalised reward per sample, in order (a custom conversion may return another
+        # number of rows: then no sample's advantage is known, rather than a shifted one).
+        rewards = data.get("rewards") if data is not None else None
+        advantages = ({id(s): float(a) for s, a in zip(samples, rewards, strict=True)}
+                      if rewards is not None and len(rewards) == len(samples) else None)
         rows = step_rows(self.args, rollout_id, returned,
                          stale=[g for g in returned if id(g) not in kept_ids],
                          dropped=take_dropped(rollout_id), findings=findings,
