@@ -9,6 +9,7 @@ Usage::
     vime-lint rules                 # every rule: code, name, severity, fix
     vime-lint rule VIM001           # one rule's documentation
     vime-lint check ...             # the dry-run harness (vime_lint.runtime.harness)
+    vime-lint rescore RUN_DIR --rm-type math   # re-score dumped samples (vime_lint.rescore)
     vime-lint --version
 
 Exit codes: 0 clean, 1 findings (or fixes with ``--exit-non-zero-on-fix``), 2 usage,
@@ -83,6 +84,8 @@ def _build_parser() -> argparse.ArgumentParser:
     rule = sub.add_parser("rule", help="print one rule's documentation")
     rule.add_argument("code", help="a code (VIM001) or rule name")
     sub.add_parser("check", help="dry-run the hooks of a launch command (imports and runs them)",
+                   add_help=False)
+    sub.add_parser("rescore", help="score a run's dumped samples again with another reward",
                    add_help=False)
     from vime_lint.typecheck.command import add_parser as add_types_parser
 
@@ -257,6 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check":
         return _cmd_check(args[1:])
+    if args and args[0] == "rescore":
+        from vime_lint.rescore import main as rescore
+
+        return rescore(args[1:])
     parser = _build_parser()
     try:
         ns = parser.parse_args(args)
