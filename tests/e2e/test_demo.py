@@ -50,6 +50,16 @@ def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     assert all("perf/contract_check_time" in r for r in steps)  # runtime check on
     assert sum("eval/greedy" in r for r in grpo) == 2            # before the first step, after 2
     assert (out / "sft_model" / "model.safetensors").is_file()
+    # grpo.yaml dumps every step and writes the report page; the summary links it
+    assert sorted(p.name for p in (out / "grpo" / "rollouts").glob("step_*.parquet")) == [
+        "step_0.parquet", "step_1.parquet"]
+    page = (out / "grpo" / "report.html").read_text()
+    assert summary["report"] == str(out / "grpo" / "report.html")
+    assert "report.html" in (out / "summary.txt").read_text()
+    import re
+
+    from vime.report.html import SECTIONS
+    assert re.findall(r"<section id='([\w-]+)'>", page) == [i for i, _ in SECTIONS]
     # --control: the same GRPO run on shuffled rewards, through the reward post-process hook
     assert "--custom-reward-post-process-path examples.demo.shuffled_rewards" in proc.stdout
     assert summary["control"]["steps"] == 2 and summary["control"]["start_greedy"] is not None

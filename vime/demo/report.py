@@ -139,14 +139,19 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     if control is not None and control["gain_points"] is not None:
         console.print(f"control (same steps, rewards shuffled): {control['gain_points']:+.1f} "
                       "points; the difference is what the reward taught")
+    page = paths.grpo_run / "report.html"
     console.print(f"files: {_display(paths.out / 'summary.txt')}, "
                   f"{_display(paths.out / 'summary.json')}, "
                   f"{_display(paths.out / 'demo.png') if png else '(no plot)'}, "
                   f"{_display(paths.grpo_run / 'metrics.jsonl')}")
+    if page.is_file():
+        console.print(f"run health and why each sample did (not) train: {_display(page)} "
+                      "(open it in a browser)")
     summary = {"quick": quick, "total_seconds": total_seconds, "n_eval": n_eval,
                "model": recipe.name, "target_gain_points": target, **numbers, "control": control,
                "stages": [asdict(s) for s in stages],
-               "png": str(png) if png else None}
+               "png": str(png) if png else None,
+               "report": str(page) if page.is_file() else None}
     (paths.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (paths.out / "summary.txt").write_text(console.export_text())
     return summary
