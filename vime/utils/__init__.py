@@ -1,0 +1,1 @@
+"""Small shared helpers: ``Sample`` (``types.py``), datasets, hook loading, masks, HTTP, logging."""

@@ -1,0 +1,1 @@
+"""``vime-lint types``: mypy on hook modules with the contract's types (VIM2xx)."""
