@@ -178,7 +178,9 @@ def run(args: Namespace) -> int:
         print(f"vime train: {exc}", file=sys.stderr)
         return 2
     last_done: int | None = None  # last rollout step whose optimiser step finished
-    last_saved: int | None = None
+    last_saved: int | None = None  # last step whose checkpoint is marked complete
+    files_saved: int | None = None  # last step whose checkpoint files are written
+    unlogged: tuple[int, dict[str, Any]] | None = None  # a trained step's unwritten metrics
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
     STOP_REQUEST.clear()
     try:
@@ -200,6 +202,9 @@ def run(args: Namespace) -> int:
         ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)
+        if args.load and loaded is None:
+            print(f"vime train: no checkpoint under {args.load}: starting from step {start}",
+                  flush=True)
         if loaded is not None:
             if trainer is not None:
                 trainer.call("load", args.load, loaded)
@@ -209,6 +214,11 @@ def run(args: Namespace) -> int:
             sync(start)
         elif engines:
             manager.call("set_weight_version", start)
+        dropped = log.drop_from(start if loaded is None else loaded + 1)
+        if dropped:
+            print(f"vime train: {log.path}: dropped the lines of {dropped} steps from step "
+                  f"{start if loaded is None else loaded + 1} on, written after the checkpoint "
+                  "this run resumes from: they are trained and written again", flush=True)
         if args.eval_interval and not args.skip_eval_before_train:
             trackers.log(log.write(start, manager.call("eval", start)))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
@@ -230,10 +240,10 @@ def run(args: Namespace) -> int:
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))
-                    last_done = rollout_id
-                    if save_now:
-                        _save(args, trainer, manager, rollout_id, ahead)
-                        last_saved = rollout_id
+                    last_done, unlogged = rollout_id, (rollout_id, metrics)
+                    if save_now:   # marked complete below, once the step's metrics are written
+                        _save(args, trainer, manager, rollout_id, ahead, mark=False)
+                        files_saved = rollout_id
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
                     metrics.update(manager.call("eval", rollout_id))
@@ -242,11 +252,15 @@ def run(args: Namespace) -> int:
                 except ValueError as exc:
                     print(f"vime train: {exc}", file=sys.stderr)
                     return 2
-                if stop_reason and args.save and trainer is not None and last_saved != rollout_id:
-                    _save(args, trainer, manager, rollout_id, ahead)
-                    last_saved = rollout_id
+                if stop_reason and args.save and trainer is not None and files_saved != rollout_id:
+                    _save(args, trainer, manager, rollout_id, ahead, mark=False)
+                    files_saved = rollout_id
                 metrics["perf/step_time"] = time.perf_counter() - t0
                 trackers.log(log.write(rollout_id, metrics))
+                unlogged = None
+                if files_saved == rollout_id:   # after the metrics line: a resume has no gap
+                    ckpt.mark_complete(args.save, rollout_id)
+                    last_saved = rollout_id
                 if trackers.tables:
                     trackers.log_samples(rollout_id, manager.call("sample_table", rollout_id))
                 progress.advance(rollout_id, metrics)
@@ -257,7 +271,8 @@ def run(args: Namespace) -> int:
                     break
         if STOP_REQUEST:
             terminated = STOP_REQUEST["signum"] == signal.SIGTERM
-            _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
+            _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
+                     log=log, unlogged=unlogged)
             return _stop_status(terminated)
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run,
                       loss_type=args.loss_type, watch=[args.early_stop_metric or ""])
@@ -267,7 +282,8 @@ def run(args: Namespace) -> int:
     except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
         terminated = isinstance(exc, Terminated) or (
             STOP_REQUEST.get("signum") == signal.SIGTERM)
-        _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
+        _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
+                 log=log, unlogged=unlogged)
         return _stop_status(terminated)
     finally:
         trackers.close()
@@ -339,13 +355,18 @@ def _grouped(error: ContractError) -> str:
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
              last_saved: int | None, terminated: bool,
-             ahead: tuple[int, Any, Any] | None = None) -> None:
+             ahead: tuple[int, Any, Any] | None = None, *, log: Any = None,
+             unlogged: tuple[int, dict[str, Any]] | None = None) -> None:
     """Say why the run stopped and checkpoint the last finished step (with ``--save``); with
     ``--async-rollout`` also the rollout generated ahead, unless the stop interrupted it (then
-    its prompts are skipped on resume, and the message says so)."""
+    its prompts are skipped on resume, and the message says so). ``unlogged``: a trained
+    step whose metrics line the stop cut off, ``(rollout_id, metrics so far)``; written to
+    ``log`` (a ``MetricsLog``) before the checkpoint is marked complete."""
     print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
           file=sys.stderr)
     if args.save and trainer is not None and last_done is not None and last_done != last_saved:
+        if log is not None and unlogged is not None and unlogged[0] == last_done:
+            log.write(*unlogged)
         if ahead is not None and ahead[0] == last_done + 1:
             try:
                 ahead = (ahead[0], _peek(ahead[1]), _peek(ahead[2]))
@@ -387,9 +408,10 @@ def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -
 
 
 def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int,
-          ahead: tuple[int, Any, Any] | None = None) -> None:
+          ahead: tuple[int, Any, Any] | None = None, *, mark: bool = True) -> None:
     """Checkpoint model, optimiser, scheduler and data source for ``rollout_id``, then mark
-    the iteration complete (a resume only loads complete iterations). With ``--async-rollout``
+    the iteration complete (a resume only loads complete iterations); ``mark=False`` leaves the
+    mark to the caller, which writes the step's metrics line first. With ``--async-rollout``
     the rollout generated ahead (``ahead``: its id, data and metrics, refs or values) is saved
     too: its prompts are gone from the data source, and a resumed run trains on it first,
     as the uninterrupted run would have. Waiting for it costs nothing: the weight sync after
@@ -401,7 +423,8 @@ def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int,
     if ahead is not None and ahead[0] == rollout_id + 1:
         ahead_id, data, metrics = ahead
         ckpt.save_ahead_rollout(args.save, rollout_id, ahead_id, _peek(data), _peek(metrics))
-    ckpt.mark_complete(args.save, rollout_id)
+    if mark:
+        ckpt.mark_complete(args.save, rollout_id)
 
 
 def _resumed_ahead(args: Namespace, loaded: int, start: int, *,
