@@ -11,8 +11,11 @@ found later it would be a traceback inside a Ray actor. Checked: ``--prompt-data
 eval dataset (exists, a readable file, ``.jsonl`` or ``.parquet``, a well-formed
 ``@[start:end]``), ``--hf-checkpoint`` (a local folder holds ``config.json``), and every hook
 ``--*-path`` set to something else than its default (its module is found on ``sys.path`` with
-the working directory first, as the actors see it; found, not imported), and Ray's
-authentication (``vime.ray.auth.auth_problem``: ``RAY_AUTH_MODE``, the token's file, a join's token).
+the working directory first, as the actors see it; found, not imported), the folders the run
+writes and the checkpoint it resumes from (``vime.config.paths.path_problem``: ``--run-dir``,
+``--save``, ``--tensorboard-dir``, ``--save-debug-rollout-data``, ``--load``,
+``--load-debug-rollout-data``), and Ray's authentication (``vime.ray.auth.auth_problem``:
+``RAY_AUTH_MODE``, the token's file, a join's token).
 Imports the standard library only (the data helpers lazily).
 """
 
@@ -108,6 +111,11 @@ def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:
         problem = hf_checkpoint_problem(checkpoint)
         if problem:
             return "--hf-checkpoint", problem
+    from vime.config.paths import path_problem
+
+    found = path_problem(args)
+    if found is not None:
+        return found
     from vime.ray.auth import auth_problem
     from vime.ray.cluster import ray_address
 

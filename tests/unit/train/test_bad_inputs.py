@@ -35,6 +35,22 @@ CASES = [
      "(did you mean 'h18pkg'?)"),
     (["--rollout-function-path", "generate_rollout"], "--rollout-function-path",
      "is not a dotted path"),
+    # the folders a run writes and the checkpoint it resumes from (vime.config.paths)
+    (["--save", "{d}/ok.jsonl"], "--save", "is a file, not a folder"),
+    (["--run-dir", "{d}/ok.jsonl"], "--run-dir", "is a file, not a folder"),
+    (["--run-dir", "{d}/ok.jsonl/run"], "--run-dir", "is a file, not a folder; give a path under"),
+    (["--save", "{d}/dangling"], "--save", "is a dangling symbolic link"),
+    (["--tensorboard-dir", "{d}/ok.jsonl"], "--tensorboard-dir", "is a file, not a folder"),
+    (["--save-debug-rollout-data", "{d}/ok.jsonl/dump_{rollout_id}.pt"],
+     "--save-debug-rollout-data", "is a file, not a folder"),
+    (["--load", "{d}/ok.jsonl"], "--load", "is a file; give the checkpoint folder"),
+    (["--load", "{d}/garbage_ckpt"], "--load", "holds 'abc', not a rollout id"),
+    (["--load", "{d}/dangling_ckpt"], "--load",
+     "points at iter_0000007, which does not exist; the folder holds iter_0000003"),
+    (["--load", "{d}/partial_ckpt"], "--load",
+     "iter_0000002 is incomplete: model/model.safetensors is missing"),
+    (["--load-debug-rollout-data", "{d}/dump_{rollout_id}.pt"], "--load-debug-rollout-data",
+     "dump_0.pt' (the file of rollout 0) does not exist"),
 ]
 
 
@@ -49,6 +65,13 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "model" / "config.json").write_text("{}")
     (tmp_path / "h18pkg").mkdir()
     (tmp_path / "h18pkg" / "__init__.py").write_text("")
+    (tmp_path / "dangling").symlink_to(tmp_path / "gone")
+    for name, pointer in (("garbage_ckpt", "abc"), ("dangling_ckpt", "7"), ("partial_ckpt", "2")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "latest_checkpointed_iteration.txt").write_text(pointer + "\n")
+    (tmp_path / "dangling_ckpt" / "iter_0000003").mkdir()
+    (tmp_path / "partial_ckpt" / "iter_0000002").mkdir()
+    (tmp_path / "partial_ckpt" / "iter_0000002" / "manager_state.pt").write_bytes(b"")
     monkeypatch.chdir(tmp_path)
     for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "HF_HUB_OFFLINE",
                 "RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
@@ -130,3 +153,41 @@ def test_ray_auth_disabled_passes_the_input_check(scratch: Path,
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     args = parse_args(_argv(scratch, ["--ray-auth", "disabled"]))
     assert input_problem(args) is None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into folders without write permission")
+def test_a_read_only_save_parent_is_one_line(scratch: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (scratch / "locked").mkdir(mode=0o500)
+    assert main(_argv(scratch, ["--save", str(scratch / "locked" / "ckpt")])) == 2
+    assert "argument --save: " in capsys.readouterr().err
+
+
+def test_a_read_only_folder_is_refused_by_its_access(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    from vime.config import paths
+
+    monkeypatch.setattr(paths.os, "access", lambda path, mode: Path(path) != tmp_path)
+    assert paths.output_dir_problem(str(tmp_path / "ckpt")) == (
+        f"{str(tmp_path / 'ckpt')!r} cannot be written: its parent folder {str(tmp_path)!r} "
+        "is not writable")
+    assert paths.output_dir_problem(str(tmp_path / "sub")) is not None
+
+
+@pytest.mark.parametrize("state", ["absent", "empty", "complete"])
+def test_a_load_folder_that_resumes_or_starts_fresh_passes(tmp_path: Path, state: str) -> None:
+    from vime.config.paths import RESUME_FILES, load_problem
+
+    root = tmp_path / "ckpt"
+    if state != "absent":
+        root.mkdir()
+    if state == "complete":
+        (root / "latest_checkpointed_iteration.txt").write_text("4\n")
+        for name in (*RESUME_FILES["trainer"], *RESUME_FILES["manager"]):
+            (root / "iter_0000004" / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / "iter_0000004" / name).write_bytes(b"x")
+    assert load_problem(str(root)) is None
+    if state == "complete":
+        (root / "iter_0000004" / "trainer_state.pt").unlink()
+        assert "trainer_state.pt is missing" in str(load_problem(str(root)))
+        assert load_problem(str(root), trainer=False) is None   # --debug-rollout-only
