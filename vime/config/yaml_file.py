@@ -8,7 +8,8 @@ Usage::
 Refused, each with its own reason: a missing path or a folder, an unreadable file (the
 operating system's reason), a binary file (a NUL byte), bytes that are not UTF-8 (line and
 byte offset of the first), invalid YAML (PyYAML's reason and line, on one line), and a
-document nested deeper than Python's recursion limit lets PyYAML build (a few hundred levels).
+document nested deeper than :data:`MAX_DEPTH` brackets (found by a linear scan before parsing)
+or than Python's recursion limit lets PyYAML build.
 ``yaml.safe_load`` only: no tags that build Python objects.
 """
 
@@ -22,6 +23,35 @@ __all__ = ["YamlFileError", "read_yaml"]
 
 class YamlFileError(ValueError):
     """A YAML file that cannot be read or parsed: the message is one line naming the file."""
+
+
+#: Levels of ``[``/``{`` nesting refused before parsing (PyYAML takes seconds to reach
+#: Python's recursion limit on thousands of levels; a configuration needs a few).
+MAX_DEPTH = 100
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in ``text``, outside quotes and comments (a scan of
+    the characters: linear, no parsing)."""
+    deepest = depth = 0
+    quote = ""
+    for line in text.splitlines():
+        for i, char in enumerate(line):
+            if quote:
+                if char == quote:
+                    quote = ""
+            elif char in "'\"":
+                quote = char
+            elif char == "#" and (i == 0 or line[i - 1] in " \t"):
+                break
+            elif char in "[{":
+                depth += 1
+                deepest = max(deepest, depth)
+            elif char in "]}":
+                depth = max(0, depth - 1)
+        if not depth:
+            quote = ""   # outside brackets an unclosed quote is not carried to the next line
+    return deepest
 
 
 def _one_line(text: str) -> str:
@@ -53,6 +83,10 @@ def read_yaml(path: str | Path) -> Any:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise YamlFileError(f"{path}:{line}: not UTF-8 text (byte {exc.start}: "
                             f"{raw[exc.start:exc.start + 1]!r}); save the file as UTF-8") from None
+    depth = _flow_depth(text)
+    if depth > MAX_DEPTH:
+        raise YamlFileError(f"{path}: nested too deeply to read ({depth} levels of brackets, more "
+                            f"than {MAX_DEPTH}; a configuration needs a few); flatten it")
     try:
         return yaml.safe_load(text)
     except RecursionError:

@@ -279,3 +279,17 @@ def test_a_load_folder_that_resumes_or_starts_fresh_passes(tmp_path: Path, state
         (root / "iter_0000004" / "trainer_state.pt").unlink()
         assert "trainer_state.pt is missing" in str(load_problem(str(root)))
         assert load_problem(str(root), trainer=False) is None   # --debug-rollout-only
+
+
+def test_yaml_nesting_is_measured_outside_quotes_and_comments(tmp_path: Path) -> None:
+    from vime.config.yaml_file import MAX_DEPTH, YamlFileError, read_yaml
+
+    path = tmp_path / "run.yaml"
+    path.write_text("wandb-group: '" + "[" * 500 + "'  # " + "{" * 500 + "\nseed: [1, [2]]\n")
+    assert read_yaml(path) == {"wandb-group": "[" * 500, "seed": [1, [2]]}
+    path.write_text("x: " + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "\n")
+    with pytest.raises(YamlFileError, match=rf"{MAX_DEPTH + 1} levels of brackets"):
+        read_yaml(path)
+    path.write_text("a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 1500)))
+    with pytest.raises(YamlFileError, match="nested too deeply to read"):   # block style
+        read_yaml(path)
