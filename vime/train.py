@@ -13,7 +13,8 @@ warm-up that stops once greedy decoding reproduces 30 % of the training batches
 (``train/greedy_match``).
 
 Exit status: 0 done; 1 a ``ContractError`` (its message printed, no traceback) or another
-error; 2 bad arguments (an unknown ``--early-stop-metric`` included); 130 Ctrl-C; 143
+error; 2 bad arguments (an unknown ``--early-stop-metric`` included) or a checkpoint file that
+is not plain data (``UnsafeCheckpointError``, one line); 130 Ctrl-C; 143
 SIGTERM. Engines are stopped on every exit. The first Ctrl-C or SIGTERM stops the run after
 the current step, the second at once; either way the last finished step is checkpointed first
 (with ``--save``).
@@ -316,13 +317,19 @@ def _write_report(args: Namespace) -> None:
 def _report_error(args: Namespace, exc: Exception) -> int:
     """A contract violation, or an error raised in user code (here or inside a Ray actor):
     print the message, the user's file:line and where the full traceback went
-    (``RUN_DIR/train.log``); return 1. An error with no user frame is vime's: raised again
+    (``RUN_DIR/train.log``); return 1. A refused checkpoint file (``UnsafeCheckpointError``):
+    its one line; return 2. An error with no user frame is vime's: raised again
     (its traceback printed, exit status 1)."""
+    from vime.backends.checkpoint import UnsafeCheckpointError
     from vime.ray.preflight import HookPreflightError
     from vime.rollout.failures import HookFailureError
     from vime.utils.user_errors import cause_of, short_report, user_frame, write_traceback
 
     cause = cause_of(exc)
+    if isinstance(cause, UnsafeCheckpointError):
+        # a checkpoint file that is not plain data (a planted pickle): refused, never run
+        print(f"vime train: {cause}", file=sys.stderr)
+        return 2
     if isinstance(cause, (HookFailureError, HookPreflightError)):
         # too many failed samples / a hook that does not load on the workers: the message
         # names the hooks, the errors and the fix (vime/rollout/failures.py, vime/ray/preflight.py)

@@ -114,3 +114,25 @@ def test_drop_from_keeps_earlier_steps_and_leaves_an_absent_file_alone(tmp_path:
     assert log.drop_from(2) == 2
     assert [json.loads(x)["rollout_id"] for x in log.path.read_text().splitlines()] == [0, 1]
     assert log.drop_from(5) == 0
+
+
+def test_a_resume_from_a_planted_pickle_is_one_line_exit_2_and_runs_nothing(
+        tmp_path: Path, small_model: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    import torch
+
+    class Payload:
+        def __reduce__(self) -> tuple[object, tuple[str]]:
+            return (os.system, (f"touch {tmp_path / 'ran'}",))
+
+    assert run(parse_args(_argv(tmp_path, small_model, "--num-rollout", "1"))) == 0
+    torch.save({"rollout_id": 0, "rng": Payload()},
+               ckpt.iteration_dir(tmp_path / "ckpt", 0) / "manager_state.pt")
+    capsys.readouterr()
+    assert run(parse_args(_argv(tmp_path, small_model, "--num-rollout", "2"))) == 2
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("vime train: ")]
+    assert len(ours) == 1, err   # one line (transformers' loading bar aside)
+    assert "manager_state.pt: refused to load: the file names the Python object" in ours[0]
+    assert "Traceback" not in err and not (tmp_path / "ran").exists()
