@@ -255,7 +255,7 @@ def test_a_read_only_folder_is_refused_by_its_access(monkeypatch: pytest.MonkeyP
                                                      tmp_path: Path) -> None:
     from vime.config import paths
 
-    monkeypatch.setattr(paths.os, "access", lambda path, mode: Path(path) != tmp_path)
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
     assert paths.output_dir_problem(str(tmp_path / "ckpt")) == (
         f"{str(tmp_path / 'ckpt')!r} cannot be written: its parent folder {str(tmp_path)!r} "
         "is not writable")

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import random
 from argparse import Namespace
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,7 +47,7 @@ def test_load_state_refuses_a_pickle_that_would_run_code(tmp_path: Path) -> None
     assert not marker.exists()
 
 
-def _manager(tmp_path: Path) -> object:
+def _manager(tmp_path: Path) -> Any:
     from vime.ray.rollout import RolloutManagerCore
 
     core = RolloutManagerCore.__new__(RolloutManagerCore)
@@ -61,7 +63,7 @@ def _manager(tmp_path: Path) -> object:
 
 
 # every reader of a checkpoint file: (file planted, how it is read)
-READERS = {
+READERS: dict[str, Callable[[Path, Path], object]] = {
     "trainer_state.pt": lambda d, m: Trainer(make_args(m)).load(str(d), 0),
     "manager_state.pt": lambda d, m: _manager(d).load(0),
     "ahead_rollout.pt": lambda d, m: ckpt.load_ahead_rollout(d, 0),
@@ -70,7 +72,7 @@ READERS = {
 }
 
 
-def _data_source(tmp_path: Path) -> object:
+def _data_source(tmp_path: Path) -> Any:
     from vime.rollout.data_source import RolloutDataSource
 
     source = RolloutDataSource.__new__(RolloutDataSource)
