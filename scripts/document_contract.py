@@ -589,8 +589,9 @@ def _section7() -> list[str]:
     the dataset state, so recycled partial rollouts survive a restart; upstream does not save
     it.""")
     lines += _para("""**Dataset format** (`vime.utils.data.Dataset`). A `.jsonl` file (non-blank
-    lines; an undecodable line or one that is not a JSON object is skipped and counted) or a
-    `.parquet` file; any other suffix is a `ValueError`. `path@[start:end]` keeps a Python slice
+    lines; a line that is not valid JSON or not a JSON object is skipped and counted, and the
+    warning names the first five by `file:line`; bytes that are not UTF-8 are an error naming
+    the line) or a `.parquet` file; any other suffix is a `ValueError`. `path@[start:end]` keeps a Python slice
     of the rows in file order, before decoding, filtering and shuffling. The prompt is
     `record[--input-key]`, a string or a list of message dicts with a `role`. With
     `--apply-chat-template` a string becomes one user message and the messages are rendered

@@ -13,7 +13,8 @@ warm-up that stops once greedy decoding reproduces 30 % of the training batches
 (``train/greedy_match``).
 
 Exit status: 0 done; 1 a ``ContractError`` (its message printed, no traceback) or another
-error; 2 bad arguments (an unknown ``--early-stop-metric`` included); 130 Ctrl-C; 143
+error; 2 bad arguments (an unknown ``--early-stop-metric`` included) or a checkpoint file that
+is not plain data (``UnsafeCheckpointError``, one line); 130 Ctrl-C; 143
 SIGTERM. Engines are stopped on every exit. The first Ctrl-C or SIGTERM stops the run after
 the current step, the second at once; either way the last finished step is checkpointed first
 (with ``--save``).
@@ -178,7 +179,9 @@ def run(args: Namespace) -> int:
         print(f"vime train: {exc}", file=sys.stderr)
         return 2
     last_done: int | None = None  # last rollout step whose optimiser step finished
-    last_saved: int | None = None
+    last_saved: int | None = None  # last step whose checkpoint is marked complete
+    files_saved: int | None = None  # last step whose checkpoint files are written
+    unlogged: tuple[int, dict[str, Any]] | None = None  # a trained step's unwritten metrics
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
     STOP_REQUEST.clear()
     try:
@@ -200,6 +203,9 @@ def run(args: Namespace) -> int:
         ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)
+        if args.load and loaded is None:
+            print(f"vime train: no checkpoint under {args.load}: starting from step {start}",
+                  flush=True)
         if loaded is not None:
             if trainer is not None:
                 trainer.call("load", args.load, loaded)
@@ -209,6 +215,11 @@ def run(args: Namespace) -> int:
             sync(start)
         elif engines:
             manager.call("set_weight_version", start)
+        dropped = log.drop_from(start if loaded is None else loaded + 1)
+        if dropped:
+            print(f"vime train: {log.path}: dropped the lines of {dropped} steps from step "
+                  f"{start if loaded is None else loaded + 1} on, written after the checkpoint "
+                  "this run resumes from: they are trained and written again", flush=True)
         if args.eval_interval and not args.skip_eval_before_train:
             trackers.log(log.write(start, manager.call("eval", start)))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
@@ -230,10 +241,10 @@ def run(args: Namespace) -> int:
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))
-                    last_done = rollout_id
-                    if save_now:
-                        _save(args, trainer, manager, rollout_id, ahead)
-                        last_saved = rollout_id
+                    last_done, unlogged = rollout_id, (rollout_id, metrics)
+                    if save_now:   # marked complete below, once the step's metrics are written
+                        _save(args, trainer, manager, rollout_id, ahead, mark=False)
+                        files_saved = rollout_id
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
                     metrics.update(manager.call("eval", rollout_id))
@@ -242,11 +253,15 @@ def run(args: Namespace) -> int:
                 except ValueError as exc:
                     print(f"vime train: {exc}", file=sys.stderr)
                     return 2
-                if stop_reason and args.save and trainer is not None and last_saved != rollout_id:
-                    _save(args, trainer, manager, rollout_id, ahead)
-                    last_saved = rollout_id
+                if stop_reason and args.save and trainer is not None and files_saved != rollout_id:
+                    _save(args, trainer, manager, rollout_id, ahead, mark=False)
+                    files_saved = rollout_id
                 metrics["perf/step_time"] = time.perf_counter() - t0
                 trackers.log(log.write(rollout_id, metrics))
+                unlogged = None
+                if files_saved == rollout_id:   # after the metrics line: a resume has no gap
+                    ckpt.mark_complete(args.save, rollout_id)
+                    last_saved = rollout_id
                 if trackers.tables:
                     trackers.log_samples(rollout_id, manager.call("sample_table", rollout_id))
                 progress.advance(rollout_id, metrics)
@@ -257,7 +272,8 @@ def run(args: Namespace) -> int:
                     break
         if STOP_REQUEST:
             terminated = STOP_REQUEST["signum"] == signal.SIGTERM
-            _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
+            _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
+                     log=log, unlogged=unlogged)
             return _stop_status(terminated)
         print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run,
                       loss_type=args.loss_type, watch=[args.early_stop_metric or ""])
@@ -267,7 +283,8 @@ def run(args: Namespace) -> int:
     except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
         terminated = isinstance(exc, Terminated) or (
             STOP_REQUEST.get("signum") == signal.SIGTERM)
-        _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead)
+        _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
+                 log=log, unlogged=unlogged)
         return _stop_status(terminated)
     finally:
         trackers.close()
@@ -300,13 +317,19 @@ def _write_report(args: Namespace) -> None:
 def _report_error(args: Namespace, exc: Exception) -> int:
     """A contract violation, or an error raised in user code (here or inside a Ray actor):
     print the message, the user's file:line and where the full traceback went
-    (``RUN_DIR/train.log``); return 1. An error with no user frame is vime's: raised again
+    (``RUN_DIR/train.log``); return 1. A refused checkpoint file (``UnsafeCheckpointError``):
+    its one line; return 2. An error with no user frame is vime's: raised again
     (its traceback printed, exit status 1)."""
+    from vime.backends.checkpoint import UnsafeCheckpointError
     from vime.ray.preflight import HookPreflightError
     from vime.rollout.failures import HookFailureError
     from vime.utils.user_errors import cause_of, short_report, user_frame, write_traceback
 
     cause = cause_of(exc)
+    if isinstance(cause, UnsafeCheckpointError):
+        # a checkpoint file that is not plain data (a planted pickle): refused, never run
+        print(f"vime train: {cause}", file=sys.stderr)
+        return 2
     if isinstance(cause, (HookFailureError, HookPreflightError)):
         # too many failed samples / a hook that does not load on the workers: the message
         # names the hooks, the errors and the fix (vime/rollout/failures.py, vime/ray/preflight.py)
@@ -339,13 +362,18 @@ def _grouped(error: ContractError) -> str:
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
              last_saved: int | None, terminated: bool,
-             ahead: tuple[int, Any, Any] | None = None) -> None:
+             ahead: tuple[int, Any, Any] | None = None, *, log: Any = None,
+             unlogged: tuple[int, dict[str, Any]] | None = None) -> None:
     """Say why the run stopped and checkpoint the last finished step (with ``--save``); with
     ``--async-rollout`` also the rollout generated ahead, unless the stop interrupted it (then
-    its prompts are skipped on resume, and the message says so)."""
+    its prompts are skipped on resume, and the message says so). ``unlogged``: a trained
+    step whose metrics line the stop cut off, ``(rollout_id, metrics so far)``; written to
+    ``log`` (a ``MetricsLog``) before the checkpoint is marked complete."""
     print(f"vime train: {'terminated (SIGTERM)' if terminated else 'interrupted'}",
           file=sys.stderr)
     if args.save and trainer is not None and last_done is not None and last_done != last_saved:
+        if log is not None and unlogged is not None and unlogged[0] == last_done:
+            log.write(*unlogged)
         if ahead is not None and ahead[0] == last_done + 1:
             try:
                 ahead = (ahead[0], _peek(ahead[1]), _peek(ahead[2]))
@@ -387,9 +415,10 @@ def early_stop(args: Namespace, metrics: dict[str, Any], watched: list[float]) -
 
 
 def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int,
-          ahead: tuple[int, Any, Any] | None = None) -> None:
+          ahead: tuple[int, Any, Any] | None = None, *, mark: bool = True) -> None:
     """Checkpoint model, optimiser, scheduler and data source for ``rollout_id``, then mark
-    the iteration complete (a resume only loads complete iterations). With ``--async-rollout``
+    the iteration complete (a resume only loads complete iterations); ``mark=False`` leaves the
+    mark to the caller, which writes the step's metrics line first. With ``--async-rollout``
     the rollout generated ahead (``ahead``: its id, data and metrics, refs or values) is saved
     too: its prompts are gone from the data source, and a resumed run trains on it first,
     as the uninterrupted run would have. Waiting for it costs nothing: the weight sync after
@@ -401,7 +430,8 @@ def _save(args: Namespace, trainer: Any, manager: Any, rollout_id: int,
     if ahead is not None and ahead[0] == rollout_id + 1:
         ahead_id, data, metrics = ahead
         ckpt.save_ahead_rollout(args.save, rollout_id, ahead_id, _peek(data), _peek(metrics))
-    ckpt.mark_complete(args.save, rollout_id)
+    if mark:
+        ckpt.mark_complete(args.save, rollout_id)
 
 
 def _resumed_ahead(args: Namespace, loaded: int, start: int, *,

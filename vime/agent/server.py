@@ -8,7 +8,7 @@ Routes, each also under ``/sessions/<key>`` (the ``base_url`` handed to the agen
 - ``GET /v1/models``; ``GET /health``.
 
 A request names its session by the path or by ``Authorization: Bearer <key>``; an unknown or
-closed session gets HTTP 401. While the engine works, the handler watches the connection: a
+closed session, or a path key and a bearer key that disagree, gets HTTP 401. While the engine works, the handler watches the connection: a
 client that goes away cancels the engine call (the engine aborts the request) and nothing is
 recorded; a call is recorded only once its whole answer is ready and the client is still
 connected (for a stream: after the last event was sent).
@@ -53,9 +53,14 @@ def create_app(calls: CallServer, store: SessionStore, run_params_of: RunParams)
         return JSONResponse(error_body(message, kind, param), status_code=status)
 
     def session_of(request: Request, key: str | None) -> Session | None:
-        if key is None:
-            auth = request.headers.get("authorization", "")
-            key = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        """The open session named by the path's key and the bearer key; None (a 401) when
+        neither names an open one, or when both are given and disagree (a key in the path
+        never overrides the one the client authenticates with)."""
+        auth = request.headers.get("authorization", "")
+        bearer = auth[7:].strip() if auth.lower().startswith("bearer ") else None
+        if key is not None and bearer and bearer != key:
+            return None
+        key = key if key is not None else bearer
         return store.get(key) if key else None
 
     async def disconnected(request: Request) -> None:

@@ -15,6 +15,16 @@ Usage::
     path = iteration_dir(args.save, rollout_id)
     mark_complete(args.save, rollout_id)
 
+Every file is written atomically (:func:`atomic_torch_save`, :func:`publish_files`: a temporary
+name in the same folder, fsync, rename, fsync of the folder), and the iteration is marked
+complete last, after its step's metrics line (``vime.train``): a kill at any point leaves the
+previous complete checkpoint and a ``metrics.jsonl`` that a resume trims to it.
+
+Every ``.pt`` file is read with :func:`load_state`: ``torch.load(weights_only=True)``, so a
+checkpoint holds plain data only (tensors, numbers, strings, lists, tuples, dicts) and a file
+that names any other Python object, one that would run code when unpickled included, is
+refused with :class:`UnsafeCheckpointError` (docs/en/training.md, "Security").
+
 The ``latest_checkpointed_iteration.txt`` / ``iter_%07d`` names follow upstream slime's checkpoint
 directories, so tools that read them keep working.
 """
@@ -23,11 +33,15 @@ from __future__ import annotations
 
 import os
 import random
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AHEAD_FILE", "LATEST_FILE", "get_rng_state", "iteration_dir", "latest_iteration",
-           "load_ahead_rollout", "mark_complete", "save_ahead_rollout", "set_rng_state"]
+__all__ = ["AHEAD_FILE", "LATEST_FILE", "UnsafeCheckpointError", "atomic_torch_save",
+           "fsync_dir", "get_rng_state", "iteration_dir", "latest_iteration",
+           "load_ahead_rollout", "load_state", "mark_complete", "publish_files",
+           "save_ahead_rollout", "set_rng_state"]
 
 LATEST_FILE = "latest_checkpointed_iteration.txt"
 #: The rollout an overlapped run (``--async-rollout``) had generated ahead when it saved.
@@ -58,11 +72,123 @@ def latest_iteration(root: str | os.PathLike[str] | None) -> int | None:
 
 
 def mark_complete(root: str | os.PathLike[str], rollout_id: int) -> None:
-    """Atomically point ``root/latest_checkpointed_iteration.txt`` at ``rollout_id``."""
+    """Atomically point ``root/latest_checkpointed_iteration.txt`` at ``rollout_id`` (temporary
+    name, fsync, rename, fsync of ``root``)."""
     path = Path(root) / LATEST_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(f"{int(rollout_id)}\n")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with tmp.open("w", encoding="utf-8") as handle:
+        handle.write(f"{int(rollout_id)}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
     os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+class UnsafeCheckpointError(ValueError):
+    """A checkpoint file names a Python object other than plain data: refused, not unpickled."""
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """fsync ``folder`` itself, so that the renames into it survive a power loss (a no-op where
+    folders cannot be opened, as on Windows)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_torch_save(obj: Any, path: str | os.PathLike[str]) -> Path:
+    """``torch.save(obj)`` to ``path`` atomically: a temporary name in the same folder, fsync,
+    ``os.replace``, fsync of the folder; a crash mid-write leaves the old file (or none) and no
+    temporary one. Returns ``path``."""
+    import torch
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as handle:
+            torch.save(obj, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    fsync_dir(target.parent)
+    return target
+
+
+def publish_files(staging: str | os.PathLike[str], target: str | os.PathLike[str]) -> list[Path]:
+    """Move every file of the folder ``staging`` into ``target`` one by one, each fsynced then
+    renamed over its namesake (so each file of ``target`` is whole, old or new, at every
+    moment), fsync ``target`` and remove ``staging``. ``staging`` must be on ``target``'s file
+    system (a sibling folder). Returns the files of ``target`` written."""
+    src, dst = Path(staging), Path(target)
+    dst.mkdir(parents=True, exist_ok=True)
+    written = []
+    for item in sorted(src.rglob("*")):
+        if not item.is_file():
+            continue
+        out = dst / item.relative_to(src)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with item.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(item, out)
+        written.append(out)
+    fsync_dir(dst)
+    shutil.rmtree(src, ignore_errors=True)
+    return written
+
+
+#: ``GLOBAL module.name`` in torch's refusal of a weights-only load.
+_GLOBAL_RE = re.compile(r"GLOBAL ([\w.]+)")
+
+
+def _numpy_array_globals() -> list[Any]:
+    """What an unpickled numpy array (a checkpoint of an earlier vime: numpy RNG state) needs:
+    array reconstruction and dtypes, none of which runs code."""
+    import numpy as np
+
+    try:
+        from numpy._core.multiarray import _reconstruct
+    except ImportError:   # numpy < 2
+        from numpy.core.multiarray import _reconstruct  # type: ignore[no-redef]
+    dtypes = {type(np.dtype(t)) for t in (np.uint32, np.int64, np.float32, np.float64, np.bool_)}
+    return [_reconstruct, np.ndarray, np.dtype, *sorted(dtypes, key=str)]
+
+
+def load_state(path: str | os.PathLike[str], *, map_location: Any = "cpu") -> Any:
+    """Read a checkpoint ``.pt`` file as plain data: ``torch.load(path, weights_only=True)``
+    with numpy arrays' reconstruction as the only extra globals allowed.
+
+    Raises:
+        UnsafeCheckpointError: the file names another Python object (a class, a function such as
+            ``os.system``: what a planted pickle uses to run code); the message names the file
+            and the object, and nothing of the file was executed.
+    """
+    import pickle
+
+    import torch
+
+    try:
+        with torch.serialization.safe_globals(_numpy_array_globals()):
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        found = _GLOBAL_RE.search(str(exc))
+        what = found[1] if found else str(exc).strip().splitlines()[-1][:200]
+        raise UnsafeCheckpointError(
+            f"{path}: refused to load: the file names the Python object {what}, and vime loads "
+            "checkpoints as plain data only (tensors, numbers, strings, lists, dicts; "
+            "torch.load(weights_only=True)) because unpickling anything else can run code. "
+            "Load only checkpoints you wrote or trust; a sample attribute or data-source "
+            "metadata of another type must be stored as plain data") from None
 
 
 def get_rng_state() -> dict[str, Any]:
@@ -70,7 +196,10 @@ def get_rng_state() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    state: dict[str, Any] = {"python": random.getstate(), "numpy": np.random.get_state(),
+    numpy_state = np.random.get_state(legacy=False)   # plain types: a weights-only load reads them
+    numpy_state["state"] = {"key": [int(k) for k in numpy_state["state"]["key"]],
+                            "pos": int(numpy_state["state"]["pos"])}
+    state: dict[str, Any] = {"python": random.getstate(), "numpy": numpy_state,
                              "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -99,14 +228,10 @@ def save_ahead_rollout(root: str | os.PathLike[str], rollout_id: int, ahead_id: 
         data: the rollout manager's ``generate`` data (``BatchBuilder.convert`` columns).
         metrics: that call's metrics (``rollout/*``, ``perf/rollout_time``).
     """
-    import torch
 
     path = iteration_dir(root, rollout_id) / AHEAD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"rollout_id": int(ahead_id), "data": data, "metrics": dict(metrics)}, tmp)
-    os.replace(tmp, path)
-    return path
+    return atomic_torch_save({"rollout_id": int(ahead_id), "data": data,
+                              "metrics": dict(metrics)}, path)
 
 
 def load_ahead_rollout(root: str | os.PathLike[str],
@@ -116,14 +241,12 @@ def load_ahead_rollout(root: str | os.PathLike[str],
 
     Raises:
         ValueError: the file is not an ahead rollout (names the file and its keys).
+        UnsafeCheckpointError: the file holds more than plain data (:func:`load_state`).
     """
-    import torch
-
     path = iteration_dir(root, rollout_id) / AHEAD_FILE
     if not path.is_file():
         return None
-    # our own checkpoint (columns of Python lists and tensors): full unpickling
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_state(path)
     if not isinstance(state, dict) or not {"rollout_id", "data", "metrics"} <= set(state):
         keys = sorted(state) if isinstance(state, dict) else type(state).__name__
         raise ValueError(f"{path}: expected an ahead rollout with rollout_id, data and "

@@ -32,6 +32,7 @@ The loss formulas are in ``vime.backends.losses``.
 
 from __future__ import annotations
 
+import os
 import time
 from argparse import Namespace
 from collections.abc import Sequence
@@ -563,9 +564,11 @@ class Trainer:
             raise ValueError("Trainer.save: no checkpoint folder; pass --save DIR")
         target = ckpt.iteration_dir(root, rollout_id)
         model_dir = target / "model"
+        # written into a sibling folder, then each file fsynced and renamed into model/
+        staging = target / f".model.tmp-{os.getpid()}"
         if not self.dp.sharded:
-            model_dir.mkdir(parents=True, exist_ok=True)
-            self.model.save_pretrained(str(model_dir))
+            staging.mkdir(parents=True, exist_ok=True)
+            self.model.save_pretrained(str(staging))
             optimizer_state = self.optimizer.state_dict()
         else:
             # full tensors gathered on rank 0, which writes the one-rank layout: a checkpoint
@@ -575,14 +578,15 @@ class Trainer:
             if self.dp.rank == 0:
                 if self.model.config.tie_word_embeddings:
                     state.pop("lm_head.weight", None)
-                model_dir.mkdir(parents=True, exist_ok=True)
-                self.model.save_pretrained(str(model_dir), state_dict=state)
+                staging.mkdir(parents=True, exist_ok=True)
+                self.model.save_pretrained(str(staging), state_dict=state)
         if self.dp.rank == 0:
-            _copy_tokenizer_files(Path(self.args.hf_checkpoint), model_dir)
-            torch.save({"optimizer": optimizer_state,
-                        "scheduler": self.scheduler.state_dict(),
-                        "global_step": self.global_step,
-                        "rng": ckpt.get_rng_state()}, target / "trainer_state.pt")
+            _copy_tokenizer_files(Path(self.args.hf_checkpoint), staging)
+            ckpt.publish_files(staging, model_dir)
+            ckpt.atomic_torch_save({"optimizer": optimizer_state,
+                                    "scheduler": self.scheduler.state_dict(),
+                                    "global_step": self.global_step,
+                                    "rng": ckpt.get_rng_state()}, target / "trainer_state.pt")
         self.dp.barrier()
         return str(target)
 
@@ -591,6 +595,8 @@ class Trainer:
 
         Raises:
             FileNotFoundError: the iteration folder or its files are missing (names the path).
+            UnsafeCheckpointError: ``trainer_state.pt`` holds more than plain data
+                (``vime.backends.checkpoint.load_state``).
         """
         from safetensors.torch import load_file
 
@@ -609,8 +615,8 @@ class Trainer:
                              f"{missing[:5]}, unexpected {unexpected[:5]}")
         if self.model.config.tie_word_embeddings and not self.dp.sharded:
             self.model.tie_weights()
-        trainer_state = torch.load(state_path, map_location="cpu" if self.dp.sharded
-                                   else self.device, weights_only=False)
+        trainer_state = ckpt.load_state(state_path, map_location="cpu" if self.dp.sharded
+                                        else self.device)
         self.dp.load_optimizer_state(self.model, self.optimizer, trainer_state["optimizer"])
         self.scheduler.load_state_dict(trainer_state["scheduler"])
         self.global_step = int(trainer_state["global_step"])
@@ -628,6 +634,9 @@ def _scalar(value: torch.Tensor) -> float:
 
 
 def _copy_tokenizer_files(src: Path, dst: Path) -> None:
+    """Copy the tokenizer files of ``src`` into the staging folder ``dst`` (each save copies them
+    again, so a file cut short by a kill is replaced by the next save); a file that
+    ``save_pretrained`` already wrote there (``generation_config.json``) is kept."""
     import shutil
 
     for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

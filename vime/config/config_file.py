@@ -89,15 +89,15 @@ def _coerce(action: argparse.Action, value: Any, inverted: bool,
 def load_config(parser: argparse.ArgumentParser, path: str) -> tuple[dict[str, Any],
                                                                       dict[str, str | bool]]:
     """Read ``--config`` -> (dest -> value, vLLM passthrough). Errors via ``parser.error``."""
-    import yaml
+    from vime.config.yaml_file import YamlFileError, read_yaml
 
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         parser.error(f"argument --config: file {path!r} does not exist")
     try:
-        doc = yaml.safe_load(file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        parser.error(f"argument --config: {path}: not valid YAML: {exc}")
+        doc = read_yaml(file) or {}
+    except YamlFileError as exc:
+        parser.error(f"argument --config: {exc}")
     if not isinstance(doc, Mapping):
         parser.error(f"argument --config: {path}: expected a mapping of argument names to "
                      f"values, got {type(doc).__name__}")

@@ -9,10 +9,14 @@ A bad input found here ends ``vime train`` with one line, ``vime train: error: a
 --<name>: <reason>`` (after the usage line), and exit status 2, before Ray or an engine starts;
 found later it would be a traceback inside a Ray actor. Checked: ``--prompt-data`` and every
 eval dataset (exists, a readable file, ``.jsonl`` or ``.parquet``, a well-formed
-``@[start:end]``), ``--hf-checkpoint`` (a local folder holds ``config.json``), and every hook
+``@[start:end]``, UTF-8 text, every row with the input key and, when set, the label key:
+``vime.utils.data.dataset_rows_problem``), ``--hf-checkpoint`` (a local folder holds ``config.json``), and every hook
 ``--*-path`` set to something else than its default (its module is found on ``sys.path`` with
-the working directory first, as the actors see it; found, not imported), and Ray's
-authentication (``vime.ray.auth.auth_problem``: ``RAY_AUTH_MODE``, the token's file, a join's token).
+the working directory first, as the actors see it; found, not imported), the folders the run
+writes and the checkpoint it resumes from (``vime.config.paths.path_problem``: ``--run-dir``,
+``--save``, ``--tensorboard-dir``, ``--save-debug-rollout-data``, ``--load``,
+``--load-debug-rollout-data``), and Ray's authentication (``vime.ray.auth.auth_problem``:
+``RAY_AUTH_MODE``, the token's file, a join's token).
 Imports the standard library only (the data helpers lazily).
 """
 
@@ -51,8 +55,10 @@ def hf_checkpoint_problem(value: str) -> str | None:
 
 
 def hook_module_problem(path: str, arg: str) -> str | None:
-    """Why the module of hook ``path`` (``pkg.mod.fn``) cannot be found, or None (imports the
-    parent packages only, as ``importlib.util.find_spec`` does)."""
+    """Why hook ``path`` (``pkg.mod.fn``) cannot be found, or None: its module is not on
+    ``sys.path`` (with a PYTHONPATH hint), or the module's source binds no top-level ``fn``
+    (named with its file and the close names; read with ``ast``, not run). Imports the parent
+    packages only, as ``importlib.util.find_spec`` does."""
     module, _, attr = path.rpartition(".")
     if not module or not attr:
         return f"{path!r} is not a dotted path; expected package.module.function"
@@ -61,7 +67,9 @@ def hook_module_problem(path: str, arg: str) -> str | None:
     if added:
         sys.path.insert(0, cwd)
     try:
-        found = module in sys.modules or importlib.util.find_spec(module) is not None
+        loaded = sys.modules.get(module)
+        spec = None if loaded is not None else importlib.util.find_spec(module)
+        found = loaded is not None or spec is not None
     except (ImportError, ValueError):
         found = False
     except Exception as exc:  # a parent package raised while importing
@@ -70,12 +78,62 @@ def hook_module_problem(path: str, arg: str) -> str | None:
         if added:
             sys.path.remove(cwd)
     if found:
-        return None
+        names = (set(dir(loaded)) if loaded is not None
+                 else _top_level_names(getattr(spec, "origin", None)))
+        if names is None or attr in names:
+            return None
+        near = difflib.get_close_matches(attr, sorted(n for n in names if not
+                                                      n.startswith("__")), n=3)
+        where = getattr(spec, "origin", None) or getattr(loaded, "__file__", None) or module
+        hint = f"; close names: {', '.join(near)}" if near else ""
+        return (f"{path!r}: module {module!r} ({where}) has no attribute {attr!r}{hint}; "
+                "check the name after the last dot")
     top = module.split(".")[0]
     near = difflib.get_close_matches(top, _local_modules(Path(cwd)), n=1)
     hint = f" (did you mean {near[0]!r}?)" if near else ""
     return (f"{path!r}: module {module!r} not found from {cwd}{hint}; check the spelling, "
             f"run from the folder that holds {top!r}, or add that folder to PYTHONPATH")
+
+
+def _top_level_names(origin: str | None) -> set[str] | None:
+    """Names a Python source file binds at its top level (functions, classes, assignments,
+    imports), read with ``ast`` and never run; None when that cannot tell (not a ``.py`` file,
+    unreadable or invalid source, a ``*`` import, a module-level ``__getattr__``, or a use of
+    ``globals()``)."""
+    import ast
+
+    if not origin or not origin.endswith(".py"):
+        return None
+    try:
+        tree = ast.parse(Path(origin).read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "globals":
+            return None
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif (isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While))
+              or type(node).__name__ == "TryStar"):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []) or []:
+                    stack.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    if "__getattr__" in names:
+        return None
+    return names
 
 
 def _local_modules(folder: Path) -> list[str]:
@@ -90,15 +148,19 @@ def _local_modules(folder: Path) -> list[str]:
 
 def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:
     """The first bad input ``(argument, reason)`` named by ``args`` (module doc), or None."""
-    from vime.utils.data import data_file_problem
+    from vime.utils.data import data_file_problem, dataset_rows_problem
 
     if getattr(args, "prompt_data", None) and getattr(args, "rollout_global_dataset", True):
-        problem = data_file_problem(args.prompt_data)
+        problem = data_file_problem(args.prompt_data) or dataset_rows_problem(
+            args.prompt_data, input_key=getattr(args, "input_key", None) or "input",
+            label_key=getattr(args, "label_key", None))
         if problem:
             return "--prompt-data", problem
     for ds in getattr(args, "eval_datasets", None) or []:
         path = getattr(ds, "path", None)
-        problem = data_file_problem(path) if path else None
+        problem = (data_file_problem(path) or dataset_rows_problem(
+            path, input_key=getattr(ds, "input_key", None) or "input",
+            label_key=getattr(ds, "label_key", None))) if path else None
         if problem:
             where = "--eval-config" if getattr(args, "eval_config", None) else \
                 "--eval-prompt-data"
@@ -108,6 +170,11 @@ def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:
         problem = hf_checkpoint_problem(checkpoint)
         if problem:
             return "--hf-checkpoint", problem
+    from vime.config.paths import path_problem
+
+    found = path_problem(args)
+    if found is not None:
+        return found
     from vime.ray.auth import auth_problem
     from vime.ray.cluster import ray_address
 

@@ -17,13 +17,13 @@ import argparse
 import math
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, NoReturn
 
 from vime.config.parser import SFT_ROLLOUT_PATH, get_parser
 from vime.contract.hooks import HOOKS
 
-__all__ = ["UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES", "UNSUPPORTED_INSTEAD", "validate_args"]
+__all__ = ["OPTIONAL_COUNTS", "REQUIRED_COUNTS", "UNSUPPORTED_ARGS", "UNSUPPORTED_CHOICES",
+           "UNSUPPORTED_INSTEAD", "count_problem", "validate_args"]
 
 #: Path arguments in which ``{run_dir}`` is replaced by ``--run-dir`` (after its ``{time}``).
 RUN_DIR_PATHS = ("save", "load", "save_debug_rollout_data")
@@ -152,6 +152,33 @@ def _check_unsupported(args: argparse.Namespace) -> None:
                 f"not implemented in vime v1; choose one of {', '.join(others)}")
 
 
+#: Counts that must be >= 1 and set; counts that must be >= 1 when set (None: off or derived).
+REQUIRED_COUNTS = ("rollout_batch_size", "n_samples_per_prompt", "micro_batch_size",
+                   "n_samples_per_eval_prompt", "contract_check_interval",
+                   "rollout_num_gpus_per_engine", "vllm_server_concurrency")
+OPTIONAL_COUNTS = ("over_sampling_batch_size", "global_batch_size", "num_steps_per_rollout",
+                   "num_rollout", "num_epoch", "eval_interval", "save_interval",
+                   "rollout_max_context_len", "rollout_max_prompt_len",
+                   "rollout_max_response_len", "max_tokens_per_gpu", "eval_max_response_len",
+                   "eval_max_prompt_len", "eval_max_context_len")
+
+
+def count_problem(args: argparse.Namespace, *,
+                  required: bool = True) -> tuple[str, str] | None:
+    """The first count of ``args`` out of range, ``(option, "must be >= 1, got 0")``, or None:
+    :data:`REQUIRED_COUNTS` (None refused unless ``required=False``), :data:`OPTIONAL_COUNTS`
+    and ``--start-rollout-id`` (>= 0). ``vime train`` and ``vime-lint check`` both run it."""
+    checks = [(d, 1, not required) for d in REQUIRED_COUNTS]
+    checks += [(d, 1, True) for d in OPTIONAL_COUNTS] + [("start_rollout_id", 0, True)]
+    for dest, minimum, allow_none in checks:
+        value = getattr(args, dest, None)
+        if value is None and allow_none:
+            continue
+        if value is None or value < minimum:
+            return _option(dest), f"must be >= {minimum}, got {_num(value)}"
+    return None
+
+
 def _positive(args: argparse.Namespace, dest: str, *, allow_none: bool = True,
               minimum: int = 1) -> None:
     value = getattr(args, dest)
@@ -210,17 +237,9 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     _check_agent(args)
     if args.rollout_batch_size is None:
         _fail("--rollout-batch-size", "is required")
-    for dest in ("rollout_batch_size", "n_samples_per_prompt", "micro_batch_size",
-                 "n_samples_per_eval_prompt", "contract_check_interval",
-                 "rollout_num_gpus_per_engine", "vllm_server_concurrency"):
-        _positive(args, dest, allow_none=False)
-    for dest in ("over_sampling_batch_size", "global_batch_size", "num_steps_per_rollout",
-                 "num_rollout", "num_epoch", "eval_interval", "save_interval",
-                 "rollout_max_context_len", "rollout_max_prompt_len", "rollout_max_response_len",
-                 "max_tokens_per_gpu", "eval_max_response_len", "eval_max_prompt_len",
-                 "eval_max_context_len"):
-        _positive(args, dest)
-    _positive(args, "start_rollout_id", minimum=0)
+    found = count_problem(args)
+    if found is not None:
+        _fail(*found)
     if not args.rollout_temperature > 0:
         _fail("--rollout-temperature", f"must be > 0, got {_num(args.rollout_temperature)}")
     if args.eval_temperature is not None and not args.eval_temperature > 0:
@@ -370,13 +389,13 @@ def _check_failure_arguments(args: argparse.Namespace) -> None:
 
 
 def _apply_custom_config(args: argparse.Namespace) -> None:
-    import yaml
+    from vime.config.yaml_file import YamlFileError, read_yaml
 
     path = args.custom_config_path
     try:
-        doc = yaml.safe_load(Path(path).read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        _fail("--custom-config-path", f"cannot read {path!r}: {exc}")
+        doc = read_yaml(path) or {}
+    except YamlFileError as exc:
+        _fail("--custom-config-path", str(exc))
     if not isinstance(doc, Mapping):
         _fail("--custom-config-path", f"{path}: expected a mapping, got {type(doc).__name__}")
     for key, value in doc.items():

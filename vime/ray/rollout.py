@@ -295,12 +295,12 @@ class RolloutManagerCore:
 
     def _load_debug(self, rollout_id: int) -> RolloutFnTrainOutput:
         path = _format_path(self.args.load_debug_rollout_data, rollout_id)
-        import torch
+        from vime.backends import checkpoint as ckpt
 
         if not path.is_file():
             raise FileNotFoundError(f"--load-debug-rollout-data: {path} does not exist "
                                     f"(rollout_id={rollout_id})")
-        payload = torch.load(path, weights_only=False)
+        payload = ckpt.load_state(path)
         flat = [Sample.from_dict(d) for d in payload["samples"]]
         return RolloutFnTrainOutput(samples=flat)  # type: ignore[arg-type]  # flat dump
 
@@ -308,12 +308,11 @@ class RolloutManagerCore:
         template = arg(self.args, "save_debug_rollout_data")
         if not template:
             return
-        import torch
+        from vime.backends import checkpoint as ckpt
 
         path = _format_path(template, rollout_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"rollout_id": rollout_id, "samples": [s.to_dict() for s in samples],
-                    **extra}, path)
+        ckpt.atomic_torch_save({"rollout_id": rollout_id,
+                                "samples": [s.to_dict() for s in samples], **extra}, path)
 
     def generate(self, rollout_id: int) -> tuple[dict[str, Any] | None, dict[str, float]]:
         """One train rollout step.
@@ -463,31 +462,28 @@ class RolloutManagerCore:
     def save(self, rollout_id: int) -> None:
         """``data_source.save(rollout_id)`` and this process's RNG states into
         ``<save>/iter_<rollout_id>/manager_state.pt``."""
-        import torch
-
         from vime.backends import checkpoint as ckpt
 
         self.data_source.save(rollout_id)
         target = ckpt.iteration_dir(self.args.save, rollout_id)
-        target.mkdir(parents=True, exist_ok=True)
-        torch.save({"rollout_id": rollout_id, "rng": ckpt.get_rng_state()},
-                   target / "manager_state.pt")
+        ckpt.atomic_torch_save({"rollout_id": rollout_id, "rng": ckpt.get_rng_state()},
+                               target / "manager_state.pt")
 
     def load(self, rollout_id: int) -> None:
         """Restore what :meth:`save` wrote under ``--load`` (data source state and buffer, RNG).
 
         Raises:
             FileNotFoundError: ``manager_state.pt`` is missing (names the path).
+            UnsafeCheckpointError: a state file holds more than plain data
+                (``vime.backends.checkpoint.load_state``).
         """
-        import torch
-
         from vime.backends import checkpoint as ckpt
 
         path = ckpt.iteration_dir(self.args.load, rollout_id) / "manager_state.pt"
         if not path.is_file():
             raise FileNotFoundError(f"--load {self.args.load}: {path} is missing")
         self.data_source.load(rollout_id)
-        ckpt.set_rng_state(torch.load(path, weights_only=False)["rng"])
+        ckpt.set_rng_state(ckpt.load_state(path)["rng"])
 
     def ping(self) -> bool:
         """True (lets a caller wait until the actor is built)."""

@@ -12,8 +12,10 @@ Usage::
 
 The checkpoint holds ``sample_offset``, ``epoch_id``, ``sample_group_index``, ``sample_index``,
 ``metadata`` and (ours) ``buffer`` (``list[list[dict]]`` of ``Sample.to_dict()``); it is written
-with ``torch.save`` to a temporary file in the same folder, then ``os.replace``-d, so a crash
-mid-write leaves the previous checkpoint intact.
+with ``torch.save`` to a temporary file in the same folder, fsynced, then ``os.replace``-d, so
+a crash mid-write leaves the previous checkpoint intact; it is read back as plain data
+(``torch.load(weights_only=True)``, ``vime.backends.checkpoint.load_state``), so sample
+attributes and ``metadata`` must be plain types (tensors, numbers, strings, lists, dicts).
 
 Class names, counters and the state file name follow upstream slime's
 ``slime/rollout/data_source.py``; see ``docs/contract.md`` §7.
@@ -47,22 +49,6 @@ _STATE_RE = re.compile(r"^global_dataset_state_dict_(\d+)\.pt$")
 def state_path(folder: str | os.PathLike[str], rollout_id: int) -> Path:
     """``{folder}/rollout/global_dataset_state_dict_{rollout_id}.pt``."""
     return Path(folder) / "rollout" / _STATE_NAME.format(rollout_id=rollout_id)
-
-
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with tmp.open("wb") as handle:
-            torch.save(obj, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 class DataSource(ABC):
@@ -232,7 +218,9 @@ class RolloutDataSource(DataSource):
         folder = arg(self.args, "save")
         if not folder:
             return
-        _atomic_torch_save(self.state_dict(), state_path(folder, rollout_id))
+        from vime.backends.checkpoint import atomic_torch_save
+
+        atomic_torch_save(self.state_dict(), state_path(folder, rollout_id))
 
     def load(self, rollout_id: int | None = None) -> None:
         """Read the state saved at ``rollout_id`` (None: the highest id) under ``--load``.
@@ -241,6 +229,8 @@ class RolloutDataSource(DataSource):
 
         Raises:
             ValueError: the file exists but is not a data-source state (path named).
+            UnsafeCheckpointError: the file holds more than plain data (a ``ValueError``;
+                ``vime.backends.checkpoint.load_state``).
         """
         folder = arg(self.args, "load")
         if not folder:
@@ -256,10 +246,9 @@ class RolloutDataSource(DataSource):
         if not path.is_file():
             logger.info("no data source state at %s; starting fresh", path)
             return
-        import torch
+        from vime.backends.checkpoint import load_state
 
-        # Our own checkpoint (it may hold arbitrary Sample attributes): full unpickling.
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = load_state(path)
         if not isinstance(state, dict):
             raise ValueError(f"{path}: expected a data source state dict, got "
                              f"{type(state).__name__}")

@@ -35,8 +35,9 @@ from typing import Any
 
 from vime.utils.types import Sample
 
-__all__ = ["DataPath", "Dataset", "data_file_problem", "load_tokenizer", "parse_data_path",
-           "read_rows", "render_chat_prompt"]
+__all__ = ["SKIPPED_SHOWN", "DataPath", "Dataset", "data_file_problem", "dataset_rows_problem",
+           "load_tokenizer", "parse_data_path", "read_rows", "record_problem",
+           "render_chat_prompt"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,17 +98,20 @@ def data_file_problem(spec: str) -> str | None:
 
 
 def read_rows(spec: str, *, skip_bad_records: bool = True,
-              counts: dict[str, int] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+              counts: dict[str, Any] | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """Yield ``(location, record)`` for each row of ``spec`` (sliced), in file order.
 
     ``location`` is ``"file:LINE"`` (JSONL, 1-based) or ``"file row N"`` (Parquet, 0-based).
-    With ``skip_bad_records`` (the default) an undecodable JSONL line or a line that is
-    not a JSON object is skipped and counted in ``counts["bad_records"]``.
+    With ``skip_bad_records`` (the default) a line that is not valid JSON or not a JSON
+    object is skipped and counted in ``counts["bad_records"]``; ``counts["skipped"]`` names the
+    first :data:`SKIPPED_SHOWN` of them (``file:LINE (reason)``). Bytes that are not UTF-8 are
+    an error naming the line (the whole file is suspect).
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: unsupported suffix; malformed slice; with ``skip_bad_records=False`` a bad
-            record (``file:line: reason``); a Parquet row that is not a mapping.
+        ValueError: unsupported suffix; malformed slice; a line that is not UTF-8
+            (``file:line``); with ``skip_bad_records=False`` a bad record (``file:line:
+            reason``); a Parquet row that is not a mapping.
     """
     data_path = parse_data_path(spec)
     suffix = _format(data_path.path)
@@ -116,6 +120,7 @@ def read_rows(spec: str, *, skip_bad_records: bool = True,
         raise FileNotFoundError(f"dataset {data_path.path!r} does not exist")
     counts = counts if counts is not None else {}
     counts.setdefault("bad_records", 0)
+    counts.setdefault("skipped", [])
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -128,11 +133,16 @@ def read_rows(spec: str, *, skip_bad_records: bool = True,
                                  f"{type(record).__name__}")
             yield f"{file} row {row_number}", record
         return
-    with file.open("r", encoding="utf-8", errors="strict") as handle:
-        try:
-            lines = [(n, text) for n, text in enumerate(handle, start=1) if text.strip()]
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = []
+    with file.open("rb") as handle:
+        for n, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{file}:{n}: not UTF-8 text ({exc.reason} at byte {exc.start} "
+                                 "of the line); save the file as UTF-8") from None
+            if text.strip():
+                lines.append((n, text))
     if data_path.rows is not None:
         lines = lines[data_path.rows]
     for line_number, text in lines:
@@ -148,8 +158,49 @@ def read_rows(spec: str, *, skip_bad_records: bool = True,
                 raise ValueError(f"{where}: bad record: {reason}; fix the line or load with "
                                  "skip_bad_records=True to skip and count bad lines")
             counts["bad_records"] += 1
+            if len(counts["skipped"]) < SKIPPED_SHOWN:
+                counts["skipped"].append(f"{where} ({reason})")
             continue
         yield where, record
+
+
+#: Skipped lines named (file:line and reason) in the warning of a dataset with bad records.
+SKIPPED_SHOWN = 5
+
+
+def record_problem(where: str, record: Mapping[str, Any], input_key: str,
+                   label_key: str | None) -> str | None:
+    """Why ``record`` (at ``where``, ``file:line``) lacks the prompt or label key, or None."""
+    if input_key not in record:
+        return (f"{where}: record has no input key {input_key!r} (--input-key); it has "
+                f"{sorted(record)}")
+    if label_key is not None and label_key not in record:
+        return (f"{where}: record has no label key {label_key!r} (--label-key); it has "
+                f"{sorted(record)}")
+    return None
+
+
+def dataset_rows_problem(spec: str, *, input_key: str = "input",
+                         label_key: str | None = None) -> str | None:
+    """The first row of dataset ``spec`` that training would stop on, or None: bytes that are
+    not UTF-8, a row without ``input_key`` or (when set) ``label_key``; each named with its
+    ``file:line`` (``file row N`` for Parquet). Lines that are not JSON objects are skipped
+    as in training (:func:`read_rows`), not reported here. Reads the whole file once (a
+    Parquet file's schema only, when it has both columns)."""
+    try:
+        if _format(parse_data_path(spec).path) == ".parquet":
+            import pyarrow.parquet as pq
+
+            names = set(pq.read_schema(parse_data_path(spec).path).names)
+            if input_key in names and (label_key is None or label_key in names):
+                return None
+        for where, record in read_rows(spec):
+            problem = record_problem(where, record, input_key, label_key)
+            if problem:
+                return problem
+    except (OSError, ValueError) as exc:
+        return str(exc)
+    return None
 
 
 def render_chat_prompt(tokenizer: Any, prompt: str | list[dict[str, Any]],
@@ -259,7 +310,7 @@ class Dataset:
         self.num_too_long = 0
         self.num_list_prompts_unfiltered = 0
         kwargs = dict(apply_chat_template_kwargs or {})
-        counts: dict[str, int] = {}
+        counts: dict[str, Any] = {}
         samples: list[Sample] = []
         for where, record in read_rows(path, skip_bad_records=skip_bad_records, counts=counts):
             sample = self._make_sample(where, record, tokenizer, input_key, label_key,
@@ -275,8 +326,10 @@ class Dataset:
             samples.append(sample)
         self.num_bad_records = counts.get("bad_records", 0)
         if self.num_bad_records:
-            logger.warning("dataset %s: skipped %d undecodable record(s)", path,
-                           self.num_bad_records)
+            shown = "; ".join(counts["skipped"])
+            more = self.num_bad_records - SKIPPED_SHOWN
+            logger.warning("dataset %s: skipped %d undecodable record(s): %s%s", path,
+                           self.num_bad_records, shown, f"; and {more} more" if more > 0 else "")
         if self.num_too_long:
             logger.info("dataset %s: dropped %d prompt(s) longer than %d tokens; kept %d",
                         path, self.num_too_long, max_length, len(samples))
@@ -292,9 +345,9 @@ class Dataset:
     def _make_sample(where: str, record: Mapping[str, Any], tokenizer: Any, input_key: str,
                      label_key: str | None, metadata_key: str | None, tool_key: str | None,
                      apply_chat_template: bool, kwargs: dict[str, Any]) -> Sample:
-        if input_key not in record:
-            raise KeyError(f"{where}: record has no input key {input_key!r} (--input-key); it "
-                           f"has {sorted(record)}")
+        problem = record_problem(where, record, input_key, label_key)
+        if problem:
+            raise KeyError(problem)
         prompt = record[input_key]
         if isinstance(prompt, list):
             if not all(isinstance(m, Mapping) and "role" in m for m in prompt):
@@ -304,12 +357,7 @@ class Dataset:
         elif not isinstance(prompt, str):
             raise ValueError(f"{where}: key {input_key!r} must be a string or a list of "
                              f"messages, got {type(prompt).__name__}")
-        label = None
-        if label_key is not None:
-            if label_key not in record:
-                raise KeyError(f"{where}: record has no label key {label_key!r} (--label-key); "
-                               f"it has {sorted(record)}")
-            label = record[label_key]
+        label = record[label_key] if label_key is not None else None
         metadata = _as_dict(record.get(metadata_key) if metadata_key else None, where,
                             str(metadata_key))
         tools = _as_tools(record.get(tool_key) if tool_key else None, where, str(tool_key))

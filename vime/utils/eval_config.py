@@ -193,19 +193,17 @@ def load_eval_config(path: str | Path) -> tuple[dict[str, Any], list[dict[str, A
 
     Raises:
         FileNotFoundError: the file does not exist.
-        ValueError: not a mapping with an ``eval`` section; unknown key (named with the file);
+        ValueError: not readable YAML text (``vime.config.yaml_file.read_yaml``); not a
+            mapping with an ``eval`` section; unknown key (named with the file);
             an entry without ``name``/``path``; a duplicate name.
         NotImplementedError: a key v1 does not implement (``UNSUPPORTED_EVAL_KEYS``).
     """
-    import yaml
+    from vime.config.yaml_file import read_yaml
 
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise FileNotFoundError(f"eval config {str(file)!r} does not exist")
-    try:
-        doc = yaml.safe_load(file.read_text())
-    except yaml.YAMLError as exc:
-        raise ValueError(f"{file}: not valid YAML: {exc}") from exc
+    doc = read_yaml(file)   # YamlFileError (a ValueError): one line naming the file
     if not isinstance(doc, Mapping) or "eval" not in doc:
         raise ValueError(f"{file}: expected a top-level `eval:` mapping with `defaults` and "
                          "`datasets`")

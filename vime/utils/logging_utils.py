@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from argparse import Namespace
 from collections.abc import Mapping, Sequence
@@ -99,13 +100,50 @@ class MetricsLog:
         self.records: list[dict[str, Any]] = []
 
     def write(self, rollout_id: int, metrics: Mapping[str, Any]) -> dict[str, Any]:
-        """Append ``{"rollout_id", "time", **metrics}`` (flushed); returns the record."""
+        """Append ``{"rollout_id", "time", **metrics}`` (flushed and fsynced: ``vime train``
+        marks a checkpoint complete only after its step's line is on disk); returns the
+        record."""
         record = {"rollout_id": int(rollout_id), "time": time.time(),
                   **{str(k): _jsonable(v) for k, v in metrics.items()}}
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
         self.records.append(record)
         return record
+
+    def drop_from(self, rollout_id: int) -> int:
+        """Remove the lines of steps ``>= rollout_id`` from the file (a resume from the
+        checkpoint of step ``rollout_id - 1`` writes them again; kept, they would be
+        duplicates), and a last line cut short by a kill. The file is rewritten atomically
+        (temporary name, fsync, rename) only when something is dropped.
+
+        Returns:
+            How many distinct steps were dropped (0 when the file is absent).
+        """
+        try:
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except FileNotFoundError:
+            return 0
+        kept, dropped, cut = [], set(), False
+        for line in lines:
+            try:
+                step = int(json.loads(line)["rollout_id"])
+            except (ValueError, KeyError, TypeError):
+                cut = True   # a line cut short mid-write
+                continue
+            if step >= rollout_id:
+                dropped.add(step)
+            else:
+                kept.append(line)
+        if dropped or cut:
+            tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+            with tmp.open("w", encoding="utf-8") as fh:
+                fh.write("".join(line + "\n" for line in kept))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        return len(dropped)
 
 
 #: Label and format of the metrics the progress line shows, per loss (``--loss-type``); the SFT

@@ -91,12 +91,19 @@ def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     Raises:
         SystemExit: status 2 with usage and ``vime-lint check: error: ...`` for a bad value, an
-            unknown argument or a missing ``--rollout-function-path``; 0 after ``--help``.
+            unknown argument, a missing ``--rollout-function-path`` or a count below 1
+            (``vime.config.validation.count_problem``: ``--rollout-batch-size 0``); 0 after
+            ``--help``.
     """
+    from vime.config.validation import count_problem
+
     parser = build_parser()
     ns = parse_command_line(parser, argv)
     if not ns.rollout_function_path:
         parser.error("the following arguments are required: --rollout-function-path")
+    found = count_problem(ns, required=False)   # a batch of 0 is the command's, not the rollout's
+    if found is not None:
+        parser.error(f"argument {found[0]}: {found[1]}")
     return ns
 
 

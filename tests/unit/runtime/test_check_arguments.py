@@ -68,6 +68,22 @@ def test_unknown_argument_is_an_error(capsys: pytest.CaptureFixture[str]) -> Non
     assert "'--no-such-flag'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("extra", "line"), [
+    (["--rollout-batch-size", "0"], "argument --rollout-batch-size: must be >= 1, got 0"),
+    (["--n-samples-per-prompt", "-1"], "argument --n-samples-per-prompt: must be >= 1, got -1"),
+    (["--rollout-max-response-len", "0"],
+     "argument --rollout-max-response-len: must be >= 1, got 0"),
+])
+def test_a_count_below_one_is_an_argument_error_not_the_rollouts(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        extra: list[str], line: str) -> None:
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    assert main([*ROLLOUT, *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"vime-lint check: error: {line}", err
+    assert not any("VIM" in x or "rollout function" in x for x in err), err
+
+
 def test_a_vime_launch_flag_runs_clean(monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.syspath_prepend(str(FIXTURES))
