@@ -10,6 +10,7 @@ Usage::
     vime-lint rule VIM001           # one rule's documentation
     vime-lint check ...             # the dry-run harness (vime_lint.runtime.harness)
     vime-lint rescore RUN_DIR --rm-type math   # re-score dumped samples (vime_lint.rescore)
+    vime-lint server                # the language server (LSP over stdio, vime_lint.lsp)
     vime-lint --version
 
 Exit codes: 0 clean, 1 findings (or fixes with ``--exit-non-zero-on-fix``), 2 usage,
@@ -87,6 +88,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("rescore", help="score a run's dumped samples again with another reward",
                    add_help=False)
+    sub.add_parser("server", help="serve diagnostics, fixes and rule texts to an editor (LSP "
+                                  "over stdio; the `lsp` extra)", add_help=False)
     from vime_lint.typecheck.command import add_parser as add_types_parser
 
     add_types_parser(sub)
@@ -101,6 +104,16 @@ def _cmd_check(argv: Sequence[str]) -> int:
               "it lives in vime_lint/runtime/harness.py", file=sys.stderr)
         return 2
     return int(harness.main(list(argv)))
+
+
+def _cmd_server(argv: Sequence[str]) -> int:
+    try:
+        from vime_lint.lsp.server import main as serve
+    except ImportError as exc:
+        print(f"vime-lint server: {exc.name or exc} is not installed; install the language "
+              "server's extra: pip install 'vime[lsp]'", file=sys.stderr)
+        return 2
+    return serve(list(argv))
 
 
 def _cmd_rules(out: TextIO) -> int:
@@ -264,6 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from vime_lint.rescore import main as rescore
 
         return rescore(args[1:])
+    if args and args[0] == "server":
+        return _cmd_server(args[1:])
     parser = _build_parser()
     try:
         ns = parser.parse_args(args)
