@@ -22,7 +22,10 @@ got 0`` on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from vime.config.config_file import load_config
 from vime.config.parser import VLLM_PASSTHROUGH_PREFIX, get_parser
@@ -57,6 +60,27 @@ def collect_passthrough(parser: argparse.ArgumentParser,
     return extra
 
 
+def _add_hook_options(parser: argparse.ArgumentParser, argv: Sequence[str],
+                      config: str | None) -> None:
+    """The options the configured hooks' modules declare (:mod:`vime.config.hook_options`),
+    added to ``parser`` before anything is parsed; a clash is ``parser.error`` (exit 2)."""
+    from vime.config.hook_options import HookOptionsError, add_hook_options, hook_paths
+
+    doc: dict[str, Any] | None = None
+    if config and Path(config).is_file():
+        from vime.config.yaml_file import YamlFileError, read_yaml
+
+        try:
+            raw = read_yaml(Path(config))
+        except YamlFileError:
+            raw = None   # load_config reports it
+        doc = raw if isinstance(raw, dict) else None
+    try:
+        add_hook_options(parser, hook_paths(argv, doc))
+    except HookOptionsError as exc:
+        parser.error(str(exc))
+
+
 def parse_command_line(parser: argparse.ArgumentParser,
                        argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse ``argv`` (default ``sys.argv[1:]``) with ``parser`` after applying its ``--config``
@@ -73,9 +97,13 @@ def parse_command_line(parser: argparse.ArgumentParser,
     pre.add_argument("--config", type=str, default=None)
     known, _ = pre.parse_known_args(argv)
     config_extra: dict[str, str | bool] = {}
+    _add_hook_options(parser, sys.argv[1:] if argv is None else argv, known.config)
     if known.config:
         values, config_extra = load_config(parser, known.config)
         parser.set_defaults(**values)
+        for action in parser._actions:  # noqa: SLF001 - a required option the file sets
+            if action.required and action.dest in values:
+                action.required = False
     args, unknown = parser.parse_known_args(argv)
     args.vllm_extra_args = {**config_extra, **collect_passthrough(parser, unknown)}
     return args
