@@ -24,7 +24,7 @@ from typing import Any
 
 from vime.config.parser import get_parser
 
-__all__ = ["UnknownArgumentError", "arg", "parser_defaults"]
+__all__ = ["DERIVED_ARGS", "UnknownArgumentError", "arg", "option_names", "parser_defaults"]
 
 _MISSING = object()
 _DEFAULTS: Mapping[str, Any] | None = None
@@ -32,6 +32,16 @@ _DEFAULTS: Mapping[str, Any] | None = None
 
 class UnknownArgumentError(AttributeError):
     """``arg`` was asked for a name that no vime argument has as its dest."""
+
+
+#: Attributes vime sets on ``args`` besides its options' dests (``parse_command_line``:
+#: ``vllm_extra_args``; ``validate_args``: ``eval_datasets``).
+DERIVED_ARGS: frozenset[str] = frozenset({"vllm_extra_args", "eval_datasets"})
+
+
+def option_names() -> frozenset[str]:
+    """Every attribute vime's own ``args`` has: each option's dest and :data:`DERIVED_ARGS`."""
+    return frozenset(a.dest for a in get_parser()._actions if a.dest != "help") | DERIVED_ARGS
 
 
 def parser_defaults() -> Mapping[str, Any]:

@@ -423,6 +423,24 @@ _ALL: tuple[Invariant, ...] = (
          "dynamic sampling filter `{name}` returns {actual} (on {path}); expected "
          "DynamicFilterOutput", "return DynamicFilterOutput(keep=..., reason=...) on every path",
          twins=("VIM160",)),
+    # ---- 6a: options a hook module declares (add_arguments; vime/config/hook_options.py)
+    _inv("VIM038", "static", "warning", "unknown-args-option",
+         "A hook module reads only `args` attributes that vime defines or that its own "
+         "`add_arguments` declares.",
+         "Another name raises AttributeError when the line runs, hours into a run, unless a "
+         "`--custom-config-path` file happens to set it.",
+         "unknown option",
+         "`args.{attr}` in `{name}` is neither a vime option nor declared by this module's "
+         "add_arguments{hint}",
+         "declare it in the module's `add_arguments(parser)` (it is then a checked `vime train` "
+         "option), or fix the name"),
+    _inv("VIM039", "static", "warning", "unread-hook-option",
+         "Every option a hook module declares in `add_arguments` is read somewhere in it.",
+         "An option nothing reads is accepted and ignored: the user sets it and nothing "
+         "changes.",
+         "unknown option",
+         "`{flag}` is declared by add_arguments but `args.{dest}` is never read in this module",
+         "read it where it matters, or remove the declaration"),
     # ---- 6a: the agent function (--agent-function-path; vime_lint/static/rules/agent_function.py)
     _inv("VIM050", "static", "error", "agent-function-sync",
          "An `--agent-function-path` function is an `async def`.",
