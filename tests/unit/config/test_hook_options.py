@@ -157,3 +157,11 @@ def test_they_reach_the_logged_configuration(hooks: Path) -> None:
     args = parse(["--custom-rm-path", "hookopts.judge.reward_func", "--judge-url", "http://j"])
     config = public_config(args)
     assert config["judge_url"] == "http://j" and config["format_bonus"] == 0.1
+
+
+def test_option_names_are_exactly_what_args_holds() -> None:
+    from vime.config.command_line import parse_args
+    from vime.config.defaults import option_names
+
+    args = parse_args(["--rollout-batch-size", "4", "--num-rollout", "1"])
+    assert set(vars(args)) == set(option_names())
