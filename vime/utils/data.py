@@ -24,7 +24,6 @@ import copy
 import functools
 import json
 import logging
-import os
 import random
 import re
 import warnings
@@ -81,7 +80,7 @@ def _format(path: str) -> str:
 
 def data_file_problem(spec: str) -> str | None:
     """Why :func:`read_rows` cannot open ``spec`` (malformed slice, unsupported suffix, no such
-    file, a folder, not readable), or None; reads nothing but the file's metadata."""
+    file, a folder, not readable), or None; reads the file's metadata and its first byte."""
     try:
         data_path = parse_data_path(spec)
         _format(data_path.path)
@@ -92,8 +91,12 @@ def data_file_problem(spec: str) -> str | None:
         return f"dataset {data_path.path!r} is a folder; give a .jsonl or .parquet file"
     if not file.is_file():
         return f"dataset {data_path.path!r} does not exist (relative to {Path.cwd()})"
-    if not os.access(file, os.R_OK):
-        return f"dataset {data_path.path!r} is not readable (check its permissions)"
+    try:
+        with file.open("rb") as handle:
+            handle.read(1)
+    except OSError as exc:   # no permission, or a file that fails to read (EIO), root included
+        return (f"dataset {data_path.path!r} is not readable ({exc.strerror or exc}; check its "
+                "permissions)")
     return None
 
 

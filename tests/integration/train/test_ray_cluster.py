@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,22 +75,39 @@ def _join(address: str, env: dict[str, str]) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _wait_for_node(ray_bin: Path, port: int, env: dict[str, str], head: subprocess.Popen[bytes],
+                   deadline: float) -> None:
+    """Poll ``ray status`` until the head's raylet has registered its one CPU with the GCS
+    (the GCS port answers a few seconds before that)."""
+    while True:
+        assert head.poll() is None, "ray start --head exited"
+        status = subprocess.run([str(ray_bin), "status", "--address", f"127.0.0.1:{port}"],
+                                env=env, capture_output=True, text=True, timeout=60)
+        if status.returncode == 0 and "/1.0 CPU" in status.stdout:
+            return
+        assert time.monotonic() < deadline, (
+            f"the Ray head's node did not register in time:\n{status.stdout[-800:]}"
+            f"{status.stderr[-800:]}")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def ray_head(tmp_path_factory: pytest.TempPathFactory):
-    """A one-CPU Ray head in its own session with token authentication (killed with its
-    process group); yields its port and the environment that carries its token."""
+    """A one-CPU Ray head in its own session with token authentication, in a private temporary
+    folder (its sockets, logs and "current cluster" file; the machine's /tmp/ray is not
+    touched), killed with its process group; yields its port and the environment that carries
+    its token."""
     port = find_free_port()
     token = tmp_path_factory.mktemp("head_token") / "token"
     write_token(token)
-    # `ray start` records its address in Ray's "current cluster" file; put the old one back
-    current = Path("/tmp/ray/ray_current_cluster")
-    before = current.read_text() if current.is_file() else None
+    # short: Ray's socket paths under it must stay within the 107 bytes of a Unix socket name
+    temp_dir = Path(tempfile.mkdtemp(prefix="vray", dir="/tmp"))
     ray_bin = Path(sys.executable).with_name("ray")
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
            "RAY_AUTH_TOKEN_PATH": str(token)}
     head = subprocess.Popen([str(ray_bin), "start", "--head", "--block", "--port", str(port),
                              "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
-                             "--include-dashboard", "false"],
+                             "--include-dashboard", "false", "--temp-dir", str(temp_dir)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
@@ -100,17 +119,16 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory):
                 if sock.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.5)
-        time.sleep(3)   # the raylet registers after the GCS listens
+        _wait_for_node(ray_bin, port, env, head, deadline)
+        # `ray start` recorded its address in the private folder, not in /tmp/ray
+        assert (temp_dir / "ray_current_cluster").read_text().strip().endswith(f":{port}")
         yield port, env
     finally:
         # SIGKILL: `ray start --block` spends about 33 s in its SIGTERM handler, and the GCS,
         # raylet, dashboard and log monitor all share its process group, so none is left
         os.killpg(head.pid, signal.SIGKILL)
         head.wait(timeout=60)
-        if before is None:
-            current.unlink(missing_ok=True)
-        else:
-            current.write_text(before)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def test_ray_address_joins_the_running_cluster(ray_head):

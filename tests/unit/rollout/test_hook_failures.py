@@ -348,11 +348,14 @@ def test_watchdog_reports_once_and_stop_prevents_it(caplog):
         dog.stop()
     assert dog.report is not None and "phase=reward hook=reward m.rm" in dog.report
     assert sum("still pending" in r.message for r in caplog.records) == 1
-    quiet = Watchdog(5.0, 3, pending)
-    quiet.start()
-    quiet.stop()
-    time.sleep(0.05)
+    # stopped before its 0.2 s are up, then waited well past them: it never reports
+    quiet = Watchdog(0.2, 3, pending)
+    with caplog.at_level(logging.WARNING, logger="vime.rollout.watchdog"):
+        quiet.start()
+        quiet.stop()
+        time.sleep(0.6)
     assert quiet.report is None
+    assert sum("still pending" in r.message for r in caplog.records) == 1  # the first dog's
 
 
 def test_rollout_watchdog_names_the_hanging_reward(caplog):

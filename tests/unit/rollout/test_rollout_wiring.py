@@ -67,6 +67,15 @@ async def gen_slow_for_group_1(args, sample, sampling_params):
 gen_slow_for_group_1.abort_mode = "request"  # type: ignore[attr-defined]
 
 
+async def gen_continue(args, sample, sampling_params):
+    """Continue a sample from where it stopped: two more tokens, then EOS."""
+    if not sample.tokens:
+        sample.tokens = [1, 2, 3]
+    sample.append_response_tokens(tokens=[60, 61], log_probs=[-0.1, -0.2])
+    sample.status = Sample.Status.COMPLETED
+    return sample
+
+
 async def gen_short_wait_for_group_1(args, sample, sampling_params):
     """No ``abort_mode``: the drain waits for these calls instead of cancelling them."""
     if sample.group_index == 1:
@@ -198,6 +207,41 @@ def test_abort_mode_request_partial_rollout_recycles_cancelled_samples():
         assert s.status == Sample.Status.ABORTED and s.response_length == 1
         assert s.reward is None and s.metadata["start_rollout_id"] == 4
     assert out.metrics["rollout/vllm_rollout/recycled_groups"] == 1
+
+
+class RecyclingSource(Source):
+    """Hands the groups that came back through ``add_samples`` out first, as the real buffer
+    does with --partial-rollout."""
+
+    def get_samples(self, k):
+        back, self.added = self.added[:k], self.added[k:]
+        return back + super().get_samples(k - len(back))
+
+
+@pytest.mark.parametrize("mask_offpolicy", [True, False])
+def test_partial_rollout_masks_the_off_policy_tokens_of_a_reentering_group(mask_offpolicy):
+    """Step 4 aborts group 1 after one token and recycles it; step 5 continues it by two
+    tokens. With --mask-offpolicy-in-partial-rollout the token from step 4's weights is masked
+    out (loss_mask [0, 1, 1]); without, every token trains (loss_mask None: all trainable)."""
+    source = RecyclingSource(2)
+    first = vr.generate_rollout(_args(rollout_batch_size=1, partial_rollout=True,
+                                      mask_offpolicy_in_partial_rollout=mask_offpolicy,
+                                      custom_generate_function_path=f"{HERE}."
+                                      "gen_slow_for_group_1"), 4, source)
+    assert [s.index for s in iter_samples(first.samples)] == [0, 1]
+    assert [[s.index for s in g] for g in source.added] == [[2, 3]]
+    again = vr.generate_rollout(_args(rollout_batch_size=1, over_sampling_batch_size=1,
+                                      partial_rollout=True,
+                                      mask_offpolicy_in_partial_rollout=mask_offpolicy,
+                                      custom_generate_function_path=f"{HERE}.gen_continue"),
+                                5, source)
+    reentered = list(iter_samples(again.samples))
+    assert [s.index for s in reentered] == [2, 3]   # the recycled group, not a fresh one
+    for s in reentered:
+        assert s.tokens == [1, 2, 3, 7, 60, 61] and s.response_length == 3
+        assert s.rollout_log_probs == [-1.0, -0.1, -0.2]
+        assert s.loss_mask == ([0, 1, 1] if mask_offpolicy else None)
+        assert s.status == Sample.Status.COMPLETED and s.metadata["start_rollout_id"] == 4
 
 
 def test_without_abort_mode_the_drain_waits_for_the_call():

@@ -48,5 +48,6 @@ def test_fan_out_groups_and_untagged_samples():
 
 
 def test_nothing_left_to_train_is_an_error_naming_the_lags():
-    with pytest.raises(ValueError, match=r"--max-staleness=1 .*lags \[2, 3\]"):
+    with pytest.raises(ValueError, match=r"--max-staleness=1 .*lags \[2, 3\]\); raise "
+                       r"--max-staleness or check that weight sync tags the engines' versions$"):
         bound_staleness([_group(["5"]), _group(["4"])], trainer_version=7, max_staleness=1)

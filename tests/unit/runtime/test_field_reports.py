@@ -333,7 +333,6 @@ def test_tokenizer_facts_read_bos_id_and_eos_id_and_text() -> None:
 
 
 def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("ray")
     import vime.utils.data
     from vime.ray import rollout
 

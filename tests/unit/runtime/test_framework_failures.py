@@ -57,7 +57,7 @@ def test_vim121_mixed_rewards_name_the_counts_and_the_first_of_each_kind() -> No
 
 
 def test_vim122_python_numbers_and_numpy_float64_pass() -> None:
-    np = pytest.importorskip("numpy")
+    import numpy as np
     groups = make_groups()
     groups[0][0].reward = 1
     groups[0][1].reward = np.float64(0.5)      # a float subclass: tolerated
@@ -66,7 +66,7 @@ def test_vim122_python_numbers_and_numpy_float64_pass() -> None:
 
 
 def test_vim122_torch_tensor_reward_names_type_shape_and_fix() -> None:
-    torch = pytest.importorskip("torch")
+    import torch
     groups = make_groups()
     groups[0][1].reward = torch.tensor([0.5])
     groups[1][0].reward = torch.tensor([0.5, 1.0])
@@ -81,7 +81,7 @@ def test_vim122_torch_tensor_reward_names_type_shape_and_fix() -> None:
 
 
 def test_vim122_numpy_scalars_arrays_and_dict_values() -> None:
-    np = pytest.importorskip("numpy")
+    import numpy as np
     groups = make_groups()
     groups[0][0].reward = np.float32(1.0)
     groups[0][2].reward = np.array(0.0)

@@ -191,11 +191,24 @@ def test_skipped_dataset_lines_are_named_with_file_and_line(
             f"column 1)); {path}:3 (expected a JSON object, got list)") in caplog.text
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without read permission")
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc")
 def test_unreadable_prompt_data(scratch: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A regular file that fails to read for every user, root included: /proc/self/mem at
+    offset 0 (unmapped) answers EIO."""
+    (scratch / "ok.jsonl").unlink()
+    (scratch / "ok.jsonl").symlink_to("/proc/self/mem")
+    assert main(_argv(scratch, [])) == 2
+    err = capsys.readouterr().err
+    assert "--prompt-data" in err and "ok.jsonl' is not readable (Input/output error" in err
+    assert not (scratch / "run").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files without read permission")
+def test_prompt_data_without_read_permission(scratch: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     (scratch / "ok.jsonl").chmod(0)
     assert main(_argv(scratch, [])) == 2
-    assert "is not readable" in capsys.readouterr().err
+    assert "is not readable (Permission denied" in capsys.readouterr().err
 
 
 def test_hub_id_is_left_to_the_loader() -> None:

@@ -57,6 +57,31 @@ def test_generate_converts_and_reports_metrics(tmp_path: Path, accepted: list[in
     core.shutdown()
 
 
+def test_async_rollout_trains_only_the_groups_within_max_staleness(tmp_path: Path) -> None:
+    """--async-rollout --max-staleness 2 at rollout 5: group 0 (lag 3) is dropped before
+    conversion, group 1 (lag 1) is what trains; a manager that converted every returned group
+    would give 4 rows and group 0's tokens."""
+    args = make_args(tmp_path, "--rollout-function-path", f"{TOY}.stale_first_group",
+                     "--async-rollout", "--use-rollout-logprobs", "--max-staleness", "2")
+    core = RolloutManagerCore(args)
+    data, metrics = core.generate(5)
+    assert data is not None
+    assert data["tokens"] == [[11, 12, 13, 50, 41], [11, 12, 13, 51, 41]]
+    assert data["raw_reward"] == [0.0, 1.0]
+    assert metrics["rollout/staleness/dropped_groups"] == 1.0
+    assert metrics["rollout/staleness/lag_max"] == 3.0
+    assert metrics["rollout/staleness/lag_mean"] == 2.0
+    core.shutdown()
+    # the same rollout within the bound (4 >= lag 3) trains both groups
+    keep_all = RolloutManagerCore(make_args(
+        tmp_path, "--rollout-function-path", f"{TOY}.stale_first_group", "--async-rollout",
+        "--use-rollout-logprobs", "--max-staleness", "4"))
+    data, metrics = keep_all.generate(5)
+    assert data is not None and len(data["tokens"]) == 4
+    assert metrics["rollout/staleness/dropped_groups"] == 0.0
+    keep_all.shutdown()
+
+
 def test_eval_metrics(tmp_path: Path) -> None:
     core = RolloutManagerCore(make_args(tmp_path))
     metrics = core.eval(3)

@@ -38,6 +38,13 @@ def grpo_advantages(args, rollout_data):
     rollout_data["returns"] = rollout_data["advantages"]
 
 
+def doubled_advantages(args, rollout_data):
+    """Twice the built-in GRPO advantage: a result no built-in estimator gives."""
+    rollout_data["advantages"] = [torch.ones_like(m) * (2.0 * r)
+                                  for r, m in zip(rollout_data["rewards"],
+                                                  rollout_data["loss_masks"])]
+
+
 def per_sample_advantages(args, rollout_data):
     rollout_data["advantages"] = [torch.tensor([r]) for r in rollout_data["rewards"]]
 
@@ -65,6 +72,12 @@ def ppo_loss(args, batch, logits, sum_of_sample_mean):
     return loss, {"my_pg_loss": loss.detach(), "tokens": float(sum(batch["response_lengths"]))}
 
 
+def half_ppo_loss(args, batch, logits, sum_of_sample_mean):
+    """Half the built-in loss: its backward must give half the built-in gradient."""
+    loss, log = ppo_loss(args, batch, logits, sum_of_sample_mean)
+    return 0.5 * loss, log
+
+
 def bare_tensor_loss(args, batch, logits, sum_of_sample_mean):
     return logits.mean()
 
@@ -88,6 +101,29 @@ def icepop(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks, tot
     keep = (ratio >= args.tis_clip_low) & (ratio <= args.tis_clip)
     masks = [m * k for m, k in zip(loss_masks, torch.split(keep.float(), response_lengths))]
     return pg_loss * keep, masks, {"kept": keep.float()}
+
+
+def _first_tokens(response_lengths):
+    """1.0 on each response's first token, 0.0 elsewhere, flat ``(N,)``."""
+    return torch.cat([torch.eye(1, r).reshape(r) for r in response_lengths])
+
+
+def mask_first_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks,
+                   total_lengths, response_lengths):
+    """The loss untouched, each response's first token taken out of the returned masks."""
+    drop = torch.split(_first_tokens(response_lengths), response_lengths)
+    return pg_loss, [m * (1 - d) for m, d in zip(loss_masks, drop)], {}
+
+
+def zero_first_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks,
+                   total_lengths, response_lengths):
+    """The masks untouched, each response's first token's loss multiplied by 0."""
+    return pg_loss * (1 - _first_tokens(response_lengths)), list(loss_masks), {}
+
+
+def identity_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks,
+                 total_lengths, response_lengths):
+    return pg_loss, list(loss_masks), {}
 
 
 def short_tis(args, *, pg_loss, train_log_probs, rollout_log_probs, loss_masks, total_lengths,
@@ -158,6 +194,19 @@ def params(trainer: Trainer) -> list[torch.Tensor]:
     return [p.detach().clone() for p in trainer.model.parameters()]
 
 
+def grads(trainer: Trainer) -> list[torch.Tensor]:
+    """The gradients of the last optimiser step (the trainer zeroes them at a step's start)."""
+    out = []
+    for p in trainer.model.parameters():
+        assert p.grad is not None
+        out.append(p.grad.detach().clone())
+    return out
+
+
+def scaled(values: list[torch.Tensor], factor: float) -> list[torch.Tensor]:
+    return [v * factor for v in values]
+
+
 def max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
     return max(float((x - y).abs().max()) for x, y in zip(a, b, strict=True))
 
@@ -184,6 +233,27 @@ def test_custom_grpo_advantage_gives_the_built_in_update(small_model: Path,
     custom, out_b = run(small_model, custom_advantage_function_path=hook("grpo_advantages"))
     assert max_diff(params(builtin), params(custom)) < 1e-6
     assert out_a["train/pg_loss"] == pytest.approx(out_b["train/pg_loss"], abs=1e-7)
+
+
+def test_custom_advantages_are_the_ones_trained_on(small_model: Path, hooks_module: str) -> None:
+    """Advantages x2 give exactly twice the built-in gradient (ratio 1 on the first step, no
+    clipping): the update follows the hook's result, not the built-in estimator's."""
+    builtin, out_a = run(small_model, clip_grad=0.0)
+    custom, out_b = run(small_model, clip_grad=0.0,
+                        custom_advantage_function_path=hook("doubled_advantages"))
+    g_builtin, g_custom = grads(builtin), grads(custom)
+    assert max(float(g.abs().max()) for g in g_builtin) > 1e-4  # the step has a gradient
+    assert max_diff(g_custom, scaled(g_builtin, 2.0)) < 1e-6
+    assert out_b["train/grad_norm"] == pytest.approx(2 * out_a["train/grad_norm"], rel=1e-5)
+    assert out_b["train/pg_loss"] == pytest.approx(2 * out_a["train/pg_loss"], abs=1e-6)
+    # the parameter change is the trainer's own optimiser step on twice the built-in gradient
+    expected = Trainer(make_args(small_model, clip_grad=0.0))
+    start = params(expected)
+    for p, g in zip(expected.model.parameters(), scaled(g_builtin, 2.0), strict=True):
+        p.grad = g
+    expected.optimizer.step()
+    assert max_diff(start, params(custom)) > 1e-3
+    assert max_diff(params(expected), params(custom)) < 1e-6
 
 
 @pytest.mark.parametrize("name,match", [
@@ -213,6 +283,19 @@ def test_custom_ppo_loss_gives_the_built_in_update(small_model: Path, hooks_modu
     assert out_b["train/my_pg_loss"] == pytest.approx(out_a["train/pg_loss"], abs=1e-6)
     assert out_b["train/loss"] == pytest.approx(out_a["train/loss"], abs=1e-6)
     assert out_b["train/tokens"] == 12.0  # log_dict values add up over the micro-batches
+
+
+def test_custom_loss_backward_is_the_one_stepped(small_model: Path, hooks_module: str) -> None:
+    """A custom loss x0.5 gives exactly half the built-in gradient: the hook's loss is the one
+    back-propagated."""
+    builtin, out_a = run(small_model, eps_clip_high=None, clip_grad=0.0)
+    half, out_b = run(small_model, clip_grad=0.0, loss_type="custom_loss",
+                      custom_loss_function_path=hook("half_ppo_loss"))
+    g_builtin = grads(builtin)
+    assert max(float(g.abs().max()) for g in g_builtin) > 1e-4
+    assert max_diff(grads(half), scaled(g_builtin, 0.5)) < 1e-6
+    assert out_b["train/grad_norm"] == pytest.approx(0.5 * out_a["train/grad_norm"], rel=1e-5)
+    assert out_b["train/loss"] == pytest.approx(0.5 * out_a["train/loss"], abs=1e-6)
 
 
 @pytest.mark.parametrize("name,match", [
@@ -289,6 +372,21 @@ def test_custom_tis_function_masks_tokens(small_model: Path, hooks_module: str) 
                  custom_tis_function_path=hook("icepop"))
     assert out["train/tis_kept"] == pytest.approx(8 / 12, abs=0.1)  # first tokens dropped
     assert math.isfinite(out["train/pg_loss"])
+
+
+def test_custom_tis_mask_takes_tokens_out_of_the_gradient(small_model: Path,
+                                                          hooks_module: str) -> None:
+    """The first response token of every sample zeroed by the returned masks contributes no
+    gradient: the step equals the one whose loss is 0 on exactly those tokens, and differs from
+    the step that keeps them."""
+    own = samples(own_log_probs(small_model))
+    kw = dict(use_tis=True, tis_clip=2.0, tis_clip_low=0.0, clip_grad=0.0)
+    kept, _ = run(small_model, own, custom_tis_function_path=hook("identity_tis"), **kw)
+    masked, _ = run(small_model, own, custom_tis_function_path=hook("mask_first_tis"), **kw)
+    zeroed, _ = run(small_model, own, custom_tis_function_path=hook("zero_first_tis"), **kw)
+    g_kept, g_masked, g_zeroed = grads(kept), grads(masked), grads(zeroed)
+    assert max_diff(g_masked, g_zeroed) < 1e-7
+    assert max_diff(g_masked, g_kept) > 1e-4  # the first tokens did carry gradient
 
 
 @pytest.mark.parametrize("name,match", [

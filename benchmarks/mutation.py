@@ -1,0 +1,179 @@
+"""Mutation testing of the modules that carry vime's promises, each against its own unit tests.
+
+Usage::
+
+    python benchmarks/mutation.py                       # every module in MODULES (slow: hours)
+    python benchmarks/mutation.py vime/rollout/staleness.py vime/backends/advantages.py
+    python benchmarks/mutation.py --list                # the modules and the tests run on each
+    python benchmarks/mutation.py --keep DIR ...        # keep the work copies under DIR
+
+For each module, a copy of the repository (the files git tracks or would track) goes into a
+temporary directory, ``[tool.mutmut]`` in the copy's ``pyproject.toml`` names that module as
+the only source to mutate and its unit test files as the only tests, and ``mutmut run``
+(mutmut 3, the ``dev`` extra) changes one operator, constant, argument or return value at a
+time and runs the tests that cover the changed function. The script then prints, per module,
+the mutants killed (a test failed), survived (every test passed), and the others (timeout, no
+covering test), the kill rate ``killed / (killed + survived)``, and the diff of every
+survivor (``mutmut show``).
+
+A survivor is either a missing test (write one that fails on it) or an equivalent mutant (the
+mutated code behaves the same, e.g. a ``>= 1`` bound on a value that is never 0); tests/README.md
+lists the known equivalent ones. The run is not part of CI: tens of seconds to minutes per
+module on a 2-core machine, longer for the modules whose tests train a model.
+
+Exit status: 0 when every module reached ``--target`` (default 0.9), 1 otherwise, 2 on bad
+arguments (an unknown module).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: module (or package folder) -> the unit test files run on its mutants (pytest arguments).
+MODULES: dict[str, list[str]] = {
+    "vime/contract/checks/": ["tests/unit/runtime/"],
+    "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
+    "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
+    "vime_lint/static/_runner.py": ["tests/unit/lint/test_cache_parallel.py",
+                                    "tests/unit/lint/test_cli.py"],
+    "vime/rollout/failures.py": ["tests/unit/rollout/test_failures.py",
+                                 "tests/unit/rollout/test_hook_failures.py",
+                                 "tests/unit/runtime/test_failed_samples.py"],
+    # the manager test of the bound only: in mutmut's clean run of the whole file its
+    # warn-mode test fails on the unmutated code (it passes under plain pytest, alone and with
+    # the rest of the file)
+    "vime/rollout/staleness.py": ["tests/unit/rollout/test_staleness.py",
+                                  "tests/unit/train/test_rollout_manager.py", "-k", "staleness"],
+    "vime/backends/advantages.py": ["tests/unit/train/test_advantages.py"],
+    "vime/backends/trainer_hooks.py": ["tests/unit/train/test_trainer_hooks.py",
+                                       "tests/unit/runtime/test_trainer_boundaries.py"],
+    "vime/backends/tis.py": ["tests/unit/train/test_trainer_hooks.py"],
+    "vime/agent/server.py": ["tests/unit/agent/"],
+    "vime/agent/sessions.py": ["tests/unit/agent/"],
+}
+
+_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
+        "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
+_KILLED = {"killed"}
+_SURVIVED = {"survived"}
+
+
+def _mutmut() -> list[str]:
+    """The mutmut command of this interpreter's environment."""
+    script = Path(sys.executable).with_name("mutmut")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "mutmut"]
+
+
+def _repo_files() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if line and (ROOT / line).is_file()]
+
+
+def _work_copy(module: str, tests: list[str], dest: Path) -> None:
+    """Copy the repository to ``dest`` with a ``[tool.mutmut]`` section for ``module``."""
+    for rel in _repo_files():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, target)
+    pyproject = dest / "pyproject.toml"
+    text = re.sub(r"\n\[tool\.mutmut\][^\[]*", "\n", pyproject.read_text())
+    tops = sorted({Path(rel).parts[0] for rel in _repo_files() if len(Path(rel).parts) > 1})
+    pyproject.write_text(text + "\n[tool.mutmut]\n"
+                         f"source_paths = [{_toml_list([module])}]\n"
+                         f"pytest_add_cli_args_test_selection = [{_toml_list(tests)}]\n"
+                         "pytest_add_cli_args = [\"-p\", \"no:cacheprovider\", \"-q\"]\n"
+                         f"also_copy = [{_toml_list(tops)}]\n")
+
+
+def _toml_list(items: list[str]) -> str:
+    return ", ".join(f'"{item}"' for item in items)
+
+
+def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
+    """mutant name -> status, from ``mutmut results --all true``."""
+    out = subprocess.run([*_mutmut(), "results", "--all", "true"], cwd=work, env=env,
+                         capture_output=True, text=True).stdout
+    status = {}
+    for line in out.splitlines():
+        name, sep, state = line.strip().rpartition(": ")
+        if sep and "__mutmut_" in name:
+            status[name] = state.strip()
+    return status
+
+
+def run_module(module: str, tests: list[str], keep: Path | None) -> tuple[int, int, int]:
+    """Mutate ``module``, print its figures and survivors; returns (killed, survived, other)."""
+    base = Path(tempfile.mkdtemp(prefix="vime-mutation-", dir=keep))
+    work = base / "repo"
+    work.mkdir()
+    _work_copy(module, tests, work)
+    env = {**os.environ, **_ENV, "PYTHONPATH": str(work)}
+    start = time.monotonic()
+    proc = subprocess.run([*_mutmut(), "run"], cwd=work, env=env, capture_output=True,
+                          text=True)
+    seconds = time.monotonic() - start
+    status = _results(work, env)
+    if proc.returncode != 0 or not status:
+        print(f"{module}: mutmut run failed (exit {proc.returncode}); its last output:")
+        print("\n".join((proc.stdout + proc.stderr).splitlines()[-20:]))
+        return 0, 0, 0
+    killed = sum(s in _KILLED for s in status.values())
+    survived = sorted(n for n, s in status.items() if s in _SURVIVED)
+    other = {n: s for n, s in status.items() if s not in _KILLED | _SURVIVED}
+    rate = killed / max(1, killed + len(survived))
+    print(f"{module}: {len(status)} mutants, {killed} killed, {len(survived)} survived, "
+          f"{len(other)} other; kill rate {rate:.1%} ({seconds:.0f} s; tests: "
+          f"{' '.join(tests)})")
+    for name, state in sorted(other.items()):
+        print(f"  {state}: {name}")
+    for name in survived:
+        diff = subprocess.run([*_mutmut(), "show", name], cwd=work, env=env,
+                              capture_output=True, text=True).stdout
+        print("  survived: " + "\n  ".join(diff.strip().splitlines()))
+    if keep is None:
+        shutil.rmtree(base, ignore_errors=True)
+    return killed, len(survived), len(other)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules of MODULES to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the modules and their tests")
+    parser.add_argument("--target", type=float, default=0.9, help="kill rate each must reach")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep the work copies (mutmut's mutants/ folder) under this folder")
+    ns = parser.parse_args(argv)
+    if ns.list:
+        for module, tests in MODULES.items():
+            print(f"{module}: {' '.join(tests)}")
+        return 0
+    unknown = [m for m in ns.modules if m not in MODULES]
+    if unknown:
+        print(f"mutation.py: unknown module {unknown[0]!r}; use one of: {' '.join(MODULES)}",
+              file=sys.stderr)
+        return 2
+    if ns.keep is not None:
+        ns.keep.mkdir(parents=True, exist_ok=True)
+    below = []
+    for module in ns.modules or list(MODULES):
+        killed, survived, _ = run_module(module, MODULES[module], ns.keep)
+        if killed + survived == 0 or killed / (killed + survived) < ns.target:
+            below.append(module)
+    if below:
+        print(f"below the {ns.target:.0%} target: {' '.join(below)}")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
