@@ -543,12 +543,17 @@ def _section6() -> list[str]:
     nested dataclasses, after a fast path that accepts the common cases without a Python loop
     per item. The cost is a small fraction of a step, which is why every step is checked by
     default (`benchmarks/contract_check.py` measures it).""")
-    lines += _para("""`vime-lint check --rollout-function-path PKG.MOD.FN ...` is the dry run of a
-    user's hooks: it imports them (the one vime-lint command that runs user code), checks their
-    signatures, then runs one train and one eval step on the CPU against a synthetic data source
-    and a built-in deterministic generator, passing every result through its boundary check. It
-    reports errors and warnings alike and exits 0 when clean, 1 on any finding and 2 when the
-    hooks cannot be loaded or run.""")
+    lines += _para("""`vime-lint check [vime train arguments]` is the dry run of a launch
+    command's hooks (the rollout function defaults to vime's, as in `vime train`): it imports
+    them (the one vime-lint command that runs user code), checks their signatures, then runs one
+    train and one eval step on the CPU against a synthetic data source and a built-in
+    deterministic generator (an engine stand-in for a custom generate or an
+    `--agent-function-path`, whose agent runs against vime's endpoint), passing every result
+    through its boundary check, including the checks vime's own code makes inside the default
+    rollout (VIM185-VIM187 on each agent run). It reports errors and warnings alike and exits 0
+    when clean, 1 on any finding or a hook that raised while it ran (an error in the user's
+    code, as for `vime train`) and 2 on bad arguments or hooks that cannot be loaded.
+    `--save-debug-rollout-data PATH` writes the dry run's samples as `vime train` does.""")
     return lines
 
 

@@ -306,14 +306,10 @@ class RolloutManagerCore:
 
     def _dump(self, rollout_id: int | str, samples: list[Sample], **extra: Any) -> None:
         template = arg(self.args, "save_debug_rollout_data")
-        if not template:
-            return
-        import torch
+        if template:
+            from vime.rollout.debug_data import save_debug_rollout_data
 
-        path = _format_path(template, rollout_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"rollout_id": rollout_id, "samples": [s.to_dict() for s in samples],
-                    **extra}, path)
+            save_debug_rollout_data(template, rollout_id, samples, **extra)
 
     def generate(self, rollout_id: int) -> tuple[dict[str, Any] | None, dict[str, float]]:
         """One train rollout step.
