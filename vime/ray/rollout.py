@@ -39,6 +39,7 @@ import ray
 
 from vime.config import arg
 from vime.contract.checks.enforced import awaitable_result_problems, require
+from vime.contract.errors import show_logged_warnings_once
 from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
 from vime.ray.preflight import (
@@ -506,6 +507,7 @@ class _ActorCore(RolloutManagerCore):
         driver_cwd_on_path()
         _seed_process(args)
         warnings.simplefilter("default")
+        show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown
         super().__init__(args)
 
 

@@ -130,3 +130,16 @@ def test_ray_auth_disabled_passes_the_input_check(scratch: Path,
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     args = parse_args(_argv(scratch, ["--ray-auth", "disabled"]))
     assert input_problem(args) is None
+
+
+def test_help_usage_does_not_point_at_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    from vime.config.parser import get_parser
+
+    help_text = get_parser().format_help()
+    assert help_text.startswith("usage: vime train [--config FILE.yaml] [options]\n"), help_text
+    assert "see `vime train --help`" not in help_text.splitlines()[0]
+    with pytest.raises(SystemExit) as exc:      # an error's usage line does point at --help
+        get_parser().parse_args(["--lr", "fast"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith(
+        "usage: vime train [--config FILE.yaml] [options]  (see `vime train --help`)\n")
