@@ -305,6 +305,28 @@ class RolloutManagerCore:
         flat = [Sample.from_dict(d) for d in payload["samples"]]
         return RolloutFnTrainOutput(samples=flat)  # type: ignore[arg-type]  # flat dump
 
+    def _check_not_training_prompts(self, output: RolloutFnEvalOutput, rollout_id: int) -> None:
+        """VIM131: warn (logged once per step and dataset) when an eval dataset's samples are
+        all training prompts (``data_source.training_prompts()``)."""
+        if arg(self.args, "contract_check") == "off":
+            return
+        keys = getattr(self, "_training_prompt_keys", None)
+        if keys is None:
+            from vime.contract.checks.evaluation import prompt_key
+
+            get = getattr(self.data_source, "training_prompts", None)
+            prompts = get() if callable(get) else None
+            keys = self._training_prompt_keys = frozenset(map(prompt_key, prompts or []))
+        from vime.contract.checks.evaluation import check_vim131
+        from vime.contract.checks.policy import enforce
+        from vime.contract.checks.settings import CheckContext
+
+        found = check_vim131(output.data, keys)
+        if found:
+            hook = "eval_function_path" if arg(self.args, "eval_function_path") \
+                else "rollout_function_path"
+            enforce(found, "warn", CheckContext(hook, self.eval_hook_path, rollout_id))
+
     def _dump(self, rollout_id: int | str, samples: list[Sample], **extra: Any) -> None:
         template = arg(self.args, "save_debug_rollout_data")
         if template:
@@ -444,6 +466,7 @@ class RolloutManagerCore:
         _, check_time = _contract_check(output, args, evaluation=True,
                                         hook_path=self.eval_hook_path, rollout_id=rollout_id)
         eval_time = time.perf_counter() - start - check_time
+        self._check_not_training_prompts(output, rollout_id)
         flat = [s for entry in output.data.values() for s in entry.get("samples", [])]
         self._dump(f"eval_{rollout_id}", flat)
         metrics = dict(output.metrics or {})

@@ -317,6 +317,14 @@ class DryRun:
             self.report.add(in_context(contract_findings(exc), dest, path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
+        if evaluation and getattr(self.args, "eval_datasets", None):
+            # VIM131: not the training prompts (checked when eval sets are given: without
+            # them the dry run's eval step has nothing held out to compare with)
+            from vime.contract.checks.evaluation import check_vim131, prompt_key
+
+            get = getattr(source, "training_prompts", None)
+            keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
+            found += check_vim131(getattr(out, "data", None), keys)
         self.report.add(in_context(found, dest, path), ids)
         self._save_samples(out, evaluation)
         return out

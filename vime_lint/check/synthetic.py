@@ -26,7 +26,7 @@ from vime.rollout.data_source import DataSource
 from vime.utils.types import Sample
 
 __all__ = ["DRY_RUN_GENERATE", "SyntheticDataSource", "dry_run_generate", "encode",
-           "load_prompts", "synthetic_prompts"]
+           "load_prompts", "synthetic_eval_prompts", "synthetic_prompts"]
 
 #: Dotted path of :func:`dry_run_generate` (a valid ``--custom-generate-function-path``).
 DRY_RUN_GENERATE = "vime_lint.check.synthetic.dry_run_generate"
@@ -51,6 +51,11 @@ def synthetic_prompts(count: int) -> list[Prompt]:
         a, b = 20 + (7 * i) % 80, 22 + (13 * i) % 70
         out.append((f"What is {a}+{b}?", str(a + b), {}))
     return out
+
+
+def synthetic_eval_prompts(count: int) -> list[Prompt]:
+    """``count`` held-out arithmetic prompts (products, never among :func:`synthetic_prompts`)."""
+    return [(f"What is {3 + i}*{4 + i}?", str((3 + i) * (4 + i)), {}) for i in range(count)]
 
 
 def load_prompts(path: str, input_key: str = "input", label_key: str | None = None,
@@ -159,6 +164,34 @@ class SyntheticDataSource(DataSource):
                 group.append(sample)
             groups.append(group)
         return groups
+
+    def training_prompts(self) -> list[Any]:
+        """The prompts :meth:`get_samples` serves (as served: rendered with the chat
+        template when there is one)."""
+        if self.tokenizer is None:
+            return [p for p, _, _ in self.prompts]
+        from vime.utils.data import render_chat_prompt
+
+        return [render_chat_prompt(self.tokenizer, p, **self.chat_kwargs)
+                for p, _, _ in self.prompts]
+
+    def eval_datasets(self) -> dict[str, list[Sample]]:
+        """``args.eval_datasets`` as the dry run's eval sets: a dataset's ``.jsonl`` file when
+        it has one, else :func:`synthetic_eval_prompts` (not the training prompts); copies as
+        the default rollout makes them (``vime.rollout.eval_data.eval_copies``)."""
+        from vime.rollout.eval_data import eval_copies, samples_per_prompt
+
+        out: dict[str, list[Sample]] = {}
+        for cfg in getattr(self.args, "eval_datasets", None) or []:
+            path = getattr(cfg, "path", None)
+            records = load_prompts(str(path), getattr(cfg, "input_key", None) or "input",
+                                   getattr(cfg, "label_key", None),
+                                   getattr(cfg, "metadata_key", None) or "metadata") \
+                if path else synthetic_eval_prompts(4)
+            prompts = [Sample(prompt=copy.deepcopy(p), label=None if lab is None else str(lab),
+                              metadata=copy.deepcopy(m)) for p, lab, m in records]
+            out[cfg.name] = eval_copies(prompts, cfg, samples_per_prompt(self.args, cfg))
+        return out
 
     def add_samples(self, samples: list[list[Sample]]) -> None:
         """Keep groups to serve them first on the next ``get_samples``."""

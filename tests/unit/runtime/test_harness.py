@@ -265,3 +265,21 @@ def test_save_debug_rollout_data_unwritable_is_a_bad_argument(
     code, _, err = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
                         "--save-debug-rollout-data", str(blocker / "x_{rollout_id}.pt"))
     assert code == 2 and "--save-debug-rollout-data" in err and "cannot write" in err
+
+
+def test_eval_branch_on_training_prompts_warns_vim131(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    # vime_ref_good's eval branch uses data_source.get_samples: its held-out numbers would be
+    # training numbers
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                        "--eval-datasets", "toy")
+    assert code == 1
+    assert "VIM131 warning: data['toy']['samples'] are 4 samples whose prompts are all " \
+        "training prompts" in out, out
+
+
+def test_eval_branch_on_the_eval_view_is_clean(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path",
+                        "examples.reference_rollout.generate_rollout", "--eval-datasets", "held")
+    assert code == 0, out
+    assert _row(out, "VIM131").endswith("pass") and _row(out, "VIM130").endswith("pass")
