@@ -116,7 +116,8 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
     always gets an engine: the agent runs against vime's endpoint); vime code that checks
     contracts itself logs instead of raising (``contract_check=warn``); ``eval_datasets`` holds
     the datasets of ``--eval-config`` / ``--eval-prompt-data`` as ``vime train`` resolves them,
-    else ``--eval-datasets`` names without a file (synthetic prompts), else None.
+    else one per ``--eval-datasets`` name on a synthetic held-out file
+    (:func:`synthetic_eval_file`), else None.
 
     Raises:
         ValueError, FileNotFoundError: ``--eval-config`` / ``--eval-prompt-data`` cannot be
@@ -126,16 +127,40 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
     values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
     values["contract_check"] = "warn"
     names = ns.eval_datasets or []
+    if not (values.get("eval_config") or values.get("eval_prompt_data")) and names:
+        # each name gets a synthetic held-out file, resolved as --eval-prompt-data NAME FILE
+        if not (values.get("eval_label_key") or values.get("label_key")):
+            values["eval_label_key"] = "label"
+        keys = (str(values.get("eval_input_key") or values.get("input_key") or "input"),
+                str(values.get("eval_label_key") or values.get("label_key")))
+        values["eval_prompt_data"] = [x for n in names
+                                      for x in (n, synthetic_eval_file(n, *keys))]
     if values.get("eval_config") or values.get("eval_prompt_data"):
         from vime.utils.eval_config import build_eval_datasets
 
         values["eval_datasets"] = build_eval_datasets(argparse.Namespace(**values)) or None
-        return _finish(ns, values)
-    values["eval_datasets"] = [argparse.Namespace(
-        name=n, path=None, n_samples_per_eval_prompt=ns.n_samples_per_eval_prompt,
-        rm_type=ns.rm_type, custom_rm_path=None, custom_generate_function_path=None,
-        metadata_overrides={}) for n in names] or None
+    else:
+        values["eval_datasets"] = None
     return _finish(ns, values)
+
+
+def synthetic_eval_file(name: str, input_key: str = "input", label_key: str = "label") -> str:
+    """A JSONL file of :func:`~vime_lint.check.synthetic.synthetic_eval_prompts` (under
+    ``input_key`` and ``label_key``, the run's eval keys) for ``--eval-datasets NAME``, in the
+    temporary folder (the same content on every run, so it is rewritten in place)."""
+    import json
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from vime_lint.check.synthetic import synthetic_eval_prompts
+
+    folder = Path(tempfile.gettempdir()) / "vime-lint-check-eval"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.jsonl"
+    path.write_text("".join(json.dumps({input_key: p, label_key: lab}) + "\n"
+                            for p, lab, _ in synthetic_eval_prompts(4)), encoding="utf-8")
+    return str(path)
 
 
 def _finish(ns: argparse.Namespace, values: dict[str, Any]) -> argparse.Namespace:

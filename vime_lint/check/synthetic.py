@@ -176,9 +176,10 @@ class SyntheticDataSource(DataSource):
                 for p, _, _ in self.prompts]
 
     def eval_datasets(self) -> dict[str, list[Sample]]:
-        """``args.eval_datasets`` as the dry run's eval sets: a dataset's ``.jsonl`` file when
-        it has one, else :func:`synthetic_eval_prompts` (not the training prompts); copies as
-        the default rollout makes them (``vime.rollout.eval_data.eval_copies``)."""
+        """``args.eval_datasets`` as the dry run's eval sets: each dataset's ``.jsonl`` file
+        (for ``--eval-datasets`` names a file of :func:`synthetic_eval_prompts`, not the
+        training prompts), else those prompts; copies as the default rollout makes them
+        (``vime.rollout.eval_data.eval_copies``)."""
         from vime.rollout.eval_data import eval_copies, samples_per_prompt
 
         out: dict[str, list[Sample]] = {}

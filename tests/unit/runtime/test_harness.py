@@ -283,3 +283,14 @@ def test_eval_branch_on_the_eval_view_is_clean(capsys: pytest.CaptureFixture[str
                         "examples.reference_rollout.generate_rollout", "--eval-datasets", "held")
     assert code == 0, out
     assert _row(out, "VIM131").endswith("pass") and _row(out, "VIM130").endswith("pass")
+
+
+def test_default_rollout_evaluates_the_eval_sets_clean(capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    # a launch as it is (no --rollout-function-path): the default rollout's eval step runs on
+    # the synthetic held-out set of --eval-datasets, the same samples eval_datasets() gives
+    code, out, _ = _run(capsys, "--rm-type", "math", "--label-key", "label",
+                        "--eval-datasets", "held")
+    assert code == 0, out
+    for inv_id in ("VIM130", "VIM131"):
+        assert _row(out, inv_id).endswith("pass"), _row(out, inv_id)

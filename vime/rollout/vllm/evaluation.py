@@ -35,7 +35,9 @@ def _eval_prompts(state: RolloutState, args: Namespace, cfg: Any) -> list[Sample
     key = (cfg.path, cfg.input_key, cfg.label_key, cfg.metadata_key, cfg.tool_key,
            cfg.max_prompt_len)
     if key not in state.eval_cache:
-        state.eval_cache[key] = load_eval_prompts(args, cfg, state.tokenizer)
+        # a tokenizer only for the chat template or the length filter, as for --prompt-data
+        need = bool(arg(args, "apply_chat_template")) or cfg.max_prompt_len
+        state.eval_cache[key] = load_eval_prompts(args, cfg, state.tokenizer if need else None)
     return state.eval_cache[key]
 
 
