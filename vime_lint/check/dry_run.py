@@ -421,7 +421,7 @@ class DryRun:
         self.load()
         # vime's own checks inside the rollout log their findings too (--contract-check warn):
         # the report lists them once, so their log lines are held back while the stages run
-        policy_log = logging.getLogger("vime.contract.checks.policy")
+        policy_log = logging.getLogger("vime.contract.checks")   # policy.enforce logs here
         level = policy_log.level
         policy_log.setLevel(logging.CRITICAL)
         try:

@@ -230,9 +230,10 @@ def test_agent_runs_in_the_default_mode_scored_by_its_own_reward(
 ])
 def test_broken_agent_fails_check_in_the_default_mode(
         capsys: pytest.CaptureFixture[str], agent: str, inv_id: str, text: str) -> None:
-    code, out, _ = _agent_check(capsys, agent)
+    code, out, err = _agent_check(capsys, agent)
     assert code == 1
     assert "FAIL" in _row(out, inv_id), out
+    assert "contract finding(s)" not in err   # reported once, in the report, not also logged
     assert f"{inv_id} error:" in out and text in out, out
 
 
