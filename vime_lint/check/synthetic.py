@@ -59,8 +59,9 @@ def synthetic_eval_prompts(count: int) -> list[Prompt]:
 
 
 def load_prompts(path: str, input_key: str = "input", label_key: str | None = None,
-                 metadata_key: str = "metadata") -> list[Prompt]:
-    """Read ``(prompt, label, metadata)`` records from a JSONL file.
+                 metadata_key: str = "metadata", arg: str = "--prompt-data") -> list[Prompt]:
+    """Read ``(prompt, label, metadata)`` records from a JSONL file (``arg``: the argument
+    that named it, for messages).
 
     Raises:
         ValueError: the file is not ``.jsonl``, a line is not a JSON object, or a record lacks
@@ -68,9 +69,14 @@ def load_prompts(path: str, input_key: str = "input", label_key: str | None = No
         OSError: the file cannot be read.
     """
     if not path.endswith(".jsonl"):
-        raise ValueError(f"--prompt-data {path!r}: vime-lint check reads .jsonl files")
+        raise ValueError(f"{arg} {path!r}: vime-lint check reads .jsonl files")
     records: list[Prompt] = []
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:  # one line naming the argument, not an errno tuple
+        raise OSError(f"{arg} {path!r}: cannot read it ({exc.strerror or exc}); give "
+                      "an existing .jsonl file") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
@@ -92,7 +98,7 @@ def load_prompts(path: str, input_key: str = "input", label_key: str | None = No
         meta = record.get(metadata_key) or {}
         records.append((record[input_key], label, dict(meta) if isinstance(meta, dict) else {}))
     if not records:
-        raise ValueError(f"--prompt-data {path!r} has no records")
+        raise ValueError(f"{arg} {path!r} has no records")
     return records
 
 
@@ -187,7 +193,8 @@ class SyntheticDataSource(DataSource):
             path = getattr(cfg, "path", None)
             records = load_prompts(str(path), getattr(cfg, "input_key", None) or "input",
                                    getattr(cfg, "label_key", None),
-                                   getattr(cfg, "metadata_key", None) or "metadata") \
+                                   getattr(cfg, "metadata_key", None) or "metadata",
+                                   arg="--eval-prompt-data") \
                 if path else synthetic_eval_prompts(4)
             prompts = [Sample(prompt=copy.deepcopy(p), label=None if lab is None else str(lab),
                               metadata=copy.deepcopy(m)) for p, lab, m in records]

@@ -295,3 +295,12 @@ def test_default_rollout_evaluates_the_eval_sets_clean(capsys: pytest.CaptureFix
     assert code == 0, out
     for inv_id in ("VIM130", "VIM131"):
         assert _row(out, inv_id).endswith("pass"), _row(out, inv_id)
+
+
+def test_missing_prompt_data_is_one_line_naming_the_argument(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "--prompt-data", str(tmp_path / "nope.jsonl"))
+    assert code == 2
+    assert err.strip() == (f"vime-lint check: error: --prompt-data '{tmp_path / 'nope.jsonl'}': "
+                           "cannot read it (No such file or directory); give an existing "
+                           ".jsonl file")
