@@ -41,6 +41,7 @@ from vime_lint.check.calls import (
     raised_at,
     warning_findings,
 )
+from vime_lint.check.engine import STAND_IN_REPLIES
 from vime_lint.check.report import Report
 from vime_lint.check.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
 
@@ -435,6 +436,13 @@ class DryRun:
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
+        if "stand-in" in self.engine_note and any(v.id in ("VIM117", "VIM171")
+                                                  for v in self.report.findings):
+            self.report.notes.append(
+                "the rewards above score the stand-in's scripted answers ("
+                + " / ".join(repr(r) for r in STAND_IN_REPLIES) + "), not a model's: constant "
+                "rewards (VIM117, VIM171) can come from them; --hf-checkpoint MODEL runs a real "
+                "engine")
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

@@ -304,3 +304,14 @@ def test_missing_prompt_data_is_one_line_naming_the_argument(
     assert err.strip() == (f"vime-lint check: error: --prompt-data '{tmp_path / 'nope.jsonl'}': "
                            "cannot read it (No such file or directory); give an existing "
                            ".jsonl file")
+
+
+def test_shipped_openai_agent_dry_runs_in_the_default_mode(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(capsys, "--agent-function-path", "examples.openai_agent.run_agent",
+                          "--label-key", "label")
+    for inv_id in ("VIM185", "VIM186", "VIM187"):
+        assert _row(out, inv_id).endswith("pass"), out
+    assert "0 error(s)" in out.splitlines()[-1] and "Traceback" not in err
+    if code == 1:   # the stand-in's scripted answers may all miss the labels: the report says so
+        assert "score the stand-in's scripted answers" in out
