@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import copy
 import operator
 import re
 from argparse import Namespace
@@ -51,7 +50,7 @@ from vime.rollout.vllm_protocol import make_sampling_params
 from vime.rollout.vllm_rollout import generate as vllm_generate
 from vime.rollout.vllm_rollout import sampling_params_from_args
 from vime.utils.async_utils import run
-from vime.utils.data import Dataset, load_tokenizer
+from vime.utils.data import load_tokenizer
 from vime.utils.types import Sample
 
 __all__ = ["CALL_END", "MAX_TOOL_CALLS", "ModelTurn", "calculate", "find_tool_call",
@@ -186,30 +185,22 @@ async def _train_groups(args: Namespace, groups: list[list[Sample]]) -> list[lis
     return [list(group) for group in done]
 
 
-async def _eval_dataset(args: Namespace, cfg: Any) -> dict[str, Any]:
-    tokenizer = load_tokenizer(args.hf_checkpoint)
-    prompts = Dataset(cfg.path, tokenizer=tokenizer, input_key=cfg.input_key or "input",
-                      label_key=cfg.label_key, apply_chat_template=args.apply_chat_template,
-                      apply_chat_template_kwargs=args.apply_chat_template_kwargs).samples
+async def _eval_dataset(args: Namespace, cfg: Any, samples: list[Sample]) -> dict[str, Any]:
     params = make_sampling_params(temperature=cfg.temperature, top_p=cfg.top_p, top_k=cfg.top_k,
                                   max_response_len=cfg.max_response_len)
-    samples: list[Sample] = []
-    for i, prompt in enumerate(prompts):
-        for _ in range(cfg.n_samples_per_eval_prompt or 1):
-            sample = copy.deepcopy(prompt)
-            sample.index, sample.group_index = len(samples), i
-            if cfg.rm_type:
-                sample.metadata["rm_type"] = cfg.rm_type
-            samples.append(sample)
     samples = list(await asyncio.gather(*(_episode_and_reward(args, s, params) for s in samples)))
     return {"rewards": [float(s.get_reward_value(args)) for s in samples],
             "truncated": [s.status == Sample.Status.TRUNCATED for s in samples],
             "samples": samples}
 
 
-async def _evaluate(args: Namespace) -> dict[str, dict[str, Any]]:
-    configs = list(args.eval_datasets or [])
-    results = await asyncio.gather(*(_eval_dataset(args, cfg) for cfg in configs))
+async def _evaluate(args: Namespace, data_source: Any) -> dict[str, dict[str, Any]]:
+    # the held-out sets of --eval-prompt-data, copied n_samples_per_eval_prompt times as the
+    # default rollout does (data_source.get_samples would serve training prompts: VIM131)
+    sets = data_source.eval_datasets()
+    configs = [cfg for cfg in args.eval_datasets or [] if cfg.name in sets]
+    results = await asyncio.gather(*(_eval_dataset(args, cfg, sets[cfg.name])
+                                     for cfg in configs))
     return {cfg.name: result for cfg, result in zip(configs, results, strict=True)}
 
 
@@ -222,14 +213,15 @@ def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
         rollout_id: the rollout step.
         data_source: gives ``rollout_batch_size`` groups of ``n_samples_per_prompt`` copies.
         evaluation: False -> ``RolloutFnTrainOutput`` (``list[list[Sample]]``); True ->
-            ``RolloutFnEvalOutput`` over ``args.eval_datasets`` (one entry per dataset).
+            ``RolloutFnEvalOutput`` over ``data_source.eval_datasets()`` (one entry per
+            ``--eval-prompt-data`` dataset).
 
     Raises:
         ValueError: from the reward model (no ``--rm-type`` and no ``--custom-rm-path``) or
             from a dataset (missing file or key).
     """
     if evaluation:
-        return RolloutFnEvalOutput(data=run(_evaluate(args)))
+        return RolloutFnEvalOutput(data=run(_evaluate(args, data_source)))
     groups = run(_train_groups(args, data_source.get_samples(args.rollout_batch_size)))
     calls = [s.metadata.get("tool_calls", 0) for group in groups for s in group]
     metrics = {"rollout/calculator_rollout/tool_calls_mean": sum(calls) / max(len(calls), 1)}

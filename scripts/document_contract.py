@@ -306,6 +306,7 @@ def _dataclass_rows(cls: type) -> list[tuple[str, str, str, str]]:
 
 
 def _section3() -> list[str]:
+    from vime.contract.hooks import EVAL_DATASETS_VIEW as EVAL_VIEW
     from vime.contract.hooks import EVAL_ENTRY_KEYS as EVAL_KEYS
     from vime.rollout import base_types as bt
     try:
@@ -333,7 +334,11 @@ def _section3() -> list[str]:
         "`list[Sample]` (legacy) is accepted with a warning.",
         "",
         f"**Eval `data`.** `{{name: {{{', '.join(f'{k!r}' for k in EVAL_KEYS)}}}}}`, one entry",
-        "per configured eval dataset; the three lists have one item per generated sample",
+        f"per configured eval dataset, whose samples a rollout gets from `{EVAL_VIEW}`",
+        "(`{name: samples}`, `n_samples_per_eval_prompt` copies of each `--eval-prompt-data`",
+        "prompt, the samples the default rollout evaluates; `data_source.get_samples(...)` serves",
+        "training prompts, and an eval on them warns, VIM131); the three lists have one item per",
+        "generated sample",
         "(`n_samples_per_eval_prompt` per prompt), sorted by `index`: `rewards` (finite reals,",
         "dict rewards reduced through `--eval-reward-key`, else `--reward-key`), `truncated`",
         "(bools), `samples` (`Sample`s, read by `--save-debug-rollout-data`). Logged as",
@@ -543,12 +548,17 @@ def _section6() -> list[str]:
     nested dataclasses, after a fast path that accepts the common cases without a Python loop
     per item. The cost is a small fraction of a step, which is why every step is checked by
     default (`benchmarks/contract_check.py` measures it).""")
-    lines += _para("""`vime-lint check --rollout-function-path PKG.MOD.FN ...` is the dry run of a
-    user's hooks: it imports them (the one vime-lint command that runs user code), checks their
-    signatures, then runs one train and one eval step on the CPU against a synthetic data source
-    and a built-in deterministic generator, passing every result through its boundary check. It
-    reports errors and warnings alike and exits 0 when clean, 1 on any finding and 2 when the
-    hooks cannot be loaded or run.""")
+    lines += _para("""`vime-lint check [vime train arguments]` is the dry run of a launch
+    command's hooks (the rollout function defaults to vime's, as in `vime train`): it imports
+    them (the one vime-lint command that runs user code), checks their signatures, then runs one
+    train and one eval step on the CPU against a synthetic data source and a built-in
+    deterministic generator (an engine stand-in for a custom generate or an
+    `--agent-function-path`, whose agent runs against vime's endpoint), passing every result
+    through its boundary check, including the checks vime's own code makes inside the default
+    rollout (VIM185-VIM187 on each agent run). It reports errors and warnings alike and exits 0
+    when clean, 1 on any finding or a hook that raised while it ran (an error in the user's
+    code, as for `vime train`) and 2 on bad arguments or hooks that cannot be loaded.
+    `--save-debug-rollout-data PATH` writes the dry run's samples as `vime train` does.""")
     return lines
 
 
@@ -569,6 +579,9 @@ def _section7() -> list[str]:
     `set_current_rollout_id(rollout_id)` and `async get_samples_async(n)` (the default rollout
     prefers it). `get_samples(n)` returns `n` groups of `n_samples_per_prompt` deep copies of one
     prompt, one `group_index` per group and a distinct increasing `index` per sample.""")
+    lines += _para("Given to every subclass (generated):")
+    lines += _bullets(f"`{_signature(getattr(DataSource, m))}`: {_summary(getattr(DataSource, m))}"
+                      for m in ("eval_datasets", "training_prompts"))
     lines += _para("""**`RolloutDataSource`** (read-only) loads a `Dataset` from `--prompt-data`
     (unless `--disable-rollout-global-dataset`; without a dataset it yields empty `Sample()`s
     with indices). `get_samples(n)` takes the next `n` prompts, wrapping into the next epoch;

@@ -489,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     """``vime train ARGS``: parse (``--config FILE.yaml`` included), run, return the status."""
     for key, value in _QUIET_ENV.items():
         os.environ.setdefault(key, value)
+    from vime.contract.errors import show_logged_warnings_once
+
+    show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown
     from vime.config import parse_args
     from vime.config.inputs import check_inputs
 

@@ -59,6 +59,10 @@ def _build_parser() -> argparse.ArgumentParser:
     ro.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
     ro.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
     ro.add_argument("--output-format", choices=FORMATS, default="concise")
+    ro.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=True,
+                    help="concise output: print each finding's fix on the lines after it "
+                         "(`help:`, and `fix:` when --fix or --unsafe-fixes can apply one); "
+                         "--no-show-fixes prints one line per finding")
     ro.add_argument("--statistics", action="store_true", help="counts per rule")
     ro.add_argument("--fix", action="store_true", help="apply safe fixes")
     ro.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
@@ -119,11 +123,16 @@ def _cmd_server(argv: Sequence[str]) -> int:
 def _cmd_rules(out: TextIO) -> int:
     from vime.contract.invariants import INVARIANTS
     from vime_lint.static.rules import ALL_RULES
+    from vime_lint.static.rules._docs import fix_availability
 
     for r in ALL_RULES:
         inv = r.INVARIANT
-        fix = "fix" if any(c.fixed for c in r.INVALID) else "   "
+        kinds = fix_availability(r) if any(c.fixed for c in r.INVALID) else "none"
+        # fix: `--fix` applies it; fix*: only `--unsafe-fixes` does (it may change behaviour)
+        fix = "fix " if "safe" in kinds.split(", ") else "fix*" if kinds != "none" else "    "
         out.write(f"{r.code()}  {r.slug():<28} {inv.severity:<7} {fix}  {inv.title}\n")
+    out.write("(fix: `vime-lint rollout --fix` or `--diff` applies its fix; fix*: only with "
+              "`--unsafe-fixes`, the fix may change what the code does)\n")
     out.write("\nload-time and runtime ids (`vime train`, `vime-lint check`; "
               "`vime-lint rule ID` explains one):\n")
     for inv in INVARIANTS.values():
@@ -202,6 +211,11 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             pad = " " * (len(p.source_line[:max(p.col - 1, 0)].expandtabs()) + 4)
             print(f"    {p.source_line.expandtabs()}\n{pad}^", file=err)
     fixed = sum(r.fixes_applied for r in outcome.results)
+    if fix and not ns.unsafe_fixes:  # never silent about a fix it did not apply
+        unsafe = sum(1 for r in outcome.results for f in r.findings if f.edits and not f.fix_safe)
+        if unsafe:
+            print(f"vime-lint: {unsafe} fix(es) not applied: they are unsafe (they may change "
+                  "what the code does); add --unsafe-fixes to apply them", file=err)
     if ns.diff:
         for r in outcome.results:
             if r.fixed_source is not None:
@@ -213,7 +227,8 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if r.path == (ns.stdin_filename or "-"):
                 out.write(r.fixed_source if r.fixed_source is not None else r.source)
     else:
-        out.write(render(outcome.results, ns.output_format, outcome.rules))
+        out.write(render(outcome.results, ns.output_format, outcome.rules,
+                         show_fixes=ns.show_fixes))
         if ns.statistics:
             out.write(statistics(outcome.results))
         if ns.output_format in ("concise", "full"):

@@ -110,6 +110,10 @@ class Trainer:
     def __init__(self, args: Namespace, *, total_steps: int | None = None) -> None:
         from transformers import AutoModelForCausalLM
 
+        from vime.contract.errors import show_logged_warnings_once
+
+        show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown
+
         from vime.ray.cores import pin_from_env
 
         pin_from_env()   # an overlapped CPU run: the cores trainer_env gave this actor

@@ -461,10 +461,28 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
                              "command line wins.")
 
 
+class _Parser(argparse.ArgumentParser):
+    """``vime train``'s parser: an error's usage line points at ``--help``; ``--help`` itself
+    shows the plain usage (it would point at itself)."""
+
+    def error(self, message: str) -> Any:  # argparse's signature: NoReturn
+        """Print the usage line with a pointer to ``--help``, then ``PROG: error: message``;
+        exit 2."""
+        import sys
+
+        plain = self.usage
+        self.usage = f"{plain}  (see `{self.prog} --help`)"
+        try:
+            self.print_usage(sys.stderr)
+        finally:
+            self.usage = plain
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
 def get_parser() -> argparse.ArgumentParser:
     """A fresh parser with every argument of docs/contract.md §11, the hooks and the trainer."""
-    parser = argparse.ArgumentParser(
-        prog=PROG, usage=f"{PROG} [--config FILE.yaml] [options]  (see `{PROG} --help`)",
+    parser = _Parser(
+        prog=PROG, usage=f"{PROG} [--config FILE.yaml] [options]",
         description="vime: RL post-training on vLLM. Unknown --vllm-<flag> [VALUE] arguments "
                     "are passed to the vLLM servers.",
         epilog=EXIT_STATUS,

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ContractError", "ContractWarning", "Severity", "Violation", "format_violations"]
+__all__ = ["ContractError", "ContractWarning", "LoggedContractWarning", "Severity", "Violation",
+           "format_violations", "show_logged_warnings_once"]
 
 Severity = Literal["error", "warning"]
 
@@ -107,3 +108,19 @@ class ContractError(TypeError, ValueError):
 
 class ContractWarning(UserWarning):
     """Warned (never raised) for a contract finding with severity "warning"."""
+
+
+class LoggedContractWarning(ContractWarning):
+    """A runtime finding that was also logged (``vime.contract.checks.policy``): code that
+    records warnings (``pytest.warns(ContractWarning)``, the ``vime-lint check`` dry run) sees
+    it, while vime's own processes, whose log already shows the finding, do not print it a
+    second time (:func:`show_logged_warnings_once`)."""
+
+
+def show_logged_warnings_once() -> None:
+    """In a vime process (``vime train``, its Ray actors): do not display
+    :class:`LoggedContractWarning` (its finding is already in the log). Recording contexts
+    (``warnings.catch_warnings(record=True)`` with their own filter) still get it."""
+    import warnings
+
+    warnings.filterwarnings("ignore", category=LoggedContractWarning)

@@ -25,7 +25,7 @@ from typing import Literal
 from vime.contract.sample import GENERATED_FIELDS, REQUIRED_TRAIN_FIELDS
 
 __all__ = ["ASYNC_API", "FIELD_SETTERS", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
-           "EVAL_ENTRY_KEYS", "SFT_ROLLOUT_PATH",
+           "EVAL_DATASETS_VIEW", "EVAL_ENTRY_KEYS", "SFT_ROLLOUT_PATH",
            "HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
            "hook_spec", "hook_for_arg"]
 
@@ -387,6 +387,12 @@ FIELD_SETTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: Keys every entry of ``RolloutFnEvalOutput.data`` holds: one list each, one value per sample
 #: (VIM130).
 EVAL_ENTRY_KEYS: tuple[str, ...] = ("rewards", "truncated", "samples")
+
+#: Where a rollout's eval branch gets the eval datasets (``--eval-prompt-data`` /
+#: ``--eval-config``): ``{name: samples}``, ``n_samples_per_eval_prompt`` copies of each prompt,
+#: the samples the default rollout evaluates (``vime.rollout.data_source.DataSource``,
+#: ``vime.rollout.eval_data``); ``data_source.get_samples`` serves training prompts (VIM131).
+EVAL_DATASETS_VIEW = "data_source.eval_datasets()"
 
 _BY_ARG = {s.arg: s for s in _SPECS}
 

@@ -723,6 +723,17 @@ _ALL: tuple[Invariant, ...] = (
          "upstream contract test; logging averages rewards",
          "{problem}", "return {name: {'rewards': [...], 'truncated': [...], 'samples': [...]}}",
          boundaries=("B6",), twins=("VIM020",)),
+    _inv("VIM131", "runtime", "warning", "eval-on-training-prompts",
+         "An eval dataset's samples are not the training prompts (`--prompt-data`).",
+         "Held-out numbers measured on the prompts the policy trains on are training numbers: "
+         "they rise with memorisation and say nothing about generalisation. The usual cause is "
+         "a custom rollout whose eval branch calls data_source.get_samples(...) (training "
+         "prompts) instead of data_source.eval_datasets() (the --eval-prompt-data sets).",
+         "eval on training data",
+         "{problem}",
+         "evaluate on data_source.eval_datasets() ({name: samples} of --eval-prompt-data / "
+         "--eval-config, as the default rollout does), not data_source.get_samples(...)",
+         boundaries=("B6",)),
     _inv("VIM140", "runtime", "error", "generate-boundary",
          "A generate call receives PENDING/ABORTED samples and returns a Sample or non-empty list of Samples.",
          "Re-generating finished samples, or recycling aborted groups with stale tokens, trains "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -115,7 +116,9 @@ def stage_lint() -> StageResult:
     files = sorted(p.name for p in (EXAMPLES / "broken").glob("*.py"))
     silent = [f for f in files if f not in broken.stdout]
     ok = clean.returncode == 0 and broken.returncode == 1 and not silent
-    findings = sum(1 for line in broken.stdout.splitlines() if " VIM" in line)
+    # one `path:line:col: VIMxxx ...` line per finding (its `help:` / `fix:` lines follow)
+    findings = sum(1 for line in broken.stdout.splitlines()
+                   if re.match(r"\S+:\d+:\d+: VIM\d{3} ", line))
     detail = f"correct examples: exit {clean.returncode}; broken: {findings} finding(s) in " \
              f"{len(files) - len(silent)}/{len(files)} files"
     if silent:

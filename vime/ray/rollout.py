@@ -39,6 +39,7 @@ import ray
 
 from vime.config import arg
 from vime.contract.checks.enforced import awaitable_result_problems, require
+from vime.contract.errors import show_logged_warnings_once
 from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
 from vime.ray.preflight import (
@@ -304,15 +305,34 @@ class RolloutManagerCore:
         flat = [Sample.from_dict(d) for d in payload["samples"]]
         return RolloutFnTrainOutput(samples=flat)  # type: ignore[arg-type]  # flat dump
 
+    def _check_not_training_prompts(self, output: RolloutFnEvalOutput, rollout_id: int) -> None:
+        """VIM131: warn (logged once per step and dataset) when an eval dataset's samples are
+        all training prompts (``data_source.training_prompts()``)."""
+        if arg(self.args, "contract_check") == "off":
+            return
+        keys = getattr(self, "_training_prompt_keys", None)
+        if keys is None:
+            from vime.contract.checks.evaluation import prompt_key
+
+            get = getattr(self.data_source, "training_prompts", None)
+            prompts = get() if callable(get) else None
+            keys = self._training_prompt_keys = frozenset(map(prompt_key, prompts or []))
+        from vime.contract.checks.evaluation import check_vim131
+        from vime.contract.checks.policy import enforce
+        from vime.contract.checks.settings import CheckContext
+
+        found = check_vim131(output.data, keys)
+        if found:
+            hook = "eval_function_path" if arg(self.args, "eval_function_path") \
+                else "rollout_function_path"
+            enforce(found, "warn", CheckContext(hook, self.eval_hook_path, rollout_id))
+
     def _dump(self, rollout_id: int | str, samples: list[Sample], **extra: Any) -> None:
         template = arg(self.args, "save_debug_rollout_data")
-        if not template:
-            return
-        from vime.backends import checkpoint as ckpt
+        if template:
+            from vime.rollout.debug_data import save_debug_rollout_data
 
-        path = _format_path(template, rollout_id)
-        ckpt.atomic_torch_save({"rollout_id": rollout_id,
-                                "samples": [s.to_dict() for s in samples], **extra}, path)
+            save_debug_rollout_data(template, rollout_id, samples, **extra)
 
     def generate(self, rollout_id: int) -> tuple[dict[str, Any] | None, dict[str, float]]:
         """One train rollout step.
@@ -446,6 +466,7 @@ class RolloutManagerCore:
         _, check_time = _contract_check(output, args, evaluation=True,
                                         hook_path=self.eval_hook_path, rollout_id=rollout_id)
         eval_time = time.perf_counter() - start - check_time
+        self._check_not_training_prompts(output, rollout_id)
         flat = [s for entry in output.data.values() for s in entry.get("samples", [])]
         self._dump(f"eval_{rollout_id}", flat)
         metrics = dict(output.metrics or {})
@@ -506,6 +527,7 @@ class _ActorCore(RolloutManagerCore):
         driver_cwd_on_path()
         _seed_process(args)
         warnings.simplefilter("default")
+        show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown
         super().__init__(args)
 
 

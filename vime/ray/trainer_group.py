@@ -43,6 +43,9 @@ class TrainerRank:
     then :meth:`call` forwards to its ``Trainer``."""
 
     def __init__(self) -> None:
+        from vime.contract.errors import show_logged_warnings_once
+
+        show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown
         self.trainer: Any = None
         self._store: Any = None
 

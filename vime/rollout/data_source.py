@@ -63,7 +63,47 @@ class DataSource(ABC):
 
     @abstractmethod
     def get_samples(self, num_samples: int) -> list[list[Sample]]:
-        """``num_samples`` groups of ``n_samples_per_prompt`` samples of one prompt each."""
+        """``num_samples`` groups of ``n_samples_per_prompt`` samples of one prompt each
+        (training prompts: an eval branch uses :meth:`eval_datasets`)."""
+
+    def eval_datasets(self) -> dict[str, list[Sample]]:
+        """The eval datasets (``--eval-prompt-data`` / ``--eval-config``), as the default
+        rollout's eval step uses them: ``{name: samples}``, ``n_samples_per_eval_prompt`` fresh
+        copies of each prompt per call (``vime.rollout.eval_data``); ``{}`` without eval
+        datasets. A rollout's eval branch returns one entry per name.
+
+        Raises:
+            FileNotFoundError, ValueError: an eval dataset file cannot be read.
+        """
+        from vime.rollout.eval_data import eval_copies, load_eval_prompts, samples_per_prompt
+
+        configs = list(getattr(self.args, "eval_datasets", None) or [])
+        cache: dict[str, list[Sample]] = self.__dict__.setdefault("_eval_prompts", {})
+        for cfg in configs:
+            if cfg.name not in cache:
+                cache[cfg.name] = load_eval_prompts(self.args, cfg, self._eval_tokenizer(configs))
+        return {cfg.name: eval_copies(cache[cfg.name], cfg, samples_per_prompt(self.args, cfg))
+                for cfg in configs}
+
+    def training_prompts(self) -> list[Any] | None:
+        """The prompts :meth:`get_samples` serves (``--prompt-data``), for the check that an
+        eval is not run on them (VIM131); None when unknown (the default)."""
+        return None
+
+    def _eval_tokenizer(self, configs: list[Any]) -> Any:
+        """The tokenizer of ``--hf-checkpoint`` when the eval prompts need one (chat template,
+        a prompt length limit), else None."""
+        if "_eval_tok" not in self.__dict__:
+            need = arg(self.args, "apply_chat_template") or any(
+                getattr(c, "max_prompt_len", None) for c in configs)
+            path = getattr(self.args, "hf_checkpoint", None)
+            if need and path:
+                from vime.utils.data import load_tokenizer
+
+                self.__dict__["_eval_tok"] = load_tokenizer(path)
+            else:
+                self.__dict__["_eval_tok"] = None
+        return self.__dict__["_eval_tok"]
 
     @abstractmethod
     def add_samples(self, samples: list[list[Sample]]) -> None:
@@ -127,6 +167,10 @@ class RolloutDataSource(DataSource):
         )
 
     # ---- prompts -------------------------------------------------------------------------
+
+    def training_prompts(self) -> list[Any] | None:
+        """The prompts of ``--prompt-data`` (None without it)."""
+        return None if self.dataset is None else [s.prompt for s in self.dataset.samples]
 
     def _next_prompts(self, num_samples: int) -> list[Sample]:
         if self.dataset is None:

@@ -150,8 +150,14 @@ class MetricsLog:
 #: rollout's reward is a placeholder (0.0), so SFT shows the loss only.
 _PROGRESS_METRICS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "sft_loss": (("train/loss", "loss", "{:.4f}"),),
-    "default": (("rollout/raw_reward", "reward", "{:.3f}"), ("train/loss", "loss", "{:.4f}")),
+    "default": (("rollout/raw_reward", "reward", "{:.3f}"), ("train/loss", "loss", "{:.4f}"),
+                ("train/grad_norm", "grad", "{:.3g}")),
 }
+
+#: Said once, on the first plain progress line whose policy loss is ~0 (|loss| < 5e-4).
+ZERO_LOSS_NOTE = ("(a policy loss near 0 is expected: advantages are normalised within each "
+                  "group, so the policy-gradient loss averages to ~0 by construction; `grad`, "
+                  "the gradient norm, is the size of each update)")
 _PERF_METRICS = (("perf/tokens_per_s", "tok/s", "{:,.0f}"), ("perf/step_time", "step", "{:.2f}s"))
 
 
@@ -186,7 +192,9 @@ class TrainProgress:
     CI, ``nohup``): one plain line, ``vime train: step 12/60 (20%)  elapsed 1:02  ETA 4:08
     loss 0.1420  ...``, after the first step, then at most every ``interval`` seconds, and after
     the last one. ETA = mean time per step since the first finished step (which carries the
-    start-up; until a second one, since the start) x steps left.
+    start-up; until a second one, since the start) x steps left. For a policy loss the line
+    shows the gradient norm too (``grad``), and the first line whose loss is ~0 says once why
+    that is expected (:data:`ZERO_LOSS_NOTE`).
 
     Usage::
 
@@ -208,6 +216,8 @@ class TrainProgress:
         #: (steps done, clock) at the first finished step: the ETA's origin after it
         self.first: tuple[int, float] | None = None
         self.plain = not self.console.is_terminal
+        #: :data:`ZERO_LOSS_NOTE` was printed (once per run)
+        self.noted = False
         self.progress: Any = None
         if not self.plain:
             from rich.progress import (
@@ -260,7 +270,13 @@ class TrainProgress:
         text = (f"vime train: step {done}/{self.total} ({percent:.0f}%)  elapsed "
                 f"{_clock(elapsed)}  ETA {_clock(eta)}")
         shown = progress_metrics(metrics, self.loss_type, self.watch)
-        return f"{text}  {shown}" if shown else text
+        text = f"{text}  {shown}" if shown else text
+        loss = metrics.get("train/loss")
+        if (not self.noted and self.loss_type != "sft_loss" and isinstance(loss, (int, float))
+                and abs(loss) < 5e-4):
+            self.noted = True
+            text += f"\n  {ZERO_LOSS_NOTE}"
+        return text
 
     def advance(self, rollout_id: int, metrics: Mapping[str, Any]) -> None:
         """Mark ``rollout_id`` done and show its metrics."""

@@ -11,7 +11,8 @@ The parser is built by the function that declares vime's own flags
 (``vime.config.parser.add_arguments``), so a launch command of ``vime train`` can be checked as
 it is: ``--config FILE.yaml`` and ``--vllm-<flag>`` passthrough work as for vime. The check
 adds ``--eval-datasets`` and keeps a few defaults of its own (:data:`DRY_RUN_DEFAULTS`, hooks
-unset); ``--rollout-function-path`` is required. Imports the standard library, ``vime.config``
+unset); without ``--rollout-function-path`` the default rollout
+(``vime.rollout.vllm_rollout.generate_rollout``) is checked, as ``vime train`` runs it. Imports the standard library, ``vime.config``
 and ``vime.contract`` only.
 """
 
@@ -54,13 +55,16 @@ def build_parser() -> argparse.ArgumentParser:
     ``--eval-datasets``; :data:`DRY_RUN_DEFAULTS` and unset hooks as defaults."""
     parser = argparse.ArgumentParser(
         prog=PROG, allow_abbrev=False,
-        usage=f"{PROG} --rollout-function-path PKG.MOD.NAME [vime options]",
+        usage=f"{PROG} [--rollout-function-path PKG.MOD.NAME] [vime train options]",
         description="Dry-run a rollout function and its hooks through the runtime contract "
                     "checks (imports and runs the user's code on the CPU). Takes every `vime "
-                    "train` argument; only the hooks given are loaded and checked. A "
+                    "train` argument, so a launch command is checked as it is; only the hooks "
+                    "given are loaded and checked, the rollout function defaulting to vime's "
+                    "(vime.rollout.vllm_rollout.generate_rollout). A "
                     "--custom-generate-function-path gets an engine (see --dry-run-engine).",
         epilog="exit status: 0 clean; 1 any finding (errors and warnings alike); 2 bad "
-               "arguments, or the hooks cannot be loaded or run (one message).")
+               "arguments, or the hooks cannot be loaded (one message). A hook that raises "
+                    "while it runs is a finding (status 1), as in `vime train`.")
     add_config_argument(parser)
     add_arguments(parser)
     check = parser.add_argument_group("vime-lint check")
@@ -72,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "engine on --hf-checkpoint, tens of seconds), stand-in (a scripted "
                             "HTTP engine, no model needed); either one also serves the default "
                             "rollout, with prompts rendered by the model's chat template; "
-                            "auto: with --custom-generate-function-path, vllm with "
+                            "auto: with --custom-generate-function-path or "
+                            "--agent-function-path (the agent runs against vime's endpoint, "
+                            "which this engine answers), vllm with "
                             "--hf-checkpoint else stand-in, without it the built-in "
                             "deterministic generator (no engine)")
     check.add_argument("--max-violations", type=_positive_int, default=None, metavar="N",
@@ -91,16 +97,15 @@ def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     Raises:
         SystemExit: status 2 with usage and ``vime-lint check: error: ...`` for a bad value, an
-            unknown argument, a missing ``--rollout-function-path`` or a count below 1
-            (``vime.config.validation.count_problem``: ``--rollout-batch-size 0``); 0 after
-            ``--help``.
+            unknown argument or a count below 1 (``vime.config.validation.count_problem``:
+            ``--rollout-batch-size 0``); 0 after ``--help``.
     """
     from vime.config.validation import count_problem
 
     parser = build_parser()
     ns = parse_command_line(parser, argv)
-    if not ns.rollout_function_path:
-        parser.error("the following arguments are required: --rollout-function-path")
+    if not ns.rollout_function_path:  # the default rollout, as `vime train` runs it
+        ns.rollout_function_path = HOOKS["rollout_function_path"].default
     found = count_problem(ns, required=False)   # a batch of 0 is the command's, not the rollout's
     if found is not None:
         parser.error(f"argument {found[0]}: {found[1]}")
@@ -113,19 +118,61 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
 
     Generation falls back to the built-in dry-run generator (``--custom-generate-function-
     path`` unset) unless ``--dry-run-engine`` asks for an engine (``vllm``, ``stand-in``): then
-    vime's built-in generate runs against it, as in training; vime code that checks contracts itself logs instead of raising
-    (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
+    vime's built-in generate runs against it, as in training (an ``--agent-function-path``
+    always gets an engine: the agent runs against vime's endpoint); vime code that checks
+    contracts itself logs instead of raising (``contract_check=warn``); ``eval_datasets`` holds
+    the datasets of ``--eval-config`` / ``--eval-prompt-data`` as ``vime train`` resolves them,
+    else one per ``--eval-datasets`` name on a synthetic held-out file
+    (:func:`synthetic_eval_file`), else None.
+
+    Raises:
+        ValueError, FileNotFoundError: ``--eval-config`` / ``--eval-prompt-data`` cannot be
+            read (the message names the argument).
     """
     values = dict(parser_defaults())
     values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
     values["contract_check"] = "warn"
     names = ns.eval_datasets or []
-    values["eval_datasets"] = [argparse.Namespace(
-        name=n, path=None, n_samples_per_eval_prompt=ns.n_samples_per_eval_prompt,
-        rm_type=ns.rm_type, custom_rm_path=None, custom_generate_function_path=None,
-        metadata_overrides={}) for n in names] or None
+    if not (values.get("eval_config") or values.get("eval_prompt_data")) and names:
+        # each name gets a synthetic held-out file, resolved as --eval-prompt-data NAME FILE
+        if not (values.get("eval_label_key") or values.get("label_key")):
+            values["eval_label_key"] = "label"
+        keys = (str(values.get("eval_input_key") or values.get("input_key") or "input"),
+                str(values.get("eval_label_key") or values.get("label_key")))
+        values["eval_prompt_data"] = [x for n in names
+                                      for x in (n, synthetic_eval_file(n, *keys))]
+    if values.get("eval_config") or values.get("eval_prompt_data"):
+        from vime.utils.eval_config import build_eval_datasets
+
+        values["eval_datasets"] = build_eval_datasets(argparse.Namespace(**values)) or None
+    else:
+        values["eval_datasets"] = None
+    return _finish(ns, values)
+
+
+def synthetic_eval_file(name: str, input_key: str = "input", label_key: str = "label") -> str:
+    """A JSONL file of :func:`~vime_lint.check.synthetic.synthetic_eval_prompts` (under
+    ``input_key`` and ``label_key``, the run's eval keys) for ``--eval-datasets NAME``, in the
+    temporary folder (the same content on every run, so it is rewritten in place)."""
+    import json
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from vime_lint.check.synthetic import synthetic_eval_prompts
+
+    folder = Path(tempfile.gettempdir()) / "vime-lint-check-eval"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.jsonl"
+    path.write_text("".join(json.dumps({input_key: p, label_key: lab}) + "\n"
+                            for p, lab, _ in synthetic_eval_prompts(4)), encoding="utf-8")
+    return str(path)
+
+
+def _finish(ns: argparse.Namespace, values: dict[str, Any]) -> argparse.Namespace:
     values["over_sampling_batch_size"] = ns.rollout_batch_size
     values["rollout_global_dataset"] = True
-    if not ns.custom_generate_function_path and getattr(ns, "dry_run_engine", "auto") == "auto":
+    if not (ns.custom_generate_function_path or ns.agent_function_path) \
+            and getattr(ns, "dry_run_engine", "auto") == "auto":
         values["custom_generate_function_path"] = DRY_RUN_GENERATE
     return argparse.Namespace(**values)

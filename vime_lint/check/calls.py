@@ -1,13 +1,13 @@
 """Calling user hooks in the dry run: await async ones, turn a crash into one message.
 
 A hook that raises a ``ContractError`` with findings ends its stage (:class:`StageFindings`);
-any other exception ends the run with exit status 2 (:class:`HarnessError`), naming the hook,
-the exception and the file and line it came from.
+any other exception ends its stage as :class:`HarnessError`, naming the hook, the exception and
+the file and line it came from: the dry run reports it as an error in the user's code (exit
+status 1); raised while loading, it is exit status 2.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import inspect
 import re
@@ -27,7 +27,8 @@ _ID_RE = re.compile(r"\bVIM\d{3}\b")
 
 
 class HarnessError(Exception):
-    """The hooks cannot be loaded or run (exit status 2); the message says why."""
+    """A hook cannot be loaded (exit status 2) or raised while it ran (reported, status 1);
+    the message says why."""
 
 
 class StageFindings(Exception):
@@ -49,16 +50,21 @@ def raised_at(exc: BaseException) -> str:
 
 
 def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a user hook (running it to completion when it is async).
+    """Call a user hook (running it to completion on vime's background event loop,
+    :func:`vime.utils.async_utils.run`, when it is async).
 
     Raises:
         StageFindings: the hook raised a ``ContractError`` with findings.
         HarnessError: it raised anything else (message: ``label``, the error, where).
     """
+    from vime.utils.async_utils import run
+
     try:
         result = fn(*args, **kwargs)
         if inspect.iscoroutinefunction(fn) and inspect.isawaitable(result):
-            result = asyncio.run(_await(result))
+            # vime's background loop, as in training: what a hook starts on it (the agent
+            # endpoint, the shared HTTP client) outlives the call
+            result = run(_await(result))
         return result
     except ContractError as exc:
         if not exc.violations:

@@ -10,15 +10,20 @@ is served by a deterministic built-in generator (:mod:`vime_lint.check.synthetic
 from __future__ import annotations
 
 import argparse
-import asyncio
+import dataclasses
 import functools
+import logging
 import os
 import sys
 import warnings
 from typing import Any
 
 from vime.config.inputs import hook_module_problem
-from vime.contract.checks.boundaries import HOOK_BOUNDARIES, boundary_problems
+from vime.contract.checks.boundaries import (
+    HOOK_BOUNDARIES,
+    boundary_problems,
+    observed_boundaries,
+)
 from vime.contract.checks.failures import is_failed
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
@@ -36,10 +41,21 @@ from vime_lint.check.calls import (
     raised_at,
     warning_findings,
 )
+from vime_lint.check.engine import STAND_IN_REPLIES
 from vime_lint.check.report import Report
 from vime_lint.check.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
 
 __all__ = ["DryRun"]
+
+
+#: The generate step of ``--agent-function-path`` (vime.agent.generate.AGENT_GENERATE_PATH,
+#: not imported here: vime.agent loads only when an agent is checked).
+_AGENT_GENERATE = "vime.agent.generate.generate"
+
+
+#: What each stage method checks, for the report's notes.
+_STAGES = {"run_hooks": "hook stage (generate, reward, filters)",
+           "train_stage": "train step", "eval_stage": "eval step"}
 
 
 def _ids(*boundaries: str) -> list[str]:
@@ -127,30 +143,43 @@ class DryRun:
         dest = "custom_generate_function_path"
         group = source.get_samples(1)[0]
         hook = self.hooks.get(dest)
-        if hook is None and self.engine_note:
+        if hook is None and "agent_function_path" in self.hooks:
+            # --agent-function-path: the default rollout's generate step runs the agent against
+            # vime's endpoint, which the engine (stand-in or vllm) answers, as in training
+            from vime.agent.generate import AGENT_GENERATE_PATH
+            from vime.agent.generate import generate as agent_generate
+
+            hook = (AGENT_GENERATE_PATH, agent_generate)
+        elif hook is None and self.engine_note:
             # an engine was asked for (--dry-run-engine vllm): vime's built-in generate uses it,
             # as in training, with the model's tokenizer and chat template
             from vime.rollout.vllm_rollout import generate
 
             hook = (BUILTIN_GENERATE_PATH, generate)
+        from vime.utils.async_utils import run
+
         out: list[Any] = []
         for sample in group:
             if hook is None:
-                asyncio.run(dry_run_generate(self.args, sample, self._sampling_params()))
+                run(dry_run_generate(self.args, sample, self._sampling_params()))
                 out.append(sample)
                 continue
             path, fn = hook
             status, rl = sample.status, sample.response_length
             kwargs = optional_kwargs(fn, HOOKS[dest], evaluation=False)
+            label = (hook_label("agent_function_path", self.hooks["agent_function_path"][0])
+                     if path == _AGENT_GENERATE else hook_label(dest, path))
             try:
-                result = call_hook(hook_label(dest, path), fn, self.args, sample,
-                                   self._sampling_params(), **kwargs)
+                result = call_hook(label, fn, self.args, sample, self._sampling_params(),
+                                   **kwargs)
             except HarnessError as exc:
                 if not self._fail_sample(sample, "generate", exc):
                     raise
                 out.append(sample)
                 continue
-            self._check("generate_result", dest, path, status, result, in_response_length=rl)
+            if path != _AGENT_GENERATE:  # the agent's own result: VIM185-187, inside it
+                self._check("generate_result", dest, path, status, result,
+                            in_response_length=rl)
             if isinstance(result, list) and result:
                 out.append(result)
             else:
@@ -289,8 +318,46 @@ class DryRun:
             self.report.add(in_context(contract_findings(exc), dest, path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
+        if evaluation and getattr(self.args, "eval_datasets", None):
+            # VIM131: not the training prompts (checked when eval sets are given: without
+            # them the dry run's eval step has nothing held out to compare with)
+            from vime.contract.checks.evaluation import check_vim131, prompt_key
+
+            get = getattr(source, "training_prompts", None)
+            keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
+            found += check_vim131(getattr(out, "data", None), keys)
         self.report.add(in_context(found, dest, path), ids)
+        self._save_samples(out, evaluation)
         return out
+
+    def _save_samples(self, out: Any, evaluation: bool) -> None:
+        """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes
+        them (train step ``0``, eval step ``eval_0``); the report says where."""
+        template = getattr(self.ns, "save_debug_rollout_data", None)
+        if not template:
+            return
+        import time
+
+        from vime.rollout.base_types import iter_samples
+        from vime.rollout.debug_data import save_debug_rollout_data
+
+        run_dir = str(getattr(self.args, "run_dir", None) or "runs/{time}")
+        template = template.replace("{run_dir}", run_dir.replace(
+            "{time}", time.strftime("%Y%m%d-%H%M%S")))
+        if evaluation:
+            flat = [s for entry in out.data.values() if isinstance(entry, dict)
+                    for s in entry.get("samples", [])]
+            rid: int | str = "eval_0"
+        else:
+            flat, rid = list(iter_samples(out.samples)), 0
+        try:
+            path = save_debug_rollout_data(template, rid, flat)
+        except OSError as exc:  # a bad argument (status 2), not an error in user code
+            raise OSError(f"--save-debug-rollout-data {template!r}: cannot write "
+                          f"({exc})") from exc
+        self.report.notes.append(f"--save-debug-rollout-data: wrote the {len(flat)} samples of "
+                                 f"the dry run's {'eval' if evaluation else 'train'} step to "
+                                 f"{path} (--load-debug-rollout-data replays it)")
 
     def eval_stage(self) -> None:
         """B1/B6: one eval step."""
@@ -314,23 +381,68 @@ class DryRun:
             result = call_hook(hook_label(dest, path), fn, self.args, flat)
             self._check(name, dest, path, result, flat)
 
+    def _stage(self, stage: Any) -> None:
+        try:
+            stage()
+        except StageFindings as exc:
+            self.report.add(exc.violations, [v.id for v in exc.violations])
+            self.report.notes.append(f"{exc.label} raised a ContractError; the rest of that "
+                                     "stage was skipped")
+        except HarnessError as exc:  # user code raised: an error in it (status 1)
+            if str(exc) not in self.report.crashes:
+                self.report.crashes.append(str(exc))
+            self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where user code "
+                                     "raised; the stages after it still ran")
+
+    def _add_observed(self, seen: list[tuple[str, list[Violation]]]) -> set[str]:
+        """The boundaries vime's own code checked while the stages ran (the default rollout's
+        generate, reward and agent calls, with ``--contract-check warn``): their ids count as
+        exercised, their findings are reported once (a finding also raised as a
+        ``ContractError`` is not repeated). Returns their text as the runtime warned it."""
+        have = {(v.id, v.where, v.message) for v in self.report.findings}
+        texts: set[str] = set()
+        for name, found in seen:
+            texts.update(v.format() for v in found)
+            new = [v for v in found if (v.id, v.where, v.message) not in have]
+            have.update((v.id, v.where, v.message) for v in new)
+            self.report.add([dataclasses.replace(v, context=f"{v.context} (vime-lint check dry "
+                                                 "run)") for v in new], HOOK_BOUNDARIES[name].ids)
+        return texts
+
     def run(self) -> Report:
         """Load, run every stage, return the report.
 
+        A hook that raises while it runs is recorded in ``report.crashes`` (an error in the
+        user's code, exit status 1); the later stages still run.
+
         Raises:
-            HarnessError: a hook cannot be loaded or crashed.
+            HarnessError: a hook cannot be loaded.
+            ValueError, OSError: ``--save-debug-rollout-data`` cannot be written (names it).
         """
         self.load()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ContractWarning)
-            for stage in (self.run_hooks, self.train_stage, self.eval_stage):
-                try:
-                    stage()
-                except StageFindings as exc:
-                    self.report.add(exc.violations, [v.id for v in exc.violations])
-                    self.report.notes.append(f"{exc.label} raised a ContractError; the rest of "
-                                             "that stage was skipped")
-        self.report.findings.extend(warning_findings(caught, "while running user code"))
+        # vime's own checks inside the rollout log their findings too (--contract-check warn):
+        # the report lists them once, so their log lines are held back while the stages run
+        policy_log = logging.getLogger("vime.contract.checks")   # policy.enforce logs here
+        level = policy_log.level
+        policy_log.setLevel(logging.CRITICAL)
+        try:
+            with warnings.catch_warnings(record=True) as caught, \
+                    observed_boundaries() as seen:
+                warnings.simplefilter("always", ContractWarning)
+                for stage in (self.run_hooks, self.train_stage, self.eval_stage):
+                    self._stage(stage)
+        finally:
+            policy_log.setLevel(level)
+        shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
+        self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
+                                    if v.message.removeprefix("ContractWarning: ") not in shown)
+        if "stand-in" in self.engine_note and any(v.id in ("VIM117", "VIM171")
+                                                  for v in self.report.findings):
+            self.report.notes.append(
+                "the rewards above score the stand-in's scripted answers ("
+                + " / ".join(repr(r) for r in STAND_IN_REPLIES) + "), not a model's: constant "
+                "rewards (VIM117, VIM171) can come from them; --hf-checkpoint MODEL runs a real "
+                "engine")
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

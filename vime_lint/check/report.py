@@ -1,6 +1,7 @@
 """The ``vime-lint check`` report: one row per runtime invariant, the findings, the verdict.
 
-Exit status: 0 clean; 1 any finding (errors and warnings alike).
+Exit status: 0 clean; 1 any finding (errors and warnings alike) or a hook that raised while it
+ran (an error in the user's code, as ``vime train`` exits 1 on it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Report:
     #: message each.
     failures: Counter[tuple[str, str]] = field(default_factory=Counter)
     failure_examples: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: User code that raised while the dry run ran it: one message each (the hook, the
+    #: exception, the user's file and line).
+    crashes: list[str] = field(default_factory=list)
 
     def add_failures(self, samples: Sequence[Sample]) -> None:
         """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
@@ -80,13 +84,18 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
         for (hook, kind), n in report.failures.most_common():
             print(f"  {hook}/{kind}: {n} sample(s), e.g. {report.failure_examples[(hook, kind)]}",
                   file=out)
+    if report.crashes:
+        print("", file=out)
+    for crash in report.crashes:
+        print(f"error: {crash}", file=out)
     for note in report.notes:
         print(f"note: {note}", file=out)
-    errors = sum(v.severity == "error" for v in report.findings)
-    warns = len(report.findings) - errors
-    verdict = "clean" if not report.findings else f"{errors} error(s), {warns} warning(s)"
+    errors = sum(v.severity == "error" for v in report.findings) + len(report.crashes)
+    warns = len(report.findings) + len(report.crashes) - errors
+    bad = report.findings or report.crashes
+    verdict = "clean" if not bad else f"{errors} error(s), {warns} warning(s)"
     print(f"{PROG}: {verdict}", file=out)
-    return 1 if report.findings else 0
+    return 1 if bad else 0
 
 
 def _print_findings(findings: list[Violation], out: TextIO, limit: int | None) -> None:

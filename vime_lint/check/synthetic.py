@@ -26,7 +26,7 @@ from vime.rollout.data_source import DataSource
 from vime.utils.types import Sample
 
 __all__ = ["DRY_RUN_GENERATE", "SyntheticDataSource", "dry_run_generate", "encode",
-           "load_prompts", "synthetic_prompts"]
+           "load_prompts", "synthetic_eval_prompts", "synthetic_prompts"]
 
 #: Dotted path of :func:`dry_run_generate` (a valid ``--custom-generate-function-path``).
 DRY_RUN_GENERATE = "vime_lint.check.synthetic.dry_run_generate"
@@ -53,9 +53,15 @@ def synthetic_prompts(count: int) -> list[Prompt]:
     return out
 
 
+def synthetic_eval_prompts(count: int) -> list[Prompt]:
+    """``count`` held-out arithmetic prompts (products, never among :func:`synthetic_prompts`)."""
+    return [(f"What is {3 + i}*{4 + i}?", str((3 + i) * (4 + i)), {}) for i in range(count)]
+
+
 def load_prompts(path: str, input_key: str = "input", label_key: str | None = None,
-                 metadata_key: str = "metadata") -> list[Prompt]:
-    """Read ``(prompt, label, metadata)`` records from a JSONL file.
+                 metadata_key: str = "metadata", arg: str = "--prompt-data") -> list[Prompt]:
+    """Read ``(prompt, label, metadata)`` records from a JSONL file (``arg``: the argument
+    that named it, for messages).
 
     Raises:
         ValueError: the file is not ``.jsonl``, a line is not a JSON object, or a record lacks
@@ -63,9 +69,14 @@ def load_prompts(path: str, input_key: str = "input", label_key: str | None = No
         OSError: the file cannot be read.
     """
     if not path.endswith(".jsonl"):
-        raise ValueError(f"--prompt-data {path!r}: vime-lint check reads .jsonl files")
+        raise ValueError(f"{arg} {path!r}: vime-lint check reads .jsonl files")
     records: list[Prompt] = []
-    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:  # one line naming the argument, not an errno tuple
+        raise OSError(f"{arg} {path!r}: cannot read it ({exc.strerror or exc}); give "
+                      "an existing .jsonl file") from None
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
@@ -87,7 +98,7 @@ def load_prompts(path: str, input_key: str = "input", label_key: str | None = No
         meta = record.get(metadata_key) or {}
         records.append((record[input_key], label, dict(meta) if isinstance(meta, dict) else {}))
     if not records:
-        raise ValueError(f"--prompt-data {path!r} has no records")
+        raise ValueError(f"{arg} {path!r} has no records")
     return records
 
 
@@ -159,6 +170,36 @@ class SyntheticDataSource(DataSource):
                 group.append(sample)
             groups.append(group)
         return groups
+
+    def training_prompts(self) -> list[Any]:
+        """The prompts :meth:`get_samples` serves (as served: rendered with the chat
+        template when there is one)."""
+        if self.tokenizer is None:
+            return [p for p, _, _ in self.prompts]
+        from vime.utils.data import render_chat_prompt
+
+        return [render_chat_prompt(self.tokenizer, p, **self.chat_kwargs)
+                for p, _, _ in self.prompts]
+
+    def eval_datasets(self) -> dict[str, list[Sample]]:
+        """``args.eval_datasets`` as the dry run's eval sets: each dataset's ``.jsonl`` file
+        (for ``--eval-datasets`` names a file of :func:`synthetic_eval_prompts`, not the
+        training prompts), else those prompts; copies as the default rollout makes them
+        (``vime.rollout.eval_data.eval_copies``)."""
+        from vime.rollout.eval_data import eval_copies, samples_per_prompt
+
+        out: dict[str, list[Sample]] = {}
+        for cfg in getattr(self.args, "eval_datasets", None) or []:
+            path = getattr(cfg, "path", None)
+            records = load_prompts(str(path), getattr(cfg, "input_key", None) or "input",
+                                   getattr(cfg, "label_key", None),
+                                   getattr(cfg, "metadata_key", None) or "metadata",
+                                   arg="--eval-prompt-data") \
+                if path else synthetic_eval_prompts(4)
+            prompts = [Sample(prompt=copy.deepcopy(p), label=None if lab is None else str(lab),
+                              metadata=copy.deepcopy(m)) for p, lab, m in records]
+            out[cfg.name] = eval_copies(prompts, cfg, samples_per_prompt(self.args, cfg))
+        return out
 
     def add_samples(self, samples: list[list[Sample]]) -> None:
         """Keep groups to serve them first on the next ``get_samples``."""

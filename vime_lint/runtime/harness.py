@@ -13,10 +13,12 @@ Usage::
 
     vime-lint check --rollout-function-path my_pkg.rollout.generate_rollout \\
         --custom-rm-path my_pkg.rm.reward_func --n-samples-per-prompt 4
+    vime-lint check --agent-function-path my_pkg.agent.run   # the default rollout, the agent
     python -m vime_lint.runtime.harness --rollout-function-path my_pkg.rollout.generate_rollout
 
-Exit status: 0 clean; 1 any finding (errors and warnings alike); 2 the hooks cannot be loaded
-or run (a message, never a traceback).
+Exit status: 0 clean; 1 any finding (errors and warnings alike) or a hook that raised while it
+ran (an error in the user's code, reported with its file and line); 2 bad arguments or hooks
+that cannot be loaded (a message, never a traceback).
 
 See ``docs/contract.md`` §6b.
 """
@@ -37,7 +39,8 @@ def _dry_run(ns: Any) -> Report:
     """The dry run, with an engine for vime's built-in generate when the user names a generate
     function (``--custom-generate-function-path``) or asks for one (``--dry-run-engine``)."""
     args = make_args(ns)
-    if not (ns.custom_generate_function_path or ns.dry_run_engine != "auto"):  # no generate
+    if not (ns.custom_generate_function_path or ns.agent_function_path
+            or ns.dry_run_engine != "auto"):  # nothing calls vime's built-in generate
         return DryRun(ns, args).run()
     from vime_lint.check.engine import DryRunEngine
 
@@ -49,7 +52,7 @@ def _dry_run(ns: Any) -> Report:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``vime-lint check`` with ``argv`` (default ``sys.argv[1:]``); return the exit status
-    (0 clean, 1 findings, 2 cannot load or run)."""
+    (0 clean, 1 findings or a hook that raised, 2 bad arguments or hooks that cannot load)."""
     try:
         ns = parse_check_args(argv)
     except SystemExit as exc:  # argparse printed the usage error (or --help)

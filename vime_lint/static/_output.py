@@ -37,6 +37,17 @@ def _concise(f: Finding) -> str:
     return f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}"
 
 
+def _concise_with_fix(f: Finding) -> str:
+    """The concise line, then ``  help: <fix>`` (as Ruff prints it) and, when the rule offers
+    an automatic fix, ``  fix: <title> (--fix | --unsafe-fixes)``."""
+    lines = [_concise(f)]
+    if f.fix_hint:
+        lines.append(f"  help: {f.fix_hint}")
+    if f.edits and f.fix_title:
+        lines.append(f"  fix: {f.fix_title} ({'--fix' if f.fix_safe else '--unsafe-fixes'})")
+    return "\n".join(lines)
+
+
 def _full(f: Finding, source: str) -> str:
     lines = source.splitlines()
     text = lines[f.line - 1] if 0 < f.line <= len(lines) else ""
@@ -117,15 +128,19 @@ def _sarif(findings: list[Finding], rules: Sequence[type[Rule]]) -> dict[str, An
         "results": results}]}
 
 
-def render(results: Sequence[LintResult], fmt: str, rules: Sequence[type[Rule]] = ()) -> str:
-    """The findings of ``results`` in format ``fmt`` (one of :data:`FORMATS`).
+def render(results: Sequence[LintResult], fmt: str, rules: Sequence[type[Rule]] = (), *,
+           show_fixes: bool = True) -> str:
+    """The findings of ``results`` in format ``fmt`` (one of :data:`FORMATS`); in ``concise``
+    each finding's fix follows on indented lines unless ``show_fixes`` is False
+    (``--no-show-fixes``).
 
     Raises:
         ValueError: unknown format.
     """
     findings = _sorted(results)
     if fmt == "concise":
-        return "".join(_concise(f) + "\n" for f in findings)
+        line = _concise_with_fix if show_fixes else _concise
+        return "".join(line(f) + "\n" for f in findings)
     if fmt == "full":
         sources = {r.path: r.source for r in results}
         return "\n".join(_full(f, sources.get(f.path, "")) for f in findings)

@@ -45,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
     p.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
     p.add_argument("--output-format", choices=FORMATS, default="concise")
+    p.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=True,
+                   help="concise output: print each finding's fix on the line after it "
+                        "(`help:`); --no-show-fixes prints one line per finding")
     p.add_argument("--statistics", action="store_true", help="counts per code")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even with findings")
     p.add_argument("--exclude", type=lambda s: [x for x in s.split(",") if x], default=None,
@@ -110,7 +113,8 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
         print(f"{loc}: error: {p.message}", file=err)
-    out.write(render(outcome.results, ns.output_format, TYPE_RULES))
+    out.write(render(outcome.results, ns.output_format, TYPE_RULES,
+                     show_fixes=getattr(ns, "show_fixes", True)))
     if ns.statistics:
         out.write(statistics(outcome.results))
     if ns.output_format in ("concise", "full"):

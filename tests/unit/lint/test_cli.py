@@ -44,7 +44,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def test_concise_golden_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "r.py").write_text(BAD)
-    code, out, _ = _run(capsys, "rollout", "r.py")
+    code, out, _ = _run(capsys, "rollout", "r.py", "--no-show-fixes")
     assert code == 1
     assert out == (
         "r.py:4:5: VIM001 rollout function `generate_rollout` declares `evaluation` without a "
@@ -57,6 +57,19 @@ def test_concise_golden_and_exit_1(repo: Path, capsys: pytest.CaptureFixture[str
         "RolloutFnTrainOutput / RolloutFnEvalOutput on the evaluation=False path\n"
         "Found 4 finding(s): 4 error(s), 0 warning(s).\n"
         "[*] 2 fixable with `--fix`.\n")
+    # the default: each finding's fix on the lines after it (Ruff's `help:` lines)
+    code, out, _ = _run(capsys, "rollout", "r.py")
+    assert code == 1
+    assert out.splitlines()[:6] == [
+        "r.py:4:5: VIM001 rollout function `generate_rollout` declares `evaluation` without a "
+        "default; expected `evaluation=False`",
+        "  help: add the default: `evaluation=False`",
+        "  fix: Add the default `evaluation=False` (--fix)",
+        "r.py:6:5: VIM007 `status` is set to the string 'completed' instead of a "
+        "`Sample.Status` member",
+        "  help: use Sample.Status.COMPLETED / TRUNCATED / ABORTED / FAILED",
+        "  fix: Use `Sample.Status.COMPLETED` (--fix)"]
+    assert out.count("  help: return RolloutFnTrainOutput(samples=groups)") == 2
 
 
 def test_clean_exit_0(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -43,8 +43,12 @@ def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
     lines = out.splitlines()
     assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
                                "Any]]` (Sample.prompt); Item ")
-    assert lines[1].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
-    assert lines[2] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
+    assert lines[1].startswith("  help: narrow the value first")   # the fix, as in `rollout`
+    assert lines[2].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
+    assert lines[3].startswith("  help: ")
+    assert lines[4] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--no-show-fixes")
+    assert [line.split()[1] for line in out.splitlines()] == ["VIM201", "VIM202", "2"]
     assert _run(capsys, types_cache, "ok.py")[:2] == (0, "")
     assert _run(capsys, types_cache, "rm.py", "--exit-zero")[0] == 0
 
@@ -73,7 +77,7 @@ def test_json_sarif_and_github_formats(repo: Path, types_cache: Path,
 def test_noqa_select_ignore_and_per_file_ignores(repo: Path, types_cache: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "rm.py").write_text(BAD.replace("'completed'\n", "'completed'  # noqa: VIM202\n"))
-    _, out, _ = _run(capsys, types_cache, "rm.py")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--no-show-fixes")
     assert [line.split()[1] for line in out.splitlines()[:-1]] == ["VIM201"]
     (repo / "rm.py").write_text("# vime-lint: noqa: VIM201\n" + BAD)
     _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")

@@ -11,7 +11,7 @@ import pytest
 from vime.config import parser_defaults
 from vime.contract.hooks import HOOKS
 from vime_lint import cli
-from vime_lint.check.arguments import DRY_RUN_DEFAULTS, build_parser, parse_check_args
+from vime_lint.check.arguments import DRY_RUN_DEFAULTS, build_parser, make_args, parse_check_args
 from vime_lint.runtime.harness import main
 
 pytestmark = pytest.mark.unit
@@ -58,9 +58,19 @@ def test_config_file_and_passthrough(tmp_path: Path) -> None:
     assert ns.vllm_extra_args == {"max-model-len": "512"}
 
 
-def test_rollout_function_path_is_required(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--n-samples-per-prompt", "2"]) == 2
-    assert "required: --rollout-function-path" in capsys.readouterr().err
+def test_rollout_function_path_defaults_to_the_default_rollout() -> None:
+    # a `vime train` launch without --rollout-function-path runs the default rollout
+    assert parse_check_args(["--n-samples-per-prompt", "2"]).rollout_function_path == \
+        "vime.rollout.vllm_rollout.generate_rollout"
+    assert parse_check_args(ROLLOUT).rollout_function_path == "vime_ref_good.generate_rollout"
+
+
+def test_eval_prompt_data_is_resolved_as_vime_train_does(tmp_path: Path) -> None:
+    data = tmp_path / "held.jsonl"
+    data.write_text('{"input": "What is 1+1?", "label": "2"}\n')
+    args = make_args(parse_check_args([*ROLLOUT, "--eval-prompt-data", "held", str(data)]))
+    assert [(c.name, c.path) for c in args.eval_datasets] == [("held", str(data))]
+    assert main([*ROLLOUT, "--eval-prompt-data", "x", "y", "z"]) == 2   # not name/path pairs
 
 
 def test_unknown_argument_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -111,6 +111,9 @@ def test_vime_lint_check_summarises_failures_per_hook(capsys, monkeypatch):
                         "parse sample 0")
     assert lines[1].startswith("  reward/Unscored: 1 sample(s), e.g. sample index=3:")
     assert "vime-lint check: clean" in out
-    # with the default policy the first failure stops the check (exit 2: it cannot run)
-    assert main(argv) == 2
-    assert "failures per hook" not in capsys.readouterr().out
+    # with the default policy the first failure is an error in the user's code (exit 1)
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "failures per hook" not in out
+    assert "error: --custom-rm-path `vime_ref_failing.reward_fails_on_even` raised ValueError" \
+        in out

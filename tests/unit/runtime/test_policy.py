@@ -10,7 +10,7 @@ import pytest
 from runtime_helpers import HOOK, make_args, make_groups, train_output
 
 from vime.contract.checks.policy import WarnOnce
-from vime.contract.errors import ContractError, ContractWarning
+from vime.contract.errors import ContractError, ContractWarning, LoggedContractWarning
 from vime_lint.runtime import (
     ContractChecker,
     run_checks,
@@ -39,7 +39,7 @@ def test_raise_mode_raises_errors_with_context_and_warns_warnings() -> None:
     assert isinstance(err, TypeError) and isinstance(err, ValueError)
     assert err.violations[0].context == (
         "rollout `my_pkg.rollout.generate_rollout` (--rollout-function-path) step 11")
-    assert [w.category for w in caught] == [ContractWarning]
+    assert [w.category for w in caught] == [LoggedContractWarning]
     assert "VIM105 warning" in str(caught[0].message)
 
 
@@ -65,7 +65,7 @@ def test_warn_mode_logs_everything_and_keeps_samples(caplog: pytest.LogCaptureFi
     assert sum(len(g) for g in out.samples) == 8
     assert "VIM108 error: samples[0][1].loss_mask" in caplog.text
     assert "VIM105 warning" in caplog.text
-    assert len(caught) == 2 and all(w.category is ContractWarning for w in caught)
+    assert len(caught) == 2 and all(issubclass(w.category, ContractWarning) for w in caught)
 
 
 def test_warnings_once_per_id_and_call_site_per_step() -> None:

@@ -306,3 +306,16 @@ def test_yaml_nesting_is_measured_outside_quotes_and_comments(tmp_path: Path) ->
     path.write_text("a:\n" + "".join("  " * i + f"k{i}:\n" for i in range(1, 1500)))
     with pytest.raises(YamlFileError, match="nested too deeply to read"):   # block style
         read_yaml(path)
+
+
+def test_help_usage_does_not_point_at_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    from vime.config.parser import get_parser
+
+    help_text = get_parser().format_help()
+    assert help_text.startswith("usage: vime train [--config FILE.yaml] [options]\n"), help_text
+    assert "see `vime train --help`" not in help_text.splitlines()[0]
+    with pytest.raises(SystemExit) as exc:      # an error's usage line does point at --help
+        get_parser().parse_args(["--lr", "fast"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.startswith(
+        "usage: vime train [--config FILE.yaml] [options]  (see `vime train --help`)\n")

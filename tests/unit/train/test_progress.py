@@ -96,3 +96,28 @@ def test_sft_summary_has_no_placeholder_reward() -> None:
     rl = io.StringIO()
     print_summary(records, "runs/x", console=Console(file=rl, width=120))
     assert "rollout/raw_reward" in rl.getvalue()
+
+
+def test_grpo_line_shows_the_gradient_norm_and_says_once_why_the_loss_is_zero() -> None:
+    from vime.utils.logging_utils import ZERO_LOSS_NOTE
+
+    out, clock = io.StringIO(), Clock()
+    progress = TrainProgress(3, 0, console=Console(file=out), interval=0, clock=clock)
+    step = {"rollout/raw_reward": 0.25, "train/loss": -1.2e-9, "train/grad_norm": 0.4123}
+    for rollout_id in range(3):
+        clock.now += 1.0
+        progress.advance(rollout_id, step)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("reward 0.250  loss -0.0000  grad 0.412"), lines
+    assert lines[1] == f"  {ZERO_LOSS_NOTE}"
+    assert "group" in ZERO_LOSS_NOTE and "gradient norm" in ZERO_LOSS_NOTE
+    assert out.getvalue().count(ZERO_LOSS_NOTE) == 1 and len(lines) == 4   # once per run
+
+
+def test_no_note_for_a_nonzero_policy_loss_or_sft() -> None:
+    for loss_type, loss in (("policy_loss", 0.3), ("sft_loss", 0.0)):
+        out = io.StringIO()
+        progress = TrainProgress(1, 0, console=Console(file=out), interval=0,
+                                 loss_type=loss_type, clock=Clock())
+        progress.advance(0, {"train/loss": loss})
+        assert len(out.getvalue().splitlines()) == 1, out.getvalue()

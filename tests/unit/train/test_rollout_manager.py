@@ -166,3 +166,22 @@ def test_save_and_load_restore_data_source(tmp_path: Path) -> None:
     assert got["sample_indices"] == expected["sample_indices"] == [4, 5, 6, 7]
     with pytest.raises(FileNotFoundError, match="manager_state.pt is missing"):
         resumed.load(7)
+
+
+def test_eval_on_training_prompts_warns_vim131_once(tmp_path: Path,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    import json
+    import logging
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"input": f"q{i}", "label": "1"}) + "\n"
+                            for i in range(4)))
+    core = RolloutManagerCore(make_args(tmp_path, "--prompt-data", str(data),
+                                        "--contract-check", "warn"))
+    with caplog.at_level(logging.WARNING, logger="vime.contract.checks"):
+        core.eval(0)   # the toy rollout evaluates on data_source.get_samples: training prompts
+    text = caplog.text
+    assert text.count("VIM131 warning: data['toy']['samples'] are 4 samples whose prompts are "
+                      "all training prompts") == 1, text
+    assert "data_source.eval_datasets()" in text
+    core.shutdown()

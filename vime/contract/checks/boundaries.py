@@ -16,7 +16,8 @@ Usage (the default rollout, per generate and reward call)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "check_reward_result",
     "check_sample_hook_result",
     "check_sync_hook_result",
+    "observed_boundaries",
 ]
 
 
@@ -167,6 +169,27 @@ def boundary_problems(name: str, *values: Any, settings: CheckSettings, ctx: Che
     return HOOK_BOUNDARIES[name].problems(values, settings, ctx, **options)
 
 
+#: Open :func:`observed_boundaries` blocks: each list receives ``(name, findings)`` per check.
+_OBSERVERS: list[list[tuple[str, list[Violation]]]] = []
+
+
+@contextmanager
+def observed_boundaries() -> Iterator[list[tuple[str, list[Violation]]]]:
+    """Record every boundary :func:`check_boundary` checks while the block runs.
+
+    Yields a list that receives ``(name, findings)`` per check that ran (not the ones the mode
+    or interval skipped), ``findings`` with their context: the ``vime-lint check`` dry run
+    reads it to mark the boundary's ids as exercised by checks that ran inside vime's own code
+    (the default rollout's generate, reward and agent calls) and to report their findings.
+    """
+    seen: list[tuple[str, list[Violation]]] = []
+    _OBSERVERS.append(seen)
+    try:
+        yield seen
+    finally:
+        _OBSERVERS.remove(seen)
+
+
 def check_boundary(name: str, *values: Any, args: Any, hook_path: str | None = None,
                    rollout_id: int | None = None, hook: str | None = None,
                    **options: Any) -> list[Violation]:
@@ -194,6 +217,8 @@ def check_boundary(name: str, *values: Any, args: Any, hook_path: str | None = N
         return []
     ctx = CheckContext.for_hook(hook or spec.hook, hook_path or spec.builtin, rollout_id)
     found = spec.problems(values, s, ctx, **options)
+    for seen in _OBSERVERS:
+        seen.append((name, with_context(found, ctx)))
     if not found:
         return found
     return enforce(with_context(found, ctx), s.mode, ctx)

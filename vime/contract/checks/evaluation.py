@@ -1,4 +1,5 @@
-"""VIM130: the eval output's ``data`` (boundary B6).
+"""VIM130: the eval output's ``data``; VIM131: its samples are not the training prompts
+(boundary B6).
 
 ``data`` maps each eval dataset name to ``{"rewards": [...], "truncated": [...], "samples":
 [...]}``: finite-real rewards (dict rewards reduced by ``--eval-reward-key``, else
@@ -14,6 +15,8 @@ See ``docs/contract.md`` §3 (eval data) and §6b.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Collection
 from typing import Any
 
 from vime.contract.checks.settings import CheckSettings
@@ -24,7 +27,7 @@ from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
-__all__ = ["check_eval_data"]
+__all__ = ["check_eval_data", "check_vim131", "prompt_key"]
 
 
 
@@ -98,3 +101,29 @@ def _column_problems(k: str, column: list[Any], at: str, key: str | None,
                 return [inv.violation(f"{at}[{i}]", problem=f"is {describe_value(value)}, "
                                       "expected a Sample")]
     return []
+
+
+def prompt_key(prompt: Any) -> str:
+    """A comparable key of a sample's ``prompt`` (a string as is; chat messages as sorted JSON)."""
+    if isinstance(prompt, str):
+        return prompt
+    return json.dumps(prompt, sort_keys=True, default=str)
+
+
+def check_vim131(data: Any, training_prompts: Collection[str]) -> list[Violation]:
+    """VIM131 (warning): one finding per eval dataset of ``data`` whose every sample's prompt
+    (:func:`prompt_key`) is among ``training_prompts`` (the keys of ``--prompt-data``'s prompts);
+    ``[]`` when ``training_prompts`` is empty or ``data`` is not a dict of entries."""
+    if not training_prompts or not isinstance(data, dict):
+        return []
+    out = []
+    for name, entry in data.items():
+        samples = entry.get("samples") if isinstance(entry, dict) else None
+        if not isinstance(samples, list) or not samples:
+            continue
+        keys = [prompt_key(getattr(x, "prompt", None)) for x in samples]
+        if all(k in training_prompts for k in keys):
+            out.append(INVARIANTS["VIM131"].violation(f"data[{name!r}]['samples']", problem=(
+                f"are {len(samples)} samples whose prompts are all training prompts "
+                "(--prompt-data): this eval measures the training set")))
+    return out

@@ -2,7 +2,8 @@
 
 - ``off``: nothing is checked (B0/B1 live in ``load_function`` and ``call_rollout_fn``).
 - ``warn``: every finding is logged (logger ``vime.contract.checks``) and warned as a
-  ``ContractWarning`` once per (id, call site) per step; every sample is kept.
+  ``LoggedContractWarning`` (a ``ContractWarning`` that vime's own processes do not display:
+  the log line is the one copy) once per (id, call site) per step; every sample is kept.
 - ``raise`` (default): a step's errors raise one ``ContractError`` listing up to ``limit`` of
   them (before any optimiser step); its warnings are logged and warned as in ``warn``.
 
@@ -27,7 +28,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from vime.contract.checks.settings import CheckContext, CheckSettings, Mode
-from vime.contract.errors import ContractError, ContractWarning, Violation, format_violations
+from vime.contract.errors import (
+    ContractError,
+    LoggedContractWarning,
+    Violation,
+    format_violations,
+)
 from vime.contract.invariants import INVARIANTS
 
 __all__ = ["ALWAYS_CHECKED", "WarnOnce", "enforce", "order_findings", "should_check",
@@ -129,4 +135,4 @@ def _report(findings: Sequence[Violation], ctx: CheckContext, registry: WarnOnce
     reg = registry or _DEFAULT_REGISTRY
     for v in findings:
         if reg.first(ctx.rollout_id, v.id, ctx.call_site):
-            warnings.warn(v.format(), ContractWarning, stacklevel=4)
+            warnings.warn(v.format(), LoggedContractWarning, stacklevel=4)

@@ -11,16 +11,15 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import time
-import uuid
 from argparse import Namespace
 from collections.abc import Sequence
 from typing import Any
 
 from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
+from vime.rollout.eval_data import eval_copies, load_eval_prompts, samples_per_prompt
 from vime.rollout.failures import failure_counts, is_failed
 from vime.rollout.vllm.sampling import generate_and_rm
 from vime.rollout.vllm.state import RolloutState, get_state
@@ -33,18 +32,12 @@ __all__ = ["eval_rollout"]
 
 
 def _eval_prompts(state: RolloutState, args: Namespace, cfg: Any) -> list[Sample]:
-    from vime.utils.data import Dataset
-
     key = (cfg.path, cfg.input_key, cfg.label_key, cfg.metadata_key, cfg.tool_key,
            cfg.max_prompt_len)
     if key not in state.eval_cache:
-        ds = Dataset(cfg.path, tokenizer=state.tokenizer, max_length=cfg.max_prompt_len,
-                     input_key=cfg.input_key or "input", label_key=cfg.label_key,
-                     metadata_key=cfg.metadata_key or "metadata", tool_key=cfg.tool_key,
-                     apply_chat_template=bool(arg(args, "apply_chat_template")),
-                     apply_chat_template_kwargs=arg(args, "apply_chat_template_kwargs"),
-                     seed=int(arg(args, "rollout_seed")))
-        state.eval_cache[key] = list(ds.samples)
+        # a tokenizer only for the chat template or the length filter, as for --prompt-data
+        need = bool(arg(args, "apply_chat_template")) or cfg.max_prompt_len
+        state.eval_cache[key] = load_eval_prompts(args, cfg, state.tokenizer if need else None)
     return state.eval_cache[key]
 
 
@@ -67,30 +60,15 @@ def _eval_sampling_params(args: Namespace, cfg: Any) -> dict[str, Any]:
 
 
 async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[str, Any]:
-    prompts = _eval_prompts(state, args, cfg)
-    n_per = int(cfg.n_samples_per_eval_prompt or arg(args, "n_samples_per_eval_prompt")
-                or 1)
+    n_per = samples_per_prompt(args, cfg)
+    samples = eval_copies(_eval_prompts(state, args, cfg), cfg, n_per)   # the eval view's
     params = _eval_sampling_params(args, cfg)
     deterministic = arg(args, "vllm_enable_deterministic_inference")
     seed = int(arg(args, "rollout_seed"))
-    samples: list[Sample] = []
     calls = []
-    for i, prompt in enumerate(prompts):
-        for j in range(n_per):
-            s = copy.deepcopy(prompt)
-            s.index = len(samples)
-            s.group_index = i
-            s.session_id = str(uuid.uuid4())
-            if cfg.rm_type:
-                s.metadata.setdefault("rm_type", cfg.rm_type)
-            s.metadata.update(copy.deepcopy(cfg.metadata_overrides or {}))
-            if cfg.custom_rm_path:
-                s.custom_rm_path = cfg.custom_rm_path
-            if cfg.custom_generate_function_path:
-                s.generate_function_path = cfg.custom_generate_function_path
-            samples.append(s)
-            p = {**params, "seed": seed + j} if deterministic else params
-            calls.append(generate_and_rm(args, s, p, evaluation=True))
+    for k, s in enumerate(samples):
+        p = {**params, "seed": seed + k % n_per} if deterministic else params
+        calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
     failed = [s for s in leaves if is_failed(s)]
