@@ -180,12 +180,13 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             skip(display, text, verdict)
             continue
         resolved = safe_resolve(p)
-        try:
+        try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
                 hooks = _hooks_of(display, text, bindings.get(resolved, ()))
+                plan = annotate(text, hooks) if hooks else None
         except OverBudget:
-            skip(display, text, Skipped("too slow", f"finding its hooks took over "
-                                                    f"{DEFAULT_LIMITS.seconds:g} s"))
+            skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "
+                                                    f"over {DEFAULT_LIMITS.seconds:g} s"))
             continue
         except RecursionError:
             skip(display, text, Skipped("too deeply nested",
@@ -195,13 +196,13 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             skip(display, text, Skipped("not parsable by LibCST",
                                         f"line {exc.raw_line}: {exc.message.splitlines()[0]}"))
             continue
-        if not hooks:
+        if not hooks or plan is None:
             continue
         try:
             rel = resolved.relative_to(settings.root).as_posix()
         except ValueError:
             rel = display
-        plans[display] = (text, annotate(text, hooks), rel)
+        plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         if resolved.parent not in folders:
             folders.append(resolved.parent)
