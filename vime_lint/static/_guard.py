@@ -188,6 +188,8 @@ def parse_module(text: str) -> Any:
     try:
         worker = threading.Thread(target=work, name="vime-lint-parse", daemon=True)
         worker.start()
+    except RuntimeError:  # no thread of that size (an address-space limit): parse here
+        return cst.parse_module(text)
     finally:
         threading.stack_size(old)
     worker.join()
