@@ -173,7 +173,7 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         resolve_config,
         selection,
     )
-    from vime_lint.static._files import DEFAULT_EXCLUDE
+    from vime_lint.static._files import DEFAULT_EXCLUDE, is_excluded
     from vime_lint.static._output import render, statistics, summary
     from vime_lint.static._runner import Settings, UnknownSelector, run
 
@@ -187,10 +187,10 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = find_project_root(start if start.exists() else Path("."))
     try:
         config, root = resolve_config(root, ns.config)
+        select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2
-    select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     fix = ns.fix or ns.diff
     settings = Settings(paths=paths, root=root, config=config, select=select,
                         ignore=ignore, fix=fix,
@@ -204,12 +204,19 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return 2
     if ns.show_hooks:
         return _show_hooks(outcome, out)
+    if stdin is None and not outcome.results and not outcome.problems and not (
+            ns.force_exclude and any(is_excluded(p, root, exclude) for p in paths)):
+        # (pre-commit passing only excluded files with --force-exclude is a clean run)
+        where = ", ".join(str(p) for p in paths)
+        print(f"vime-lint: no Python files found under {where} (nothing was linted; check "
+              "the path and --exclude)", file=err)
+        return 2
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
         print(f"{loc}: error: {p.message}", file=err)
         if p.source_line:
-            pad = " " * (len(p.source_line[:max(p.col - 1, 0)].expandtabs()) + 4)
-            print(f"    {p.source_line.expandtabs()}\n{pad}^", file=err)
+            line, col = _window(p.source_line.expandtabs(), max(p.col - 1, 0))
+            print(f"    {line}\n{' ' * (col + 4)}^", file=err)
     fixed = sum(r.fixes_applied for r in outcome.results)
     if fix and not ns.unsafe_fixes:  # never silent about a fix it did not apply
         unsafe = sum(1 for r in outcome.results for f in r.findings if f.edits and not f.fix_safe)
@@ -244,6 +251,18 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if remaining or (ns.exit_non_zero_on_fix and fixed):
         return 1
     return 0
+
+
+def _window(line: str, col: int, width: int = 120) -> tuple[str, int]:
+    """At most ``width`` characters of a source line around column ``col`` (0-based), with
+    ``...`` where it was cut, and the caret's column in what is shown."""
+    if len(line) <= width:
+        return line, col
+    start = max(0, min(col - width // 2, len(line) - width))
+    shown = line[start:start + width]
+    prefix = "..." if start else ""
+    suffix = "..." if start + width < len(line) else ""
+    return prefix + shown + suffix, col - start + len(prefix)
 
 
 def _show_hooks(outcome: object, out: TextIO) -> int:

@@ -504,6 +504,15 @@ _ALL: tuple[Invariant, ...] = (
          "A stale suppression hides the next real finding on that line.",
          "stale suppression",
          "unused suppression of {codes}", "remove the code from the noqa comment"),
+    _inv("VIM092", "static", "warning", "file-not-linted",
+         "Every file given to the linter is linted (none is too large, too deeply nested or "
+         "too slow for it).",
+         "A file the linter skips is not checked at all: its contract violations surface at "
+         "run time. The limits keep a hostile or generated file from crashing or stalling "
+         "the linter (LibCST's native parser overflowed the stack on deep nesting).",
+         "file silently unchecked",
+         "{detail}",
+         "split the file, simplify the nesting, or exclude it (`--extend-exclude`)"),
     # ---- 6b: load time and run time ---------------------------------------------------------
     _inv("VIM100", "load", "error", "hook-signature-at-load",
          "Every loaded hook's signature matches its HookSpec (names alone only warn).",

@@ -16,6 +16,7 @@ without rescanning the project.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -155,7 +156,7 @@ class DocumentLinter:
                                  select=project.settings.select,
                                  ignore=project.settings.ignore,
                                  exclude=project.settings.exclude,
-                                 cache_dir=_cache_dir(project.root, None))
+                                 cache_dir=_cache_dir(project.root, None, io.StringIO()))
         outcome = check_paths(settings)
         if outcome.problems:
             raise RuntimeError("; ".join(p.message for p in outcome.problems))

@@ -109,7 +109,16 @@ def selection(config: Config, ns: Any,
     """``(select, ignore, exclude)`` of a run: the command line's ``--select`` / ``--exclude``
     replace the configuration's, ``--extend-select`` / ``--ignore`` / ``--extend-exclude`` add
     to it (ruff's rule). ``ns`` is the parsed command line of ``vime-lint rollout`` or
-    ``types`` (``select``, ``extend_select``, ``ignore``, ``exclude``, ``extend_exclude``)."""
+    ``types`` (``select``, ``extend_select``, ``ignore``, ``exclude``, ``extend_exclude``).
+
+    Raises:
+        ConfigError: ``--select`` was given with no code (``--select ''``), which would turn
+            every rule off.
+    """
+    if ns.select is not None and not ns.select:
+        raise ConfigError("--select names no rule code, which would turn every rule off; name "
+                          "codes or prefixes (`--select VIM0,VIM101`) or leave --select out "
+                          "to enable every rule")
     select = list(ns.select if ns.select is not None else (config.select or ("VIM",)))
     select += [*config.extend_select, *ns.extend_select]
     exclude = list(ns.exclude if ns.exclude is not None else (

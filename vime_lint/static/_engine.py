@@ -1,6 +1,6 @@
 """The lint engine: one parse per file, one batched traversal of all enabled rules.
 
-Steps for one source text: decode -> ``libcst.parse_module`` -> ``ScopeProvider`` -> the
+Steps for one source text: decode -> ``libcst.parse_module`` -> scopes (``LinearScopeProvider``) -> the
 semantic model (:class:`~vime_lint.static.analysis.Semantic`) -> :func:`build_context` (hook
 bindings resolved through it) -> the enabled rules that can fire on this file ->
 ``visit_batched`` -> positions (``PositionProvider``,
@@ -25,14 +25,25 @@ import tokenize
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vime.contract import INVARIANTS
 from vime_lint.static._fix import apply_edits, fix_edits
+from vime_lint.static._guard import (
+    DEFAULT_LIMITS,
+    Limits,
+    OverBudget,
+    Skipped,
+    parse_module,
+    screen,
+    syntax_failure,
+    time_budget,
+)
 from vime_lint.static._model import Finding, LintOptions, LintResult, ParseFailure
 from vime_lint.static._rule import FileContext, Report, Rule, build_context
 from vime_lint.static._suppress import Suppression, parse_suppressions
 from vime_lint.static.analysis import Semantic
+from vime_lint.static.analysis._scopes import LinearScopeProvider
 
 __all__ = ["decode_source", "file_context", "lint_source", "select_rules"]
 
@@ -79,11 +90,7 @@ def _syntax_error(path: str, text: str) -> ParseFailure | None:
     try:
         ast.parse(text, filename=path)
     except SyntaxError as exc:
-        line = exc.lineno or 0
-        lines = text.splitlines()
-        source_line = lines[line - 1] if 0 < line <= len(lines) else (exc.text or "").rstrip("\n")
-        return ParseFailure(path, line, exc.offset or 0, f"SyntaxError: {exc.msg}",
-                            source_line)
+        return syntax_failure(path, text, exc)
     except (ValueError, RecursionError, MemoryError):
         return None
     return None
@@ -111,7 +118,7 @@ def file_context(path: str, module: cst.Module, options: LintOptions
     """The semantic model and hook bindings of a parsed module, and the metadata wrapper the
     rules' traversal reuses (scopes resolved once)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    semantic = Semantic(module, wrapper.resolve(ScopeProvider))
+    semantic = Semantic(module, wrapper.resolve(LinearScopeProvider))
     return build_context(path, module, options, semantic), wrapper
 
 
@@ -124,9 +131,17 @@ def _engine_rule(rules: Sequence[type[Rule]], code: str) -> type[Rule] | None:
 
 def _lint_once(
     text: str, path: str, options: LintOptions, rules: Sequence[type[Rule]],
-) -> tuple[list[Finding], ParseFailure | None]:
+) -> tuple[list[Finding], ParseFailure | Skipped | None]:
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
+    except RecursionError:
+        return [], Skipped("too deeply nested", "LibCST's parser ran out of recursion depth")
+    except cst.ParserSyntaxError as exc:
+        own = _syntax_error(path, text)
+        if own is not None:  # Python rejects it too (a text a fix produced)
+            return [], own
+        return [], Skipped("not parsable by LibCST",  # Python accepts it: LibCST's limit
+                           f"line {exc.raw_line}: {exc.message.splitlines()[0]}")
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes a diagnostic
         return [], _failure(path, exc, text)
     try:
@@ -135,8 +150,8 @@ def _lint_once(
         instances = [r(context) for r in active]
         if instances:
             wrapper.visit_batched(instances)
-    except RecursionError as exc:
-        return [], _failure(path, exc)
+    except RecursionError:
+        return [], Skipped("too deeply nested", "LibCST's visitors ran out of recursion depth")
     reports = [rep for inst in instances for rep in inst.reports]
     suppressions = parse_suppressions(text)
     if not reports and not suppressions:
@@ -226,6 +241,7 @@ def lint_source(
     rules: Sequence[type[Rule]],
     fix: bool = False,
     unsafe_fixes: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> LintResult:
     """Lint one source text; with ``fix`` apply safe fixes (and unsafe ones with ``unsafe_fixes``).
 
@@ -239,7 +255,7 @@ def lint_source(
 
     Returns:
         A :class:`LintResult`; ``failure`` is set (and ``findings`` empty) when the text cannot
-        be decoded or parsed. Never raises for bad input.
+        be decoded or Python rejects it (``compile()``'s verdict). Never raises for bad input.
     """
     options = options or LintOptions()
     if isinstance(source, bytes):
@@ -251,7 +267,41 @@ def lint_source(
             return LintResult(path, failure=ParseFailure(path, 0, 0, f"cannot decode: {exc}"))
     else:
         text = source
+    size = len(source) if isinstance(source, bytes) else len(text.encode("utf-8", "replace"))
+    verdict = screen(text, size, path, limits)
+    if isinstance(verdict, ParseFailure):
+        return LintResult(path, failure=verdict, source=text)
+    if isinstance(verdict, Skipped):
+        return _skipped(path, text, verdict, rules)
+    try:
+        with time_budget(limits.seconds):
+            result = _lint_and_fix(text, path, options, rules, fix, unsafe_fixes)
+        late = verdict.compile_error
+        if late is not None and result.failure is None and not result.findings:
+            return LintResult(path, failure=late, source=text)  # never clean when Python says no
+        return result
+    except OverBudget:
+        return _skipped(path, text, Skipped(
+            "too slow", f"over the {limits.seconds:g} s budget for one file; split the file "
+                        "or exclude it"), rules)
+
+
+def _skipped(path: str, text: str, why: Skipped, rules: Sequence[type[Rule]]) -> LintResult:
+    """The result of a file that was not linted: one VIM092 finding at its start (none when
+    VIM092 is not selected)."""
+    rule = _engine_rule(rules, "VIM092")
+    if rule is None:
+        return LintResult(path, source=text)
+    inv = rule.INVARIANT
+    return LintResult(path, (Finding(inv.id, rule.slug(), inv.severity, why.message(), path,
+                                     1, 0, 1, 0, inv.fix),), source=text)
+
+
+def _lint_and_fix(text: str, path: str, options: LintOptions, rules: Sequence[type[Rule]],
+                  fix: bool, unsafe_fixes: bool) -> LintResult:
     findings, failure = _lint_once(text, path, options, rules)
+    if isinstance(failure, Skipped):
+        return _skipped(path, text, failure, rules)
     if failure is not None or not fix:
         return LintResult(path, tuple(findings), failure, source=text)
     current, total = text, 0
@@ -263,8 +313,10 @@ def lint_source(
         if applied == 0 or new == current:
             break
         current, total = new, total + applied
-        findings, failure = _lint_once(current, path, options, rules)
-        if failure is not None:  # a fix must never break the code: report, change nothing
+        findings, again = _lint_once(current, path, options, rules)
+        if again is not None:  # a fix must never break the code: report, change nothing
+            failure = again if isinstance(again, ParseFailure) else ParseFailure(
+                path, 0, 0, f"a fix made the file unlintable: {again.message()}")
             return LintResult(path, (), failure, source=text)
     return LintResult(path, tuple(findings), None, fixed_source=current if total else None,
                       fixes_applied=total, source=text)

@@ -26,7 +26,7 @@ from vime_lint.static._discovery import (
     config_targets,
     scan_launch_files,
 )
-from vime_lint.static._engine import lint_source, select_rules
+from vime_lint.static._engine import decode_source, lint_source, select_rules
 from vime_lint.static._files import DEFAULT_EXCLUDE, collect_files, safe_resolve
 from vime_lint.static._model import HookBinding, LintOptions, LintResult, ParseFailure
 from vime_lint.static._rule import Rule
@@ -87,6 +87,14 @@ def _display(path: Path) -> str:
         return safe_resolve(path).relative_to(safe_resolve(Path.cwd())).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def _source_text(data: bytes) -> str:
+    """The text of a file's bytes for a cached result ("" when it cannot be decoded)."""
+    try:
+        return decode_source(data)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return ""
 
 
 def _rules_for_file(rules: list[type[Rule]], rel: str, config: Config) -> list[type[Rule]]:
@@ -210,15 +218,16 @@ def run(settings: Settings) -> RunOutcome:
         read.append((p, job, cache.key(data, display, job.fingerprint()) if cache else ""))
     done: dict[int, LintResult] = {}
     if cache is not None:
-        for i, (_, _, key) in enumerate(read):
-            hit = cache.get(key)
+        for i, (_, job, key) in enumerate(read):
+            hit = cache.get(key, source=_source_text(job.data))
             if hit is not None:
                 done[i] = hit
     todo = [i for i in range(len(read)) if i not in done]
     for i, result in zip(todo, _lint_all([read[i][1] for i in todo], settings.jobs),
                          strict=True):
         done[i] = result
-        if cache is not None and result.failure is None:
+        if cache is not None and result.failure is None and not any(
+                f.code == "VIM092" for f in result.findings):  # "too slow" depends on the day
             cache.put(read[i][2], result)
     for i, (p, _, _) in enumerate(read):
         result = done[i]

@@ -241,7 +241,9 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
     Raises:
         libcst.ParserSyntaxError: ``source`` is not valid Python.
     """
-    module = cst.parse_module(source)
+    from vime_lint.static._guard import parse_module  # LibCST's parser on a large stack
+
+    module = parse_module(source)
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
     names: set[str] = set()

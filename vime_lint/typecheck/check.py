@@ -51,6 +51,8 @@ class TypesOutcome:
     #: Files type-checked (those with at least one hook).
     checked: int = 0
     mypy_seconds: float = 0.0
+    #: Python files found under the paths (0: nothing to check, an error for the command).
+    files: int = 0
 
 
 def _display(path: Path) -> str:
@@ -75,11 +77,10 @@ def _unsuppressed(findings: list[Finding], source: str) -> list[Finding]:
 
 def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[str, HookSpec]:
     """Module-level name -> spec, in discovery order (``vime-lint rollout``'s steps a-d)."""
-    import libcst as cst
-
     from vime_lint.static._engine import file_context
+    from vime_lint.static._guard import parse_module
 
-    ctx, _ = file_context(path, cst.parse_module(text), LintOptions(hooks=bindings))
+    ctx, _ = file_context(path, parse_module(text), LintOptions(hooks=bindings))
     return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
 
 
@@ -120,8 +121,10 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     from vime_lint.static._discovery import bind_targets, config_targets, scan_launch_files
     from vime_lint.static._engine import decode_source, select_rules
     from vime_lint.static._files import DEFAULT_EXCLUDE, collect_files, safe_resolve
+    from vime_lint.static._guard import DEFAULT_LIMITS, OverBudget, Skipped, screen, time_budget
     from vime_lint.static._runner import _rules_for_file
     from vime_lint.static.rules import ALL_RULES
+    from vime_lint.static.rules.limits import FileNotLinted
     from vime_lint.typecheck.annotate import AnnotationPlan, annotate
     from vime_lint.typecheck.codes import TYPE_RULES
     from vime_lint.typecheck.diagnostics import findings_for, wider_annotations
@@ -145,35 +148,66 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     plans: dict[str, tuple[str, AnnotationPlan, str]] = {}
     hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
+    not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
+    skipped: list[LintResult] = []
+
+    def skip(display: str, text: str, why: Skipped) -> None:
+        if not_linted:  # as `vime-lint rollout` reports it: VIM092 at line 1
+            inv = FileNotLinted.INVARIANT
+            skipped.append(LintResult(display, (Finding(
+                inv.id, FileNotLinted.slug(), inv.severity,
+                why.message().replace("not linted", "not type-checked"), display, 1, 0, 1, 0,
+                inv.fix),), source=text))
+
     for p in files:
         display = _display(p)
         try:
-            text = decode_source(p.read_bytes())
+            data = p.read_bytes()
+            text = decode_source(data)
         except OSError as exc:
             problems.append(ParseFailure(display, 0, 0, f"cannot read: {exc.strerror or exc}"))
             continue
         except (UnicodeDecodeError, SyntaxError, LookupError) as exc:
             problems.append(ParseFailure(display, 0, 0, f"cannot decode: {exc}"))
             continue
-        resolved = safe_resolve(p)
-        try:
-            hooks = _hooks_of(display, text, bindings.get(resolved, ()))
-        except cst.ParserSyntaxError as exc:
-            problems.append(ParseFailure(display, exc.raw_line, exc.raw_column + 1,
-                                         f"cannot parse: {exc.message}"))
+        # The guards of `vime-lint rollout` (size, Python's verdict, depth, time) come first:
+        # neither LibCST nor mypy sees a file over a limit.
+        verdict = screen(text, len(data), display, DEFAULT_LIMITS)
+        if isinstance(verdict, ParseFailure):
+            problems.append(verdict)
             continue
-        if not hooks:
+        if isinstance(verdict, Skipped):
+            skip(display, text, verdict)
+            continue
+        resolved = safe_resolve(p)
+        try:  # one budget for finding the hooks and annotating them (LibCST, twice)
+            with time_budget(DEFAULT_LIMITS.seconds):
+                hooks = _hooks_of(display, text, bindings.get(resolved, ()))
+                plan = annotate(text, hooks) if hooks else None
+        except OverBudget:
+            skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "
+                                                    f"over {DEFAULT_LIMITS.seconds:g} s"))
+            continue
+        except RecursionError:
+            skip(display, text, Skipped("too deeply nested",
+                                        "LibCST ran out of recursion depth"))
+            continue
+        except cst.ParserSyntaxError as exc:
+            skip(display, text, Skipped("not parsable by LibCST",
+                                        f"line {exc.raw_line}: {exc.message.splitlines()[0]}"))
+            continue
+        if not hooks or plan is None:
             continue
         try:
             rel = resolved.relative_to(settings.root).as_posix()
         except ValueError:
             rel = display
-        plans[display] = (text, annotate(text, hooks), rel)
+        plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         if resolved.parent not in folders:
             folders.append(resolved.parent)
     if not plans:
-        return TypesOutcome([], problems)
+        return TypesOutcome(skipped, problems, files=len(files))
     result = run_mypy({d: plan.text for d, (_t, plan, _r) in plans.items()},
                       cache_dir=settings.cache_dir, search_path=folders)
     if result.status == 2 or result.other:
@@ -207,4 +241,4 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
                                                        by_path.get(display, []))
                                if f.code in enabled], text)
         results.append(LintResult(display, tuple(found), source=text))
-    return TypesOutcome(results, problems, len(plans), seconds)
+    return TypesOutcome([*skipped, *results], problems, len(plans), seconds, len(files))

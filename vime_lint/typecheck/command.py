@@ -23,11 +23,13 @@ mypy errors (and mypy not installed).
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["CACHE_FOLDER", "add_parser", "run_command"]
+__all__ = ["CACHE_FOLDER", "add_parser", "run_command", "user_cache_dir"]
 
 #: The project's cache folder (at the project root); mypy's cache lives in its ``mypy/``.
 CACHE_FOLDER = ".vime_lint_cache"
@@ -59,18 +61,45 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--config", type=Path, default=None,
                    help="a pyproject.toml or TOML file with [tool.vime_lint]")
     p.add_argument("--cache-dir", type=Path, default=None,
-                   help=f"mypy's incremental cache (default: <project root>/{CACHE_FOLDER}/mypy)")
+                   help=f"mypy's incremental cache (default: <project root>/{CACHE_FOLDER}/mypy; "
+                        "in a project folder that cannot be written, the user's cache folder "
+                        "~/.cache/vime-lint/mypy/)")
 
 
-def _cache_dir(root: Path, given: Path | None) -> Path:
+def user_cache_dir(root: Path) -> Path:
+    """mypy's cache for a project whose folder cannot be written: under the user's cache
+    folder (``$XDG_CACHE_HOME``, else ``~/.cache``), one folder per project path."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
+    return base / "vime-lint" / "mypy" / f"{root.resolve().name}-{digest}"
+
+
+def _cache_dir(root: Path, given: Path | None, err: TextIO) -> Path:
+    """``--cache-dir``, else ``<root>/.vime_lint_cache/mypy``; when the project folder cannot
+    be written (a read-only checkout), the user's cache folder (said on ``err``), and when
+    that cannot be written either, no cache (``os.devnull``, mypy's own switch)."""
     if given is not None:
         return given
     folder = root / CACHE_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore = folder / ".gitignore"
-    if not ignore.exists():  # as Ruff and mypy do for their caches
-        ignore.write_text("# Created by vime-lint types.\n*\n", encoding="utf-8")
-    return folder / "mypy"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():  # as Ruff and mypy do for their caches
+            ignore.write_text("# Created by vime-lint types.\n*\n", encoding="utf-8")
+        (folder / "mypy").mkdir(exist_ok=True)
+        return folder / "mypy"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    elsewhere = user_cache_dir(root)
+    try:
+        elsewhere.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        print(f"vime-lint types: note: cannot write {folder} ({why}) nor {elsewhere}; "
+              "mypy runs without a cache (slower)", file=err)
+        return Path(os.devnull)
+    print(f"vime-lint types: note: cannot write {folder} ({why}); mypy's cache is in "
+          f"{elsewhere}", file=err)
+    return elsewhere
 
 
 def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -87,25 +116,30 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         resolve_config,
         selection,
     )
-    from vime_lint.static._files import DEFAULT_EXCLUDE
+    from vime_lint.static._files import DEFAULT_EXCLUDE, is_excluded
 
     paths: list[Path] = ns.paths or [Path(".")]
     root = find_project_root(paths[0] if paths[0].exists() else Path("."))
     try:
         config, root = resolve_config(root, ns.config)
+        select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2
-    select, ignore, exclude = selection(config, ns, DEFAULT_EXCLUDE)
     from vime_lint.typecheck.check import TypesSettings, UnknownSelector, check_paths
 
     settings = TypesSettings(paths=paths, root=root, config=config, select=select,
                              ignore=ignore, exclude=exclude, force_exclude=ns.force_exclude,
-                             cache_dir=_cache_dir(root, ns.cache_dir))
+                             cache_dir=_cache_dir(root, ns.cache_dir, err))
     try:
         outcome = check_paths(settings)
     except UnknownSelector as exc:
         print(f"vime-lint: {exc}", file=err)
+        return 2
+    if outcome.files == 0 and not outcome.problems and not (
+            ns.force_exclude and any(is_excluded(p, root, exclude) for p in paths)):
+        print(f"vime-lint: no Python files found under {', '.join(str(p) for p in paths)} "
+              "(nothing was checked; check the path and --exclude)", file=err)
         return 2
     from vime_lint.static._output import render, statistics, summary
     from vime_lint.typecheck.codes import TYPE_RULES
@@ -113,7 +147,11 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
         print(f"{loc}: error: {p.message}", file=err)
-    out.write(render(outcome.results, ns.output_format, TYPE_RULES,
+    from vime_lint.static.rules.limits import FileNotLinted
+
+    skipped = any(f.code == FileNotLinted.code() for r in outcome.results for f in r.findings)
+    out.write(render(outcome.results, ns.output_format,
+                     [*TYPE_RULES, FileNotLinted] if skipped else TYPE_RULES,
                      show_fixes=getattr(ns, "show_fixes", True)))
     if ns.statistics:
         out.write(statistics(outcome.results))

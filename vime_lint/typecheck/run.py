@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
 import sys
 import tempfile
@@ -131,7 +132,8 @@ def run_mypy(copies: Mapping[str, str], *, cache_dir: Path,
     """
     from mypy import api
 
-    cache_dir.mkdir(parents=True, exist_ok=True)
+    if str(cache_dir) != os.devnull:  # os.devnull: mypy writes no cache
+        cache_dir.mkdir(parents=True, exist_ok=True)
     by_copy: dict[str, str] = {}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="vime-lint-types-") as tmp:

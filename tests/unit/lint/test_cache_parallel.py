@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from vime_lint.static import _runner
-from vime_lint.static._cache import CACHE_DIR
+from vime_lint.static._cache import CACHE_DIR, SCHEMA, ResultCache
 from vime_lint.static._runner import Settings, run
 
 pytestmark = pytest.mark.unit
@@ -61,9 +64,75 @@ def test_corrupt_entries_are_misses(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(BAD)
     run(_settings(tmp_path))
     for p in _entries(tmp_path):
-        p.write_bytes(b"not a pickle")
+        p.write_bytes(b"not json")
     out = run(_settings(tmp_path))
     assert any(f.code == "VIM001" for r in out.results for f in r.findings)
+
+
+class _Plant:
+    """Unpickling this creates a marker file (what a hostile repository would plant)."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (_touch, (self.marker, "x"))
+
+
+def _touch(path: str, mode: str) -> None:
+    Path(path).write_text(mode)
+
+
+def test_a_planted_pickle_is_never_executed_and_the_result_is_right(tmp_path: Path) -> None:
+    import pickle
+
+    (tmp_path / "a.py").write_text(BAD)
+    clean = run(_settings(tmp_path, cache=False))
+    run(_settings(tmp_path))  # writes the entry, so its name is the real key
+    marker = tmp_path / "pwned"
+    (entry,) = _entries(tmp_path)
+    assert pickle.loads(pickle.dumps(_Plant(str(marker)))) is None and marker.exists()
+    marker.unlink()  # the payload works when unpickled ...
+    entry.write_bytes(pickle.dumps(_Plant(str(marker))))
+    out = run(_settings(tmp_path))  # ... and the linter never unpickles it
+    assert not marker.exists()
+    assert [(r.path, r.findings) for r in out.results] == \
+        [(r.path, r.findings) for r in clean.results]
+    assert b"pwned" not in entry.read_bytes()  # the entry was rewritten as JSON
+    assert json.loads(entry.read_text())["schema"] == SCHEMA
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: {**d, "schema": "vime-lint-result/0"},
+    lambda d: {**d, "key": "0" * 64},
+    lambda d: {**d, "result": {"path": "a.py", "findings": [{"code": 1}]}},
+    lambda d: {**d, "result": {"path": "a.py", "findings": "no"}},
+    lambda d: [d],
+])
+def test_foreign_or_mistyped_entries_are_misses_and_rewritten(
+        tmp_path: Path, mutate: Callable[[Any], Any]) -> None:
+    (tmp_path / "a.py").write_text(BAD)
+    run(_settings(tmp_path))
+    (entry,) = _entries(tmp_path)
+    good = json.loads(entry.read_text())
+    forged = {**good, "result": {"path": "a.py", "findings": []}}  # a clean verdict, forged
+    entry.write_text(json.dumps(mutate(forged)))
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    assert cache.get(entry.name) is None and cache.misses == 1
+    out = run(_settings(tmp_path))
+    assert any(f.code == "VIM001" for r in out.results for f in r.findings)
+    assert json.loads(entry.read_text()) == good
+
+
+def test_entries_round_trip_every_finding_field(tmp_path: Path) -> None:
+    src = "def generate_rollout(args, rollout_id, data_buffer, evaluation=False):\n" \
+          "    sample.status = 'truncated'\n    return []\n"
+    (tmp_path / "a.py").write_text(src)
+    first = run(_settings(tmp_path))
+    assert any(f.edits for r in first.results for f in r.findings)  # fixes are cached too
+    second = run(_settings(tmp_path))
+    assert [(r.path, r.findings, r.source) for r in second.results] == \
+        [(r.path, r.findings, r.source) for r in first.results]
 
 
 def test_parallel_workers_give_the_serial_results_in_order(tmp_path: Path,

@@ -254,6 +254,7 @@ def test_config_option_and_missing_file(repo: Path, capsys: pytest.CaptureFixtur
 def test_exclude_and_force_exclude(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (repo / "gen").mkdir()
     (repo / "gen" / "r.py").write_text(BAD)
+    (repo / "ok.py").write_text("x = 1\n")
     assert _run(capsys, "rollout", ".", "--extend-exclude", "gen")[0] == 0
     assert _run(capsys, "rollout", "gen/r.py", "--extend-exclude", "gen")[0] == 1
     assert _run(capsys, "rollout", "gen/r.py", "--extend-exclude", "gen",
@@ -496,3 +497,108 @@ def test_project_lints_itself(monkeypatch: pytest.MonkeyPatch,
     # The deliberately broken examples are still linted when asked for, with findings.
     code, out, _ = _run(capsys, "rollout", "examples/broken", "--select", "VIM001")
     assert code == 1 and "examples/broken/stale_signature.py:6:5: VIM001" in out
+
+
+def _files(**files: str | bytes) -> dict[str, str | bytes]:
+    return files
+
+
+#: Bad input to `vime-lint rollout` / `types`: the files of the project, the command line and
+#: what its one error line must say (exit 2, nothing on stdout but the summary, no traceback).
+BAD_INPUTS = [
+    ("missing path", _files(), ["rollout", "no_such.py"], "no_such.py: error: No such file"),
+    ("binary file", _files(**{"b.py": bytes(range(256))}), ["rollout", "b.py"],
+     "b.py: error: cannot decode"),
+    ("non-UTF-8 file", _files(**{"l.py": b"x = '\xff\xfe'\n"}), ["rollout", "l.py"],
+     "l.py: error: cannot decode"),
+    ("unknown --select", _files(**{"r.py": "x = 1\n"}), ["rollout", "r.py", "--select", "XYZ1"],
+     "unknown rule selector `XYZ1`"),
+    ("bad [tool.vime_lint]", _files(**{"pyproject.toml": "[tool.vime_lint]\nselct = []\n",
+                                       "r.py": "x = 1\n"}), ["rollout", "r.py"],
+     "unknown key `selct`"),
+    ("empty --select", _files(**{"r.py": "x = 1\n"}), ["rollout", "r.py", "--select", ""],
+     "--select names no rule code, which would turn every rule off"),
+    ("--select of commas", _files(**{"r.py": "x = 1\n"}), ["rollout", "r.py", "--select", ","],
+     "--select names no rule code"),
+    ("types: empty --select", _files(**{"r.py": "x = 1\n"}), ["types", "r.py", "--select", ""],
+     "--select names no rule code"),
+    ("no Python files", _files(**{"docs/readme.txt": "hi\n"}), ["rollout", "docs"],
+     "vime-lint: no Python files found under docs"),
+    ("no Python files (default path)", _files(), ["rollout"],
+     "vime-lint: no Python files found under ."),
+    ("types: no Python files", _files(**{"docs/readme.txt": "hi\n"}), ["types", "docs"],
+     "vime-lint: no Python files found under docs"),
+    ("nested past Python's limit", _files(**{"n.py": "x = " + "[" * 2000 + "]" * 2000 + "\n"}),
+     ["rollout", "n.py"], "n.py:1:205: error: SyntaxError: too many nested parentheses"),
+    ("types: nested past Python's limit",
+     _files(**{"n.py": "x = " + "(" * 300 + ")" * 300 + "\n"}), ["types", "n.py"],
+     "n.py:1:205: error: SyntaxError: too many nested parentheses"),
+]
+
+
+@pytest.mark.parametrize(("files", "argv", "says"), [c[1:] for c in BAD_INPUTS],
+                         ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_is_one_line_and_exit_2(repo: Path, capsys: pytest.CaptureFixture[str],
+                                          files: dict[str, str | bytes], argv: list[str],
+                                          says: str) -> None:
+    for name, content in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            (repo / name).write_bytes(content)
+        else:
+            (repo / name).write_text(content)
+    code, out, err = _run(capsys, *argv)
+    assert code == 2, (out, err)
+    assert says in err, err
+    assert "Traceback" not in err and "All checks passed" not in out
+    assert len([line for line in err.splitlines() if "error" in line or "vime-lint" in line]) \
+        == 1, err
+
+
+def test_force_excluded_files_only_are_a_clean_run(repo: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """pre-commit passes changed files; when --force-exclude drops them all, nothing is wrong."""
+    (repo / "gen").mkdir()
+    (repo / "gen" / "r.py").write_text(BAD)
+    assert _run(capsys, "rollout", "gen/r.py", "--extend-exclude", "gen", "--force-exclude") \
+        == (0, "All checks passed!\n", "")
+
+
+def test_types_in_a_project_folder_that_cannot_be_written(
+        repo: Path, tmp_path_factory: pytest.TempPathFactory,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """mypy's cache goes to the user's cache folder, said in one line (was a traceback)."""
+    pytest.importorskip("mypy")
+    from vime_lint.typecheck.command import _cache_dir, user_cache_dir
+
+    home = tmp_path_factory.mktemp("xdg")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    (repo / ".vime_lint_cache").write_text("a file where the cache folder would go\n")
+    (repo / "r.py").write_text("x = 1\n")
+    code, _, err = _run(capsys, "types", "r.py")
+    assert code == 0 and "Traceback" not in err, err
+    assert err.startswith("vime-lint types: note: cannot write ") and err.count("\n") == 1
+    assert f"mypy's cache is in {user_cache_dir(repo)}" in err
+    assert user_cache_dir(repo).is_dir() and str(user_cache_dir(repo)).startswith(str(home))
+    # Neither writable: mypy runs without a cache (os.devnull), still one line.
+    blocked = home / "blocked"
+    blocked.write_text("a file, so no folder can be made under it\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    import io
+
+    note = io.StringIO()
+    assert _cache_dir(repo, None, note) == Path(os.devnull)
+    assert "mypy runs without a cache" in note.getvalue()
+
+
+def test_types_skips_a_file_over_the_limits_with_vim092(repo: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`vime-lint types` applies the guards of `rollout` before LibCST and mypy."""
+    pytest.importorskip("mypy")
+    (repo / "rm.py").write_text("async def reward_func(args, sample, **kwargs):\n"
+                                "    return " + "[" * 150 + "]" * 150 + "\n")
+    code, out, err = _run(capsys, "types", "rm.py", "--cache-dir", str(repo / "c"))
+    assert code == 1 and "Traceback" not in err, err
+    assert out.startswith("rm.py:1:1: VIM092 not type-checked: too deeply nested (syntax tree "
+                          "depth"), out
+    assert not (repo / "c").exists()  # mypy never ran

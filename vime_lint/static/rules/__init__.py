@@ -25,6 +25,7 @@ from vime_lint.static.rules.filter_returns import FilterReturnKind
 from vime_lint.static.rules.finish_reason import UnmappedFinishReason
 from vime_lint.static.rules.group_getattr import GetattrOnGroupElement, GroupUsedAsSample
 from vime_lint.static.rules.hook_options import UnknownArgsOption, UnreadHookOption
+from vime_lint.static.rules.limits import FileNotLinted
 from vime_lint.static.rules.ported_code import PortedSglangShape
 from vime_lint.static.rules.required_fields import RequiredFieldsNeverSet
 from vime_lint.static.rules.retokenisation import ReencodedGeneratedText
@@ -101,6 +102,7 @@ _RULES: list[type[Rule]] = [
     AdvantageHookStoresAdvantages,
     BareNoqa,
     UnusedSuppression,
+    FileNotLinted,
 ]
 
 #: Every rule class, sorted by code, then by class name.

@@ -79,4 +79,6 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM039": "warning: the option is accepted and ignored; nothing fails",
     "VIM090": "warning: a bare noqa silences nothing",
     "VIM091": "warning: an unused suppression is noise",
+    "VIM092": "warning: the file is not checked, which is not a fault of the code at run time "
+              "(Python rejecting a file is a syntax error, exit 2, not VIM092)",
 })
