@@ -115,6 +115,14 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
 def run_module(module: str, tests: list[str], keep: Path | None) -> tuple[int, int, int]:
     """Mutate ``module``, print its figures and survivors; returns (killed, survived, other)."""
     base = Path(tempfile.mkdtemp(prefix="vime-mutation-", dir=keep))
+    try:
+        return _run_in(base, module, tests)
+    finally:
+        if keep is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_in(base: Path, module: str, tests: list[str]) -> tuple[int, int, int]:
     work = base / "repo"
     work.mkdir()
     _work_copy(module, tests, work)
@@ -141,8 +149,6 @@ def run_module(module: str, tests: list[str], keep: Path | None) -> tuple[int, i
         diff = subprocess.run([*_mutmut(), "show", name], cwd=work, env=env,
                               capture_output=True, text=True).stdout
         print("  survived: " + "\n  ".join(diff.strip().splitlines()))
-    if keep is None:
-        shutil.rmtree(base, ignore_errors=True)
     return killed, len(survived), len(other)
 
 
