@@ -54,6 +54,25 @@ def _flow_depth(text: str) -> int:
     return deepest
 
 
+def _block_depth(text: str) -> int:
+    """The deepest nesting of block-style mappings and sequences: the number of indentation
+    levels open at a line (each deeper indent of a key or ``-`` item opens one). Linear; block
+    scalars (``|``, ``>``) may overcount, which only matters past :data:`MAX_DEPTH` levels."""
+    stack: list[int] = []
+    deepest = 0
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(stripped)
+        while stack and stack[-1] > indent:
+            stack.pop()
+        if not stack or stack[-1] < indent:
+            stack.append(indent)
+        deepest = max(deepest, len(stack))
+    return deepest
+
+
 def _one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
@@ -87,6 +106,11 @@ def read_yaml(path: str | Path) -> Any:
     if depth > MAX_DEPTH:
         raise YamlFileError(f"{path}: nested too deeply to read ({depth} levels of brackets, more "
                             f"than {MAX_DEPTH}; a configuration needs a few); flatten it")
+    depth = _block_depth(text)
+    if depth > MAX_DEPTH:   # yaml would recurse once per level (RecursionError, or a crash)
+        raise YamlFileError(f"{path}: nested too deeply to read ({depth} levels of indented "
+                            f"mappings or lists, more than {MAX_DEPTH}; a configuration needs a "
+                            "few); flatten it")
     try:
         return yaml.safe_load(text)
     except RecursionError:
