@@ -9,6 +9,8 @@ resources its nodes registered with (Ray refuses ``num_cpus`` when connecting). 
 own processes listen on all interfaces whichever node address is given (docs/environment.md),
 so both run with Ray's token authentication (:func:`vime.ray.auth.setup_ray_auth`: a per-run
 token for a local cluster, the cluster's own for a join) unless ``--ray-auth disabled``.
+The engines' API key is put in the environment here too
+(:func:`vime.ray.engine_guard.setup_engine_auth`), before the cluster starts.
 """
 
 from __future__ import annotations
@@ -40,11 +42,13 @@ def init_ray(args: Namespace) -> str | None:
     import ray
 
     from vime.ray.auth import setup_ray_auth
+    from vime.ray.engine_guard import setup_engine_auth
 
     if ray.is_initialized():
         return ray_address(args)
     address = ray_address(args)
     setup_ray_auth(args, joining=address is not None)
+    setup_engine_auth(args)   # the engines' key, inherited by every actor of a local cluster
     if address is None:
         # address="local": a new cluster for this run. A bare ray.init() joins any cluster
         # already running on the machine (Ray's /tmp/ray/ray_current_cluster), and then
