@@ -14,8 +14,9 @@ without a checkpoint, and vLLM's EngineCore was orphaned (issue 36). Here
 - the driver (``python -m vime.cli train ...`` with :data:`SUPERVISED_ENV` set) starts in a
   new session (``setsid``): its Ray cluster and engines are in that session too;
 - the supervisor forwards SIGINT, SIGTERM and SIGHUP to the driver alone, once per signal,
-  waits for it and returns its exit status (143 after SIGTERM, 130 after Ctrl-C; a driver
-  killed by a signal ``N`` gives ``128 + N``);
+  waits for it, kills what is left of the run in the driver's session (Ray's agents outlived
+  a SIGKILLed driver) and returns its exit status (143 after SIGTERM, 130 after Ctrl-C; a
+  driver killed by a signal ``N`` gives ``128 + N``);
 - the driver dies with the supervisor (``PR_SET_PDEATHSIG``, SIGKILL: the supervisor was
   killed outright), and Ray's processes and the engines with the driver (Ray's own fate
   sharing, ``PR_SET_PDEATHSIG`` and :mod:`vime.ray.reaper`);
@@ -35,7 +36,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from vime.ray.reaper import RUN_ID_ENV, set_pdeathsig
+from vime.ray.reaper import RUN_ID_ENV, kill_run_leftovers, set_pdeathsig
 
 __all__ = ["FORWARDED", "SUPERVISED_ENV", "run_id", "supervise"]
 
@@ -91,4 +92,8 @@ def supervise(argv: Sequence[str]) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if proc is not None and proc.poll() is not None:
+            # what the driver left in its session: nothing after a normal exit; Ray's agents
+            # after a SIGKILL (their raylet died under them)
+            kill_run_leftovers(proc.pid, os.environ.get(RUN_ID_ENV))
     return status if status >= 0 else 128 - status

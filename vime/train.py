@@ -198,6 +198,7 @@ def run(args: Namespace) -> int:
     except TrackerMissingError as exc:
         print(f"vime train: {exc}", file=sys.stderr)
         return 2
+    ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
     last_done: int | None = None  # last rollout step whose optimiser step finished
     last_saved: int | None = None
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
@@ -220,7 +221,6 @@ def run(args: Namespace) -> int:
         # --async-rollout: the rollout of step k + 1 is generated while step k trains (the
         # manager actor runs its calls in order, so the weight sync after step k waits for it)
         overlap = bool(arg(args, "async_rollout")) and trainer is not None
-        ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)
         if loaded is not None:

@@ -43,6 +43,7 @@ def init_ray(args: Namespace) -> str | None:
 
     from vime.ray.auth import setup_ray_auth
     from vime.ray.engine_guard import setup_engine_auth
+    from vime.ray.reaper import DRIVER_ENV, RUN_ID_ENV
 
     if ray.is_initialized():
         return ray_address(args)
@@ -58,7 +59,11 @@ def init_ray(args: Namespace) -> str | None:
         return None
     source = "--ray-address" if arg(args, "ray_address") else "RAY_ADDRESS"
     try:
-        ray.init(address=address, log_to_driver=True)
+        # a joined cluster's actors have their node's environment: the run's marker and
+        # driver go to every worker of this job through its runtime_env (vime.ray.reaper)
+        marks = {k: os.environ[k] for k in (RUN_ID_ENV, DRIVER_ENV) if os.environ.get(k)}
+        ray.init(address=address, log_to_driver=True,
+                 runtime_env={"env_vars": marks} if marks else None)
     except ray.exceptions.AuthenticationError as exc:
         raise ConnectionError(
             f"{source}={address}: the cluster refused this process's Ray token ({exc}); use "

@@ -22,8 +22,9 @@ reach it, and ``PR_SET_PDEATHSIG`` on it) that, every :data:`POLL_S` seconds, ch
   ``vime train``; watched only on the driver's machine, and the start time guards against a
   reused pid);
 
-and when one of them is gone, SIGTERMs the group, SIGKILLs it :data:`GRACE_S` seconds later
-and exits. It exits on its own once the group is empty (the server was stopped normally).
+and when one of them is gone, SIGTERMs the group, SIGKILLs it :data:`GRACE_S` seconds later,
+kills what a dead driver left of its own process group (:func:`kill_run_leftovers`: Ray's
+agents outlived a SIGKILLed driver) and exits. It exits on its own once the group is empty (the server was stopped normally).
 
 This module imports only the standard library.
 """
@@ -39,7 +40,7 @@ import time
 from collections.abc import Sequence
 
 __all__ = ["DRIVER_ENV", "GRACE_S", "POLL_S", "RUN_ID_ENV", "driver_marker", "group_alive",
-           "group_members",
+           "group_members", "kill_run_leftovers",
            "kill_group", "process_alive", "set_pdeathsig", "start_reaper"]
 
 #: The run's marker on every one of its processes (inherited through the environment).
@@ -143,6 +144,29 @@ def kill_group(pgid: int, grace: float = GRACE_S) -> None:
         time.sleep(0.05)
 
 
+def kill_run_leftovers(pgid: int, run_id: str | None) -> list[int]:
+    """SIGKILL the members of group ``pgid`` that carry ``VIME_RUN_ID=<run_id>`` in their
+    environment (every member when ``run_id`` is None): what a killed driver leaves of its own
+    group, Ray's agents (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``) whose raylet died
+    under them. The marker makes a reused group id harmless. Returns the pids signalled."""
+    needle = f"{RUN_ID_ENV}={run_id}".encode() if run_id else None
+    hit = []
+    for pid in group_members(pgid):
+        if pid == os.getpid():
+            continue
+        if needle is not None:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    if needle not in fh.read().split(b"\0"):
+                        continue
+            except OSError:
+                continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            hit.append(pid)
+    return hit
+
+
 def set_pdeathsig(sig: int = signal.SIGTERM) -> None:  # pragma: no cover - runs in a child
     """``prctl(PR_SET_PDEATHSIG, sig)``: Linux sends ``sig`` to this process when the thread
     that started it exits. A no-op where libc has no ``prctl``."""
@@ -155,7 +179,14 @@ def set_pdeathsig(sig: int = signal.SIGTERM) -> None:  # pragma: no cover - runs
         pass
 
 
+#: The signals that tell the reaper to act (its death signal among them).
+_ACT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def _reaper_preexec() -> None:  # pragma: no cover - runs in the child
+    # blocked until its handlers are in place (kept across exec): a death signal that came
+    # while Python starts would otherwise kill the reaper before it kills the group
+    signal.pthread_sigmask(signal.SIG_BLOCK, _ACT_SIGNALS)
     os.setsid()
     set_pdeathsig(signal.SIGTERM)
 
@@ -173,6 +204,16 @@ def start_reaper(pgid: int, watch: Sequence[str] = ()) -> subprocess.Popen[bytes
                             preexec_fn=_reaper_preexec)
 
 
+def _driver_leftovers(specs: Sequence[str]) -> None:
+    """A dead driver's own process group (it leads one: ``vime.supervisor`` starts it with
+    ``setsid``, and ``ray.init`` makes it a group leader): its members of this run go too."""
+    run_id = os.environ.get(RUN_ID_ENV)
+    for spec in specs:
+        if spec.count(":") == 2 and run_id and not process_alive(spec):
+            pid = int(spec.split(":")[1])
+            kill_run_leftovers(pid, run_id)
+
+
 def _main(argv: Sequence[str]) -> int:
     pgid, specs = int(argv[0]), list(argv[1:])
     told: list[int] = []
@@ -180,8 +221,9 @@ def _main(argv: Sequence[str]) -> int:
     def on_signal(signum: int, frame: object) -> None:
         told.append(signum)
 
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in _ACT_SIGNALS:
         signal.signal(signum, on_signal)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _ACT_SIGNALS)
     # the parent may have gone between fork and prctl: check it first, as the loop does
     parent = os.getppid()
     while True:
@@ -189,6 +231,7 @@ def _main(argv: Sequence[str]) -> int:
             return 0
         if told or os.getppid() != parent or not all(process_alive(s) for s in specs):
             kill_group(pgid)
+            _driver_leftovers(specs)
             return 0
         time.sleep(POLL_S)
 

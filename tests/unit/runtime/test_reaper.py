@@ -5,6 +5,7 @@ processes, no mocks; the engine itself is tested in tests/e2e/test_engine_lifeti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -125,3 +126,32 @@ def _wait_exit(pid: int, seconds: float = 10.0) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def test_leftovers_of_a_dead_driver_are_found_by_group_and_marker(tmp_path: Path) -> None:
+    """What a SIGKILLed driver leaves in its own group (Ray's agents, their raylet gone): the
+    members that carry the run's ``VIME_RUN_ID`` are killed, any other member is left."""
+    from vime.ray.reaper import kill_run_leftovers
+
+    out = tmp_path / "pids"
+    spawn = ("import os, subprocess, sys, time; kids = [subprocess.Popen([sys.executable, '-c', "
+             "'import time; time.sleep(120)'], env=dict(os.environ, VIME_RUN_ID=r)) "
+             "for r in ('r-1', 'r-2')]; open(sys.argv[1], 'w').write(' '.join(str(k.pid) "
+             "for k in kids)); time.sleep(120)")
+    leader = subprocess.Popen([sys.executable, "-c", spawn, str(out)], start_new_session=True,
+                              env=dict(os.environ, VIME_RUN_ID="r-1"))
+    deadline = time.monotonic() + 30
+    while not (out.exists() and out.read_text()):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    ours, other = map(int, out.read_text().split())
+    try:
+        time.sleep(0.5)
+        assert sorted(kill_run_leftovers(leader.pid, "r-1")) == sorted([leader.pid, ours])
+        assert leader.wait(5) == -signal.SIGKILL and _wait_exit(ours)
+        assert process_alive(str(other))
+    finally:
+        leader.kill()
+        for pid in (ours, other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
