@@ -22,7 +22,8 @@ without a checkpoint, and vLLM's EngineCore was orphaned (issue 36). Here
   sharing, ``PR_SET_PDEATHSIG`` and :mod:`vime.ray.reaper`);
 - every process of the run carries ``VIME_RUN_ID`` (this run's id, or the one already in the
   environment) in its environment, so leftovers can be found: ``grep -l VIME_RUN_ID=<id>
-  /proc/*/environ``.
+  /proc/*/environ`` (Ray's agents excepted: the raylet gives them an environment of its own;
+  they are in the driver's session, which the supervisor empties when the driver exits).
 
 This module imports only the standard library.
 """
@@ -95,5 +96,5 @@ def supervise(argv: Sequence[str]) -> int:
         if proc is not None and proc.poll() is not None:
             # what the driver left in its session: nothing after a normal exit; Ray's agents
             # after a SIGKILL (their raylet died under them)
-            kill_run_leftovers(proc.pid, os.environ.get(RUN_ID_ENV))
+            kill_run_leftovers(proc.pid, None)
     return status if status >= 0 else 128 - status

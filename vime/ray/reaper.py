@@ -23,8 +23,8 @@ reach it, and ``PR_SET_PDEATHSIG`` on it) that, every :data:`POLL_S` seconds, ch
   reused pid);
 
 and when one of them is gone, SIGTERMs the group, SIGKILLs it :data:`GRACE_S` seconds later,
-kills what a dead driver left of its own process group (:func:`kill_run_leftovers`: Ray's
-agents outlived a SIGKILLed driver) and exits. It exits on its own once the group is empty (the server was stopped normally).
+kills what a dead driver left in its own session (:func:`kill_run_leftovers`: Ray's agents
+outlived a SIGKILLed driver) and exits. It exits on its own once the group is empty (the server was stopped normally).
 
 This module imports only the standard library.
 """
@@ -115,6 +115,12 @@ def group_alive(pgid: int) -> bool:
 
 def group_members(pgid: int) -> list[int]:
     """The pids of group ``pgid`` that are not zombies (read from ``/proc/<pid>/stat``)."""
+    return _members(pgid, field=2)
+
+
+def _members(wanted: int, *, field: int) -> list[int]:
+    """Non-zombie pids whose ``/proc/<pid>/stat`` field after the name (2: process group,
+    3: session) is ``wanted``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -124,7 +130,7 @@ def group_members(pgid: int) -> list[int]:
                 fields = fh.read().rpartition(")")[2].split()
         except OSError:
             continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+        if int(fields[field]) == wanted and fields[0] not in ("Z", "X"):
             found.append(int(entry))
     return found
 
@@ -144,14 +150,17 @@ def kill_group(pgid: int, grace: float = GRACE_S) -> None:
         time.sleep(0.05)
 
 
-def kill_run_leftovers(pgid: int, run_id: str | None) -> list[int]:
-    """SIGKILL the members of group ``pgid`` that carry ``VIME_RUN_ID=<run_id>`` in their
-    environment (every member when ``run_id`` is None): what a killed driver leaves of its own
-    group, Ray's agents (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``) whose raylet died
-    under them. The marker makes a reused group id harmless. Returns the pids signalled."""
+def kill_run_leftovers(sid: int, run_id: str | None) -> list[int]:
+    """SIGKILL the processes of session ``sid`` that carry ``VIME_RUN_ID=<run_id>`` in their
+    environment (every one when ``run_id`` is None), this process excepted: what a killed
+    driver (a session leader under ``vime.supervisor``, so its session is the run's) leaves.
+    Ray's agents (``ray::DashboardAgent``, ``ray::RuntimeEnvAgent``), whose raylet died under
+    them, outlived a SIGKILLed driver; the raylet starts them with an environment of its own,
+    without the marker. The engines have sessions of their own, and reapers. While a member
+    lives, its session id cannot be taken by a new session. Returns the pids signalled."""
     needle = f"{RUN_ID_ENV}={run_id}".encode() if run_id else None
     hit = []
-    for pid in group_members(pgid):
+    for pid in _members(sid, field=3):
         if pid == os.getpid():
             continue
         if needle is not None:
@@ -205,13 +214,11 @@ def start_reaper(pgid: int, watch: Sequence[str] = ()) -> subprocess.Popen[bytes
 
 
 def _driver_leftovers(specs: Sequence[str]) -> None:
-    """A dead driver's own process group (it leads one: ``vime.supervisor`` starts it with
-    ``setsid``, and ``ray.init`` makes it a group leader): its members of this run go too."""
-    run_id = os.environ.get(RUN_ID_ENV)
+    """A dead driver's own session (it leads one under ``vime.supervisor``, which starts it
+    with ``setsid``): its processes of this run go too."""
     for spec in specs:
-        if spec.count(":") == 2 and run_id and not process_alive(spec):
-            pid = int(spec.split(":")[1])
-            kill_run_leftovers(pid, run_id)
+        if spec.count(":") == 2 and not process_alive(spec):
+            kill_run_leftovers(int(spec.split(":")[1]), None)
 
 
 def _main(argv: Sequence[str]) -> int:
@@ -230,8 +237,8 @@ def _main(argv: Sequence[str]) -> int:
         if not group_alive(pgid):
             return 0
         if told or os.getppid() != parent or not all(process_alive(s) for s in specs):
+            _driver_leftovers(specs)   # first: its session id is surely still taken
             kill_group(pgid)
-            _driver_leftovers(specs)
             return 0
         time.sleep(POLL_S)
 

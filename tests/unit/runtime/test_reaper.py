@@ -128,14 +128,16 @@ def _wait_exit(pid: int, seconds: float = 10.0) -> bool:
     return False
 
 
-def test_leftovers_of_a_dead_driver_are_found_by_group_and_marker(tmp_path: Path) -> None:
-    """What a SIGKILLed driver leaves in its own group (Ray's agents, their raylet gone): the
-    members that carry the run's ``VIME_RUN_ID`` are killed, any other member is left."""
+def test_leftovers_of_a_dead_driver_are_found_by_session_and_marker(tmp_path: Path) -> None:
+    """What a SIGKILLed driver leaves in its own session (Ray's agents, their raylet gone, in
+    groups of their own): the processes that carry the run's ``VIME_RUN_ID`` are killed, any
+    other one is left."""
     from vime.ray.reaper import kill_run_leftovers
 
     out = tmp_path / "pids"
     spawn = ("import os, subprocess, sys, time; kids = [subprocess.Popen([sys.executable, '-c', "
-             "'import time; time.sleep(120)'], env=dict(os.environ, VIME_RUN_ID=r)) "
+             "'import time; time.sleep(120)'], env=dict(os.environ, VIME_RUN_ID=r), "
+             "process_group=0) "
              "for r in ('r-1', 'r-2')]; open(sys.argv[1], 'w').write(' '.join(str(k.pid) "
              "for k in kids)); time.sleep(120)")
     leader = subprocess.Popen([sys.executable, "-c", spawn, str(out)], start_new_session=True,
