@@ -37,6 +37,15 @@ if "RAY_AUTH_TOKEN" not in os.environ and "RAY_AUTH_TOKEN_PATH" not in os.enviro
     os.environ["RAY_AUTH_TOKEN_PATH"] = str(Path(_token_dir) / "token")
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 
+# The engines' key, as `vime train` sets it (vime.ray.engine_guard.setup_engine_auth): one per
+# session, so every engine the tests start asks for it and every vime client sends it;
+# ENGINE_HEADERS is what a test's own raw request to an engine must carry.
+if not os.environ.get("VIME_ENGINE_API_KEY"):
+    import secrets
+
+    os.environ["VIME_ENGINE_API_KEY"] = "vime-tests-" + secrets.token_hex(16)
+ENGINE_HEADERS = {"Authorization": f"Bearer {os.environ['VIME_ENGINE_API_KEY']}"}
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -124,7 +133,8 @@ def _engine_generate(url: str, prompt: list[int], max_tokens: int, seed: int,
                                   seed=seed)
     body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
                                            request_id=rid)
-    resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=120)
+    resp = httpx.post(f"{url}/inference/v1/generate", json=body,
+                      headers={**headers, **ENGINE_HEADERS}, timeout=120)
     resp.raise_for_status()
     result = parse_generate_response(resp.json(), request_id=rid, url=url)
     return list(result.token_ids), list(result.log_probs)

@@ -9,7 +9,10 @@ starts without torch, Ray or vLLM.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+
+from vime.supervisor import SUPERVISED_ENV, supervise
 
 __all__ = ["main"]
 
@@ -48,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     if entry is None:
         print(f"vime: error: unknown command {argv[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    if argv[0] == "train" and not os.environ.get(SUPERVISED_ENV):
+        # the driver in a session of its own (vime.supervisor): a signal to this process
+        # group reaches it once, and its Ray cluster and engines not at all
+        return supervise(argv)
     module = importlib.import_module(entry[0])
     return int(module.main(argv[1:]) or 0)
 

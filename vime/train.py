@@ -16,8 +16,10 @@ Exit status: 0 done; 1 a ``ContractError`` (its message printed, no traceback) o
 error; 2 bad arguments (an unknown ``--early-stop-metric`` included) or a checkpoint file that
 is not plain data (``UnsafeCheckpointError``, one line); 130 Ctrl-C; 143
 SIGTERM. Engines are stopped on every exit. The first Ctrl-C or SIGTERM stops the run after
-the current step, the second at once; either way the last finished step is checkpointed first
-(with ``--save``).
+the current step, the second at once, and one during start-up (before the first step) at once;
+either way the last finished step is checkpointed first (with ``--save``). ``vime train`` runs
+this driver under :mod:`vime.supervisor`, in a session of its own: a signal to the whole
+process group reaches it once, and Ray's processes and the engines not at all.
 
 The loop order follows upstream slime's ``slime/train.py``.
 """
@@ -49,13 +51,17 @@ class Terminated(KeyboardInterrupt):
 
 #: The first SIGINT or SIGTERM of this run: ``{"signum": N}``; empty until one arrives.
 STOP_REQUEST: dict[str, int] = {}
+#: ``{"loop": True}`` once the training loop runs; before that (Ray, the actors and the
+#: engines starting, a checkpoint loading) there is nothing to checkpoint, so a signal stops
+#: the run at once instead of after a step that has not begun.
+_PHASE: dict[str, bool] = {"loop": False}
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def _stop_after_this_step() -> None:
     """SIGINT/SIGTERM handlers (main thread only): the first signal asks the loop to stop
-    after the current step (checkpoint, engines stopped); a second one raises
-    ``KeyboardInterrupt``/:class:`Terminated` at once.
+    after the current step (checkpoint, engines stopped); a second one, or one during
+    start-up (:data:`_PHASE`), raises ``KeyboardInterrupt``/:class:`Terminated` at once.
 
     Raising inside ``ray.get`` can leave Ray's driver in a state where the clean-up hangs
     (a CI run hung for 120 s after Ctrl-C), so the first signal only sets
@@ -65,7 +71,11 @@ def _stop_after_this_step() -> None:
         return
 
     def handler(signum: int, frame: object) -> None:
-        if STOP_REQUEST:
+        if STOP_REQUEST or not _PHASE["loop"]:
+            STOP_REQUEST.setdefault("signum", signum)
+            if not _PHASE["loop"]:
+                print(f"vime train: {signal.Signals(signum).name} received during start-up: "
+                      "stopping now (nothing to checkpoint yet)", file=sys.stderr, flush=True)
             raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
         STOP_REQUEST["signum"] = signum
         print(f"vime train: {signal.Signals(signum).name} received: stopping after this step "
@@ -73,6 +83,17 @@ def _stop_after_this_step() -> None:
 
     for signum in _STOP_SIGNALS:
         signal.signal(signum, handler)
+
+
+def _mark_driver() -> None:
+    """Before Ray starts: ``VIME_RUN_ID`` (the run's marker, inherited by every process of
+    the run) and ``VIME_DRIVER`` (this process, watched by the engines' reapers:
+    ``vime.ray.reaper``)."""
+    from vime.ray.reaper import DRIVER_ENV, driver_marker
+    from vime.supervisor import run_id
+
+    run_id()
+    os.environ[DRIVER_ENV] = driver_marker()
 
 
 def _stop_status(terminated: bool) -> int:
@@ -178,12 +199,15 @@ def run(args: Namespace) -> int:
     except TrackerMissingError as exc:
         print(f"vime train: {exc}", file=sys.stderr)
         return 2
+    ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
     last_done: int | None = None  # last rollout step whose optimiser step finished
     last_saved: int | None = None  # last step whose checkpoint is marked complete
     files_saved: int | None = None  # last step whose checkpoint files are written
     unlogged: tuple[int, dict[str, Any]] | None = None  # a trained step's unwritten metrics
     previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
     STOP_REQUEST.clear()
+    _PHASE["loop"] = False
+    _mark_driver()
     try:
         _stop_after_this_step()
         manager, trainer = _start(args)
@@ -200,7 +224,6 @@ def run(args: Namespace) -> int:
         # --async-rollout: the rollout of step k + 1 is generated while step k trains (the
         # manager actor runs its calls in order, so the weight sync after step k waits for it)
         overlap = bool(arg(args, "async_rollout")) and trainer is not None
-        ahead: tuple[int, Any, Any] | None = None   # (rollout id, data, metrics): refs or values
         start = args.start_rollout_id or 0
         loaded = ckpt.latest_iteration(args.load)
         if args.load and loaded is None:
@@ -224,6 +247,7 @@ def run(args: Namespace) -> int:
             trackers.log(log.write(start, manager.call("eval", start)))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
         stop_reason = ""
+        _PHASE["loop"] = True
         with TrainProgress.for_args(args, total=args.num_rollout, start=start) as progress:
             for rollout_id in range(start, args.num_rollout):
                 if STOP_REQUEST:
@@ -287,6 +311,7 @@ def run(args: Namespace) -> int:
                  log=log, unlogged=unlogged)
         return _stop_status(terminated)
     finally:
+        _PHASE["loop"] = False
         trackers.close()
         if arg(args, "report"):
             _write_report(args)

@@ -15,8 +15,10 @@ eval dataset (exists, a readable file, ``.jsonl`` or ``.parquet``, a well-formed
 the working directory first, as the actors see it; found, not imported), the folders the run
 writes and the checkpoint it resumes from (``vime.config.paths.path_problem``: ``--run-dir``,
 ``--save``, ``--tensorboard-dir``, ``--save-debug-rollout-data``, ``--load``,
-``--load-debug-rollout-data``), and Ray's authentication (``vime.ray.auth.auth_problem``:
-``RAY_AUTH_MODE``, the token's file, a join's token).
+``--load-debug-rollout-data``), Ray's authentication (``vime.ray.auth.auth_problem``:
+``RAY_AUTH_MODE``, the token's file, a join's token), and the engines'
+(``vime.ray.engine_guard.engine_auth_problem``: ``--vllm-host``, ``--vllm-api-key``,
+``--engine-auth disabled`` beyond the loopback).
 Imports the standard library only (the data helpers lazily).
 """
 
@@ -181,6 +183,11 @@ def input_problem(args: argparse.Namespace) -> tuple[str, str] | None:
     problem = auth_problem(args, joining=ray_address(args) is not None)
     if problem:
         return "--ray-auth", problem
+    from vime.ray.engine_guard import engine_auth_problem
+
+    engine = engine_auth_problem(args)
+    if engine:
+        return engine
     for spec in HOOKS.values():
         value = getattr(args, spec.dest, None)
         paths = value if isinstance(value, list) else [value]

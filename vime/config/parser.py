@@ -414,6 +414,12 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
                         "when set or when joining --ray-address) or disabled (anyone who "
                         "reaches this machine's Ray ports can run code as this user; a "
                         "warning says so).")
+    g.add_argument("--engine-auth", choices=("key", "disabled"), default="key",
+                   help="The vLLM engines' authentication: key (the default: every engine "
+                        "vime starts needs the run's API key, VIME_ENGINE_API_KEY or a fresh "
+                        "one, on every route but /health, control routes included) or "
+                        "disabled (loopback engines only, without a key: any user of this "
+                        "machine can drive them; a warning says so).")
     g.add_argument("--async-rollout", action="store_true",
                    help="Overlap rollout and training: generate step k+1's rollout while step k "
                         "trains (needs Ray actors and --use-rollout-logprobs; samples lag the "

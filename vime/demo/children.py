@@ -39,19 +39,18 @@ def run_child(argv: Sequence[str], **popen_kwargs: Any) -> int:
 
     ``subprocess.run`` does not forward signals: a demo killed with SIGTERM (``kill``, a CI
     time-out) used to leave its ``vime train`` child, with Ray and a vLLM engine, running.
-    Here SIGTERM is forwarded to the child. Ctrl-C already reaches the child (the terminal
-    signals the whole process group), so it is not forwarded again (a second signal makes
-    ``vime train`` stop at once instead of after its current step). Either way the demo waits
-    for the child, then exits with status 143 (SIGTERM) or 130 (Ctrl-C), with a message and no
-    traceback.
+    The child runs in a session of its own, so a signal to the demo's process group (``kill
+    -TERM -PGID``, Ctrl-C in a terminal, ``make`` stopped) reaches it once, from here: SIGTERM
+    and SIGINT are forwarded (two would make ``vime train`` stop at once instead of after its
+    current step). Either way the demo waits for the child, then exits with status 143
+    (SIGTERM) or 130 (Ctrl-C), with a message and no traceback.
     """
-    proc = subprocess.Popen(list(argv), **popen_kwargs)
+    proc = subprocess.Popen(list(argv), start_new_session=True, **popen_kwargs)
     received: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
         received.append(signum)
-        if signum == signal.SIGTERM:
-            proc.send_signal(signum)
+        proc.send_signal(signum)
 
     previous = {signum: signal.signal(signum, on_signal)
                 for signum in (signal.SIGTERM, signal.SIGINT)}

@@ -74,13 +74,16 @@ def hf_greedy(model_dir: str | Path, prompt: list[int], max_tokens: int) -> list
     return ids[len(prompt):]
 
 
-def engine_greedy(url: str, prompt: list[int], max_tokens: int) -> list[int]:
+def engine_greedy(url: str, prompt: list[int], max_tokens: int,
+                  api_key: str | None = None) -> list[int]:
     """Greedy continuation of ``prompt`` by the engine at ``url`` (``/inference/v1/generate``
-    at temperature 0; a stop token is included, as vLLM returns it)."""
+    at temperature 0; a stop token is included, as vLLM returns it). ``api_key``: the engine's
+    key (None: ``VIME_ENGINE_API_KEY``, when set)."""
     import uuid
 
     import httpx
 
+    from vime.ray.engine_guard import auth_headers, run_api_key
     from vime.rollout.vllm_protocol import (
         build_generate_request,
         make_sampling_params,
@@ -91,6 +94,7 @@ def engine_greedy(url: str, prompt: list[int], max_tokens: int) -> list[int]:
     params = make_sampling_params(temperature=0.0, max_response_len=max_tokens)
     body, headers = build_generate_request(prompt_ids=prompt, sampling_params=params,
                                            request_id=rid)
+    headers = {**headers, **auth_headers(run_api_key() if api_key is None else api_key)}
     resp = httpx.post(f"{url}/inference/v1/generate", json=body, headers=headers, timeout=120)
     resp.raise_for_status()
     return list(parse_generate_response(resp.json(), request_id=rid, url=url).token_ids)
@@ -125,7 +129,7 @@ def verify(model_dir: str | Path, *, max_tokens: int = 24, url: str | None = Non
                                         str(VERIFY_MAX_MODEL_LEN)])
         server.start()
         try:
-            got = engine_greedy(server.url, prompt, max_tokens)
+            got = engine_greedy(server.url, prompt, max_tokens, api_key=server.api_key)
         finally:
             server.stop()
     else:

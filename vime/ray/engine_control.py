@@ -7,6 +7,9 @@ Usage::
     sync_weights(["http://127.0.0.1:8000"], "/ckpt/step_3")   # pause -> reload -> reset -> resume
     run(abort_requests(info, ["generate-tokens-<id>"]))        # server-prefixed ids
 
+Every call sends the run's API key: the ``api_key`` argument, else ``VIME_ENGINE_API_KEY``
+(``""``: none); every engine vime starts asks for it on every route but ``/health``.
+
 Control calls go to every engine directly, never through the router: vllm-router forwards only
 the generate route by policy and would send ``/pause`` & co to ONE worker (docs/environment.md).
 ``/pause``, ``/resume``, ``/reset_prefix_cache`` and ``/collective_rpc`` exist only on servers
@@ -23,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vime.ray.engine_guard import auth_headers
+from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.utils.async_utils import run
 from vime.utils.http_utils import get, post
 
@@ -124,6 +127,12 @@ def server_request_id(request_id: str) -> str:
     return SERVER_REQUEST_ID_PREFIX + request_id
 
 
+def _auth(api_key: str | None) -> dict[str, str]:
+    """The ``Authorization`` header of a call: ``api_key``, or the run's key
+    (``VIME_ENGINE_API_KEY``) when it is None; ``""`` sends none."""
+    return auth_headers(run_api_key() if api_key is None else api_key)
+
+
 def _base(url: str) -> str:
     url = url.strip().rstrip("/")
     return url if "://" in url else f"http://{url}"
@@ -142,7 +151,7 @@ async def probe_engine(url: str, *, timeout: float = 30.0,
         vime.utils.http_utils.HTTPError: the engine is unreachable.
     """
     base = _base(url)
-    headers = auth_headers(api_key)
+    headers = _auth(api_key)
     spec = await get(f"{base}/openapi.json", timeout=timeout, headers=headers)
     paths = frozenset((spec or {}).get("paths", {})) if isinstance(spec, dict) else frozenset()
     try:
@@ -164,7 +173,8 @@ async def probe_engine(url: str, *, timeout: float = 30.0,
             f"{', '.join(ABORT_PATHS)}; the rollout cannot stop in-flight requests")
     return EngineInfo(url=base, version=version, abort_path=abort_path,
                       dev_mode=set(CONTROL_PATHS) <= paths, paths=paths,
-                      sampling_keys=_sampling_keys(spec), api_key=api_key)
+                      sampling_keys=_sampling_keys(spec),
+                      api_key=run_api_key() if api_key is None else (api_key or None))
 
 
 def _sampling_keys(spec: Any) -> frozenset[str]:
@@ -188,7 +198,7 @@ async def discover_engine_urls(address: str, *, timeout: float = 30.0,
 
     base = _base(address)
     try:
-        body = await get(f"{base}/workers", timeout=timeout, headers=auth_headers(api_key))
+        body = await get(f"{base}/workers", timeout=timeout, headers=_auth(api_key))
     except HTTPError as exc:
         if exc.status == 404:
             return [base]
@@ -238,7 +248,7 @@ async def pause(url: str, mode: str = "keep", *, timeout: float = 600.0,
     base = _base(url)
     try:
         await post(f"{base}{PAUSE_PATH}", params={"mode": mode}, timeout=timeout,
-                   headers=auth_headers(api_key))
+                   headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, PAUSE_PATH, exc) from exc
 
@@ -247,7 +257,7 @@ async def resume(url: str, *, timeout: float = 60.0, api_key: str | None = None)
     """``POST /resume`` on one engine (requests held while paused then run)."""
     base = _base(url)
     try:
-        await post(f"{base}{RESUME_PATH}", timeout=timeout, headers=auth_headers(api_key))
+        await post(f"{base}{RESUME_PATH}", timeout=timeout, headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, RESUME_PATH, exc) from exc
 
@@ -258,7 +268,7 @@ async def reset_prefix_cache(url: str, *, timeout: float = 60.0,
     base = _base(url)
     try:
         await post(f"{base}{RESET_PREFIX_CACHE_PATH}", timeout=timeout,
-                   headers=auth_headers(api_key))
+                   headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, RESET_PREFIX_CACHE_PATH, exc) from exc
 
@@ -277,7 +287,7 @@ async def reload_weights(url: str, weights_dir: str, *, timeout: float = 600.0,
     try:
         return await post(f"{base}{COLLECTIVE_RPC_PATH}",
                           {"method": "reload_weights", "kwargs": {"weights_path": str(weights_dir)}},
-                          timeout=timeout, retries=0, headers=auth_headers(api_key))
+                          timeout=timeout, retries=0, headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, COLLECTIVE_RPC_PATH, exc) from exc
 
@@ -294,7 +304,7 @@ async def set_weight_version(url: str, version: int | str, *, timeout: float = 6
     base = _base(url)
     try:
         await post(f"{base}{WEIGHT_VERSION_PATH}", {"new_version": str(version)},
-                   timeout=timeout, headers=auth_headers(api_key))
+                   timeout=timeout, headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, WEIGHT_VERSION_PATH, exc) from exc
 
@@ -314,7 +324,7 @@ async def weight_transfer_call(url: str, route: str, body: dict[str, Any] | None
     base = _base(url)
     try:
         return await post(f"{base}{route}", body, timeout=timeout, retries=0,
-                          headers=auth_headers(api_key))
+                          headers=_auth(api_key))
     except Exception as exc:
         raise _require_dev(base, route, exc) from exc
 

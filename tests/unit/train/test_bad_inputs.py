@@ -73,6 +73,15 @@ CASES = [
     (["--custom-rm-path", "h18pkg.rewards.rewad"], "--custom-rm-path",
      "module 'h18pkg.rewards' ({d}/h18pkg/rewards.py) has no attribute 'rewad'; close names: "
      "reward, reward_v2"),
+
+
+    # the engines' key (vime.ray.engine_guard.engine_auth_problem)
+    (["--vllm-host", "0.0.0.0", "--engine-auth", "disabled"], "--vllm-host",
+     "0.0.0.0 listens beyond the loopback, and --engine-auth disabled"),
+    (["--rollout-host", "0.0.0.0", "--engine-auth", "disabled"], "--rollout-host",
+     "drop --engine-auth disabled"),
+    (["--vllm-host", "10.1.2.3"], "--vllm-host", "10.1.2.3: give 127.0.0.1 or 0.0.0.0"),
+    (["--vllm-api-key", "s3cret"], "--vllm-api-key", "set VIME_ENGINE_API_KEY=<key>"),
 ]
 
 
