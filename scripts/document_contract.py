@@ -490,7 +490,9 @@ def _section6() -> list[str]:
     from vime.contract.invariants import ALWAYS_ENFORCED
 
     static = [i for i in INVARIANTS.values() if i.scope == "static" and i.status != "removed"]
-    live = [i for i in INVARIANTS.values() if i.scope != "static" and i.status != "removed"]
+    live = [i for i in INVARIANTS.values() if i.scope in ("load", "runtime")
+            and i.status != "removed"]
+    probes = [i for i in INVARIANTS.values() if i.scope == "probe" and i.status != "removed"]
     lines = [
         "## 6. Invariants",
         "",
@@ -559,6 +561,23 @@ def _section6() -> list[str]:
     when clean, 1 on any finding or a hook that raised while it ran (an error in the user's
     code, as for `vime train`) and 2 on bad arguments or hooks that cannot be loaded.
     `--save-debug-rollout-data PATH` writes the dry run's samples as `vime train` does.""")
+    lines += ["### 6d. Reward probes", ""]
+    lines += _para("""Checked by `vime-lint check` after the dry run whenever the launch has a
+    reward (`--custom-rm-path`, `--rm-type`; per group with `--group-rm`): the reward is
+    called, as at reward time, on responses built from each label of `--prompt-data` (else of
+    the synthetic prompts), at most 6 prompts: the answer in five renderings (bare,
+    `\\boxed{}`, `#### x`, `<answer>x</answer>`, "The answer is x."; the best-scored one is
+    *gold*), another row's answer (*wrong*), no answer (empty, blank, "I don't know.", the
+    prompt echoed, gold cut short with status `TRUNCATED`), two answers in both orders, gold
+    decorated (blanks, `$`, upper case) and an unparseable label (`???`). When no rendering
+    scores above both an empty and a wrong answer, the reward's format is unknown: that is
+    said once, and `--probe-responses-path PKG.MOD.FN` (`(args, sample) -> [(name, text)]`)
+    gives it. `--no-probe` turns the probes off, `--probe-max-calls N` (default 200) bounds
+    them, `--rm-timeout` bounds each call. The responses and expectations are one table,
+    `vime_lint/check/probes.py`.""")
+    lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
+                    ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))
+                     for i in probes))
     return lines
 
 

@@ -1,6 +1,6 @@
 """The real-model recipe's reward function (``--custom-rm-path``): the answer after ``####``.
 
-    reward(args, sample)    # 1.0 when the first integer after "####" is the label, else 0.0
+    reward(args, sample)    # 1.0 when the integer after the last "####" is the label, else 0.0
 
 Training (``examples/real_model/grpo.yaml``) and the held-out evaluation (``eval.yaml``) both
 use it, so the train reward and the evaluation accuracy are the same measure. It is

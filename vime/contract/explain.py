@@ -24,7 +24,8 @@ __all__ = ["DRY_RUN_BOUNDARIES", "IN_WORDS", "TYPES_PREFIX", "checked_by", "expl
 #: rollout function's call and outputs, every hook the default rollout calls).
 DRY_RUN_BOUNDARIES: frozenset[str] = frozenset({"B0", "B1", "B2", "B3", "B4", "B5", "B6"})
 
-_DOC = {"static": "docs/rules.md", "load": "docs/contract.md §6b", "runtime": "docs/contract.md §6b"}
+_DOC = {"static": "docs/rules.md", "load": "docs/contract.md §6b", "runtime": "docs/contract.md §6b",
+        "probe": "docs/contract.md §6d"}
 
 #: Static ids reported by ``vime-lint types`` (mypy on the hooks given the contract's types,
 #: docs/contract.md §6c) rather than by ``vime-lint rollout``: the ``VIM2xx`` block.
@@ -51,6 +52,10 @@ def checked_by(inv: Invariant) -> list[str]:
     if inv.scope == "static" and inv.id.startswith(TYPES_PREFIX):
         return ["`vime-lint types PATH`: statically, mypy on the hooks given the contract's "
                 "types, without running the code (`vime-lint rollout` does not report it)"]
+    if inv.scope == "probe":
+        return ["`vime-lint check`: after the dry run, the launch's reward is called on "
+                "responses built from each label (the answer, a wrong one, none, two, ...); "
+                "`--no-probe` turns it off"]
     if inv.scope == "static":
         return ["`vime-lint rollout PATH`: statically, without importing the code (also the "
                 "pre-commit hook)"]

@@ -27,7 +27,7 @@ __all__ = ["ALWAYS_ENFORCED", "BOUNDARIES", "Boundary", "Enforcement", "INVARIAN
            "Scope"]
 
 #: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
-Scope = Literal["static", "load", "runtime"]
+Scope = Literal["static", "load", "runtime", "probe"]
 #: ``"policy"``: ``--contract-check off|warn|raise`` decides what a finding does.
 #: ``"always"``: the run cannot continue past it (conversion or the buffer would fail or corrupt
 #: training), so the runtime raises whatever ``--contract-check`` says.
@@ -57,7 +57,8 @@ class Invariant:
 
     #: Permanent id, ``"VIM###"``.
     id: str
-    #: ``"static"`` (vime-lint), ``"load"`` (load_function) or ``"runtime"`` (the checker).
+    #: ``"static"`` (vime-lint), ``"load"`` (load_function), ``"runtime"`` (the checker) or
+    #: ``"probe"`` (``vime-lint check``'s reward probes: ``vime_lint/check/probes.py``).
     scope: Scope
     #: Default severity; some invariants report warnings for milder forms (see ``title``).
     severity: Severity
@@ -1026,6 +1027,61 @@ _ALL: tuple[Invariant, ...] = (
          "annotation contradicts the contract",
          "{context}; {detail}",
          "annotate with the contract's type (docs/contract.md §4) or a narrower one"),
+    # ---- 6d: reward probes (vime-lint check; vime_lint/check/probes.py) ----------------------
+    _inv("VIM300", "probe", "error", "probe-gold-above-wrong",
+         "A reward scores the right answer strictly above a wrong one.",
+         "A reward that cannot tell the label's answer from another row's gives every sample of a "
+         "group the same advantage: the run trains on noise and learns nothing.",
+         "reward cannot rank",
+         "{problem}", "check how the reward extracts the answer and compares it with the label"),
+    _inv("VIM301", "probe", "error", "probe-no-answer-at-gold",
+         "A response without the answer (empty, blank, the prompt echoed, cut short, \"I don't "
+         "know.\") scores below the right answer.",
+         "A reward that pays as much for no answer as for the answer is hacked in a few steps: "
+         "the policy learns to say nothing.",
+         "reward hacking",
+         "{problem}", "score a response only on the answer it gives; give no credit when there "
+         "is none"),
+    _inv("VIM302", "probe", "warning", "probe-deterministic",
+         "The same response scores the same twice.",
+         "Random scores (random tie-breaking, sampling in a judge) add noise to every advantage; "
+         "a run may still learn, slower.",
+         "nondeterministic reward",
+         "{problem}", "make the reward a function of the response and the label (fix seeds, "
+         "temperature 0 for a judge)"),
+    _inv("VIM303", "probe", "error", "probe-never-raises",
+         "The reward returns a number for every plausible response; it does not raise.",
+         "An exception in the reward stops the run (or fails the sample with --hook-failure "
+         "fail-sample) the first time a policy writes that kind of answer.",
+         "reward raises",
+         "{problem}", "handle responses without an answer (return the lowest reward) instead of "
+         "raising"),
+    _inv("VIM304", "probe", "error", "probe-final-answer",
+         "When a response gives two answers, the last one counts, not the first.",
+         "Grading the first answer rewards responses that guess early and change their mind, "
+         "the opposite of what reasoning training wants.",
+         "reward reads the wrong answer",
+         "{problem}", "extract the last answer (the last \\boxed{}, the last number)"),
+    _inv("VIM305", "probe", "error", "probe-unparseable-label",
+         "A label the reward cannot parse never gives full credit.",
+         "Full credit whenever the label cannot be parsed rewards every response for those "
+         "rows: they push the policy in no useful direction.",
+         "reward ignores the label",
+         "{problem}", "give no credit (or fail the sample) when the label cannot be parsed"),
+    _inv("VIM306", "probe", "warning", "probe-no-answer-above-wrong",
+         "\"No answer\" does not score above a wrong answer.",
+         "Often intended (abstaining is safer than being wrong), but it teaches the policy to "
+         "give up on hard prompts; say so on purpose.",
+         "reward cannot rank",
+         "{problem}", "score a wrong answer at least as high as no answer, unless abstaining is "
+         "what you want"),
+    _inv("VIM307", "probe", "error", "probe-group-follows-samples",
+         "A group reward follows its samples when the group is permuted, and gives equal "
+         "responses equal rewards.",
+         "A group reward that scores by position trains each sample on another sample's reward.",
+         "reward by position",
+         "{problem}", "compute each sample's reward from that sample (and the group's "
+         "statistics), never from its position"),
 )
 
 #: Every invariant, keyed by id, in id order.

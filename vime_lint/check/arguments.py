@@ -27,6 +27,7 @@ from vime.config.defaults import parser_defaults
 from vime.config.parser import add_arguments, add_config_argument
 from vime.contract.hooks import HOOKS
 from vime_lint.check.engine import ENGINE_MODES
+from vime_lint.check.probe_run import DEFAULT_MAX_CALLS
 from vime_lint.check.report import PROG
 from vime_lint.check.synthetic import DRY_RUN_GENERATE
 
@@ -81,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
                             "which this engine answers), vllm with "
                             "--hf-checkpoint else stand-in, without it the built-in "
                             "deterministic generator (no engine)")
+    check.add_argument("--no-probe", dest="probe", action="store_false",
+                       help="do not probe the reward (by default, with --custom-rm-path or "
+                            "--rm-type, the reward is called on responses built from each "
+                            "label: the answer, a wrong one, none, two, ...; VIM300-VIM307)")
+    check.add_argument("--probe-max-calls", type=_positive_int, default=DEFAULT_MAX_CALLS,
+                       metavar="N", help="the most reward calls the probes make (default "
+                                         f"{DEFAULT_MAX_CALLS}; a remote judge is never "
+                                         "hammered); each call is bounded by --rm-timeout")
+    check.add_argument("--probe-responses-path", default=None, metavar="PKG.MOD.FN",
+                       help="more renderings of the answer for the probes: a function "
+                            "(args, sample) -> [(name, text)], for rewards that expect a "
+                            "format of their own")
     check.add_argument("--max-violations", type=_positive_int, default=None, metavar="N",
                        help="list up to N findings one by one (default: one line per "
                             "invariant, field and hook, with the count and first locations)")

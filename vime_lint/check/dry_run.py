@@ -409,6 +409,43 @@ class DryRun:
                                                  "run)") for v in new], HOOK_BOUNDARIES[name].ids)
         return texts
 
+    def probe_reward(self) -> None:
+        """The reward probes (:mod:`vime_lint.check.probe_run`) when the launch has a reward
+        and ``--no-probe`` is not given, on ``--prompt-data`` rows (else the synthetic prompts),
+        at most 6 (about 160 reward calls)."""
+        args = self.args
+        if not getattr(self.ns, "probe", True) or not (args.custom_rm_path or args.rm_type):
+            return
+        if args.rm_type == "random":
+            self.report.notes.append("reward probes: --rm-type random is a control reward "
+                                     "(0 or 1 at random); not probed")
+            return
+        from vime_lint.check.probe_run import run_probes
+        from vime_lint.check.probes import ProbeRow
+        from vime_lint.check.synthetic import load_prompts, synthetic_prompts
+
+        prompts = (load_prompts(args.prompt_data, args.input_key, args.label_key)
+                   if args.prompt_data and args.label_key else synthetic_prompts(8))
+        rows = [ProbeRow(p if isinstance(p, str) else str(p), str(label))
+                for p, label, _ in prompts[:6] if label is not None]
+        extra = None
+        if self.ns.probe_responses_path:
+            from vime.utils.misc import load_function
+
+            try:
+                extra = load_function(self.ns.probe_responses_path)
+            except ContractError as exc:
+                raise HarnessError(f"--probe-responses-path: {exc}") from None
+        try:
+            outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra)
+        except ContractError as exc:
+            raise HarnessError(str(exc)) from None
+        from vime_lint.check.probes import PROBES
+
+        self.report.add(outcome.findings, [p.id for p in PROBES
+                                           if p.id != "VIM307" or args.group_rm])
+        self.report.notes.extend(outcome.notes)
+
     def run(self) -> Report:
         """Load, run every stage, return the report.
 
@@ -443,6 +480,7 @@ class DryRun:
                 + " / ".join(repr(r) for r in STAND_IN_REPLIES) + "), not a model's: constant "
                 "rewards (VIM117, VIM171) can come from them; --hf-checkpoint MODEL runs a real "
                 "engine")
+        self.probe_reward()
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

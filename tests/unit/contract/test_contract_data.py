@@ -32,6 +32,8 @@ def test_scopes_match_id_ranges_and_runtime_ids_name_boundaries() -> None:
         number = int(inv.id[3:])
         if number < 100 or 200 <= number < 250:  # VIM2xx: `vime-lint types` (mypy)
             assert inv.scope == "static" and not inv.boundaries, inv.id
+        elif 300 <= number < 350:                 # VIM30x: reward probes of `vime-lint check`
+            assert inv.scope == "probe" and not inv.boundaries, inv.id
         else:
             assert inv.scope in ("load", "runtime") and inv.boundaries, inv.id
             assert set(inv.boundaries) <= set(BOUNDARIES), inv.id

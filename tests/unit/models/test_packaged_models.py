@@ -59,7 +59,7 @@ def test_cli_lists_models_and_reports_a_missing_package(tmp_path: Path) -> None:
 
 
 def test_word_problem_grading() -> None:
-    assert wp.extract_answer("He has 12.\n#### 12\n#### 13") == "12"
+    assert wp.extract_answer("He has 12.\n#### 12\n#### 13") == "13"   # the final answer
     assert wp.extract_answer("#### -3") == "-3"
     assert wp.extract_answer("12") is None
     assert wp.score("x\n#### 12", "12") == 1.0

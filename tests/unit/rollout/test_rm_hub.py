@@ -75,7 +75,8 @@ def test_math_without_label_names_label_key():
 
 def test_f1():
     assert f1_score("The answer is 85.", "answer 85") == pytest.approx(2 / 3)
-    assert f1_score("", "") == 1.0
+    assert f1_score("", "") == 0.0      # an unreadable label gives no credit (VIM305)
+    assert f1_score("", "???") == 0.0
     assert f1_score("a", "b") == 0.0
     with pytest.raises(ValueError, match="--label-key"):
         f1_score("a", None)

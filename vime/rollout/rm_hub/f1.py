@@ -26,7 +26,9 @@ def normalize_tokens(text: str) -> list[str]:
 
 
 def f1_score(response: str, label: str | None) -> float:
-    """F1 of shared tokens, in [0, 1]; 1.0 when both are empty, 0.0 when one is.
+    """F1 of shared tokens, in [0, 1]; 0.0 when either has no token (a label without a word,
+    such as ``"???"``, cannot be graded, so it gives no credit; SQuAD's script gives 1.0 when
+    both are empty, which pays an empty response for an unreadable label).
 
     Raises:
         ValueError: ``label`` is None (no ``--label-key``).
@@ -34,8 +36,6 @@ def f1_score(response: str, label: str | None) -> float:
     if label is None:
         raise ValueError("f1 reward needs a label: set --label-key")
     pred, gold = normalize_tokens(response), normalize_tokens(str(label))
-    if not pred and not gold:
-        return 1.0
     common = sum((Counter(pred) & Counter(gold)).values())
     if common == 0:
         return 0.0

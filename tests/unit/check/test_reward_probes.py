@@ -1,0 +1,129 @@
+"""Reward probes (``vime-lint check``, VIM300-VIM307): every mistaken reward of
+``probe_rewards`` is named with the probe that shows it, the correct near-misses and vime's own
+rewards get no finding, the budget and ``--rm-timeout`` are respected, and the check's exit
+status and report carry the findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vime_lint.check.arguments import make_args, parse_check_args
+from vime_lint.check.probe_run import run_probes
+from vime_lint.check.probes import PROBES, ProbeRow
+from vime_lint.check.synthetic import synthetic_prompts
+
+pytestmark = pytest.mark.unit
+
+HERE = Path(__file__).resolve().parent
+ROWS = [ProbeRow(p, label) for p, label, _ in synthetic_prompts(3) if label]
+ROLLOUT = "vime.rollout.sft_rollout.generate_rollout"
+
+
+@pytest.fixture(autouse=True)
+def _on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+
+
+def probe(*argv: str, max_calls: int = 400) -> tuple[set[str], list[str], list[str]]:
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT, *argv]))
+    out = run_probes(args, ROWS, max_calls=max_calls)
+    return {v.id for v in out.findings}, [v.format() for v in out.findings], out.notes
+
+
+@pytest.mark.parametrize(("reward", "expected"), [
+    ("first_boxed", {"VIM304"}),
+    ("no_number_full_credit", {"VIM301"}),
+    ("unparseable_label_full_credit", {"VIM305"}),
+    ("abstain_above_wrong", {"VIM306"}),
+    ("random_ties", {"VIM302"}),
+    ("raises_without_number", {"VIM303"}),
+    ("ignores_label", {"VIM300"}),
+    ("hashes_only", {"VIM303"}),
+    ("truncated_benefit", {"VIM301"}),
+])
+def test_each_mistake_is_named(reward: str, expected: set[str]) -> None:
+    ids, texts, _ = probe("--custom-rm-path", f"probe_rewards.{reward}")
+    assert expected <= ids, texts
+    assert all("probe_rewards.py:" in t for t in texts)   # the reward's def, file and line
+
+
+@pytest.mark.parametrize("reward", ["by_position", "tie_by_index"])
+def test_a_group_reward_that_scores_by_position(reward: str) -> None:
+    ids, texts, _ = probe("--custom-rm-path", f"probe_rewards.{reward}", "--group-rm")
+    assert ids == {"VIM307"}, texts
+
+
+def test_a_slow_judge_is_bounded_by_rm_timeout() -> None:
+    ids, texts, notes = probe("--custom-rm-path", "probe_rewards.slow_judge", "--rm-timeout",
+                              "0.05", max_calls=12)
+    assert any("no reward within --rm-timeout 0.05 s" in t for t in texts) or \
+        any("not judged" in n for n in notes), (texts, notes)
+    assert any("ran out after" in n for n in notes)
+
+
+@pytest.mark.parametrize("reward", ["probe_rewards.last_number",
+                                    "probe_rewards.last_boxed_balanced",
+                                    "probe_rewards.normalised_exact",
+                                    "probe_rewards.format_bonus",
+                                    "examples.format_reward.reward_func",
+                                    "examples.real_model.reward.reward"])
+def test_near_misses_and_examples_pass(reward: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE.parents[2]))
+    ids, texts, _ = probe("--custom-rm-path", reward)
+    assert ids == set(), texts
+
+
+def test_group_near_miss_passes() -> None:
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.group_centered", "--group-rm")
+    assert ids == set(), texts
+
+
+@pytest.mark.parametrize("rm_type", ["math", "boxed_math", "f1"])
+def test_builtin_rewards_pass(rm_type: str) -> None:
+    ids, texts, _ = probe("--rm-type", rm_type)
+    assert ids == set(), texts
+
+
+def test_every_probe_has_a_failing_case_here() -> None:
+    covered = {"VIM300", "VIM301", "VIM302", "VIM303", "VIM304", "VIM305", "VIM306", "VIM307"}
+    assert {p.id for p in PROBES} == covered
+
+
+def test_the_budget_is_respected_and_said() -> None:
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT, "--rm-type", "math"]))
+    out = run_probes(args, ROWS, max_calls=30)
+    assert out.calls <= 30 and any("--probe-max-calls 30" in n for n in out.notes)
+
+
+def test_an_unknown_answer_format_is_said_once_not_reported() -> None:
+    ids, _, notes = probe("--custom-rm-path", "probe_rewards.json_only_format")
+    assert ids == set()
+    assert sum("--probe-responses-path" in n for n in notes) == 1
+
+
+def test_check_reports_probes_and_no_probe_turns_them_off(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from vime_lint.runtime.harness import main
+
+    code = main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+                 "probe_rewards.first_boxed"])
+    out = capsys.readouterr().out
+    assert code == 1 and "VIM304  probe-final-answer" in out and "FAIL" in out
+    code = main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+                 "probe_rewards.first_boxed", "--no-probe"])
+    out = capsys.readouterr().out
+    assert "VIM304  probe-final-answer            not run" in out
+    assert "first answer is graded" not in out
+
+
+def test_probe_responses_path_gives_the_answer_format(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from vime_lint.runtime.harness import main
+
+    main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+          "probe_rewards.json_only_format", "--probe-responses-path",
+          "probe_rewards.json_renderings"])
+    out = capsys.readouterr().out
+    assert "not judged" not in out and "VIM300  probe-gold-above-wrong        pass" in out

@@ -1,0 +1,247 @@
+"""Run the reward probes of :mod:`vime_lint.check.probes` against a launch's reward.
+
+Usage::
+
+    outcome = run_probes(args, rows, max_calls=200)
+    outcome.findings      # [Violation] VIM300-VIM307, each naming the reward's def
+    outcome.notes         # what was probed, skipped, or could not be judged
+
+The reward is called exactly as the rollout calls it at reward time
+(``vime.rollout.rm_hub.async_rm``, or ``batched_async_rm`` per group with ``--group-rm``), on
+real ``Sample`` objects: ``prompt``, ``label``, ``response``, ``tokens``, ``response_length`` and
+``status`` set as after generation (``TRUNCATED`` for the cut response). Each call is bounded
+by ``--rm-timeout`` when set, and the probes stop after ``max_calls`` calls, saying how many
+rows were left out: a reward that calls a remote judge is probed within that budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vime.contract.errors import Violation
+from vime.contract.invariants import INVARIANTS
+from vime_lint.check.probes import (
+    GROUP_ORDER,
+    NO_ANSWER,
+    RENDERINGS,
+    UNPARSEABLE_LABEL,
+    ProbeRow,
+    judge,
+    judge_group,
+    render,
+    responses_for,
+    wrong_label,
+)
+
+__all__ = ["DEFAULT_MAX_CALLS", "ProbeOutcome", "reward_scalar", "reward_where", "run_probes"]
+
+#: Default ``--probe-max-calls``: about seven prompts' worth of probes.
+DEFAULT_MAX_CALLS = 200
+
+
+@dataclass
+class ProbeOutcome:
+    """Findings and notes of one probe run; ``calls`` rewards were computed."""
+
+    findings: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    calls: int = 0
+
+
+def reward_scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
+    """A reward as the trainer reads it: ``(number, None)``, or ``(None, why not)`` (a dict
+    without ``--reward-key``, not a number, not finite)."""
+    if isinstance(value, dict):
+        key = getattr(args, "reward_key", None)
+        if not key:
+            return None, "returned a dict and --reward-key is not set"
+        if key not in value:
+            return None, f"returned a dict without --reward-key {key!r}"
+        value = value[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None, f"returned {type(value).__name__}, not a number"
+    if not math.isfinite(value):
+        return None, f"returned {value}"
+    return float(value), None
+
+
+def reward_where(args: argparse.Namespace) -> str:
+    """The reward the probes call, for messages: ``file:line`` of a custom reward's ``def`` and
+    its path, or the built-in ``--rm-type``."""
+    path = getattr(args, "custom_rm_path", None)
+    if not path:
+        return f"--rm-type {getattr(args, 'rm_type', None)} (vime.rollout.rm_hub)"
+    from vime.utils.misc import load_function
+
+    fn = load_function(path, hook="custom_rm_path", group_rm=bool(getattr(args, "group_rm", 0)))
+    try:
+        file = inspect.getsourcefile(fn)
+        line = inspect.getsourcelines(fn)[1]
+    except (OSError, TypeError):
+        return f"{path} (--custom-rm-path)"
+    return f"{file}:{line}: {path} (--custom-rm-path)"
+
+
+class _Budget(Exception):
+    """The call budget is spent."""
+
+
+class _Caller:
+    def __init__(self, args: argparse.Namespace, max_calls: int) -> None:
+        self.args = args
+        self.max_calls = max_calls
+        self.calls = 0
+        self.timeout = getattr(args, "rm_timeout", None)
+
+    def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
+        from vime.utils.types import Sample
+        from vime_lint.check.synthetic import encode
+
+        prompt_ids, response_ids = encode(row.prompt), encode(text, limit=512) if text else []
+        return Sample(index=index, group_index=0, prompt=row.prompt, label=label,
+                      tokens=prompt_ids + response_ids, response=text,
+                      response_length=len(response_ids), status=Sample.Status(status),
+                      metadata={})
+
+    def _spend(self, n: int = 1) -> None:
+        if self.calls + n > self.max_calls:
+            raise _Budget
+        self.calls += n
+
+    async def _bounded(self, make: Callable[[], Any]) -> Any:
+        if self.timeout:
+            return await asyncio.wait_for(make(), self.timeout)
+        return await make()
+
+    def one(self, row: ProbeRow, text: str, status: str, label: str
+            ) -> tuple[float | None, str | None]:
+        from vime.rollout.rm_hub import async_rm
+
+        self._spend()
+        sample = self.sample(row, text, status, self.calls, label)
+        try:
+            value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
+        except asyncio.TimeoutError:
+            return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
+        except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
+            return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+        value, why = reward_scalar(self.args, value)
+        return value, (None if value is not None else why)
+
+    def group(self, row: ProbeRow, items: Sequence[tuple[str, str]]) -> list[float | None]:
+        from vime.rollout.rm_hub import batched_async_rm
+
+        self._spend(len(items))
+        samples = [self.sample(row, t, s, self.calls + i, row.label)
+                   for i, (t, s) in enumerate(items)]
+        try:
+            values = asyncio.run(self._bounded(lambda: batched_async_rm(self.args, samples)))
+        except Exception:  # noqa: BLE001 - the group probe needs numbers; VIM303 says why
+            return [None] * len(items)
+        return [reward_scalar(self.args, v)[0] for v in values]
+
+
+def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
+               extra: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], bool]:
+    """``(findings, judged)``: judged False when no rendering of gold scored above every
+    answer-free response and a wrong answer (the reward's answer format is unknown)."""
+    kinds = {k: render(k, row.label) for k in RENDERINGS} | dict(extra)
+    rendered = {k: caller.one(row, text, "completed", row.label) for k, text in kinds.items()}
+    floor = [caller.one(row, t, "completed", row.label)[0] for t in NO_ANSWER.values()]
+    floor.append(caller.one(row, render("sentence", wrong_label(row, rows)), "completed",
+                            row.label)[0])
+    scored = {k: v for k, (v, _) in rendered.items() if v is not None}
+    errors = {f"gold ({k})": e for k, (v, e) in rendered.items() if e is not None}
+    lowest = min((v for v in floor if v is not None), default=None)
+    if not scored or lowest is None or max(scored.values()) <= lowest:
+        return ([("VIM303", f"label {row.label!r}: gold ({k}) raised {e}")
+                 for k, e in list(errors.items())[:1]], False)
+    gold_kind = max(scored, key=lambda k: (scored[k], k == "bare"))
+    texts = responses_for(row, rows, gold_kind, extra)
+    scores: dict[str, float | None] = {"gold": scored[gold_kind]}
+    for name, (text, status) in texts.items():
+        if name == "gold":
+            continue
+        value, err = caller.one(row, text, status, row.label)
+        scores[name] = value
+        if err is not None and not err.startswith("returned"):
+            errors[name] = err
+    again = {name: caller.one(row, texts[name][0], texts[name][1], row.label)[0]
+             for name in ("gold", "wrong", "no-answer")}
+    unparseable = {name: caller.one(row, texts[name][0], "completed", UNPARSEABLE_LABEL)[0]
+                   for name in ("gold", "no-answer", "empty")}
+    return judge(row, texts, scores, again, errors, unparseable, scored[gold_kind]), True
+
+
+def _group_probe(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow]
+                 ) -> list[tuple[str, str]]:
+    texts = responses_for(row, rows, "sentence")
+    items = [texts[name] for name in GROUP_ORDER]
+    forward = caller.group(row, items)
+    backward = caller.group(row, list(reversed(items)))
+    return judge_group(row, forward, backward)
+
+
+def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
+               max_calls: int = DEFAULT_MAX_CALLS,
+               extra: Callable[[argparse.Namespace, Any], Sequence[tuple[str, str]]] | None = None
+               ) -> ProbeOutcome:
+    """Probe the reward ``args`` names (``--custom-rm-path`` or ``--rm-type``; per group with
+    ``--group-rm``) on ``rows``.
+
+    Args:
+        args: the namespace the reward sees.
+        rows: prompts and labels (rows without a label are left out).
+        max_calls: the most reward computations (a group of four counts four).
+        extra: ``--probe-responses-path``: ``(args, sample) -> [(name, text)]``, more
+            renderings of the answer to try as gold.
+
+    Returns:
+        :class:`ProbeOutcome`: one finding per probe id and row at most (the first row that
+        breaks it), and notes.
+
+    Raises:
+        vime.contract.errors.ContractError: the custom reward cannot be loaded (VIM100).
+    """
+    where = reward_where(args)
+    out = ProbeOutcome()
+    caller = _Caller(args, max_calls)
+    usable = [r for r in rows if r.label is not None and str(r.label).strip()]
+    found: dict[str, str] = {}
+    unjudged = probed = 0
+    try:
+        for row in usable:
+            added: list[tuple[str, str]] = []
+            if extra is not None:
+                added = [(str(n), str(t)) for n, t in
+                         extra(args, caller.sample(row, "", "completed", 0, row.label))]
+            if getattr(args, "group_rm", False):
+                pairs = _group_probe(caller, row, usable)
+                judged = True
+            else:
+                pairs, judged = _probe_row(caller, row, usable, added)
+            probed += 1
+            unjudged += not judged
+            for pid, problem in pairs:
+                found.setdefault(pid, problem)
+    except _Budget:
+        out.notes.append(f"reward probes: the call budget (--probe-max-calls {max_calls}) ran "
+                         f"out after {probed} of {len(usable)} prompt(s)")
+    out.calls = caller.calls
+    for pid, problem in sorted(found.items()):
+        out.findings.append(INVARIANTS[pid].violation(where, problem=problem))
+    if unjudged:
+        out.notes.append(
+            f"reward probes: for {unjudged} of {probed} prompt(s) no rendering of the label "
+            f"({', '.join(RENDERINGS)}) scored above both an empty and a wrong answer, so the reward's answer "
+            "format is unknown and those rows were not judged; give it with "
+            "--probe-responses-path PKG.MOD.FN ((args, sample) -> [(name, text)])")
+    out.notes.append(f"reward probes: {where} called {caller.calls} time(s) on "
+                     f"{probed} prompt(s) (--no-probe turns them off)")
+    return out
