@@ -18,9 +18,12 @@ Samples whose generation failed (``fail_hook == "generate"``) have no response a
 (counted); samples whose old reward failed are scored again. Prompts that were chat messages
 are stored as JSON and given back to the reward as messages.
 
-Exit status: 0 every sample scored; 1 the new reward raised or returned no number for some
-sample (each kind shown once with its first sample); 2 bad arguments, no dumps, or a reward
-that cannot be loaded.
+The new reward also gets the reward probes of ``vime-lint check`` (VIM300-VIM307,
+:mod:`vime_lint.check.probes`) on the dumped prompts and labels; ``--no-probe`` skips them.
+
+Exit status: 0 every sample scored and no probe finding; 1 the new reward raised or returned no
+number for some sample (each kind shown once with its first sample), or a probe finding; 2 bad
+arguments, no dumps, or a reward that cannot be loaded.
 """
 
 from __future__ import annotations
@@ -95,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     own.add_argument("--top", type=int, default=5, metavar="N",
                      help="samples listed whose reward moved most (default 5; 0: none)")
     own.add_argument("--output-format", choices=("text", "json"), default="text")
+    own.add_argument("--no-probe", dest="probe", action="store_false",
+                     help="do not probe the new reward (by default it gets the reward probes of "
+                          "`vime-lint check` on the dumped prompts and labels, VIM300-VIM307)")
     add_config_argument(parser)
     add_arguments(parser)
     return parser
@@ -371,4 +377,29 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     summaries = summarise(rescored, skipped)
     (_render_json if ns.output_format == "json" else _render_text)(summaries, rescored, ns.top,
                                                                    out)
-    return 1 if any(r.new is None for r in rescored) else 0
+    probed = _probe(args, rows, out) if ns.probe and ns.output_format == "text" else 0
+    return 1 if probed or any(r.new is None for r in rescored) else 0
+
+
+def _probe(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]], out: TextIO) -> int:
+    """The reward probes of ``vime-lint check`` on the new reward, with the dumped prompts and
+    labels (at most 6); prints the findings and returns how many."""
+    from vime_lint.check.probe_run import run_probes
+    from vime_lint.check.probes import ProbeRow
+
+    seen: dict[str, ProbeRow] = {}
+    for r in rows:
+        prompt, label = r.get("prompt"), r.get("label")
+        if isinstance(prompt, str) and label is not None and prompt not in seen:
+            seen[prompt] = ProbeRow(prompt, str(label))
+    if not seen:
+        return 0
+    outcome = run_probes(args, list(seen.values())[:6])
+    out.write("\nreward probes (as in vime-lint check; --no-probe turns them off):\n")
+    for v in outcome.findings:
+        out.write(v.format() + "\n")
+    if not outcome.findings:
+        out.write("  no finding\n")
+    for note in outcome.notes:
+        out.write(f"  note: {note}\n")
+    return len(outcome.findings)

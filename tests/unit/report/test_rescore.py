@@ -101,7 +101,8 @@ def test_group_reward_is_called_once_per_group(tmp_path: Path, hooks: str) -> No
     import importlib
 
     run_dir = make_run(tmp_path / "run", steps=1)
-    code, _, err = run([str(run_dir), "--custom-rm-path", f"{hooks}.group", "--group-rm"])
+    code, _, err = run([str(run_dir), "--custom-rm-path", f"{hooks}.group", "--group-rm",
+                        "--no-probe"])   # (it scores by position: the probes would say so)
     assert code == 0, err
     calls = importlib.import_module(hooks).CALLS
     assert sorted(calls) == [[0, 1], [2, 3, 5], [6, 7], [8, 9]]
@@ -148,3 +149,22 @@ def test_reached_through_vime_lint(tmp_path: Path, capsys: pytest.CaptureFixture
     assert vime_lint(["rescore", str(run_dir), "--rm-type", "math", "--top", "0"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].split()[:2] == ["0", "9"] and "moved most" not in out
+
+
+def test_the_new_reward_is_probed(tmp_path: Path, hooks: str) -> None:
+    run_dir = make_run(tmp_path / "run", steps=1)
+    (tmp_path / "probed_first.py").write_text(textwrap.dedent('''
+        import re
+
+        async def first_number(args, sample):
+            found = re.findall(r"-?\\d+", sample.response)
+            return float(bool(found) and found[0] == sample.label)
+    '''))
+    code, out, _ = run([str(run_dir), "--custom-rm-path", "probed_first.first_number"])
+    assert code == 1 and "reward probes (as in vime-lint check" in out
+    assert "VIM304 error:" in out and "the first answer is graded" in out
+    code, out, _ = run([str(run_dir), "--custom-rm-path", "probed_first.first_number",
+                        "--no-probe"])
+    assert "reward probes" not in out
+    code, out, _ = run([str(run_dir), "--rm-type", "math"])
+    assert code == 0 and "  no finding" in out
