@@ -127,3 +127,18 @@ def test_probe_responses_path_gives_the_answer_format(
           "probe_rewards.json_renderings"])
     out = capsys.readouterr().out
     assert "not judged" not in out and "VIM300  probe-gold-above-wrong        pass" in out
+
+
+def test_a_group_reward_launch_is_checkable_with_evaluation(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The eval step scores each prompt's copies as one group (it used to stop the check with
+    exit 2: '--group-rm is not supported for evaluation')."""
+    from vime_lint.runtime.harness import main
+
+    code = main(["--custom-rm-path", "probe_rewards.group_centered", "--group-rm",
+                 "--eval-datasets", "held_out"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    import re
+
+    assert re.search(r"^VIM130\s+eval-data\s+pass$", out, re.M), out   # the eval step ran

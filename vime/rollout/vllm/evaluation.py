@@ -21,7 +21,7 @@ from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
 from vime.rollout.eval_data import eval_copies, load_eval_prompts, samples_per_prompt
 from vime.rollout.failures import failure_counts, is_failed
-from vime.rollout.vllm.sampling import generate_and_rm
+from vime.rollout.vllm.sampling import _score_batch, generate_and_rm
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
@@ -70,6 +70,11 @@ async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[
         p = {**params, "seed": seed + k % n_per} if deterministic else params
         calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
+    if arg(args, "group_rm"):   # each prompt's copies are one group, scored as in training
+        for g in range(0, len(results), n_per):
+            group = [x for x in iter_samples(list(results[g:g + n_per])) if not is_failed(x)]
+            if group:
+                await _score_batch(state, args, group, True)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
     failed = [s for s in leaves if is_failed(s)]
     if failed:   # --hook-failure fail-sample: no reward to average; said, not hidden
@@ -95,13 +100,9 @@ async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
         ``RolloutFnEvalOutput(data={name: {"rewards", "truncated", "samples"}})``, lists of
         equal length sorted by ``index``; ``data={}`` without eval datasets.
 
-    Raises:
-        ValueError: ``--group-rm`` (not supported for evaluation).
+    With ``--group-rm`` the ``n_samples_per_eval_prompt`` copies of each prompt are one group,
+    scored together by the group reward (as a training group is).
     """
-    if arg(args, "group_rm"):
-        raise ValueError("--group-rm is not supported for evaluation in vime v1: score eval "
-                         "samples one by one (drop --group-rm or give the eval a --custom-rm-path"
-                         " for single samples)")
     state = await get_state(args)
     state.start_step(rollout_id)
     configs: Sequence[Any] = getattr(args, "eval_datasets", None) or []
