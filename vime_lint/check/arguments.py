@@ -107,16 +107,31 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
     Generation falls back to the built-in dry-run generator (``--custom-generate-function-
     path`` unset) unless ``--dry-run-engine`` asks for an engine (``vllm``, ``stand-in``): then
     vime's built-in generate runs against it, as in training; vime code that checks contracts itself logs instead of raising
-    (``contract_check=warn``); ``eval_datasets`` holds ``--eval-datasets`` names (else None).
+    (``contract_check=warn``); ``eval_datasets`` holds the launch's eval datasets
+    (``--eval-prompt-data`` / ``--eval-config``, resolved as ``vime train`` resolves them), else
+    ``--eval-datasets`` names (else None).
+
+    Raises:
+        ValueError, FileNotFoundError: an ``--eval-config`` / ``--eval-prompt-data`` that
+            ``vime.utils.eval_config.build_eval_datasets`` rejects.
     """
     values = dict(parser_defaults())
     values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
     values["contract_check"] = "warn"
+    if ns.eval_prompt_data or ns.eval_config:   # the launch's own eval data, as in training
+        from vime.utils.eval_config import build_eval_datasets
+
+        values["eval_datasets"] = build_eval_datasets(argparse.Namespace(**values)) or None
+        return _finish(ns, values)
     names = ns.eval_datasets or []
     values["eval_datasets"] = [argparse.Namespace(
         name=n, path=None, n_samples_per_eval_prompt=ns.n_samples_per_eval_prompt,
         rm_type=ns.rm_type, custom_rm_path=None, custom_generate_function_path=None,
         metadata_overrides={}) for n in names] or None
+    return _finish(ns, values)
+
+
+def _finish(ns: argparse.Namespace, values: dict[str, Any]) -> argparse.Namespace:
     values["over_sampling_batch_size"] = ns.rollout_batch_size
     values["rollout_global_dataset"] = True
     if not ns.custom_generate_function_path and getattr(ns, "dry_run_engine", "auto") == "auto":

@@ -22,7 +22,7 @@ from typing import Any
 from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
 from vime.rollout.failures import failure_counts, is_failed
-from vime.rollout.vllm.sampling import generate_and_rm
+from vime.rollout.vllm.sampling import generate_and_rm, score_groups
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
@@ -93,6 +93,8 @@ async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[
             calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
+    if arg(args, "group_rm"):   # each prompt's samples scored as one group, as in training
+        await score_groups(state, args, leaves, evaluation=True)
     failed = [s for s in leaves if is_failed(s)]
     if failed:   # --hook-failure fail-sample: no reward to average; said, not hidden
         counts = ", ".join(f"{h}/{t}: {n}" for (h, t), n in failure_counts(failed).items())
@@ -117,13 +119,10 @@ async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
         ``RolloutFnEvalOutput(data={name: {"rewards", "truncated", "samples"}})``, lists of
         equal length sorted by ``index``; ``data={}`` without eval datasets.
 
-    Raises:
-        ValueError: ``--group-rm`` (not supported for evaluation).
+    With ``--group-rm`` each prompt's ``n_samples_per_eval_prompt`` samples are scored by one
+    call of the batch reward, as training scores a group (a dataset's own ``rm_type`` or
+    ``custom_rm_path`` scores its samples one by one).
     """
-    if arg(args, "group_rm"):
-        raise ValueError("--group-rm is not supported for evaluation in vime v1: score eval "
-                         "samples one by one (drop --group-rm or give the eval a --custom-rm-path"
-                         " for single samples)")
     state = await get_state(args)
     state.start_step(rollout_id)
     configs: Sequence[Any] = getattr(args, "eval_datasets", None) or []
