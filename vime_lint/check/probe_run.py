@@ -234,8 +234,12 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
         out.notes.append(f"reward probes: the call budget (--probe-max-calls {max_calls}) ran "
                          f"out after {probed} of {len(usable)} prompt(s)")
     out.calls = caller.calls
+    tolerated = getattr(args, "hook_failure", "raise") == "fail-sample"
     for pid, problem in sorted(found.items()):
-        out.findings.append(INVARIANTS[pid].violation(where, problem=problem))
+        # with --hook-failure fail-sample a raising reward costs samples, not the run
+        severity = "warning" if pid == "VIM303" and tolerated else None
+        out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
+                                                      severity=severity))
     if unjudged:
         out.notes.append(
             f"reward probes: for {unjudged} of {probed} prompt(s) no rendering of the label "

@@ -34,7 +34,8 @@ def test_every_vime_option_is_accepted() -> None:
     vime = {o for a in get_parser()._actions for o in a.option_strings}
     check = {o for a in build_parser()._actions for o in a.option_strings}
     assert vime <= check
-    assert check - vime == {"--eval-datasets", "--max-violations", "--dry-run-engine"}
+    assert check - vime == {"--eval-datasets", "--max-violations", "--dry-run-engine",
+                            "--no-probe", "--probe-max-calls", "--probe-responses-path"}
 
 
 def test_defaults_are_vimes_except_the_dry_run_ones() -> None:

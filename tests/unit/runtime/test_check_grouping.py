@@ -58,7 +58,7 @@ def test_missing_reward_on_64x8_is_one_group_with_count_and_a_reward_fix(
     assert len(fixes) == 1 and "--reward-key" not in fixes[0]
     assert "set sample.reward to a float" in fixes[0]
     assert "--max-violations 512 lists them one by one" in out
-    assert len(out.splitlines()) < 70
+    assert len(out.splitlines()) < 80   # the per-invariant table (with VIM300-VIM307) and a few lines
 
 
 def test_max_violations_lists_findings_one_by_one(

@@ -103,7 +103,8 @@ def test_vime_lint_check_summarises_failures_per_hook(capsys, monkeypatch):
     argv = ["--rollout-function-path", "vime_ref_good.generate_rollout",
             "--custom-rm-path", "vime_ref_failing.reward_fails_on_even",
             "--n-samples-per-prompt", "4"]
-    assert main([*argv, "--hook-failure", "fail-sample"]) == 0
+    # (--no-probe: the reward probes would call the failing judge on purpose, VIM303)
+    assert main([*argv, "--hook-failure", "fail-sample", "--no-probe"]) == 0
     out = capsys.readouterr().out
     summary = out.split("failures per hook (FAILED samples, --hook-failure fail-sample):")[1]
     lines = summary.strip("\n").splitlines()

@@ -21,7 +21,7 @@ from vime.config import arg
 from vime.rollout.base_types import RolloutFnEvalOutput, iter_samples
 from vime.rollout.eval_data import eval_copies, load_eval_prompts, samples_per_prompt
 from vime.rollout.failures import failure_counts, is_failed
-from vime.rollout.vllm.sampling import _score_batch, generate_and_rm
+from vime.rollout.vllm.sampling import generate_and_rm, score_groups
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
@@ -70,12 +70,9 @@ async def _eval_dataset(state: RolloutState, args: Namespace, cfg: Any) -> dict[
         p = {**params, "seed": seed + k % n_per} if deterministic else params
         calls.append(generate_and_rm(args, s, p, evaluation=True))
     results = await asyncio.gather(*calls)
-    if arg(args, "group_rm"):   # each prompt's copies are one group, scored as in training
-        for g in range(0, len(results), n_per):
-            group = [x for x in iter_samples(list(results[g:g + n_per])) if not is_failed(x)]
-            if group:
-                await _score_batch(state, args, group, True)
     leaves = sorted(iter_samples(list(results)), key=lambda s: s.index or 0)
+    if arg(args, "group_rm"):   # each prompt's samples scored as one group, as in training
+        await score_groups(state, args, leaves, evaluation=True)
     failed = [s for s in leaves if is_failed(s)]
     if failed:   # --hook-failure fail-sample: no reward to average; said, not hidden
         counts = ", ".join(f"{h}/{t}: {n}" for (h, t), n in failure_counts(failed).items())
@@ -100,8 +97,9 @@ async def eval_rollout(args: Namespace, rollout_id: int) -> RolloutFnEvalOutput:
         ``RolloutFnEvalOutput(data={name: {"rewards", "truncated", "samples"}})``, lists of
         equal length sorted by ``index``; ``data={}`` without eval datasets.
 
-    With ``--group-rm`` the ``n_samples_per_eval_prompt`` copies of each prompt are one group,
-    scored together by the group reward (as a training group is).
+    With ``--group-rm`` each prompt's ``n_samples_per_eval_prompt`` samples are scored by one
+    call of the batch reward, as training scores a group (a dataset's own ``rm_type`` or
+    ``custom_rm_path`` scores its samples one by one).
     """
     state = await get_state(args)
     state.start_step(rollout_id)

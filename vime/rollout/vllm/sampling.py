@@ -16,6 +16,7 @@ import inspect
 import time
 import uuid
 from argparse import Namespace
+from collections.abc import Sequence
 from typing import Any
 
 from vime.config import arg
@@ -38,7 +39,7 @@ from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
 
-__all__ = ["generate_and_rm", "generate_and_rm_group", "sampling_params_from_args"]
+__all__ = ["generate_and_rm", "generate_and_rm_group", "sampling_params_from_args", "score_groups"]
 
 
 def sampling_params_from_args(args: Namespace) -> dict[str, Any]:
@@ -260,6 +261,25 @@ async def _score_one(state: RolloutState, args: Namespace, sample: Sample,
                            rollout_id=state.rollout_id, evaluation=evaluation,
                            index=sample.index)
     sample.reward = reward
+
+
+async def score_groups(state: RolloutState, args: Namespace, samples: Sequence[Sample],
+                       evaluation: bool) -> None:
+    """With ``--group-rm``: score the unscored ``samples`` as groups (one ``batched_async_rm``
+    call per ``group_index``, in index order), as a training group is scored; a sample with its
+    own ``custom_rm_path`` other than ``--custom-rm-path`` (an eval dataset's single-sample
+    reward) is scored alone. FAILED,
+    ABORTED and already scored samples are left as they are."""
+    groups: dict[int | None, list[Sample]] = {}
+    for s in samples:
+        if s.reward is not None or is_failed(s) or s.status == Sample.Status.ABORTED:
+            continue
+        if s.custom_rm_path and s.custom_rm_path != arg(args, "custom_rm_path"):
+            await _score_one(state, args, s, evaluation)
+            continue
+        groups.setdefault(s.group_index, []).append(s)
+    for members in groups.values():
+        await _score_batch(state, args, members, evaluation)
 
 
 async def _score_batch(state: RolloutState, args: Namespace, samples: list[Sample],
