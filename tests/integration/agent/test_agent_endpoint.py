@@ -59,9 +59,11 @@ def rollout(args: Namespace) -> RolloutFnTrainOutput:
 
 def engine_log_probs(server: Any, tokens: list[int]) -> list[float | None]:
     """The engine's log-prob of every token given the tokens before it (prompt_logprobs)."""
-    resp = httpx.post(server.url + "/v1/completions", timeout=60, json={
-        "model": str(server.model), "prompt": tokens, "max_tokens": 1, "prompt_logprobs": 0,
-        "temperature": 1.0})
+    from vime.ray.engine_guard import auth_headers, run_api_key
+
+    resp = httpx.post(server.url + "/v1/completions", timeout=60, headers=auth_headers(
+        run_api_key()), json={"model": str(server.model), "prompt": tokens, "max_tokens": 1,
+                              "prompt_logprobs": 0, "temperature": 1.0})
     resp.raise_for_status()
     out: list[float | None] = []
     for i, entry in enumerate(resp.json()["choices"][0]["prompt_logprobs"]):
