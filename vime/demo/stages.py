@@ -178,7 +178,8 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
            _display(recipe.configs / "grpo.yaml"),
            "--rollout-function-path", str(HOOKS["rollout_function_path"].default),
            "--dry-run-engine", "vllm", "--hf-checkpoint", _display(paths.model),
-           "--prompt-data", _display(paths.data / "rl_train.jsonl"), *scale.grpo_extra]
+           "--prompt-data", _display(paths.data / "rl_train.jsonl"),
+           "--eval-config", _display(paths.eval_config), *scale.grpo_extra]
     _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "
             "real model and tokenizer\n$ " + shlex.join(["vime-lint", *cmd[3:]]))
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
