@@ -74,16 +74,20 @@ def test_engine_serves_every_route_and_sampling_key_vime_uses(vllm_server):
 
 def test_a_weight_version_tag_reaches_the_samples(vllm_server):
     from vime.ray.engine_control import set_weight_version
+    from vime.ray.engine_guard import auth_headers, run_api_key
     from vime.rollout.vllm_protocol import parse_generate_response
     from vime.utils.http_utils import post
 
+    key = auth_headers(run_api_key())   # the engines are keyed (the session's key)
     body = {"token_ids": [257, 117, 115], "sampling_params": {"max_tokens": 2, "logprobs": 1},
             "stream": False}
     try:
         run(set_weight_version(vllm_server.url, 7))
-        reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-7"}))
+        reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-7"},
+                         headers=key))
         assert parse_generate_response(reply, request_id="tag-7").weight_version == "7"
     finally:
         run(set_weight_version(vllm_server.url, "default"))   # the session engine is shared
-    reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-d"}))
+    reply = run(post(f"{vllm_server.url}{GENERATE_PATH}", {**body, "request_id": "tag-d"},
+                     headers=key))
     assert parse_generate_response(reply, request_id="tag-d").weight_version == "default"

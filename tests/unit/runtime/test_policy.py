@@ -39,8 +39,11 @@ def test_raise_mode_raises_errors_with_context_and_warns_warnings() -> None:
     assert isinstance(err, TypeError) and isinstance(err, ValueError)
     assert err.violations[0].context == (
         "rollout `my_pkg.rollout.generate_rollout` (--rollout-function-path) step 11")
-    assert [w.category for w in caught] == [LoggedContractWarning]
-    assert "VIM105 warning" in str(caught[0].message)
+    # (a ResourceWarning of an object some earlier test left to the garbage collector may land
+    # in this block; only the contract's own warnings are this test's)
+    ours = [w for w in caught if not issubclass(w.category, ResourceWarning)]
+    assert [w.category for w in ours] == [LoggedContractWarning]
+    assert "VIM105 warning" in str(ours[0].message)
 
 
 def test_raise_mode_lists_at_most_twenty() -> None:
