@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vime.contract.errors import Violation
+from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime_lint.check.probes import (
     GROUP_ORDER,
@@ -237,7 +237,7 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     tolerated = getattr(args, "hook_failure", "raise") == "fail-sample"
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
-        severity = "warning" if pid == "VIM303" and tolerated else None
+        severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None
         out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
                                                       severity=severity))
     if unjudged:
