@@ -31,13 +31,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
+
+from vime_lint.check.probe_run import reward_scalar
 
 __all__ = ["Rescored", "StepSummary", "build_parser", "main", "rescore_rows", "summarise"]
 
@@ -139,22 +140,6 @@ def _sample(row: Mapping[str, Any]) -> Any:
     })
 
 
-def _scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
-    """A reward as the trainer reads it: a finite number, or ``--reward-key`` of a dict."""
-    if isinstance(value, dict):
-        key = getattr(args, "reward_key", None)
-        if not key:
-            return None, "returned a dict and --reward-key is not set"
-        if key not in value:
-            return None, f"returned a dict without --reward-key {key!r}"
-        value = value[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None, f"returned {type(value).__name__}, not a number"
-    if not math.isfinite(value):
-        return None, f"returned {value}"
-    return float(value), None
-
-
 def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
@@ -163,7 +148,7 @@ async def _score_one(args: argparse.Namespace, sample: Any) -> tuple[float | Non
     from vime.rollout.rm_hub import async_rm
 
     try:
-        return _scalar(args, await async_rm(args, sample))
+        return reward_scalar(args, await async_rm(args, sample))
     except Exception as exc:  # noqa: BLE001 - reported per sample, the run goes on
         return None, _error(exc)
 
@@ -176,7 +161,7 @@ async def _score_group(args: argparse.Namespace, samples: list[Any]
         values = await batched_async_rm(args, samples)
     except Exception as exc:  # noqa: BLE001 - reported per sample, the run goes on
         return [(None, _error(exc))] * len(samples)
-    return [_scalar(args, v) for v in values]
+    return [reward_scalar(args, v) for v in values]
 
 
 async def _score(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]]
