@@ -442,8 +442,10 @@ class DryRun:
             raise HarnessError(str(exc)) from None
         from vime_lint.check.probes import PROBES
 
+        # an id counts as checked only when some prompt was judged (else it stays "not run")
         self.report.add(outcome.findings, [p.id for p in PROBES
-                                           if p.id != "VIM307" or args.group_rm])
+                                           if outcome.judged and (p.id != "VIM307"
+                                                                  or args.group_rm)])
         self.report.notes.extend(outcome.notes)
 
     def run(self) -> Report:

@@ -52,6 +52,8 @@ class ProbeOutcome:
     findings: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     calls: int = 0
+    #: Prompts whose responses were judged (0: nothing was checked; the ids are "not run").
+    judged: int = 0
 
 
 def reward_scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
@@ -180,12 +182,14 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
 
 
 def _group_probe(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow]
-                 ) -> list[tuple[str, str]]:
+                 ) -> tuple[list[tuple[str, str]], bool]:
+    """``(findings, judged)``: judged False when the group reward gave no numbers."""
     texts = responses_for(row, rows, "sentence")
     items = [texts[name] for name in GROUP_ORDER]
     forward = caller.group(row, items)
     backward = caller.group(row, list(reversed(items)))
-    return judge_group(row, forward, backward)
+    judged = None not in forward and None not in backward
+    return judge_group(row, forward, backward), judged
 
 
 def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
@@ -222,8 +226,7 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                 added = [(str(n), str(t)) for n, t in
                          extra(args, caller.sample(row, "", "completed", 0, row.label))]
             if getattr(args, "group_rm", False):
-                pairs = _group_probe(caller, row, usable)
-                judged = True
+                pairs, judged = _group_probe(caller, row, usable)
             else:
                 pairs, judged = _probe_row(caller, row, usable, added)
             probed += 1
@@ -234,6 +237,7 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
         out.notes.append(f"reward probes: the call budget (--probe-max-calls {max_calls}) ran "
                          f"out after {probed} of {len(usable)} prompt(s)")
     out.calls = caller.calls
+    out.judged = probed - unjudged
     tolerated = getattr(args, "hook_failure", "raise") == "fail-sample"
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run

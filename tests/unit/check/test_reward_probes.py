@@ -142,3 +142,15 @@ def test_a_group_reward_launch_is_checkable_with_evaluation(
     import re
 
     assert re.search(r"^VIM130\s+eval-data\s+pass$", out, re.M), out   # the eval step ran
+
+
+def test_an_unjudged_reward_is_not_run_not_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    """A reward whose answer format is unknown is not reported as passing the probes."""
+    import re
+
+    from vime_lint.runtime.harness import main
+
+    main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+          "probe_rewards.json_only_format"])
+    out = capsys.readouterr().out
+    assert re.search(r"^VIM300\s+probe-gold-above-wrong\s+not run$", out, re.M), out
