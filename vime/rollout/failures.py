@@ -1,7 +1,14 @@
-"""Failed samples as data: the error record, the step's failure metrics and the stop rule of
-``--hook-failure fail-sample`` / ``--max-failed-ratio``. Pure functions; no I/O.
+"""What ``--hook-failure`` does when a hook call fails, and failed samples as data: the one
+decision (raise, or fail the sample and record why), the error record, the step's failure
+metrics and the stop rule of ``--max-failed-ratio``. Pure functions; no I/O.
 
 Usage::
+
+    raised = settle_failed_call(args, [sample], "reward", exc, seconds, path=path)
+    if raised is not None:          # --hook-failure raise: the hook's exception, noted
+        raise raised from None
+    if reward is None and settle_unscored(args, sample, seconds, message="..."):
+        ...                         # --hook-failure fail-sample: FAILED, type "Unscored"
 
     mark_failed(sample, "reward", exc, seconds=1.3)    # status FAILED, metadata["vime_error"]
     sample.metadata["vime_error"]    # {"hook": "reward", "type": "ValueError",
@@ -20,16 +27,18 @@ runtime contract accepts it only with a well-formed record (VIM180) and no train
 from __future__ import annotations
 
 import math
+from argparse import Namespace
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from vime.config.defaults import arg
 from vime.contract.checks.failures import ERROR_KEY, UNSCORED, is_failed
 from vime.utils.types import Sample
 
 __all__ = ["ERROR_KEY", "FAILED_PREFIX", "MESSAGE_CHARS", "UNSCORED", "HookFailureError",
-           "error_record", "failure_counts", "failure_metrics", "is_failed", "mark_failed",
-           "too_many_failed"]
+           "error_record", "fail_sample", "failure_counts", "failure_metrics", "is_failed",
+           "mark_failed", "settle_failed_call", "settle_unscored", "too_many_failed"]
 
 #: Prefix of the failure metrics (``rollout/failed/count``, ``.../<hook>/<ExceptionType>``).
 FAILED_PREFIX = "rollout/failed/"
@@ -39,6 +48,58 @@ MESSAGE_CHARS = 500
 
 class HookFailureError(RuntimeError):
     """The run stops: more than ``--max-failed-ratio`` of a step's samples failed."""
+
+
+def fail_sample(args: Namespace) -> bool:
+    """Whether the run's policy is ``--hook-failure fail-sample`` (else ``raise``, the default)."""
+    return bool(arg(args, "hook_failure") == "fail-sample")
+
+
+def settle_failed_call(args: Namespace, samples: Sequence[Sample], hook: str,
+                       exc: BaseException, seconds: float, *, path: str | None,
+                       prepare: Callable[[Sample], None] | None = None) -> BaseException | None:
+    """Apply ``--hook-failure`` to one hook call that raised or timed out: the one place that
+    decides, for the default rollout's generate and reward calls and for ``vime-lint check``.
+
+    Args:
+        samples: the samples the call was for (one, or a group for a ``--group-rm`` reward).
+        hook: ``"generate"`` or ``"reward"``.
+        exc: what the call raised (a ``TimeoutError`` naming the flag for a timeout).
+        seconds: how long it ran (wall-clock seconds).
+        path: the hook as the user named it (its ``--*-path`` value, or ``--rm-type X``).
+        prepare: under ``fail-sample``, called on each sample before it is marked (the default
+            rollout cuts back what a failed generate appended).
+
+    Returns:
+        ``raise``: ``exc`` itself with a note naming the call, the first sample and the policy;
+        the caller raises it (``raise raised from None``). ``fail-sample``: None, after every
+        sample not already FAILED was marked (:func:`mark_failed`, the record names ``exc``).
+    """
+    if not fail_sample(args):
+        first = samples[0] if samples else None
+        where = (f" on sample index={first.index} (group_index={first.group_index})"
+                 if first is not None else "")
+        exc.add_note(f"vime: {hook} call {path} failed{where} after {seconds:.1f} s; "
+                     "--hook-failure raise stops the run (fail-sample would fail only this "
+                     "sample)")
+        return exc
+    for sample in samples:
+        if not is_failed(sample):
+            if prepare is not None:
+                prepare(sample)
+            mark_failed(sample, hook, exc, seconds)
+    return None
+
+
+def settle_unscored(args: Namespace, sample: Sample, seconds: float, *, message: str) -> bool:
+    """A reward of None for ``sample``: under ``--hook-failure fail-sample`` the sample is marked
+    FAILED with type ``Unscored`` and ``message`` (True); under ``raise`` nothing changes (False)
+    and the reward boundary's check reports the None (VIM110)."""
+    if not fail_sample(args):
+        return False
+    if not is_failed(sample):
+        mark_failed(sample, "reward", None, seconds, type_name=UNSCORED, message=message)
+    return True
 
 
 def error_record(hook: str, exc: BaseException | None, seconds: float, *,

@@ -80,9 +80,8 @@ import time
 from argparse import Namespace
 from collections.abc import Callable, Iterator, Sequence
 
-from vime.config import arg
 from vime.contract.errors import ContractError
-from vime.rollout.failures import failure_metrics
+from vime.rollout.failures import fail_sample, failure_metrics
 from vime.utils.types import Sample
 
 __all__ = ["BUILTIN_ROLLOUT_METRICS", "PREFIX", "BusyClock", "numeric_versions", "rollout_metrics",
@@ -211,7 +210,7 @@ def rollout_metrics(args: Namespace, samples: Sequence[Sample], rollout_time: fl
     }
     out.update(staleness_metrics(samples))
     failed = any(s.status is Sample.Status.FAILED for s in samples)
-    if failed or arg(args, "hook_failure") == "fail-sample":
+    if failed or fail_sample(args):
         out.update(failure_metrics(samples))
     try:
         rewards = [float(s.get_reward_value(args)) for s in samples

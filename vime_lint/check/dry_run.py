@@ -241,20 +241,21 @@ class DryRun:
                     s.reward = v
 
     def _fail_sample(self, sample: Any, hook: str, exc: HarnessError | None) -> bool:
-        """With ``--hook-failure fail-sample``: mark ``sample`` FAILED as the runtime does
-        (``exc`` None: a reward of None, ``Unscored``), count it in the report, return True."""
-        if getattr(self.args, "hook_failure", "raise") != "fail-sample":
-            return False
-        from vime.rollout.failures import UNSCORED, mark_failed
+        """The runtime's ``--hook-failure`` decision (``vime.rollout.failures``) on a hook call
+        that raised (``exc``) or a reward of None (``exc`` None): True when ``sample`` was
+        marked FAILED as the runtime marks it (counted in the report), False under ``raise``."""
+        from vime.rollout.failures import settle_failed_call, settle_unscored
 
-        if not is_failed(sample):
-            if exc is None:
-                mark_failed(sample, hook, None, 0.0, type_name=UNSCORED,
-                            message="the reward function returned None")
-            else:
-                mark_failed(sample, hook, exc.__cause__ or exc, 0.0)
+        was_failed = is_failed(sample)
+        if exc is None:
+            failed = settle_unscored(self.args, sample, 0.0,
+                                     message="the reward function returned None")
+        else:
+            failed = settle_failed_call(self.args, [sample], hook, exc.__cause__ or exc, 0.0,
+                                        path=hook) is None
+        if failed and not was_failed:
             self.report.add_failures([sample])
-        return True
+        return failed
 
     def _dynamic_filter(self, samples: list[Any]) -> None:
         dest = "dynamic_sampling_filter_path"

@@ -238,7 +238,9 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                          f"out after {probed} of {len(usable)} prompt(s)")
     out.calls = caller.calls
     out.judged = probed - unjudged
-    tolerated = getattr(args, "hook_failure", "raise") == "fail-sample"
+    from vime.rollout.failures import fail_sample
+
+    tolerated = fail_sample(args)
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
         severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None

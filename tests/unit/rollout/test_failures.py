@@ -1,10 +1,12 @@
-"""The pure functions of vime.rollout.failures on exact values: the error record, marking a
-sample FAILED, the failure counts and metrics, and the stop message of --max-failed-ratio
-(records missing or malformed, defaults, ordering of the examples)."""
+"""The pure functions of vime.rollout.failures on exact values: the --hook-failure decision
+(settle_failed_call, settle_unscored), the error record, marking a sample FAILED, the failure
+counts and metrics, and the stop message of --max-failed-ratio (records missing or malformed,
+defaults, ordering of the examples)."""
 
 from __future__ import annotations
 
 import math
+from argparse import Namespace
 
 import pytest
 
@@ -15,6 +17,8 @@ from vime.rollout.failures import (
     failure_counts,
     failure_metrics,
     mark_failed,
+    settle_failed_call,
+    settle_unscored,
     too_many_failed,
 )
 from vime.utils.types import Sample
@@ -35,6 +39,51 @@ def _sample(index: int | None, *, response_length: int = 2) -> Sample:
 
 def _failed(index: int | None, hook: str, exc: BaseException) -> Sample:
     return mark_failed(_sample(index), hook, exc, 0.5)
+
+
+# ---- the --hook-failure decision ------------------------------------------------------------
+
+RAISE, FAIL = Namespace(hook_failure="raise"), Namespace(hook_failure="fail-sample")
+
+
+def test_raise_policy_returns_the_hooks_own_exception_noted_and_marks_nothing() -> None:
+    group = [_sample(3), _sample(4)]
+    exc = ValueError("judge down")
+    raised = settle_failed_call(RAISE, group, "reward", exc, 1.25, path="my.rm")
+    assert raised is exc
+    assert exc.__notes__ == ["vime: reward call my.rm failed on sample index=3 (group_index=0) "
+                             "after 1.2 s; --hook-failure raise stops the run (fail-sample "
+                             "would fail only this sample)"]
+    assert all(s.status is Sample.Status.COMPLETED and s.reward == 1.0 for s in group)
+
+
+def test_the_default_policy_is_raise() -> None:
+    assert settle_failed_call(Namespace(), [_sample(0)], "generate", KeyError("k"), 0.0,
+                              path="g") is not None
+    assert settle_unscored(Namespace(), _sample(0), 0.0, message="None") is False
+
+
+def test_fail_sample_marks_every_sample_once_after_prepare() -> None:
+    group = [_sample(1), _failed(2, "generate", RuntimeError("earlier"))]
+    seen: list[int | None] = []
+    exc = TimeoutError("over --rm-timeout 2 s")
+    assert settle_failed_call(FAIL, group, "reward", exc, 2.0, path="my.rm",
+                              prepare=lambda s: seen.append(s.index)) is None
+    assert seen == [1]                      # the already failed sample is left as it was
+    assert group[0].status is Sample.Status.FAILED and group[0].reward is None
+    assert group[0].metadata[ERROR_KEY] == {"hook": "reward", "type": "TimeoutError",
+                                            "message": "over --rm-timeout 2 s", "seconds": 2.0}
+    assert group[1].metadata[ERROR_KEY]["message"] == "earlier"
+    assert not getattr(exc, "__notes__", None)
+
+
+def test_a_none_reward_is_unscored_only_under_fail_sample() -> None:
+    kept, failed = _sample(5), _sample(6)
+    assert settle_unscored(RAISE, kept, 0.3, message="rm returned None") is False
+    assert kept.status is Sample.Status.COMPLETED
+    assert settle_unscored(FAIL, failed, 0.3, message="rm returned None") is True
+    assert failed.metadata[ERROR_KEY] == {"hook": "reward", "type": "Unscored",
+                                          "message": "rm returned None", "seconds": 0.3}
 
 
 # ---- error_record ----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """One generate or reward call of the default rollout, as a task that can time out, be cancelled
-by an abort, and be seen by the watchdog; and what ``--hook-failure`` does when it fails.
+by an abort, and be seen by the watchdog (what ``--hook-failure`` then does is decided by
+``vime.rollout.failures.settle_failed_call``).
 
 Usage::
 
@@ -10,9 +11,10 @@ Usage::
     try:
         ...
     except HookCallError as err:
-        if not fail_sample(args):
-            raise err.original          # --hook-failure raise: the run stops on it
-        mark_failed(sample, err.hook, err.original, err.seconds)
+        raised = settle_failed_call(args, [sample], err.hook, err.original, err.seconds,
+                                    path=path)
+        if raised is not None:          # --hook-failure raise: the run stops on it
+            raise raised from None
 
 Every call is registered in ``state.pending`` (:class:`PendingCall`: sample index, hook, phase,
 start) while it runs: :func:`vime.rollout.vllm.abort.abort` cancels the reward and custom
@@ -27,17 +29,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from argparse import Namespace
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.rollout.watchdog import PendingCall
 from vime.utils.types import Sample
 
-__all__ = ["CallAborted", "HookCallError", "call_hook", "fail_sample", "pending_entry",
-           "restore_sample", "snapshot_sample"]
+__all__ = ["CallAborted", "HookCallError", "call_hook", "pending_entry", "restore_sample",
+           "snapshot_sample"]
 
 T = TypeVar("T")
 _ids = itertools.count()
@@ -56,11 +56,6 @@ class HookCallError(Exception):
         self.hook = hook
         self.original = original
         self.seconds = seconds
-
-
-def fail_sample(args: Namespace) -> bool:
-    """``--hook-failure fail-sample``."""
-    return bool(arg(args, "hook_failure") == "fail-sample")
 
 
 def pending_entry(state: Any, sample: Sample, *, hook: str, phase: str, path: str | None,

@@ -24,13 +24,12 @@ from vime.contract import checks as rt
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
 from vime.contract.signature import optional_kwargs
 from vime.rollout.base_types import iter_samples
-from vime.rollout.failures import UNSCORED, is_failed, mark_failed
+from vime.rollout.failures import is_failed, settle_failed_call, settle_unscored
 from vime.rollout.vllm.client import generate
 from vime.rollout.vllm.hook_calls import (
     CallAborted,
     HookCallError,
     call_hook,
-    fail_sample,
     pending_entry,
     restore_sample,
     snapshot_sample,
@@ -131,10 +130,10 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     response tokens are masked out (``loss_mask = [0] * response_length``).
 
     ``--custom-generate-timeout`` limits a custom generate call and ``--rm-timeout`` a reward
-    call (seconds). A call that raises or times out stops the run with ``--hook-failure raise``
-    (the exception gets a note naming the hook and the sample); with ``fail-sample`` the sample
-    is marked FAILED (``vime.rollout.failures.mark_failed``; a failed generate's partial
-    response is cut back first) and so is a reward of None (type ``Unscored``).
+    call (seconds). A call that raises or times out goes to
+    ``vime.rollout.failures.settle_failed_call`` (the ``--hook-failure`` decision: raise the
+    hook's exception with a note, or mark the sample FAILED; a failed generate's partial
+    response is cut back first), a reward of None to ``settle_unscored``.
 
     Returns:
         The sample, or a non-empty ``list[Sample]`` from a fan-out generate function.
@@ -173,11 +172,15 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         sample.status = Sample.Status.ABORTED
         return sample
     except HookCallError as err:
-        if not fail_sample(args):
-            raise _noted(err, fn_path, sample) from None
-        restore_sample(sample, snap)
-        _keep_prompt_tokens(state, sample)
-        return mark_failed(sample, "generate", err.original, err.seconds)
+        def cut_back(s: Sample) -> None:
+            restore_sample(s, snap)
+            _keep_prompt_tokens(state, s)
+
+        raised = settle_failed_call(args, [sample], "generate", err.original, err.seconds,
+                                    path=fn_path, prepare=cut_back)
+        if raised is not None:
+            raise raised from None
+        return sample
     rt.check_generate_result(status_in, result, args,
                              hook_path=None if fn is generate else fn_path,
                              rollout_id=state.rollout_id, in_response_length=length_in)
@@ -195,15 +198,6 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
             and result.reward is None:
         await _score_one(state, args, result, evaluation)
     return result
-
-
-def _noted(err: HookCallError, path: str | None, sample: Sample) -> BaseException:
-    """The hook's own exception, with a note naming the call, the sample and the policy."""
-    exc = err.original
-    exc.add_note(f"vime: {err.hook} call {path} failed on sample index={sample.index} "
-                 f"(group_index={sample.group_index}) after {err.seconds:.1f} s; "
-                 "--hook-failure raise stops the run (fail-sample would fail only this sample)")
-    return exc
 
 
 def _keep_prompt_tokens(state: RolloutState, sample: Sample) -> None:
@@ -249,13 +243,13 @@ async def _score_one(state: RolloutState, args: Namespace, sample: Sample,
     except CallAborted:
         return
     except HookCallError as err:
-        if not fail_sample(args):
-            raise _noted(err, name, sample) from None
-        mark_failed(sample, "reward", err.original, err.seconds)
+        raised = settle_failed_call(args, [sample], "reward", err.original, err.seconds,
+                                    path=name)
+        if raised is not None:
+            raise raised from None
         return
-    if reward is None and fail_sample(args):
-        mark_failed(sample, "reward", None, time.monotonic() - start, type_name=UNSCORED,
-                    message=f"{name} returned None (could not score)")
+    if reward is None and settle_unscored(args, sample, time.monotonic() - start,
+                                          message=f"{name} returned None (could not score)"):
         return
     rt.check_reward_result(reward, args, hook_path=_rm_path(args, sample),
                            rollout_id=state.rollout_id, evaluation=evaluation,
@@ -302,21 +296,21 @@ async def _score_batch(state: RolloutState, args: Namespace, samples: list[Sampl
     except CallAborted:
         return
     except HookCallError as err:
-        if not fail_sample(args):
-            raise _noted(err, name, samples[0]) from None
-        for s in samples:
-            mark_failed(s, "reward", err.original, err.seconds)
+        raised = settle_failed_call(args, samples, "reward", err.original, err.seconds,
+                                    path=name)
+        if raised is not None:
+            raise raised from None
         return
-    if fail_sample(args) and len(rewards) == len(samples) and any(r is None for r in rewards):
+    if len(rewards) == len(samples) and any(r is None for r in rewards):
         seconds = time.monotonic() - start
-        for s, r in zip(samples, rewards, strict=True):
-            if r is None:
-                mark_failed(s, "reward", None, seconds, type_name=UNSCORED,
-                            message=f"{name} returned None for this sample (could not score)")
-        pairs = [(s, r) for s, r in zip(samples, rewards, strict=True) if r is not None]
-        samples, rewards = [p[0] for p in pairs], [p[1] for p in pairs]
-        if not samples:
-            return
+        message = f"{name} returned None for this sample (could not score)"
+        unscored = [r is None and settle_unscored(args, s, seconds, message=message)
+                    for s, r in zip(samples, rewards, strict=True)]
+        if any(unscored):
+            pairs = [(s, r) for s, r, u in zip(samples, rewards, unscored, strict=True) if not u]
+            samples, rewards = [p[0] for p in pairs], [p[1] for p in pairs]
+            if not samples:
+                return
     rt.check_batch_reward_result(rewards, samples, args, hook_path=_rm_path(args),
                                  rollout_id=state.rollout_id, evaluation=evaluation)
     for s, reward in zip(samples, rewards, strict=True):
