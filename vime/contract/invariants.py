@@ -123,7 +123,7 @@ class _Keep(dict[str, Any]):
 #: user's code stops there whatever ``--contract-check`` says (a plain list raised too).
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
     "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
-    "VIM162", "VIM165", "VIM186", "VIM190", "VIM191", "VIM192", "VIM193",
+    "VIM150", "VIM162", "VIM165", "VIM186", "VIM190", "VIM191", "VIM192", "VIM193",
 })
 
 

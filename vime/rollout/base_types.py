@@ -23,7 +23,7 @@ from functools import cache
 from typing import Any, NoReturn
 
 from vime.config import arg
-from vime.contract.errors import ContractError
+from vime.contract.errors import ContractError, Violation
 from vime.contract.hooks import HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
@@ -33,6 +33,7 @@ __all__ = [
     "RolloutFnTrainOutput",
     "SampleGroup",
     "call_rollout_fn",
+    "check_vim101",
     "dotted_name",
     "finalize_rollout_groups",
     "iter_samples",
@@ -146,6 +147,64 @@ def _describe(value: Any) -> str:
     return f"a {type(value).__module__}.{type(value).__qualname__}" if type(value).__module__ != "builtins" else f"a {type(value).__name__}"
 
 
+def check_vim101(result: Any, *, evaluation: bool, name: str,
+                 where: str = "rollout function") -> list[Violation]:
+    """VIM101, decided once (``call_rollout_fn``, the runtime checker and ``vime-lint check``
+    all call this): is ``result`` the output of its mode?
+
+    Args:
+        result: what the rollout function returned.
+        evaluation: the mode it was called in.
+        name: the rollout function's dotted path, for the message.
+        where: the finding's location (``"rollout function"``, or ``"output"`` for a result
+            checked after the call).
+
+    Returns:
+        ``[]`` for ``RolloutFnTrainOutput`` with a list ``samples`` (train) or
+        ``RolloutFnEvalOutput`` with a dict ``data`` (eval); one warning for the legacy bare
+        list (train) or dict (eval), which callers wrap; one error naming what came back and
+        the fix otherwise (an awaitable, a generator, None, a tuple, the other mode's output,
+        a wrong payload, anything else).
+    """
+    inv = INVARIANTS["VIM101"]
+    mode = "eval" if evaluation else "train"
+
+    def found(hint: str, fix: str | None = None, *, legacy: bool = False) -> list[Violation]:
+        return [inv.violation(where, severity="warning" if legacy else None, name=name,
+                              mode=mode, actual=_describe(result), hint=hint, fix=fix)]
+
+    if evaluation:
+        if isinstance(result, RolloutFnEvalOutput) and isinstance(result.data, dict):
+            return []
+        if isinstance(result, dict):
+            return found("legacy form, wrapped with a DeprecationWarning",
+                         "return RolloutFnEvalOutput(data=...)", legacy=True)
+    else:
+        if isinstance(result, RolloutFnTrainOutput) and isinstance(result.samples, list):
+            return []
+        if isinstance(result, list):
+            return found("legacy form, wrapped with a DeprecationWarning",
+                         "return RolloutFnTrainOutput(samples=...)", legacy=True)
+    if inspect.isawaitable(result):
+        return found("it is an async def; rollout functions are called synchronously",
+                     "declare it with plain `def` and run async work through "
+                     "vime.utils.async_utils.run(coro)")
+    if inspect.isgenerator(result) or inspect.isasyncgen(result):
+        return found("it contains `yield`; return the whole output at once",
+                     "build the list of groups and return RolloutFnTrainOutput(samples=groups)")
+    if evaluation and isinstance(result, (RolloutFnTrainOutput, list)):
+        return found("the eval path (evaluation=True) must return RolloutFnEvalOutput",
+                     "branch on `evaluation` and return RolloutFnEvalOutput(data=...)")
+    if not evaluation and isinstance(result, (RolloutFnEvalOutput, dict)):
+        return found("the train path (evaluation=False) must return RolloutFnTrainOutput")
+    expected = "RolloutFnEvalOutput" if evaluation else "RolloutFnTrainOutput"
+    if isinstance(result, (RolloutFnTrainOutput, RolloutFnEvalOutput)):
+        field_name = "data" if evaluation else "samples"
+        return found(f"its `{field_name}` is {_describe(getattr(result, field_name))}, "
+                     f"expected a {'dict' if evaluation else 'list'}")
+    return found(f"expected {expected}")
+
+
 def call_rollout_fn(fn: Callable[..., Any], *args: Any, evaluation: bool, **kwargs: Any) -> (
     RolloutFnTrainOutput | RolloutFnEvalOutput
 ):
@@ -153,7 +212,7 @@ def call_rollout_fn(fn: Callable[..., Any], *args: Any, evaluation: bool, **kwar
 
     Train mode accepts ``RolloutFnTrainOutput`` and, with a ``DeprecationWarning``, a bare list
     (wrapped as ``samples``); eval mode accepts ``RolloutFnEvalOutput`` and, with a warning, a
-    bare dict (wrapped as ``data``).
+    bare dict (wrapped as ``data``). The decision is :func:`check_vim101`'s.
 
     Raises:
         ContractError: VIM101, naming ``fn``'s dotted path, the mode and what it returned, for
@@ -161,49 +220,19 @@ def call_rollout_fn(fn: Callable[..., Any], *args: Any, evaluation: bool, **kwar
             anything else.
     """
     result = fn(*args, **kwargs, evaluation=evaluation)
-    mode = "eval" if evaluation else "train"
     name = dotted_name(fn)
-    inv = INVARIANTS["VIM101"]
-
-    def fail(hint: str, fix: str | None = None) -> ContractError:
-        return ContractError([inv.violation("rollout function", name=name, mode=mode, actual=_describe(result),
-                                            hint=hint, fix=fix)])
-
-    if evaluation:
-        if isinstance(result, RolloutFnEvalOutput) and isinstance(result.data, dict):
-            return result
-        if isinstance(result, dict):
-            warnings.warn(f"rollout function `{name}` returned a bare dict in eval mode; "
-                          "return RolloutFnEvalOutput(data=...) instead", DeprecationWarning,
-                          stacklevel=2)
-            return RolloutFnEvalOutput(data=result)
-    else:
-        if isinstance(result, RolloutFnTrainOutput) and isinstance(result.samples, list):
-            return result
-        if isinstance(result, list):
-            warnings.warn(f"rollout function `{name}` returned a bare list in train mode; "
-                          "return RolloutFnTrainOutput(samples=...) instead", DeprecationWarning,
-                          stacklevel=2)
-            return RolloutFnTrainOutput(samples=result)
-
-    if inspect.isawaitable(result):
-        if inspect.iscoroutine(result):
-            result.close()
-        raise fail("it is an async def; rollout functions are called synchronously",
-                   fix="declare it with plain `def` and run async work through "
-                   "vime.utils.async_utils.run(coro)")
-    if inspect.isgenerator(result) or inspect.isasyncgen(result):
-        raise fail("it contains `yield`; return the whole output at once",
-                   fix="build the list of groups and return RolloutFnTrainOutput(samples=groups)")
-    if evaluation and isinstance(result, (RolloutFnTrainOutput, list)):
-        raise fail("the eval path (evaluation=True) must return RolloutFnEvalOutput",
-                   fix="branch on `evaluation` and return RolloutFnEvalOutput(data=...)")
-    if not evaluation and isinstance(result, (RolloutFnEvalOutput, dict)):
-        raise fail("the train path (evaluation=False) must return RolloutFnTrainOutput")
-    expected = "RolloutFnEvalOutput" if evaluation else "RolloutFnTrainOutput"
-    if isinstance(result, (RolloutFnTrainOutput, RolloutFnEvalOutput)):
-        raise fail(f"its `{'data' if evaluation else 'samples'}` is {_describe(getattr(result, 'data' if evaluation else 'samples'))}, expected a {'dict' if evaluation else 'list'}")
-    raise fail(f"expected {expected}")
+    found = check_vim101(result, evaluation=evaluation, name=name)
+    if inspect.iscoroutine(result):
+        result.close()
+    if not found:
+        return result  # type: ignore[no-any-return]
+    if found[0].severity == "error":
+        raise ContractError(found)
+    mode = "eval" if evaluation else "train"
+    wrapped = "RolloutFnEvalOutput(data=...)" if evaluation else "RolloutFnTrainOutput(samples=...)"
+    warnings.warn(f"rollout function `{name}` returned a bare {'dict' if evaluation else 'list'} "
+                  f"in {mode} mode; return {wrapped} instead", DeprecationWarning, stacklevel=2)
+    return RolloutFnEvalOutput(data=result) if evaluation else RolloutFnTrainOutput(samples=result)
 
 
 def finalize_rollout_groups(

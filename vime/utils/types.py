@@ -25,6 +25,7 @@ from typing import Any
 from vime.config import arg
 from vime.contract.errors import ContractError
 from vime.contract.invariants import INVARIANTS
+from vime.contract.reward import reward_fix, reward_read_problem
 from vime.contract.sample import FINISH_REASON_STATUS, RESPONSE_LENGTH_FIELDS
 
 __all__ = ["MultimodalTypes", "ParamInfo", "RolloutBatch", "Sample"]
@@ -192,22 +193,12 @@ class Sample:
         """
         key = arg(args, "reward_key") if args is not None else None
         reward = self.reward
-        inv = INVARIANTS["VIM110"]
-        where = f"sample index={self.index}"
-        if isinstance(reward, dict):
-            if not key:
-                raise ContractError([inv.violation(
-                    where, problem=f"reward is a dict with keys {sorted(reward)} but --reward-key "
-                    "is not set", fix="pass --reward-key naming the scalar to train on")])
-            if key not in reward:
-                raise ContractError([inv.violation(
-                    where, problem=f"reward dict has no key {key!r} (--reward-key); it has "
-                    f"{sorted(reward)}", fix="return the key named by --reward-key")])
-            return reward[key]  # type: ignore[no-any-return]
-        if reward is None:
-            raise ContractError([inv.violation(where, problem="reward is None",
-                                               fix="score every sample before training")])
-        return reward
+        problem = reward_read_problem(reward, key)
+        if problem is not None:
+            raise ContractError([INVARIANTS["VIM110"].violation(
+                f"sample index={self.index}", problem=f"reward {problem}",
+                fix=reward_fix(reward, key))])
+        return reward[key] if isinstance(reward, Mapping) else reward  # type: ignore[no-any-return,index]
 
     @property
     def effective_response_length(self) -> int:

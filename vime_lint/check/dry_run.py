@@ -292,7 +292,7 @@ class DryRun:
         return call_hook(hook_label("data_source_path", path), cls, self.args)
 
     def _rollout(self, evaluation: bool) -> Any:
-        from vime.rollout.base_types import call_rollout_fn
+        from vime.rollout.base_types import call_rollout_fn, check_vim101
 
         dest = "eval_function_path" if evaluation and "eval_function_path" in self.hooks \
             else "rollout_function_path"
@@ -302,14 +302,11 @@ class DryRun:
         path, fn = hook
         source = self._data_source()
         raw = call_hook(hook_label(dest, path), fn, self.args, 0, source, evaluation=evaluation)
-        legacy = isinstance(raw, dict) if evaluation else isinstance(raw, list)
         ids = ["VIM101", *_ids("B6" if evaluation else "B5"), "VIM119"]
-        found: list[Violation] = []
-        if legacy:
-            kind = "dict" if evaluation else "list"
-            found.append(INVARIANTS["VIM101"].violation(
-                "output", severity="warning", name=path, mode="eval" if evaluation else "train",
-                actual=f"a bare {kind}", hint="legacy form, wrapped with a DeprecationWarning"))
+        # a legacy bare list/dict: VIM101's warning (call_rollout_fn wraps it)
+        found: list[Violation] = [v for v in check_vim101(raw, evaluation=evaluation, name=path,
+                                                          where="output")
+                                  if v.severity == "warning"]
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)

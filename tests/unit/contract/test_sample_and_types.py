@@ -79,7 +79,7 @@ def test_get_reward_value_dict_without_reward_key_names_keys() -> None:
 
 def test_get_reward_value_missing_key_lists_present_keys() -> None:
     s = Sample(reward={"acc": 1.0})
-    with pytest.raises(ContractError, match=r"VIM110.*no key 'score'.*\['acc'\]"):
+    with pytest.raises(ContractError, match=r"VIM110.*without the key 'score'.*\['acc'\]"):
         s.get_reward_value(Namespace(reward_key="score"))
 
 

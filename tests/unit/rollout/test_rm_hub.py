@@ -147,8 +147,8 @@ def test_batched_custom_rm(rm_module):
 
 
 @pytest.mark.parametrize("fn, needle", [
-    ("short_group_rm", "returned 1 rewards for 3 samples"),
-    ("none_group_rm", "returned NoneType; expected a list of 3 rewards"),
+    ("short_group_rm", "result has 1 rewards for 3 samples"),
+    ("none_group_rm", r"result is None \(NoneType\), expected a list of len\(samples\)=3 rewards"),
 ])
 def test_batched_custom_rm_wrong_shape_is_vim150(rm_module, fn, needle):
     samples = [Sample(), Sample(), Sample()]

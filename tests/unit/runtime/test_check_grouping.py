@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vime.contract.checks.values import reward_fix
 from vime.contract.errors import Violation
 from vime.contract.grouping import field_pattern, group_findings
+from vime.contract.reward import reward_fix
 from vime_lint.runtime.harness import main
 
 pytestmark = pytest.mark.unit

@@ -33,9 +33,10 @@ from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import check_vim108
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Rollout, Shape, group_rollouts, read_shape
-from vime.contract.checks.values import reward_fix, reward_problem
+from vime.contract.checks.values import reward_problem
 from vime.contract.errors import ContractError, Violation
 from vime.contract.invariants import INVARIANTS
+from vime.contract.reward import reward_fix
 from vime.utils.types import Sample
 
 __all__ = [

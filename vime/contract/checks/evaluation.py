@@ -21,10 +21,11 @@ from typing import Any
 
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import reward_fix, reward_problem
+from vime.contract.checks.values import reward_problem
 from vime.contract.errors import Violation
 from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime.contract.invariants import INVARIANTS
+from vime.contract.reward import reward_fix
 from vime.utils.types import Sample
 
 __all__ = ["check_eval_data", "check_vim131", "prompt_key"]

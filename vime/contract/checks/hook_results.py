@@ -28,10 +28,11 @@ from vime.contract.checks.sample import check_sample
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf
 from vime.contract.checks.typecheck import describe_value
-from vime.contract.checks.values import real_problem, reward_fix, reward_problem
+from vime.contract.checks.values import real_problem, reward_problem
 from vime.contract.errors import Violation
 from vime.contract.hooks import CONVERT_REQUIRED_KEYS, HOOKS
 from vime.contract.invariants import INVARIANTS
+from vime.contract.reward import reward_fix
 from vime.utils.types import Sample
 
 __all__ = [
@@ -167,22 +168,33 @@ def reward_result_problems(result: Any, s: CheckSettings, *, evaluation: bool = 
                                            fix=reward_fix(result, key, key_arg=key_arg))]
 
 
-def batch_reward_result_problems(result: Any, samples: Sequence[Any], s: CheckSettings, *,
-                                 evaluation: bool = False,
-                                 where: str = "batch reward function result") -> list[Violation]:
-    """B3, a batch (``--group-rm`` or a fan-out list): a sized iterable, not str/bytes/dict/
-    None, with ``len(samples)`` items (VIM150), each a valid reward (VIM110)."""
+def batch_reward_shape_problems(result: Any, n_samples: int, *, where: str) -> list[Violation]:
+    """VIM150 for a batch reward call: a sized iterable (not str/bytes/dict/None/an awaitable,
+    which is closed) of ``n_samples`` rewards. Rewards are matched to samples by position, so
+    ``batched_async_rm`` enforces this whatever ``--contract-check`` says (a batch that is not
+    one reward per sample cannot be paired); the boundary check reports it the same way."""
     inv = INVARIANTS["VIM150"]
     if (result is None or isinstance(result, (str, bytes, Mapping)) or inspect.isawaitable(result)
             or not isinstance(result, Sized) or not isinstance(result, Iterable)):
         what = _awaitable_text(result) if inspect.isawaitable(result) else describe_value(result)
         _close(result)
         return [inv.violation(where, problem=f"is {what}, expected a list of "
-                              f"len(samples)={len(samples)} rewards")]
-    items = list(result)
-    if len(items) != len(samples):
-        return [inv.violation(where, problem=f"has {len(items)} rewards for {len(samples)} "
+                              f"len(samples)={n_samples} rewards")]
+    if len(result) != n_samples:
+        return [inv.violation(where, problem=f"has {len(result)} rewards for {n_samples} "
                               "samples; rewards are matched to samples by position")]
+    return []
+
+
+def batch_reward_result_problems(result: Any, samples: Sequence[Any], s: CheckSettings, *,
+                                 evaluation: bool = False,
+                                 where: str = "batch reward function result") -> list[Violation]:
+    """B3, a batch (``--group-rm`` or a fan-out list): one reward per sample
+    (:func:`batch_reward_shape_problems`, VIM150), each a valid reward (VIM110)."""
+    shape = batch_reward_shape_problems(result, len(samples), where=where)
+    if shape:
+        return shape
+    items = list(result)
     key, key_arg = _reward_key(s, evaluation)
     out: list[Violation] = []
     for i, value in enumerate(items):

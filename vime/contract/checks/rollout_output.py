@@ -29,10 +29,8 @@ from vime.contract.checks.field_reports import check_field_reports
 from vime.contract.checks.sample import SAMPLE_CHECKS, check_sample
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import read_shape
-from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Violation
-from vime.contract.invariants import INVARIANTS
-from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput, check_vim101
 
 __all__ = ["collect_rollout_output", "collect_train_samples"]
 
@@ -81,28 +79,26 @@ def collect_rollout_output(output: Any, s: CheckSettings, *, evaluation: bool,
     Returns:
         ``list[Violation]`` in check order (shape, samples, batch).
     """
-    inv = INVARIANTS["VIM101"]
+    kind = [v for v in check_vim101(output, evaluation=evaluation, name=name, where="output")
+            if v.severity == "error"]   # a legacy bare list/dict is read as samples/data
     if evaluation:
+        if kind and not isinstance(output, RolloutFnEvalOutput):
+            return kind
         if isinstance(output, RolloutFnEvalOutput):
             data, metrics = output.data, output.metrics
-        elif isinstance(output, dict):
-            data, metrics = output, None
         else:
-            return [inv.violation("output", name=name, mode="eval",
-                                  actual=describe_value(output),
-                                  hint="expected RolloutFnEvalOutput")]
+            data, metrics = output, None
         found = check_metrics(metrics, builtin_keys=builtin_metric_keys)
         if full:
-            found.extend(check_eval_data(data, s))
+            found.extend(check_eval_data(data, s))   # VIM130 reads a non-dict `data`
         return found
+    if kind and not isinstance(output, RolloutFnTrainOutput):
+        return kind
     if isinstance(output, RolloutFnTrainOutput):
         samples, metrics = output.samples, output.metrics
         finalized = bool(getattr(output, "finalized", False))
-    elif isinstance(output, list):
-        samples, metrics, finalized = output, None, False
     else:
-        return [inv.violation("output", name=name, mode="train",
-                              actual=describe_value(output), hint="expected RolloutFnTrainOutput")]
+        samples, metrics, finalized = output, None, False
     found = check_metrics(metrics, builtin_keys=builtin_metric_keys)
     if full:
         found.extend(collect_train_samples(

@@ -36,9 +36,10 @@ from vime.contract.checks.typecheck import (
     field_hint,
     field_type_problem,
 )
-from vime.contract.checks.values import array_number, reward_fix, reward_problem
+from vime.contract.checks.values import array_number, reward_problem
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
+from vime.contract.reward import reward_fix
 from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
 from vime.utils.types import Sample
 

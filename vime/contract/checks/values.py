@@ -20,9 +20,9 @@ from typing import Any
 
 from vime.contract.checks.typecheck import describe_value
 from vime.contract.errors import Severity
+from vime.contract.reward import reward_read_problem
 
-__all__ = ["array_number", "is_finite_real", "json_problem", "real_problem", "reward_fix",
-           "reward_problem"]
+__all__ = ["array_number", "is_finite_real", "json_problem", "real_problem", "reward_problem"]
 
 #: Top-level packages whose tensors, arrays and scalars are not Python numbers (VIM122).
 ARRAY_PACKAGES: frozenset[str] = frozenset({"numpy", "torch", "jax", "jaxlib"})
@@ -89,49 +89,20 @@ def reward_problem(value: Any, reward_key: str | None, *,
                    key_arg: str = "--reward-key") -> tuple[Severity, str] | None:
     """Why ``value`` is not a valid reward (docs/contract.md §2 ``get_reward_value``), or None.
 
-    Valid: a finite real, or a dict holding a finite real under ``reward_key``. None, a dict
-    without ``reward_key`` set, a dict missing the key, or a non-finite value are errors; a
-    bool is a warning. The text reads after the reward's location.
+    Valid: a finite real, or a dict holding a finite real under ``reward_key``. What cannot be
+    read at all (:func:`vime.contract.reward.reward_read_problem`: None, a dict without
+    ``reward_key`` set or without the key) and a non-finite value are errors; a bool is a
+    warning. The text reads after the reward's location.
     """
-    if value is None:
-        return "error", "is None; every sample needs a reward before training"
+    unreadable = reward_read_problem(value, reward_key, key_arg=key_arg)
+    if unreadable is not None:
+        return "error", unreadable
     if isinstance(value, Mapping):
-        keys = sorted(map(str, value))
-        if not reward_key:
-            return "error", f"is a dict with keys {keys} but {key_arg} is not set"
-        if reward_key not in value:
-            return "error", f"is a dict without the key {reward_key!r} ({key_arg}); it has {keys}"
         inner = real_problem(value[reward_key])
         if inner is None:
             return None
         return inner[0], f"[{reward_key!r}] {inner[1]}"
     return real_problem(value)
-
-
-def reward_fix(value: Any, reward_key: str | None, *, key_arg: str = "--reward-key") -> str:
-    """The one fix for the failure :func:`reward_problem` reports on ``value``, chosen by what
-    is wrong: a missing reward needs a reward (``key_arg`` cannot help), a dict needs
-    ``key_arg`` (or the key in it), anything else a finite float."""
-    if value is None:
-        return ("set sample.reward to a float on every sample before it is returned (the "
-                "default rollout scores samples with --rm-type or --custom-rm-path)")
-    if isinstance(value, Mapping):
-        keys = sorted(map(str, value))
-        if not reward_key:
-            return f"pass {key_arg} naming one of {keys}"
-        if reward_key in value:
-            return reward_fix(value[reward_key], None, key_arg=key_arg)
-        return f"store {reward_key!r} in every reward dict, or pass {key_arg} naming one of {keys}"
-    if isinstance(value, bool):
-        return "store a float (1.0 / 0.0), not a bool"
-    if hasattr(value, "item"):
-        return "store a Python float: call .item() on the tensor or array"
-    if isinstance(value, (str, bytes)):
-        return (f"return a number, not a {type(value).__name__}: compare the parsed answer "
-                "and return 1.0 / 0.0, or float(text) for a score the model wrote")
-    if isinstance(value, numbers.Real):
-        return "store a finite float (check for division by zero, NaN or inf)"
-    return f"return a float, not a {type(value).__name__}"
 
 
 _JSON_SCALARS = (str, int, float, bool, type(None))

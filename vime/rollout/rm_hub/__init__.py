@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from vime.config import arg
-from vime.contract.errors import ContractError
-from vime.contract.invariants import INVARIANTS
+from vime.contract.checks.enforced import require
+from vime.contract.checks.hook_results import batch_reward_shape_problems
 from vime.rollout.rm_hub.f1 import f1_score
 from vime.rollout.rm_hub.math_rm import extract_boxed, math_reward
 from vime.utils.types import Sample
@@ -135,14 +135,6 @@ async def batched_async_rm(args: Namespace, samples: Sequence[Sample], **kwargs:
     result = fn(args, samples, **kwargs)
     if inspect.isawaitable(result):
         result = await result
-    inv = INVARIANTS["VIM150"]
-    where = f"{path} (--custom-rm-path, batch)"
-    if result is None or isinstance(result, (str, bytes, dict)) or not hasattr(result, "__len__"):
-        raise ContractError([inv.violation(
-            where, problem=f"returned {type(result).__name__}; expected a list of "
-            f"{len(samples)} rewards")])
-    values = list(result)
-    if len(values) != len(samples):
-        raise ContractError([inv.violation(
-            where, problem=f"returned {len(values)} rewards for {len(samples)} samples")])
-    return values
+    require(batch_reward_shape_problems(result, len(samples),
+                                        where=f"{path} (--custom-rm-path, batch) result"))
+    return list(result)
