@@ -33,15 +33,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vime.contract.errors import ContractError
-from vime.contract.invariants import INVARIANTS
-
 __all__ = [
     "GenerateResult",
     "build_generate_request",
     "check_sampling_keys",
     "finish_reason_type",
     "make_sampling_params",
+    "EngineResponseError",
     "parse_generate_response",
 ]
 
@@ -213,38 +211,40 @@ def _weight_version(choice: Mapping[str, Any], body: Mapping[str, Any]) -> str |
     return None
 
 
+class EngineResponseError(ValueError):
+    """The engine's reply breaks vLLM's token-in/token-out generate format (an engine or
+    version problem, not a mistake in a user's hook: no contract id)."""
+
+
 def parse_generate_response(body: Any, *, request_id: str, url: str = "") -> GenerateResult:
     """Parse ``choices[0]`` of a non-streaming generate response.
 
     Raises:
-        ValueError: the body is not a JSON object with a non-empty ``choices`` list, or
-            ``token_ids`` is missing (names the request and URL).
-        ContractError: VIM109 when the log-probs are not exactly one per generated token, or
-            an entry's ``token_id`` differs from the generated token (names the request).
+        EngineResponseError: the body is not a JSON object with a non-empty ``choices`` list,
+            ``token_ids`` is missing, the log-probs are not exactly one per generated token, or
+            an entry's ``token_id`` differs from the generated token (names the request and URL).
     """
     where = f"request {request_id}" + (f" to {url}" if url else "")
     if not isinstance(body, Mapping) or not isinstance(body.get("choices"), list) or not body[
             "choices"]:
-        raise ValueError(f"{where}: expected a generate response with a non-empty 'choices' "
-                         f"list, got {str(body)[:300]}")
+        raise EngineResponseError(f"{where}: expected a generate response with a non-empty "
+                                  f"'choices' list, got {str(body)[:300]}")
     choice = body["choices"][0]
     ids = choice.get("token_ids")
     if not isinstance(ids, list):
-        raise ValueError(f"{where}: choices[0] has no 'token_ids' list (is this a token-in/"
-                         f"token-out server?); keys: {sorted(choice)}")
+        raise EngineResponseError(f"{where}: choices[0] has no 'token_ids' list (is this a "
+                                  f"token-in/token-out server?); keys: {sorted(choice)}")
     content = ((choice.get("logprobs") or {}).get("content")) or []
-    inv = INVARIANTS["VIM109"]
     if len(content) != len(ids):
-        raise ContractError([inv.violation(
-            where, problem=f"returned {len(ids)} tokens but {len(content)} log-prob entries; "
-            "expected exactly one per token (request logprobs=1)")])
+        raise EngineResponseError(f"{where}: returned {len(ids)} tokens but {len(content)} "
+                                  "log-prob entries; expected exactly one per token (request "
+                                  "logprobs=1)")
     log_probs: list[float] = []
     for i, (tok, entry) in enumerate(zip(ids, content, strict=True)):
         entry_id = entry.get("token_id")
         if entry_id is not None and int(entry_id) != int(tok):
-            raise ContractError([inv.violation(
-                where, problem=f"log-prob entry {i} is for token {entry_id}, but token {i} "
-                f"is {tok}")])
+            raise EngineResponseError(f"{where}: log-prob entry {i} is for token {entry_id}, "
+                                      f"but token {i} is {tok}")
         log_probs.append(float(entry["logprob"]))
     usage = body.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}

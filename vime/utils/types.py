@@ -198,7 +198,10 @@ class Sample:
             raise ContractError([INVARIANTS["VIM110"].violation(
                 f"sample index={self.index}", problem=f"reward {problem}",
                 fix=reward_fix(reward, key))])
-        return reward[key] if isinstance(reward, Mapping) else reward  # type: ignore[no-any-return,index]
+        if isinstance(reward, Mapping):
+            return reward[key]  # type: ignore[index,no-any-return]
+        assert reward is not None  # reward_read_problem reports None
+        return reward
 
     @property
     def effective_response_length(self) -> int:

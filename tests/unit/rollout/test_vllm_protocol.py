@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vime.contract.errors import ContractError
 from vime.rollout.vllm_protocol import (
+    EngineResponseError,
     build_generate_request,
     check_sampling_keys,
     finish_reason_type,
@@ -136,18 +136,18 @@ def test_recorded_responses_match_vllm_schema():
     assert request.sampling_params.max_tokens == 8 and request.request_id == "r"
 
 
-def test_logprob_count_mismatch_is_a_contract_error_naming_the_request():
+def test_logprob_count_mismatch_is_an_engine_error_naming_the_request():
     body = load("length")
     body["choices"][0]["logprobs"]["content"].pop()
-    with pytest.raises(ContractError, match=r"VIM109 error: request abc to http://e .*6 tokens "
-                                            r"but 5 log-prob entries"):
+    with pytest.raises(EngineResponseError, match=r"^request abc to http://e: returned 6 tokens "
+                                                  r"but 5 log-prob entries"):
         parse_generate_response(body, request_id="abc", url="http://e")
 
 
 def test_logprob_entry_for_another_token_is_rejected():
     body = copy.deepcopy(load("length"))
     body["choices"][0]["logprobs"]["content"][2]["token_id"] = 1
-    with pytest.raises(ContractError, match="log-prob entry 2 is for token 1"):
+    with pytest.raises(EngineResponseError, match="log-prob entry 2 is for token 1"):
         parse_generate_response(body, request_id="abc")
 
 

@@ -63,15 +63,12 @@ def require(found: Sequence[Violation]) -> None:
 def buffer_groups_problems(groups: Any, n: int, *, root: str) -> list[Violation]:
     """VIM102/VIM103 on groups given back to the data source's buffer: ``list[list[Sample]]``
     (depth 2 only: a fan-out list cannot be generated again), ``n`` samples per group."""
-    shape, found = read_shape(groups, CheckSettings(n_samples_per_prompt=n), root=root)
+    shape, found = read_shape(groups, CheckSettings(n_samples_per_prompt=n), root=root,
+                              groups_only="the buffer takes list[list[Sample]] (one list per "
+                              "prompt group), which are generated again")
     errors = [v for v in found if v.severity == "error"]
     if shape is None or errors:
         return errors
-    if shape.depth != 2:
-        form = "a flat list of Samples" if shape.depth == 1 else "fan-out lists (depth 3)"
-        return [INVARIANTS["VIM102"].violation(root, problem=f"holds {form}; the buffer takes "
-                                               "list[list[Sample]] (one list per prompt group), "
-                                               "which are generated again")]
     return check_vim103(shape, CheckSettings(n_samples_per_prompt=n), OutputInfo())
 
 

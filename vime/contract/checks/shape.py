@@ -66,13 +66,28 @@ def _leaf(sample: Sample, prefix: str) -> Leaf:
     return Leaf(sample, Loc(prefix, sample.index))
 
 
-def read_shape(samples: Any, s: CheckSettings,
-               root: str = "samples") -> tuple[Shape | None, list[Violation]]:
+def read_shape(samples: Any, s: CheckSettings, root: str = "samples", *,
+               groups_only: str | None = None) -> tuple[Shape | None, list[Violation]]:
     """Check VIM102 and return the batch's readable groups (None if nothing is readable).
+
+    ``groups_only``: where only ``list[list[Sample]]`` is taken (depth 2: no flat list, no
+    fan-out lists), the clause saying why (e.g. the buffer, whose groups are generated again);
+    another depth is then an error.
 
     Returns ``(shape, findings)``: ``shape`` holds every group and element that has a valid
     form, so the other checks still run on them; each malformed part is one finding.
     """
+    shape, found = _read_shape(samples, s, root)
+    if groups_only is not None and shape is not None and shape.depth != 2 and not any(
+            v.severity == "error" for v in found):
+        form = "a flat list of Samples" if shape.depth == 1 else "fan-out lists (depth 3)"
+        return shape, [INVARIANTS["VIM102"].violation(root, problem=f"holds {form}; "
+                                                      f"{groups_only}")]
+    return shape, found
+
+
+def _read_shape(samples: Any, s: CheckSettings,
+                root: str) -> tuple[Shape | None, list[Violation]]:
     inv = INVARIANTS["VIM102"]
     if not isinstance(samples, list):
         return None, [inv.violation(root, problem=f"is {describe_value(samples)}, "

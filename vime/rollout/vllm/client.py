@@ -135,7 +135,9 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
 
     Raises:
         ContractError: VIM140 when the sample is not PENDING/ABORTED; a message-list prompt
-            without tokens; VIM109 when the engine's log-probs do not match its tokens.
+            without tokens.
+        EngineResponseError: the engine's reply breaks the token-in/token-out format (its
+            log-probs do not match its tokens; ``vime.rollout.vllm_protocol``).
         ValueError: a ``sampling_params`` key the server does not know.
         EngineUnavailableError: the engines did not answer within the retry budget (names the
             engines that do not answer ``GET /health``).
