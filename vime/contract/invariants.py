@@ -993,6 +993,22 @@ _ALL: tuple[Invariant, ...] = (
          "return a function `reduce(pg_loss) -> 0-d tensor` (e.g. a masked mean built from "
          "`loss_masks`)",
          boundaries=("B7",)),
+    # ---- 6b: multi-turn token boundaries (boundary B2, vime/contract/checks/chat.py) ---------
+    _inv("VIM194", "runtime", "warning", "token-boundary-drift",
+         "The tokens of a multi-turn trajectory, outside the spans the engine generated, are the "
+         "tokens the chat template renders for its messages.",
+         "A trajectory built turn by turn (the engine's tokens kept, the next turn's text encoded "
+         "on its own) can differ from what the template renders for the same conversation at "
+         "turn boundaries: BPE merges across a turn's end, a template that rewrites earlier "
+         "turns (dropped reasoning, re-rendered tool calls). The policy is then trained on "
+         "sequences it never sees at inference (verl-project/verl#6921, huggingface/trl#5224, "
+         "THUDM/slime#2263). Checked on 1 in --check-token-boundaries N trajectories.",
+         "token drift at turn boundaries",
+         "{problem}",
+         "run `vime-lint template MODEL_DIR` to see where the template breaks; keep the "
+         "engine's tokens and render only what follows them (the agent endpoint does), or fix "
+         "the template so each turn's rendering is a prefix of the next",
+         boundaries=("B2",)),
     # ---- 6c: types (`vime-lint types`: mypy on hooks given the contract's annotations) ------
     _inv("VIM200", "static", "error", "hook-return-type",
          "A hook returns a value of its contract return type on every path.",
