@@ -35,9 +35,9 @@ __all__ = [
 ]
 
 PROG = "vime train"
-#: ``--check-token-boundaries`` default: 1 in 8 agent trajectories is compared with the chat
+#: ``--check-token-boundaries`` default: 1 in 16 agent trajectories is compared with the chat
 #: template's rendering (VIM194; benchmarks/token_boundaries.py measures the cost).
-DEFAULT_TOKEN_BOUNDARY_CHECK = 8
+DEFAULT_TOKEN_BOUNDARY_CHECK = 16
 VLLM_PASSTHROUGH_PREFIX = "--vllm-"
 #: The exit statuses of ``vime train`` (its --help epilog; vime/train.py).
 EXIT_STATUS = ("exit status: 0 done (or stopped early by --early-stop-metric); 1 a contract "

@@ -163,7 +163,7 @@ def test_vim194_every_nth_trajectory_is_checked_and_zero_turns_it_off() -> None:
 
     assert picks(3, 7) == [True, False, False, True, False, False, True]
     assert picks(0, 4) == [False] * 4
-    assert picks(None, 9) == [True] + [False] * 7 + [True]    # the default, 1 in 8
+    assert picks(None, 17) == [True] + [False] * 15 + [True]    # the default, 1 in 16
     assert picks(1, 3) == [True] * 3
 
 

@@ -45,6 +45,16 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
     return repr(str(tokenizer.decode(list(ids), skip_special_tokens=False)))
 
 
+def _encode_all(tokenizer: Any, pieces: Sequence[str]) -> list[list[int]]:
+    """Each piece encoded without special tokens, in one batch call when the tokenizer takes
+    a list (a Hugging Face tokenizer), else one by one."""
+    try:
+        batch = tokenizer(list(pieces), add_special_tokens=False)["input_ids"]
+    except (TypeError, KeyError, AttributeError):
+        batch = [tokenizer.encode(p, add_special_tokens=False) for p in pieces]
+    return [list(ids) if p else [] for p, ids in zip(pieces, batch, strict=True)]
+
+
 def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple[int, int]],
                  text: str, where: str) -> Violation | None:
     """VIM194 on one trajectory (see the module docstring).
@@ -61,40 +71,41 @@ def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple
     if not spans:
         return None
     inv = INVARIANTS["VIM194"]
+    # pass 1, text only: the pieces between the generated spans, up to a span not found
+    pieces: list[tuple[int, int, str]] = []      # (first token, end token, text) per piece
+    missing: Violation | None = None
     tok_at, text_at = 0, 0
     for turn, (start, end) in enumerate(spans):
-        last = turn == len(spans) - 1
-        if last:
-            piece = text[text_at:]
-        else:
-            generated = str(tokenizer.decode(list(tokens[start:end]), skip_special_tokens=False))
-            found = text.find(generated, text_at)
-            if found < 0:
-                before = str(tokenizer.decode(list(tokens[tok_at:start]),
-                                              skip_special_tokens=False))
-                at = text_at + len(before) if text.startswith(before, text_at) else text_at
-                return inv.violation(where, problem=(
-                    f"differs from the chat template's rendering of its messages at token "
-                    f"{start}: the engine's reply of turn {turn + 1} (tokens {start}-{end - 1}, "
-                    f"{_decode(tokenizer, tokens[start:min(end, start + 2 * _SHOW)])}...) is "
-                    f"not in the rendering, which has {text[at:at + 60]!r} there: the template "
-                    "renders that turn another way (dropped reasoning, a re-rendered tool "
-                    "call, another end token)"))
-            piece = text[text_at:found]
-            text_at = found + len(generated)
-        expected = list(tokenizer.encode(piece, add_special_tokens=False)) if piece else []
-        actual = list(tokens[tok_at:start])
+        if turn == len(spans) - 1:
+            pieces.append((tok_at, start, text[text_at:]))
+            break
+        generated = str(tokenizer.decode(list(tokens[start:end]), skip_special_tokens=False))
+        found = text.find(generated, text_at)
+        if found < 0:
+            before = str(tokenizer.decode(list(tokens[tok_at:start]), skip_special_tokens=False))
+            at = text_at + len(before) if text.startswith(before, text_at) else text_at
+            pieces.append((tok_at, start, text[text_at:text_at + len(before)]))
+            missing = inv.violation(where, problem=(
+                f"differs from the chat template's rendering of its messages at token "
+                f"{start}: the engine's reply of turn {turn + 1} (tokens {start}-{end - 1}, "
+                f"{_decode(tokenizer, tokens[start:min(end, start + 2 * _SHOW)])}...) is not in "
+                f"the rendering, which has {text[at:at + 60]!r} there: the template renders "
+                "that turn another way (dropped reasoning, a re-rendered tool call, another "
+                "end token)"))
+            break
+        pieces.append((tok_at, start, text[text_at:found]))
+        tok_at, text_at = end, found + len(generated)
+    # pass 2: each piece's tokens, in order; the first difference is reported
+    for turn, ((first, stop, _), expected) in enumerate(
+            zip(pieces, _encode_all(tokenizer, [p[2] for p in pieces]), strict=True)):
+        actual = list(tokens[first:stop])
         at = first_difference(actual, expected)
         if at is not None:
-            pos = tok_at + at
             return inv.violation(where, problem=(
-                f"differs from the chat template's rendering of its messages at token {pos} "
-                f"(before turn {turn + 1}'s reply): the trajectory has "
+                f"differs from the chat template's rendering of its messages at token "
+                f"{first + at} (before turn {turn + 1}'s reply): the trajectory has "
                 f"{_decode(tokenizer, actual[at:at + _SHOW])} ({actual[at:at + _SHOW]}), the "
                 f"template renders {_decode(tokenizer, expected[at:at + _SHOW])} "
                 f"({expected[at:at + _SHOW]}); the policy is trained on a sequence it will "
                 "not see when the conversation is rendered at once"))
-        tok_at = end
-        if last:
-            break
-    return None
+    return missing
