@@ -34,6 +34,14 @@ DROPS_REASONING = (
     "\n</think>\n\n{% endif %}{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
+# ChatML with hermes-style tool calls and tool results.
+CHATML_TOOLS = (
+    "{% if tools %}<|im_start|>system\nTools: {{ tools | tojson }}<|im_end|>\n{% endif %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}<tool_call>{{ c.function | tojson }}</tool_call>"
+    "{% endfor %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
 # Every non-system message first, the system message(s) last.
 SYSTEM_LAST = (
     "{% for m in messages if m.role != 'system' %}<|im_start|>{{ m.role }}\n{{ m.content }}"
@@ -104,6 +112,27 @@ def test_keeping_reasoning_is_clean_and_its_conversation_is_rendered(smol: Any) 
     assert report.findings == []
     assert "system + 3 turns with <think>" in report.conversations
     assert report.supports["reasoning"] is True
+
+
+def test_a_template_with_tool_calls_renders_the_tool_conversation_cleanly(smol: Any) -> None:
+    report = check_template(_with(smol, CHATML_TOOLS))
+    assert report.findings == [] and report.supports["tool calls"] is True
+    assert "system + tool call" in report.conversations and report.skipped == []
+
+
+def test_vim350_a_template_that_re_renders_earlier_tool_calls(smol: Any) -> None:
+    # tool calls of earlier turns are rendered only while they are the last assistant turn
+    rewrites = ("{% set n = messages | length %}" + CHATML_TOOLS.replace(
+        "{% for c in m.tool_calls or [] %}",
+        "{% for c in (m.tool_calls if loop.index == n else []) or [] %}"))
+    found = _codes(_with(smol, rewrites))
+    assert set(found) == {"VIM350"}
+    assert found["VIM350"][0].startswith(
+        "rendering messages[:3] is not a prefix of rendering messages[:4] (adding a tool "
+        "message): first difference at character")
+    # the shorter rendering had the call (after the "<" both share), the longer one does not
+    assert "\'tool_call>{\"name\": \"add\", \"arguments\"" in found["VIM350"][0]
+    assert "' before, '|im_end|>\\n<|im_start|>tool\\n42" in found["VIM350"][0]
 
 
 def test_vim351_a_template_that_drops_earlier_reasoning(smol: Any) -> None:
