@@ -258,7 +258,7 @@ def _moved(prev: str, cur: str, messages: Sequence[Mapping[str, Any]], k: int) -
 def _check_conversation(r: _Renderer, conv: Conversation, stops: Mapping[int, str],
                         report: Report) -> None:
     msgs, tools, name = conv.messages, conv.tools, conv.name
-    prev_text, prev_ids = "", []
+    prev_text, prev_ids = "", list[int]()
     for k, message in enumerate(msgs):
         role = message.get("role")
         cur_text = r.text(msgs[:k + 1], tools, False)

@@ -83,13 +83,13 @@ def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple
         found = text.find(generated, text_at)
         if found < 0:
             before = str(tokenizer.decode(list(tokens[tok_at:start]), skip_special_tokens=False))
-            at = text_at + len(before) if text.startswith(before, text_at) else text_at
+            shown = text_at + len(before) if text.startswith(before, text_at) else text_at
             pieces.append((tok_at, start, text[text_at:text_at + len(before)]))
             missing = inv.violation(where, problem=(
                 f"differs from the chat template's rendering of its messages at token "
                 f"{start}: the engine's reply of turn {turn + 1} (tokens {start}-{end - 1}, "
                 f"{_decode(tokenizer, tokens[start:min(end, start + 2 * _SHOW)])}...) is not in "
-                f"the rendering, which has {text[at:at + 60]!r} there: the template renders "
+                f"the rendering, which has {text[shown:shown + 60]!r} there: the template renders "
                 "that turn another way (dropped reasoning, a re-rendered tool call, another "
                 "end token)"))
             break
