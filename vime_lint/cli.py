@@ -10,6 +10,7 @@ Usage::
     vime-lint rule VIM001           # one rule's documentation
     vime-lint check ...             # the dry-run harness (vime_lint.runtime.harness)
     vime-lint rescore RUN_DIR --rm-type math   # re-score dumped samples (vime_lint.rescore)
+    vime-lint template MODEL_DIR    # a chat template over several turns (vime_lint.template)
     vime-lint server                # the language server (LSP over stdio, vime_lint.lsp)
     vime-lint --version
 
@@ -97,6 +98,9 @@ def _build_parser() -> argparse.ArgumentParser:
     from vime_lint.typecheck.command import add_parser as add_types_parser
 
     add_types_parser(sub)
+    from vime_lint.template import add_parser as add_template_parser
+
+    add_template_parser(sub)
     return parser
 
 
@@ -327,6 +331,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from vime_lint.typecheck.command import run_command
 
         return run_command(ns, sys.stdout, sys.stderr)
+    if ns.command == "template":
+        from vime_lint.template import run_command as run_template
+
+        return run_template(ns, sys.stdout, sys.stderr)
     if ns.command == "rules":
         return _cmd_rules(sys.stdout)
     if ns.command == "rule":

@@ -33,8 +33,9 @@ Source: ours; the prefix-extension rule is the one of the issue that introduced 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["CallRecord", "Segment", "context_rewrites", "segment_calls", "status_of_finish"]
 
@@ -57,6 +58,10 @@ class CallRecord:
     finish_reason: str
     #: The engine's weight version for this call (None when it reported none).
     weight_version: str | None = None
+    #: A chat call's normalised messages and tools (None for a completion call): what the
+    #: token-boundary check (VIM194, --check-token-boundaries) renders again.
+    messages: tuple[Mapping[str, Any], ...] | None = None
+    tools: tuple[Any, ...] | None = None
 
     def __post_init__(self) -> None:
         if len(self.log_probs) != len(self.completion_ids):

@@ -154,7 +154,7 @@ class CallServer:
             return Answer(answer)
         assistant = normalise_messages([answer["choices"][0]["message"]])[0]
         record = CallRecord(tuple(prompt_ids), done.token_ids, done.log_probs, done.finish_reason,
-                            done.weight_version)
+                            done.weight_version, messages=tuple(messages), tools=tools_key)
         turn = ChatTurn(tuple(messages), assistant, tuple(prompt_ids), done.token_ids, tools_key)
         return Answer(answer, lambda: session.record(record, chat=turn))
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from vime.agent.assemble import Segment, context_rewrites, segment_calls, status_of_finish
 from vime.agent.calls import CallServer
-from vime.agent.render import RequestError
+from vime.agent.render import RequestError, render_text
 from vime.agent.server import EndpointServer, create_app
 from vime.agent.sessions import Session, SessionStore
 from vime.config import arg
@@ -50,7 +50,7 @@ from vime.contract.signature import optional_kwargs
 from vime.utils.types import Sample
 
 __all__ = ["AGENT_GENERATE_PATH", "METRIC_NAMES", "Endpoint", "agent_line", "generate",
-           "get_endpoint", "samples_of", "step_metrics"]
+           "get_endpoint", "samples_of", "step_metrics", "token_trajectories"]
 
 #: The dotted path of :func:`generate` (what messages name as the generate function).
 AGENT_GENERATE_PATH = "vime.agent.generate.generate"
@@ -64,6 +64,8 @@ class Endpoint:
 
         self.args = args
         self.store = SessionStore()
+        #: Trajectories assembled so far (for --check-token-boundaries).
+        self.trajectories = 0
         self.run_params: dict[str, dict[str, Any]] = {}
         stop = {int(t) for t in (arg(args, "rollout_stop_token_ids") or [])}
         if getattr(tokenizer, "eos_token_id", None) is not None:
@@ -73,6 +75,18 @@ class Endpoint:
         self.calls = CallServer(args, tokenizer, stop_ids=stop, tool_parser=parser)
         app = create_app(self.calls, self.store, self._run_params)
         self.server = EndpointServer(app, port=int(arg(args, "agent_endpoint_port") or 0))
+
+    def pick_for_token_check(self) -> bool:
+        """Whether this trajectory is one of the 1 in ``--check-token-boundaries N`` compared
+        with the chat template (the first, then every N-th; never with N = 0)."""
+        from vime.config.parser import DEFAULT_TOKEN_BOUNDARY_CHECK
+
+        every = arg(self.args, "check_token_boundaries")
+        every = DEFAULT_TOKEN_BOUNDARY_CHECK if every is None else int(every)
+        if every <= 0:
+            return False
+        self.trajectories += 1
+        return (self.trajectories - 1) % every == 0
 
     def _run_params(self, session: Session) -> Mapping[str, Any]:
         params = self.run_params.get(session.key)
@@ -121,6 +135,33 @@ def _fresh(sample: Sample) -> Sample:
     copy.metadata = sample.metadata
     copy.spec_info, copy.prefix_cache_info = Sample.SpecInfo(), Sample.PrefixCacheInfo()
     return copy
+
+
+def token_trajectories(calls: CallServer, session: Session, segments: list[Segment],
+                       samples: list[Sample]) -> list[tuple[str, list[int], list[tuple[int, int]],
+                                                           str]]:
+    """What the token-boundary check (VIM194) compares, one entry per segment whose last call
+    was a chat call: ``(where, tokens, spans, text)``, ``spans`` the ``[start, end)`` ranges of
+    each call's completion in the segment's tokens, ``text`` the last call's messages rendered
+    as the endpoint renders a call from scratch. A segment whose messages the template refuses
+    now is left out (its call was served, so the template accepted them then)."""
+    out = []
+    for seg, s in zip(segments, samples, strict=False):
+        last = session.calls[seg.calls[-1]]
+        if last.messages is None:
+            continue
+        spans = []
+        for i in seg.calls:
+            call = session.calls[i]
+            spans.append((len(call.prompt_ids), len(call.prompt_ids) + len(call.completion_ids)))
+        try:
+            text = render_text(calls.tokenizer, last.messages, tools=last.tools,
+                               template_kwargs=calls.template_kwargs)
+        except RequestError:
+            continue
+        out.append((f"agent trajectory (index={s.index}, {len(seg.calls)} call(s))",
+                    seg.tokens, spans, text))
+    return out
 
 
 def samples_of(args: Namespace, sample: Sample, segments: list[Segment], tokenizer: Any
@@ -302,6 +343,11 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     segments = segment_calls(session.calls)
     _count(args, rid, session, segments, in_flight)
     samples = samples_of(args, sample, segments, endpoint.calls.tokenizer)
+    picked = endpoint.pick_for_token_check()
+    if picked:
+        rt.check_token_boundaries(token_trajectories(endpoint.calls, session, segments, samples),
+                                  endpoint.calls.tokenizer, args, hook_path=path,
+                                  rollout_id=rid)
     if evaluation:  # an eval sample is the trajectory's final answer: its last segment
         samples = samples[-1:]
     await _score(args, samples, result, rid, evaluation)

@@ -22,6 +22,7 @@ from vime.config.observe import add_observe_arguments
 from vime.contract.hooks import HOOKS, SFT_ROLLOUT_PATH
 
 __all__ = [
+    "DEFAULT_TOKEN_BOUNDARY_CHECK",
     "EXIT_STATUS",
     "PROG",
     "SFT_ROLLOUT_PATH",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 PROG = "vime train"
+#: ``--check-token-boundaries`` default: 1 in 16 agent trajectories is compared with the chat
+#: template's rendering (VIM194; benchmarks/token_boundaries.py measures the cost).
+DEFAULT_TOKEN_BOUNDARY_CHECK = 16
 VLLM_PASSTHROUGH_PREFIX = "--vllm-"
 #: The exit statuses of ``vime train`` (its --help epilog; vime/train.py).
 EXIT_STATUS = ("exit status: 0 done (or stopped early by --early-stop-metric); 1 a contract "
@@ -321,6 +325,11 @@ def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Runtime contract checker mode (vime.contract.checks).")
     g.add_argument("--contract-check-interval", type=int, default=1,
                    help="Check generate/output boundaries on every N-th step.")
+    g.add_argument("--check-token-boundaries", type=int, default=DEFAULT_TOKEN_BOUNDARY_CHECK,
+                   metavar="N",
+                   help="Compare 1 in N agent trajectories with the chat template's rendering "
+                        "of their messages outside the generated spans (VIM194, a warning); "
+                        "0 turns it off.")
     g.add_argument("--custom-config-path", type=str, default=None,
                    help="YAML whose keys are set on args as they are (for user hooks).")
 

@@ -252,6 +252,8 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         value = getattr(args, dest)
         if value is not None and value < -1:
             _fail(_option(dest), f"must be -1 (off) or >= 0, got {value}")
+    if hasattr(args, "check_token_boundaries"):   # 0: off
+        _positive(args, "check_token_boundaries", minimum=0)
 
     rbs, n = args.rollout_batch_size, args.n_samples_per_prompt
     if args.over_sampling_batch_size is None:

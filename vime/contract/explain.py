@@ -25,7 +25,7 @@ __all__ = ["DRY_RUN_BOUNDARIES", "IN_WORDS", "TYPES_PREFIX", "checked_by", "expl
 DRY_RUN_BOUNDARIES: frozenset[str] = frozenset({"B0", "B1", "B2", "B3", "B4", "B5", "B6"})
 
 _DOC = {"static": "docs/rules.md", "load": "docs/contract.md §6b", "runtime": "docs/contract.md §6b",
-        "probe": "docs/contract.md §6d"}
+        "probe": "docs/contract.md §6d", "template": "docs/contract.md §6e"}
 
 #: Static ids reported by ``vime-lint types`` (mypy on the hooks given the contract's types,
 #: docs/contract.md §6c) rather than by ``vime-lint rollout``: the ``VIM2xx`` block.
@@ -56,6 +56,10 @@ def checked_by(inv: Invariant) -> list[str]:
         return ["`vime-lint check`: after the dry run, the launch's reward is called on "
                 "responses built from each label (the answer, a wrong one, none, two, ...); "
                 "`--no-probe` turns it off"]
+    if inv.scope == "template":
+        return ["`vime-lint template MODEL_DIR`: statically, on the chat template of a model or "
+                "tokenizer folder (conversations of 1 to 4 turns rendered and compared); the "
+                "training sequences themselves are compared at run time by VIM194"]
     if inv.scope == "static":
         return ["`vime-lint rollout PATH`: statically, without importing the code (also the "
                 "pre-commit hook)"]

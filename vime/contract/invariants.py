@@ -27,7 +27,7 @@ __all__ = ["ALWAYS_ENFORCED", "BOUNDARIES", "Boundary", "Enforcement", "INVARIAN
            "Scope"]
 
 #: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
-Scope = Literal["static", "load", "runtime", "probe"]
+Scope = Literal["static", "load", "runtime", "probe", "template"]
 #: ``"policy"``: ``--contract-check off|warn|raise`` decides what a finding does.
 #: ``"always"``: the run cannot continue past it (conversion or the buffer would fail or corrupt
 #: training), so the runtime raises whatever ``--contract-check`` says.
@@ -58,7 +58,8 @@ class Invariant:
     #: Permanent id, ``"VIM###"``.
     id: str
     #: ``"static"`` (vime-lint), ``"load"`` (load_function), ``"runtime"`` (the checker) or
-    #: ``"probe"`` (``vime-lint check``'s reward probes: ``vime_lint/check/probes.py``).
+    #: ``"probe"`` (``vime-lint check``'s reward probes: ``vime_lint/check/probes.py``) or
+    #: ``"template"`` (``vime-lint template MODEL_DIR``: ``vime_lint/template.py``).
     scope: Scope
     #: Default severity; some invariants report warnings for milder forms (see ``title``).
     severity: Severity
@@ -992,6 +993,22 @@ _ALL: tuple[Invariant, ...] = (
          "return a function `reduce(pg_loss) -> 0-d tensor` (e.g. a masked mean built from "
          "`loss_masks`)",
          boundaries=("B7",)),
+    # ---- 6b: multi-turn token boundaries (boundary B2, vime/contract/checks/chat.py) ---------
+    _inv("VIM194", "runtime", "warning", "token-boundary-drift",
+         "The tokens of a multi-turn trajectory, outside the spans the engine generated, are the "
+         "tokens the chat template renders for its messages.",
+         "A trajectory built turn by turn (the engine's tokens kept, the next turn's text encoded "
+         "on its own) can differ from what the template renders for the same conversation at "
+         "turn boundaries: BPE merges across a turn's end, a template that rewrites earlier "
+         "turns (dropped reasoning, re-rendered tool calls). The policy is then trained on "
+         "sequences it never sees at inference (verl-project/verl#6921, huggingface/trl#5224, "
+         "THUDM/slime#2263). Checked on 1 in --check-token-boundaries N trajectories.",
+         "token drift at turn boundaries",
+         "{problem}",
+         "run `vime-lint template MODEL_DIR` to see where the template breaks; keep the "
+         "engine's tokens and render only what follows them (the agent endpoint does), or fix "
+         "the template so each turn's rendering is a prefix of the next",
+         boundaries=("B2",)),
     # ---- 6c: types (`vime-lint types`: mypy on hooks given the contract's annotations) ------
     _inv("VIM200", "static", "error", "hook-return-type",
          "A hook returns a value of its contract return type on every path.",
@@ -1082,6 +1099,78 @@ _ALL: tuple[Invariant, ...] = (
          "reward by position",
          "{problem}", "compute each sample's reward from that sample (and the group's "
          "statistics), never from its position"),
+    # ---- 6e: chat templates (vime-lint template MODEL_DIR; vime_lint/template.py) ----------
+    _inv("VIM350", "template", "warning", "template-prefix-stable",
+         "Each turn's rendering is a prefix of the rendering of the conversation one message "
+         "longer.",
+         "A template that rewrites an earlier turn when a later one is added (re-orders system "
+         "messages, re-renders tool calls, drops or moves a message) gives a multi-turn "
+         "trajectory that is not what the template renders for the whole conversation: the "
+         "agent endpoint must start a new segment at every such turn, the prefix loss mask "
+         "(SFT) cannot be placed, and a custom multi-turn generate trains on other tokens than "
+         "the template's.",
+         "template rewrites earlier turns",
+         "{problem}",
+         "render each message independently of the ones after it (no look-ahead on "
+         "`messages`), or accept one segment per turn"),
+    _inv("VIM351", "template", "warning", "template-keeps-reasoning",
+         "An assistant turn's reasoning (`<think>` block) is still rendered once a later turn "
+         "is added.",
+         "Thinking templates that drop earlier reasoning (verl-project/verl#6854) make every "
+         "turn's context differ from the trajectory the model generated: a turn-by-turn "
+         "trajectory trains on reasoning the template would never show, and each agent call "
+         "becomes a new segment.",
+         "template drops earlier reasoning",
+         "{problem}",
+         "keep the reasoning of earlier turns (many thinking templates have a keyword for it, "
+         "pass it with --apply-chat-template-kwargs), or train one segment per turn"),
+    _inv("VIM352", "template", "warning", "template-token-boundary",
+         "The token ids of each turn's rendering are a prefix of the ids of the next one (no "
+         "BPE merge across a turn boundary).",
+         "When the text is a prefix but its tokens are not, a trajectory that keeps the "
+         "engine's tokens and encodes the next turn on its own differs from a fresh encoding "
+         "of the conversation at that boundary (verl-project/verl#6921).",
+         "BPE merge at a turn boundary",
+         "{problem}",
+         "end the template's turns with a special token (e.g. `<|im_end|>`) so no merge "
+         "crosses them; vime's agent endpoint keeps the engine's tokens either way"),
+    _inv("VIM353", "template", "warning", "template-generation-prompt",
+         "The generation prompt (`add_generation_prompt=True`) is, in text and in tokens, the "
+         "start of the assistant turn the template renders once the reply is added.",
+         "The engine generates after the generation prompt; if the rendered turn starts "
+         "differently (a `<think>` opener only in the prompt, a header rendered another way, a "
+         "merge of the header's last token with the reply), the trained sequence is not the "
+         "one the engine saw.",
+         "generation prompt differs from the rendered turn",
+         "{problem}",
+         "make the template's generation prompt the exact header it renders for an assistant "
+         "turn"),
+    _inv("VIM354", "template", "warning", "template-bos-once",
+         "The template writes the BOS token once, at the start of the conversation.",
+         "A BOS written before every message, or in the middle of the sequence, puts a token "
+         "the model saw only at position 0 in pretraining inside every multi-turn sequence "
+         "(NVIDIA-NeMo/RL#855).",
+         "BOS repeated",
+         "{problem}",
+         "write `{{ bos_token }}` once, before the loop over messages"),
+    _inv("VIM355", "template", "error", "template-end-token",
+         "Each rendered assistant turn contains a token the engine stops on (EOS, or the "
+         "model's generation_config eos ids), where the loss mask of the turn ends.",
+         "If the template closes a turn with a token the engine does not stop on, every "
+         "response runs on to the length limit, past the turn's end, and is trained there: "
+         "every sample of the run is corrupted.",
+         "end of turn is not a stop token",
+         "{problem}",
+         "pass the turn's end token as --rollout-stop-token-ids ID, or set the tokenizer's "
+         "eos_token to it"),
+    _inv("VIM356", "template", "warning", "template-bos-missing",
+         "When the tokenizer adds a BOS by default, the rendered prompt starts with it.",
+         "vime encodes a rendered prompt without special tokens (the template writes them): a "
+         "template without `{{ bos_token }}` for a tokenizer that adds one gives prompts "
+         "without the BOS the model expects.",
+         "BOS missing",
+         "{problem}",
+         "write `{{ bos_token }}` at the start of the template"),
 )
 
 #: Every invariant, keyed by id, in id order.

@@ -4,6 +4,7 @@ Usage::
 
     from vime.models.convert import convert
     convert(get("smollm2-135m-instruct"), "runs/smollm2")   # -> Path, about 30 s on 2 cores
+    convert_tokenizer(get("smollm2-135m-instruct"), "runs/smollm2_tok")  # tokenizer only
 
 The folder holds ``model.safetensors`` (float32), ``config.json`` (without the GGUF
 ``quantization_config``), ``generation_config.json``, the tokenizer with its chat template, and
@@ -29,7 +30,7 @@ from typing import Any
 
 from vime.models.packaged import PackagedModel, locate
 
-__all__ = ["CONVERTER_VERSION", "STAMP", "convert", "sha256_of"]
+__all__ = ["CONVERTER_VERSION", "STAMP", "convert", "convert_tokenizer", "sha256_of"]
 
 #: Written last into a prepared folder: its source, so that an unchanged source is not redone.
 STAMP = "vime_model.json"
@@ -125,4 +126,27 @@ def convert(model: PackagedModel, out_dir: str | Path, *, force: bool = False) -
     plain.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     (out / STAMP).write_text(json.dumps(source, indent=2) + "\n")
+    return out
+
+
+def convert_tokenizer(model: PackagedModel, out_dir: str | Path) -> Path:
+    """Write only the tokenizer of ``model`` (with its chat template) as a Hugging Face
+    tokenizer folder under ``out_dir`` (created); return the folder. What
+    ``vime-lint template`` and the tests of chat templates need, without the weights.
+
+    Raises:
+        ModelNotInstalled: the package is missing.
+        ImportError: ``gguf`` is missing.
+    """
+    gguf = locate(model)
+    try:
+        import gguf as _gguf  # noqa: F401  (transformers reads GGUF files through it)
+    except ImportError:
+        raise ImportError("reading GGUF files needs the `gguf` package: "
+                          "pip install -e '.[real-model]' (or `make setup`)") from None
+    from transformers import AutoTokenizer
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
     return out

@@ -70,7 +70,7 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
     Findings are grouped per (invariant, field, hook) (:mod:`vime.contract.grouping`);
     ``max_violations`` lists up to that many one by one instead (``--max-violations``)."""
     rows = [(inv_id, inv.slug, _status(report, inv_id)) for inv_id, inv in INVARIANTS.items()
-            if inv.scope != "static"]
+            if inv.scope not in ("static", "template")]   # template: `vime-lint template`
     width = max(len(r[1]) for r in rows)
     print(f"{PROG}: runtime contract checks", file=out)
     print(f"{'id':<7} {'invariant':<{width}}  result", file=out)

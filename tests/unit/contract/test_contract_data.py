@@ -34,6 +34,8 @@ def test_scopes_match_id_ranges_and_runtime_ids_name_boundaries() -> None:
             assert inv.scope == "static" and not inv.boundaries, inv.id
         elif 300 <= number < 350:                 # VIM30x: reward probes of `vime-lint check`
             assert inv.scope == "probe" and not inv.boundaries, inv.id
+        elif 350 <= number < 370:                 # VIM35x: `vime-lint template MODEL_DIR`
+            assert inv.scope == "template" and not inv.boundaries, inv.id
         else:
             assert inv.scope in ("load", "runtime") and inv.boundaries, inv.id
             assert set(inv.boundaries) <= set(BOUNDARIES), inv.id

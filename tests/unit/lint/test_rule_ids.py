@@ -66,6 +66,8 @@ def test_trainer_ids_are_not_claimed_for_the_dry_run() -> None:
             assert tools.startswith("`vime-lint rollout")
         elif inv.scope == "probe":
             assert tools.startswith("`vime-lint check`") and "--no-probe" in tools, inv.id
+        elif inv.scope == "template":
+            assert tools.startswith("`vime-lint template MODEL_DIR`"), inv.id
         elif set(inv.boundaries) <= {"B7"}:
             assert "vime-lint check" not in tools and "vime train" in tools
         else:

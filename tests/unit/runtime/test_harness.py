@@ -224,6 +224,16 @@ def test_agent_runs_in_the_default_mode_scored_by_its_own_reward(
     assert code in (0, 1) and "Traceback" not in err
 
 
+def test_vim194_the_agent_step_compares_its_trajectories_with_the_template(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the agent's generate step runs the token-boundary check (1 in N; N = 1 here) on the
+    # trajectories the endpoint assembled; 0 turns it off
+    code, out, err = _agent_check(capsys, "good_agent", "--check-token-boundaries", "1")
+    assert _row(out, "VIM194").endswith("pass"), _row(out, "VIM194")
+    code, out, err = _agent_check(capsys, "good_agent", "--check-token-boundaries", "0")
+    assert _row(out, "VIM194").endswith("not run"), _row(out, "VIM194")
+
+
 @pytest.mark.parametrize(("agent", "inv_id", "text"), [
     ("string_reward_agent", "VIM185", "expected a finite real (the agent returned '42' (str))"),
     ("no_call_agent", "VIM186", "recorded no model call"),

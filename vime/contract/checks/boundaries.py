@@ -24,6 +24,7 @@ from typing import Any
 
 from vime.contract.checks import hook_results as hc
 from vime.contract.checks.agent import agent_result_problems
+from vime.contract.checks.chat import check_vim194
 from vime.contract.checks.checker import with_context
 from vime.contract.checks.policy import enforce, should_check_settings
 from vime.contract.checks.settings import CheckContext, CheckSettings
@@ -47,6 +48,7 @@ __all__ = [
     "check_reward_result",
     "check_sample_hook_result",
     "check_sync_hook_result",
+    "check_token_boundaries",
     "observed_boundaries",
 ]
 
@@ -129,6 +131,13 @@ def _agent(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *, calls: int 
     return agent_result_problems(v[0], s, calls=calls, in_flight=in_flight, index=index)
 
 
+def _token_boundaries(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
+                      tokenizer: Any = None) -> list[Violation]:
+    found = (check_vim194(tokenizer, tokens, spans=spans, text=text, where=where)
+             for where, tokens, spans, text in v[0])
+    return [f for f in found if f is not None]
+
+
 _B2_IDS = ("VIM105", "VIM106", "VIM107", "VIM108", "VIM109", "VIM110", "VIM111", "VIM115",
            "VIM140", "VIM141")
 
@@ -155,6 +164,8 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
     HookBoundary("sync_hook_result", "", "B4", ("VIM165",), _sync_hook_result),
     HookBoundary("agent_result", "agent_function_path", "B2", ("VIM185", "VIM186", "VIM187"),
                  _agent),
+    HookBoundary("token_boundaries", "agent_function_path", "B2", ("VIM194",),
+                 _token_boundaries),
 )})
 
 
@@ -315,3 +326,14 @@ def check_agent_result(result: Any, args: Any, *, hook_path: str | None = None,
     (VIM187). See :func:`check_boundary`."""
     return check_boundary("agent_result", result, args=args, hook_path=hook_path,
                           rollout_id=rollout_id, index=index, calls=calls, in_flight=in_flight)
+
+
+def check_token_boundaries(trajectories: Sequence[tuple[str, Sequence[int],
+                                                        Sequence[tuple[int, int]], str]],
+                           tokenizer: Any, args: Any, *, hook_path: str | None = None,
+                           rollout_id: int | None = None) -> list[Violation]:
+    """B2, on the trajectories ``--check-token-boundaries N`` picks: each ``(where, tokens,
+    spans, text)`` compared with the chat template's rendering (VIM194, a warning; see
+    :func:`vime.contract.checks.chat.check_vim194`). See :func:`check_boundary`."""
+    return check_boundary("token_boundaries", trajectories, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id, tokenizer=tokenizer)

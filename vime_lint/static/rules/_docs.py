@@ -84,6 +84,24 @@ def _cell(text: str) -> str:
     return text.replace("|", chr(92) + "|")
 
 
+def _template_section() -> list[str]:
+    """``vime-lint template MODEL_DIR``'s ids (scope ``template``): what each checks, why, the
+    fix."""
+    invs = [i for i in INVARIANTS.values() if i.scope == "template" and i.status != "removed"]
+    if not invs:
+        return []
+    lines = ["## Chat template checks (`vime-lint template MODEL_DIR`)", "",
+             "`vime-lint template MODEL_DIR` renders conversations of 1 to 4 turns with the chat "
+             "template of a model or tokenizer folder and reports where it breaks multi-turn "
+             "training, with what vime's built-in generate and agent endpoint do about it "
+             "(docs/contract.md §6e). At run time VIM194 compares agent trajectories with the "
+             "template's rendering (`--check-token-boundaries N`).", ""]
+    for inv in invs:
+        lines += [f"### {inv.id} `{inv.slug}`", "", f"{inv.title} (severity {inv.severity})", "",
+                  f"**Why:** {inv.rationale}", "", f"**Fix:** {inv.fix}", ""]
+    return lines
+
+
 def rules_page() -> str:
     """``docs/rules.md``: every rule, then the static invariants without a rule yet."""
     lines = [
@@ -119,6 +137,7 @@ def rules_page() -> str:
     for r in ALL_RULES:
         lines.append(rule_markdown(r))
     lines.append(types_section())
+    lines += _template_section()
     if pending:
         lines += ["## Static invariants without a rule yet", ""]
         lines += [f"- {i.id} `{i.slug}`: {i.title}" for i in pending]
