@@ -6,11 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.vime-install-$(shell cat pyproject.toml scripts/install.sh | sha256sum | cut -c1-16)
 
-export VLLM_NO_USAGE_STATS := 1
-export DO_NOT_TRACK := 1
-export HF_HUB_OFFLINE := 1
-export RAY_USAGE_STATS_ENABLED := 0
-export TOKENIZERS_PARALLELISM := false
+# The quiet, offline environment (no usage reports, the hub offline) is set by vime itself
+# (vime/utils/quiet_env.py) in vime train, the demo, the engines and the tests.
 
 .PHONY: setup demo demo-real test lint typecheck clean
 

@@ -1,4 +1,4 @@
-"""Overhead of the hook-failure accounting (issue 15), next to a rollout step.
+"""Overhead of the hook-failure accounting, next to a rollout step.
 
 Measures, on 2 groups x ... samples with 10 % FAILED: ``failure_metrics`` and
 ``too_many_failed`` per step, and the per-call cost of running a hook through ``call_hook``

@@ -1,5 +1,5 @@
-"""``vime-lint server``: time from a change to its diagnostics on a warm server (issue 37
-target: <= 150 ms for a 300-line hook module).
+"""``vime-lint server``: time from a change to its diagnostics on a warm server
+(target: <= 150 ms for a 300-line hook module).
 
 Starts the server over stdio with pygls's client in a temporary project, opens a module made of
 the repository's example hooks (``--lines`` lines, default about 300), waits for the first

@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from vime.utils.quiet_env import QUIET_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 
 #: module (or package folder) -> the unit test files run on its mutants (pytest arguments).
@@ -62,8 +64,7 @@ MODULES: dict[str, list[str]] = {
     "vime/agent/sessions.py": ["tests/unit/agent/"],
 }
 
-_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-        "RAY_USAGE_STATS_ENABLED": "0", "TOKENIZERS_PARALLELISM": "false"}
+_ENV = QUIET_ENV
 _KILLED = {"killed"}
 _SURVIVED = {"survived"}
 

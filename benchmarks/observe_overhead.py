@@ -1,4 +1,4 @@
-"""What seeing a run costs per GRPO step (issue 32 target: dumps and every tracker together
+"""What seeing a run costs per GRPO step (target: dumps and every tracker together
 <= 2 % of a demo GRPO step).
 
 Two parts:

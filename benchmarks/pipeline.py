@@ -39,10 +39,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from vime.utils.quiet_env import QUIET_ENV
+
 REPO = Path(__file__).resolve().parent.parent
-QUIET = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-         "RAY_USAGE_STATS_ENABLED": "0",
-         "TOKENIZERS_PARALLELISM": "false"}
+QUIET = QUIET_ENV
 
 
 def _train_args(model: str, data: Path, run_dir: Path, steps: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""Reward probes of ``vime-lint check`` on 16 prompts (issue 28 target: <= 10 s).
+"""Reward probes of ``vime-lint check`` on 16 prompts (target: <= 10 s).
 
 Runs :func:`vime_lint.check.probe_run.run_probes` on 16 synthetic prompts with vime's math
 reward (``--rm-type math``) and with a custom reward module, in this process, with a budget

@@ -32,9 +32,9 @@ import time
 from argparse import Namespace
 from pathlib import Path
 
-for _k, _v in {"VLLM_NO_USAGE_STATS": "1", "HF_HUB_OFFLINE": "1",
-               "TOKENIZERS_PARALLELISM": "false"}.items():
-    os.environ.setdefault(_k, _v)
+from vime.utils.quiet_env import apply_quiet_env
+
+apply_quiet_env()
 
 
 def _generate(url: str, prompts: list[list[int]], samples: int, max_tokens: int

@@ -1,4 +1,4 @@
-"""Time ``vime report`` and ``vime-lint rescore`` on a run of dumped steps (issue 32 targets:
+"""Time ``vime report`` and ``vime-lint rescore`` on a run of dumped steps (targets:
 each <= 10 s on the demo's 60 steps).
 
 Writes a synthetic run folder shaped like the demo's GRPO run (``--steps`` dumps of

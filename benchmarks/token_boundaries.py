@@ -1,5 +1,5 @@
 """Cost of the run-time token-boundary comparator (VIM194, ``--check-token-boundaries N``)
-against a demo GRPO step (issue 28 target: < 1 % of a step, about 3 s).
+against a demo GRPO step (target: < 1 % of a step, about 3 s).
 
 Builds agent trajectories of 1 to 4 turns through the endpoint's own call server (a scripted
 engine answering 24-token replies, the demo's response length) with the SmolLM2-135M-Instruct

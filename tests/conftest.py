@@ -16,14 +16,10 @@ from typing import Any
 
 import pytest
 
+from vime.utils.quiet_env import apply_quiet_env
+
 # Quiet, offline environment for anything that starts vLLM or Ray (docs/environment.md).
-for _key, _value in {
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-    "HF_HUB_OFFLINE": "1",
-    "RAY_USAGE_STATS_ENABLED": "0",
-}.items():
-    os.environ.setdefault(_key, _value)
+apply_quiet_env()
 
 # Ray with token authentication, as `vime train` runs it: one token for the session (a 0600 file
 # in a temporary folder), inherited by the session's Ray cluster and every `vime train` the

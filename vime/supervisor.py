@@ -9,7 +9,7 @@ Usage (``vime.cli`` does this for ``vime train``)::
 Why: a scheduler, ``make`` or a terminal stops a job by signalling its whole process group.
 Ray's GCS, raylet and actors are children of the driver and used to share its group: the same
 SIGTERM killed them under the driver, which then exited 1 ("Failed to connect to GCS")
-without a checkpoint, and vLLM's EngineCore was orphaned (issue 36). Here
+without a checkpoint, and vLLM's EngineCore was orphaned. Here
 
 - the driver (``python -m vime.cli train ...`` with :data:`SUPERVISED_ENV` set) starts in a
   new session (``setsid``): its Ray cluster and engines are in that session too;

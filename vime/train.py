@@ -40,10 +40,6 @@ from vime.contract.errors import ContractError
 
 __all__ = ["STOP_REQUEST", "Terminated", "early_stop", "main", "run"]
 
-_QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-              "RAY_USAGE_STATS_ENABLED": "0"}
-
-
 class Terminated(KeyboardInterrupt):
     """A second SIGTERM: stop at once (a ``KeyboardInterrupt``, because Ray's ``ray.get``
     turns any other exception raised by a signal handler into a ``SystemError``)."""
@@ -512,8 +508,9 @@ def _resolve(value: Any) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """``vime train ARGS``: parse (``--config FILE.yaml`` included), run, return the status."""
-    for key, value in _QUIET_ENV.items():
-        os.environ.setdefault(key, value)
+    from vime.utils.quiet_env import apply_quiet_env
+
+    apply_quiet_env()
     from vime.contract.errors import show_logged_warnings_once
 
     show_logged_warnings_once()   # runtime findings are logged; the warning copy is not shown

@@ -410,7 +410,7 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
                         "progress line (step, total, ETA, loss and --early-stop-metric) at most "
                         "every this many seconds, and after the last step. In a terminal the "
                         "bar (with ETA) updates every step.")
-    # added by the trainer (issue 7)
+    # added by the trainer
     g.add_argument("--single-process", action="store_true",
                    help="Run the rollout manager and the trainer in the `vime train` process "
                         "instead of Ray actors (debugging; engines still run under Ray).")

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vime.demo.config import _QUIET_ENV, ROOT, _display
+from vime.demo.config import ROOT, _display
+from vime.utils.quiet_env import QUIET_ENV
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, **_QUIET_ENV, "PYTHONPATH": os.pathsep.join(
+    return {**os.environ, **QUIET_ENV, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
 
 

@@ -8,7 +8,6 @@ first line above is the ``--help`` description.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from dataclasses import asdict
@@ -17,7 +16,6 @@ from typing import Any
 
 from vime.demo.children import _banner
 from vime.demo.config import (
-    _QUIET_ENV,
     QUICK,
     REAL,
     REAL_QUICK,
@@ -36,6 +34,7 @@ from vime.demo.stages import (
     stage_setup_real,
     stage_sft,
 )
+from vime.utils.quiet_env import apply_quiet_env
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print("vime demo: error: --skip-control is for --model smollm2-135m-instruct (the tiny "
               "demo runs the control only with --control)", file=sys.stderr)
         return 2
-    for key, value in _QUIET_ENV.items():
-        os.environ.setdefault(key, value)
+    apply_quiet_env()
     paths = DemoPaths(Path(ns.out or recipe.default_out).resolve())
     paths.out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

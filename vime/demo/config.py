@@ -22,9 +22,6 @@ TARGET_GAIN_POINTS = 5.0
 #: several points; docs/environment.md).
 LAST_EVALS = 3
 GREEDY_KEY, SAMPLED_KEY, REWARD_KEY = "eval/greedy", "eval/sampled", "rollout/raw_reward"
-_QUIET_ENV = {"VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "HF_HUB_OFFLINE": "1",
-              "RAY_USAGE_STATS_ENABLED": "0",
-              "TOKENIZERS_PARALLELISM": "false"}
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ from vime.ray.engine_guard import (
 )
 from vime.ray.reaper import set_pdeathsig, start_reaper
 from vime.utils.async_utils import run
+from vime.utils.quiet_env import QUIET_ENV
 
 __all__ = [
     "API_KEY_OVERRIDE_ENV",
@@ -132,13 +133,8 @@ SAMPLER_DEFAULTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("logprobs-mode", ("--logprobs-mode", "processed_logprobs")),
 )
 
-#: Environment for every server: dev-mode control routes, no telemetry, offline hub.
-SERVER_ENV = {
-    "VLLM_SERVER_DEV_MODE": "1",
-    "VLLM_NO_USAGE_STATS": "1",
-    "DO_NOT_TRACK": "1",
-    "HF_HUB_OFFLINE": "1",
-}
+#: Environment for every server: dev-mode control routes, and the quiet offline environment.
+SERVER_ENV = {"VLLM_SERVER_DEV_MODE": "1", **QUIET_ENV}
 
 
 #: vLLM ``--middleware`` of network engines (``--rollout-host`` beyond the loopback).

@@ -12,7 +12,7 @@ Usage::
 A vLLM server is three kinds of processes: the API server (which vime starts in a new session,
 so it leads its own process group, with ``PR_SET_PDEATHSIG``), its EngineCore and its workers.
 ``PR_SET_PDEATHSIG`` reaches the API server only: EngineCore and the workers are its children,
-and after a SIGKILL of the driver they kept running for minutes (issue 36). The reaper is a
+and after a SIGKILL of the driver they kept running for minutes. The reaper is a
 small process of its own (its own session, so a signal to the driver's process group does not
 reach it, and ``PR_SET_PDEATHSIG`` on it) that, every :data:`POLL_S` seconds, checks
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from vime.train import main
+from vime.utils.quiet_env import QUIET_ENV
 
 pytestmark = pytest.mark.unit
 
@@ -116,8 +117,7 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     for name in [m for m in sys.modules if m == "h18pkg" or m.startswith("h18pkg.")]:
         monkeypatch.delitem(sys.modules, name)   # found again under this test's folder
-    for key in ("VLLM_NO_USAGE_STATS", "DO_NOT_TRACK", "HF_HUB_OFFLINE",
-                "RAY_USAGE_STATS_ENABLED", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
+    for key in (*QUIET_ENV, "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH"):
         monkeypatch.setenv(key, os.environ.get(key, "1"))
     return tmp_path
 
