@@ -793,7 +793,9 @@ def _section9() -> list[str]:
 
 
 def _section10() -> list[str]:
-    from vime.data.batch_builder import EPS_STD, NORMALISED_ESTIMATORS, STD_ESTIMATORS
+    from vime.contract.estimators import GROUP_BASELINE_ESTIMATORS as NORMALISED_ESTIMATORS
+    from vime.contract.estimators import STD_ESTIMATORS
+    from vime.data.batch_builder import EPS_STD
 
     norm = ", ".join(f"`{e}`" for e in sorted(NORMALISED_ESTIMATORS))
     std = ", ".join(f"`{e}`" for e in sorted(STD_ESTIMATORS))

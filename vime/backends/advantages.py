@@ -35,14 +35,10 @@ from collections.abc import Sequence
 import torch
 
 from vime.config import arg
+from vime.contract.estimators import BROADCAST_ESTIMATORS, ESTIMATORS
 
-__all__ = ["BROADCAST_ESTIMATORS", "ESTIMATORS", "discounted_returns", "estimator_advantages",
-           "masked_whiten"]
+__all__ = ["discounted_returns", "estimator_advantages", "masked_whiten"]
 
-#: Estimators whose advantage is the sample's (normalised) reward on every token.
-BROADCAST_ESTIMATORS = ("grpo", "gspo", "cispo")
-#: Every estimator the trainer implements (``ppo`` needs a critic: not in vime).
-ESTIMATORS = (*BROADCAST_ESTIMATORS, "reinforce_plus_plus", "reinforce_plus_plus_baseline")
 
 _EPS = 1e-8
 

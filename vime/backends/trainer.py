@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from vime.backends import checkpoint as ckpt
-from vime.backends.advantages import ESTIMATORS, estimator_advantages
+from vime.backends.advantages import estimator_advantages
 from vime.backends.batching import (
     PaddedBatch,
     gather_response,
@@ -68,6 +68,7 @@ from vime.backends.tis import mismatch_metrics, vanilla_tis_function
 from vime.backends.trainer_hooks import TrainerHooks
 from vime.backends.weights import write_weights
 from vime.config import arg
+from vime.contract.estimators import ESTIMATORS
 from vime.data.batch_builder import split_into_steps
 
 __all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor",

@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from vime.config.observe import add_observe_arguments
+from vime.contract.estimators import ESTIMATORS, NOT_IN_V1_ESTIMATORS
 from vime.contract.hooks import HOOKS, SFT_ROLLOUT_PATH
 
 __all__ = [
@@ -186,8 +187,7 @@ def _add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--group-rm", action="store_true",
                    help="Score whole groups with one batched reward call.")
     g.add_argument("--advantage-estimator", type=str, default="grpo",
-                   choices=["grpo", "gspo", "cispo", "reinforce_plus_plus",
-                            "reinforce_plus_plus_baseline", "ppo"],
+                   choices=[*ESTIMATORS, *NOT_IN_V1_ESTIMATORS],
                    help="Advantage estimator: grpo, gspo, cispo (MiniMax-M1), "
                         "reinforce_plus_plus, reinforce_plus_plus_baseline (ppo: not in v1, it "
                         "needs a critic).")

@@ -35,6 +35,7 @@ from vime.contract.checks.hook_results import (
     reward_post_process_result_problems,
 )
 from vime.contract.errors import ContractError
+from vime.contract.estimators import GROUP_BASELINE_ESTIMATORS, STD_ESTIMATORS
 from vime.contract.hooks import CONVERT_REQUIRED_KEYS
 from vime.rollout.base_types import dotted_name, iter_samples
 from vime.utils.types import Sample
@@ -42,9 +43,7 @@ from vime.utils.types import Sample
 __all__ = [
     "BatchBuilder",
     "EPS_STD",
-    "NORMALISED_ESTIMATORS",
     "REQUIRED_COLUMNS",
-    "STD_ESTIMATORS",
     "flatten_samples",
     "global_batch_size",
     "normalize_group_rewards",
@@ -56,10 +55,6 @@ __all__ = [
 
 #: Added to the group standard deviation before dividing (docs/contract.md §10).
 EPS_STD = 1e-6
-#: Estimators whose rewards get the group mean subtracted.
-NORMALISED_ESTIMATORS = frozenset({"grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"})
-#: Estimators whose rewards are also divided by the group standard deviation.
-STD_ESTIMATORS = frozenset({"grpo", "gspo", "cispo"})
 #: Columns a custom convert hook must return (the contract's ``CONVERT_REQUIRED_KEYS``).
 REQUIRED_COLUMNS = CONVERT_REQUIRED_KEYS
 #: Columns sliced per sample by :func:`split_into_steps` (others are copied as they are).
@@ -185,7 +180,7 @@ def normalised_rewards(args: Namespace, samples: Sequence[Sample], raw: Sequence
 
 def _normalised(args: Namespace) -> bool:
     """The estimator normalises rewards per prompt group (and needs groups)."""
-    return (arg(args, "advantage_estimator") in NORMALISED_ESTIMATORS
+    return (arg(args, "advantage_estimator") in GROUP_BASELINE_ESTIMATORS
             and bool(arg(args, "rewards_normalization")))
 
 

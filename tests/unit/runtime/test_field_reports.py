@@ -21,7 +21,6 @@ from runtime_helpers import (
 from vime.contract.checks.field_reports import (
     FIELD_BATCH_CHECKS,
     FIELD_SAMPLE_CHECKS,
-    GROUP_BASELINE_ESTIMATORS,
     tokenizer_facts,
 )
 from vime.contract.checks.settings import CheckSettings
@@ -42,12 +41,6 @@ def test_field_report_registries_hold_their_runtime_ids_in_order() -> None:
         assert inv.scope == "runtime" and inv.boundaries == ("B5",)
         assert inv.severity == ("error" if inv_id == "VIM176" else "warning")
         assert "#" in inv.rationale, f"{inv_id} cites no source thread"
-
-
-def test_group_baseline_estimators_match_the_conversion() -> None:
-    from vime.data.batch_builder import NORMALISED_ESTIMATORS
-
-    assert GROUP_BASELINE_ESTIMATORS == NORMALISED_ESTIMATORS
 
 
 def test_settings_read_the_new_arguments() -> None:

@@ -10,12 +10,11 @@ import pytest
 import torch
 
 from vime.backends.advantages import (
-    BROADCAST_ESTIMATORS,
-    ESTIMATORS,
     discounted_returns,
     estimator_advantages,
     masked_whiten,
 )
+from vime.contract.estimators import BROADCAST_ESTIMATORS, ESTIMATORS
 
 pytestmark = pytest.mark.unit
 

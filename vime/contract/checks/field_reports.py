@@ -36,13 +36,13 @@ from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import Leaf, Shape
 from vime.contract.checks.values import is_finite_real, keyed_reward
 from vime.contract.errors import Violation
+from vime.contract.estimators import GROUP_BASELINE_ESTIMATORS
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
 __all__ = [
     "FIELD_BATCH_CHECKS",
     "FIELD_SAMPLE_CHECKS",
-    "GROUP_BASELINE_ESTIMATORS",
     "PLACEHOLDER_RUN",
     "check_field_reports",
     "tokenizer_facts",
@@ -51,10 +51,6 @@ __all__ = [
 SampleCheck = Callable[[Sample, Loc, CheckSettings, Stage], list[Violation]]
 BatchCheck = Callable[[Shape, CheckSettings, OutputInfo], list[Violation]]
 
-#: Estimators whose advantage subtracts the group mean (``vime.data.batch_builder``
-#: ``NORMALISED_ESTIMATORS``): a group without reward spread then has zero advantages (VIM171).
-GROUP_BASELINE_ESTIMATORS: frozenset[str] = frozenset(
-    {"grpo", "gspo", "cispo", "reinforce_plus_plus_baseline"})
 
 #: Consecutive exact 0.0 log-probs on trainable tokens that count as placeholders (VIM173).
 PLACEHOLDER_RUN = 8
