@@ -668,7 +668,7 @@ def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
     if split is not None:
         cores = len(split.trainer)
     elif arg(args, "async_rollout"):
-        from vime.ray.engine import is_vllm_cpu
+        from vime.ray.cores import is_vllm_cpu
 
         cores = max(1, cores - 1) if is_vllm_cpu() else cores
     return max(1, cores // max(1, ranks))

@@ -27,8 +27,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from vime.config import arg
+from vime.ray.cluster import ray_address
 
-__all__ = ["TRAINER_CORES_ENV", "CoreSplit", "core_split", "pin_from_env", "pin_process"]
+__all__ = ["TRAINER_CORES_ENV", "CoreSplit", "core_split", "is_vllm_cpu", "pin_from_env",
+           "pin_process"]
 
 #: Environment variable that carries the trainer's cores into its actor (``"1"``, ``"2,3"``).
 TRAINER_CORES_ENV = "VIME_TRAINER_CORES"
@@ -52,6 +54,17 @@ class CoreSplit:
         return ",".join(str(c) for c in self.trainer)
 
 
+def is_vllm_cpu() -> bool:
+    """True when the installed vLLM is the CPU build (the ``vllm-cpu`` distribution)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm-cpu")
+    except PackageNotFoundError:
+        return False
+    return True
+
+
 def core_split(args: Namespace, cores: Iterable[int] | None = None) -> CoreSplit | None:
     """The split of this node's cores for an overlapped CPU run, or None when nothing is pinned.
 
@@ -68,9 +81,6 @@ def core_split(args: Namespace, cores: Iterable[int] | None = None) -> CoreSplit
         may sit on other nodes), fewer than 2 cores, or a ``VLLM_CPU_OMP_THREADS_BIND`` the
         user set (their placement is kept as given).
     """
-    from vime.ray.cluster import ray_address
-    from vime.ray.engine import is_vllm_cpu
-
     if not arg(args, "async_rollout") or str(arg(args, "train_device")).startswith("cuda"):
         return None
     if arg(args, "rollout_external_engine_addrs") or ray_address(args) is not None:

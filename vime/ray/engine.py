@@ -62,7 +62,7 @@ from typing import Any
 
 from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
-from vime.ray.cores import core_split
+from vime.ray.cores import core_split, is_vllm_cpu
 from vime.ray.engine_control import (
     EngineInfo,
     pause,
@@ -101,7 +101,6 @@ __all__ = [
     "extra_args_to_cli",
     "engine_api_key",
     "find_free_port",
-    "is_vllm_cpu",
     "num_engines",
     "start_engines",
     "sync_weights",
@@ -169,17 +168,6 @@ def rollout_host(args: Namespace) -> str:
 class EngineStartError(RuntimeError):
     """Raised when a server exits or does not answer ``/health`` in time; the message names the
     engine, the command, the log file and ends with the log's last lines."""
-
-
-def is_vllm_cpu() -> bool:
-    """True when the installed vLLM is the CPU build (the ``vllm-cpu`` distribution)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        version("vllm-cpu")
-    except PackageNotFoundError:
-        return False
-    return True
 
 
 def find_free_port(host: str = "127.0.0.1") -> int:

@@ -141,7 +141,7 @@ class DryRunEngine:
             where = (f"a byte-level tokenizer in {self._tmp} (args.hf_checkpoint; pass "
                      "--hf-checkpoint to use the model's own and a real engine)")
         host, port = "127.0.0.1", find_free_port()
-        config = uvicorn.Config(stand_in_app(tokenizer), host=host, port=port,
+        config = uvicorn.Config(stand_in_app(tokenizer, STAND_IN_REPLIES), host=host, port=port,
                                 log_level="warning", access_log=False, lifespan="off")
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, name="vime-lint-engine-stand-in",

@@ -5,21 +5,21 @@ Imported only when a dry run needs it (FastAPI at import time). No ``from __futu
 annotations`` here: FastAPI reads the handlers' annotations (``Request``) at run time.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 
 from vime.ray.engine_control import ABORT_PATHS, GENERATE_PATH
-from vime_lint.check.engine import STAND_IN_REPLIES
 
 __all__ = ["stand_in_app"]
 
 
-def stand_in_app(tokenizer: Any) -> Any:
+def stand_in_app(tokenizer: Any, replies: Sequence[str]) -> Any:
     """The FastAPI app of the scripted engine stand-in (routes in the module doc).
 
-    ``tokenizer`` encodes the replies (``encode(text, add_special_tokens=False)``,
-    ``eos_token_id``)."""
+    ``tokenizer`` encodes the ``replies`` (``encode(text, add_special_tokens=False)``,
+    ``eos_token_id``), given in turn, request after request."""
     app = FastAPI(title="vime-lint check engine stand-in", openapi_url=None, docs_url=None,
                   redoc_url=None)
     count = {"n": 0}
@@ -45,7 +45,7 @@ def stand_in_app(tokenizer: Any) -> Any:
     @app.post(GENERATE_PATH)
     async def generate(request: Request) -> dict[str, Any]:
         body = await request.json()
-        text = STAND_IN_REPLIES[count["n"] % len(STAND_IN_REPLIES)]
+        text = replies[count["n"] % len(replies)]
         count["n"] += 1
         ids = [int(t) for t in tokenizer.encode(text, add_special_tokens=False)]
         if eos is not None:

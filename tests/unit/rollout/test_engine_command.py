@@ -7,11 +7,11 @@ from argparse import Namespace
 
 import pytest
 
+from vime.ray.cores import is_vllm_cpu
 from vime.ray.engine import (
     DEFAULT_CPU_KV_CACHE_BYTES,
     build_server_command,
     extra_args_to_cli,
-    is_vllm_cpu,
     num_engines,
     start_engines,
 )

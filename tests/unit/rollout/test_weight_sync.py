@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from vime.config import parse_args
-from vime.ray.engine import _weight_transfer_backend, build_server_command, is_vllm_cpu
+from vime.ray.cores import is_vllm_cpu
+from vime.ray.engine import _weight_transfer_backend, build_server_command
 from vime.ray.weight_sync import (
     TIED_HEAD,
     DiskWeightSync,

@@ -10,7 +10,7 @@ from argparse import Namespace
 import pytest
 
 from vime.backends.trainer import trainer_threads
-from vime.ray.engine import is_vllm_cpu
+from vime.ray.cores import is_vllm_cpu
 
 pytestmark = pytest.mark.unit
 
