@@ -10,7 +10,7 @@ The rollout is ``benchmarks/data_parallel.py``'s synthetic one (32 prompts x 8 s
 prompt + 19 response tokens, rollout log probs as the old policy's, two optimiser steps per
 rollout) with the demo's micro-batches of 128. *Standalone* is a child process with OpenMP's
 defaults and every core as torch threads; *actor* is the trainer actor exactly as ``vime
-train`` starts it (``vime.backends.trainer.create_trainer_actor``: its threads and
+train`` starts it (``vime.ray.trainer_actor.create_trainer_actor``: its threads and
 ``OMP_WAIT_POLICY=PASSIVE``) on a local Ray cluster, with nothing else running. Reported: the
 median ``train/time`` (seconds, measured inside ``train``; the first call of each run left
 out) per setting over ``--reps`` alternating runs of ``--steps`` calls, and the ratio actor /
@@ -73,7 +73,7 @@ def in_actor(model: str, steps: int) -> list[float]:
     """``steps`` ``train/time`` figures from the trainer actor ``vime train`` would start."""
     import ray
 
-    from vime.backends.trainer import create_trainer_actor
+    from vime.ray.trainer_actor import create_trainer_actor
 
     args = _args(model)
     data = ray.put(_data(args))

@@ -145,8 +145,9 @@ class _Remote:
 
 def _start(args: Namespace) -> tuple[Any, Any]:
     """The rollout manager and the trainer, in process or as Ray actors."""
-    from vime.backends.trainer import Trainer, create_trainer_actor
+    from vime.backends.trainer import Trainer
     from vime.ray.rollout import RolloutManagerCore, create_rollout_manager, needs_engines
+    from vime.ray.trainer_actor import create_trainer_actor
     from vime.ray.trainer_group import create_trainer_group, num_trainer_ranks
 
     if (not args.single_process or needs_engines(args)):

