@@ -91,7 +91,7 @@ def measure(model: str, world: int, steps: int, work: Path) -> dict[str, Any]:
     import torch
     import torch.multiprocessing as mp
 
-    from vime.ray.engine import find_free_port
+    from vime.ray.engine_command import find_free_port
 
     out = work / f"ranks{world}.pt"
     mp.spawn(_run, args=(world, find_free_port(), model, steps, str(out)), nprocs=world,

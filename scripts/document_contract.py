@@ -660,7 +660,7 @@ def _section7() -> list[str]:
 
 
 def _section8() -> list[str]:
-    from vime.ray.engine import DEFAULT_CPU_KV_CACHE_BYTES
+    from vime.ray.engine_command import DEFAULT_CPU_KV_CACHE_BYTES
     from vime.ray.engine_control import ABORT_PATHS, GENERATE_PATH, PAUSE_MODES
     from vime.rollout.vllm_protocol import make_sampling_params
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vime.demo.children import _env
-from vime.ray.engine import SERVER_ENV
+from vime.ray.engine_command import SERVER_ENV
 from vime.utils.quiet_env import QUIET_ENV, apply_quiet_env
 
 pytestmark = pytest.mark.unit

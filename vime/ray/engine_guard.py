@@ -137,7 +137,7 @@ def bind_host(args: Any) -> str:
 def engine_auth_problem(args: Any) -> tuple[str, str] | None:
     """Why the engines cannot be served as ``args`` ask: ``(argument, reason with the fix)``,
     or None. The one decider: ``vime.config.inputs`` reports it (one line, exit 2) before Ray
-    starts, and :func:`vime.ray.engine.start_engines` raises it.
+    starts, and :func:`vime.ray.engine_group.start_engines` raises it.
 
     Problems: ``--vllm-api-key`` (the key would be on the command line, which ``ps`` and the
     engine log show; ``VIME_ENGINE_API_KEY`` sets it); a ``--vllm-host`` that is neither a

@@ -196,7 +196,7 @@ class RolloutManagerCore:
     # ---- engines -------------------------------------------------------------------------
 
     def _start_engines(self) -> None:
-        from vime.ray.engine import start_engines
+        from vime.ray.engine_group import start_engines
         from vime.ray.router import router_address
 
         log_dir = Path(self.args.run_dir) / "logs"

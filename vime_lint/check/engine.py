@@ -106,7 +106,8 @@ class DryRunEngine:
         problem = hf_checkpoint_problem(checkpoint)
         if problem:
             raise ValueError(f"--hf-checkpoint: {problem}")
-        from vime.ray.engine import VLLMServer, extra_args_to_cli
+        from vime.ray.engine import VLLMServer
+        from vime.ray.engine_command import extra_args_to_cli
 
         self._tmp = tempfile.mkdtemp(prefix="vime-lint-check-engine-")
         extra = ["--enforce-eager", *extra_args_to_cli(getattr(self.args, "vllm_extra_args",
@@ -124,7 +125,7 @@ class DryRunEngine:
     def _start_stand_in(self, checkpoint: str | None) -> None:
         import uvicorn
 
-        from vime.ray.engine import find_free_port
+        from vime.ray.engine_command import find_free_port
         from vime.utils.data import load_tokenizer
         from vime_lint.check.stand_in import stand_in_app
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from vime.ray.auth import write_token
-from vime.ray.engine import find_free_port
+from vime.ray.engine_command import find_free_port
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from vime.ray.engine import build_server_command
+from vime.ray.engine_command import build_server_command
 from vime.ray.engine_control import (
     ABORT_PATHS,
     CONTROL_PATHS,
@@ -45,7 +45,7 @@ def test_installed_vllm_accepts_the_network_and_nccl_flags(tiny_model_dir):
     with tensor parallelism: the parser takes them and the middleware's path imports."""
     import importlib
 
-    from vime.ray.engine import GUARD_MIDDLEWARE
+    from vime.ray.engine_command import GUARD_MIDDLEWARE
 
     cmd = build_server_command(str(tiny_model_dir), 8123, host="0.0.0.0", guard=True,
                                tensor_parallel_size=2, weight_transfer="nccl")

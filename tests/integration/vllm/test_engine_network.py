@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from vime.ray.engine import start_engines
 from vime.ray.engine_control import (
     ABORT_PATHS,
     CONTROL_PATHS,
@@ -28,6 +27,7 @@ from vime.ray.engine_control import (
     WEIGHT_TRANSFER_PATHS,
     probe_engine,
 )
+from vime.ray.engine_group import start_engines
 from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.rollout import vllm_rollout as vr
 from vime.utils.async_utils import run

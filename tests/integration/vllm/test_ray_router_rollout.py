@@ -11,7 +11,7 @@ from argparse import Namespace
 
 import pytest
 
-from vime.ray.engine import start_engines
+from vime.ray.engine_group import start_engines
 from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.ray.router import VLLMRouter
 from vime.rollout import vllm_rollout as vr

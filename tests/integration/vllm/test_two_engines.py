@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from vime.ray.engine import start_engines
 from vime.ray.engine_control import sync_weights
+from vime.ray.engine_group import start_engines
 from vime.ray.engine_guard import auth_headers, run_api_key
 from vime.ray.router import VLLMRouter
 from vime.utils.async_utils import run

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from vime.ray.engine import find_free_port
+from vime.ray.engine_command import find_free_port
 from vime.utils import http_utils
 from vime.utils.async_utils import get_loop, run
 from vime.utils.http_utils import HTTPError, get, post

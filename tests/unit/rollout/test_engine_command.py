@@ -8,14 +8,13 @@ from argparse import Namespace
 import pytest
 
 from vime.ray.cores import is_vllm_cpu
-from vime.ray.engine import (
+from vime.ray.engine_command import (
     DEFAULT_CPU_KV_CACHE_BYTES,
     build_server_command,
     extra_args_to_cli,
-    num_engines,
-    start_engines,
 )
 from vime.ray.engine_control import PAUSE_MODES, _sampling_keys, server_request_id
+from vime.ray.engine_group import num_engines, start_engines
 from vime.ray.router import VLLMRouter, router_address
 from vime.utils.async_utils import run
 

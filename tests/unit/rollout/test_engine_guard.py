@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from vime.config import parse_args
-from vime.ray.engine import GUARD_MIDDLEWARE, VLLMServer, build_server_command, rollout_host
+from vime.ray.engine import VLLMServer
+from vime.ray.engine_command import GUARD_MIDDLEWARE, build_server_command
+from vime.ray.engine_group import rollout_host
 from vime.ray.engine_guard import (
     API_KEY_ENV,
     API_KEY_OVERRIDE_ENV,

@@ -1,5 +1,5 @@
 """Engine logs by default: no HTTP access lines, a drained shutdown (no EngineDeadError); a
---vllm-<flag> turns each back (vime.ray.engine.QUIET_DEFAULTS, stop_process_group)."""
+--vllm-<flag> turns each back (vime.ray.engine_command.QUIET_DEFAULTS, stop_process_group)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from vime.config import parse_args
 from vime.ray._process import stop_process_group
-from vime.ray.engine import SHUTDOWN_DRAIN_S, build_server_command, extra_args_to_cli
+from vime.ray.engine_command import SHUTDOWN_DRAIN_S, build_server_command, extra_args_to_cli
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,8 @@ import torch
 
 from vime.config import parse_args
 from vime.ray.cores import is_vllm_cpu
-from vime.ray.engine import _weight_transfer_backend, build_server_command
+from vime.ray.engine_command import build_server_command
+from vime.ray.engine_group import _weight_transfer_backend
 from vime.ray.weight_sync import (
     TIED_HEAD,
     DiskWeightSync,

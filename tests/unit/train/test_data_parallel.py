@@ -15,7 +15,7 @@ from trainer_helpers import make_args
 from vime.backends.parallel import balanced_partition, contiguous_partition
 from vime.backends.trainer import Trainer
 from vime.config import parse_args
-from vime.ray.engine import find_free_port
+from vime.ray.engine_command import find_free_port
 
 pytestmark = pytest.mark.unit
 

@@ -85,8 +85,8 @@ class RolloutState:
         async with self._register_lock:
             if self.registered:
                 return
-            from vime.ray.engine import engine_api_key
             from vime.ray.engine_control import discover_engine_urls, probe_engine
+            from vime.ray.engine_group import engine_api_key
             from vime.utils.http_utils import configure_client
 
             self.base_url = _router_url(self.args)
