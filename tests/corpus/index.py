@@ -115,10 +115,11 @@ def _hook_arg(kind: Kind) -> tuple[str, str]:
 
 def launch_argv(kind: Kind, module: str) -> list[str]:
     """The ``vime train`` arguments of the case (without ``vime train``), with the hook bound
-    to ``cases.<module>.<function>``."""
+    to ``cases.<module>.<function>``; ``{module}`` in the case's flags names the same module
+    (a second hook of it: ``--rollout-sample-filter-path {module}.keep_all``)."""
     arg, extra = _hook_arg(kind)
-    return [arg, f"cases.{module}.{kind.function}", *shlex.split(extra),
-            *shlex.split(kind.launch)]
+    launch = kind.launch.replace("{module}", f"cases.{module}")
+    return [arg, f"cases.{module}.{kind.function}", *shlex.split(extra), *shlex.split(launch)]
 
 
 def write_project(root: Path, kind: Kind, *, near: bool) -> Path:
