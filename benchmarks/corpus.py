@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -112,17 +113,6 @@ def _import(path: Path, name: str) -> Any:
 def run_runtime(kind: Kind) -> dict[str, str] | None:
     """The run-time contract check of the boundary the case's ``run_time_case()`` names, on
     the hook's result; None when the case has no ``run_time_case``."""
-    from vime.contract.checks import (
-        check_batch_reward_result,
-        check_buffer_filter_result,
-        check_dynamic_filter_result,
-        check_generate_result,
-        check_reward_post_process_result,
-        check_reward_result,
-        check_sample_hook_result,
-        validate_rollout_output,
-    )
-
     module = _import(kind.path, f"corpus_case_{kind.module}")
     make = getattr(module, "run_time_case", None)
     if make is None:
@@ -135,6 +125,24 @@ def run_runtime(kind: Kind) -> dict[str, str] | None:
     result = getattr(module, kind.function)(*inputs)
     if asyncio.iscoroutine(result):
         result = asyncio.run(result)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _boundary_codes(kind, spec, args, inputs, status_in, result)
+
+
+def _boundary_codes(kind: Kind, spec: dict[str, Any], args: Namespace, inputs: Any,
+                    status_in: Any, result: Any) -> dict[str, str]:
+    from vime.contract.checks import (
+        check_batch_reward_result,
+        check_buffer_filter_result,
+        check_dynamic_filter_result,
+        check_generate_result,
+        check_reward_post_process_result,
+        check_reward_result,
+        check_sample_hook_result,
+        validate_rollout_output,
+    )
+
     boundary = spec["boundary"]
     path = f"cases.{kind.module}.{kind.function}"
     if boundary == "rollout_output":

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import shlex
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tomllib
 
 __all__ = ["CORPUS", "TOOLS", "Kind", "launch_argv", "lint_rollout", "load_kinds",
            "write_project"]

@@ -9,8 +9,8 @@ MAX_TURNS = 4
 
 
 async def generate(args, sample, sampling_params):
+    tokenizer = load_tokenizer(args.hf_checkpoint)
     if not sample.tokens:
-        tokenizer = load_tokenizer(args.hf_checkpoint)
         sample.tokens = tokenizer.encode(str(sample.prompt), add_special_tokens=False)
     for _ in range(MAX_TURNS):
         left = args.rollout_max_response_len - sample.response_length
@@ -23,6 +23,7 @@ async def generate(args, sample, sampling_params):
         choice = out["choices"][0]
         lps = [c["logprob"] for c in choice["logprobs"]["content"]]
         sample.append_response_tokens(args, tokens=choice["token_ids"], log_probs=lps,
+                                      text=tokenizer.decode(choice["token_ids"]),
                                       meta_info={"finish_reason": {"type": choice["finish_reason"]}})
         if sample.status != Sample.Status.COMPLETED or "<tool>" not in sample.response:
             break

@@ -4,5 +4,5 @@ import torch
 
 
 async def reward_func(args, sample, **kwargs):
-    hits = torch.tensor([float(sample.label in sample.response)])
+    hits = torch.tensor([float(str(sample.label) in sample.response)])
     return float(hits.mean().item())

@@ -2,14 +2,19 @@
 
 
 class WrongAnswer(Exception):
-    """The program ran and a test failed."""
+    """The model's program failed: it did not compile, raised, or failed a test."""
 
 
 def run_tests(code: str, tests: str) -> bool:
+    try:
+        compiled = compile(code + "\n" + tests, "<response>", "exec")
+    except SyntaxError as exc:
+        raise WrongAnswer(str(exc)) from exc
     namespace: dict = {}
     try:
-        exec(code + "\n" + tests, namespace)
-    except AssertionError as exc:
+        exec(compiled, namespace)
+    except (AssertionError, ArithmeticError, LookupError, NameError, TypeError,
+            ValueError) as exc:
         raise WrongAnswer(str(exc)) from exc
     return True
 

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from tests.corpus.index import load_kinds, lint_rollout  # noqa: E402
+from tests.corpus.index import lint_rollout, load_kinds  # noqa: E402
 
 pytestmark = pytest.mark.unit
 
