@@ -121,7 +121,8 @@ def run_runtime(kind: Kind) -> dict[str, str] | None:
     args: Namespace = spec["args"]
     args.contract_check = "warn"
     inputs = spec["inputs"]
-    status_in = getattr(inputs[1], "status", None) if len(inputs) > 1 else None
+    # the generate boundary wants the input sample's status from before the call
+    status_in = vars(inputs[1]).get("status") if len(inputs) > 1 and hasattr(inputs[1], "__dict__") else None
     result = getattr(module, kind.function)(*inputs)
     if asyncio.iscoroutine(result):
         result = asyncio.run(result)
