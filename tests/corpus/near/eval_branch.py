@@ -1,9 +1,6 @@
 """Near-miss of no-eval-branch: eval steps score every eval dataset and return eval data."""
 
-from vime.rollout.base_types import (
-    RolloutFnEvalOutput,
-    finalize_rollout_groups,
-)
+from vime.rollout.base_types import finalize_rollout_groups
 from vime.rollout.vllm_rollout import (
     eval_rollout,
     generate_and_rm_group,
@@ -20,8 +17,7 @@ async def _all(args, groups):
 
 def generate_rollout(args, rollout_id, data_source, evaluation=False):
     if evaluation:
-        out = eval_rollout(args, rollout_id, data_source, evaluation=True)
-        return RolloutFnEvalOutput(data=out.data, metrics=out.metrics)
+        return run(eval_rollout(args, rollout_id))
     groups = data_source.get_samples(args.rollout_batch_size)
     run(_all(args, groups))
     return finalize_rollout_groups(args, rollout_id, groups)
