@@ -1,0 +1,20 @@
+"""A tool-calling generate whose per-turn budget subtracts the prompt from the response budget."""
+
+from vime.rollout.vllm_rollout import generate as engine_generate
+from vime.utils.types import Sample
+
+MAX_TURNS = 3
+
+
+async def generate(args, sample, sampling_params):
+    for _ in range(MAX_TURNS):
+        left = args.rollout_max_response_len - len(sample.tokens)
+        if left <= 0:
+            sample.status = Sample.Status.TRUNCATED
+            break
+        sample = await engine_generate(args, sample, {**sampling_params, "max_tokens": left})
+        if sample.status != Sample.Status.COMPLETED or "<tool>" not in sample.response:
+            break
+        sample.append_response_tokens(args, tokens=[0], trainable=False, text=" ")
+        sample.status = Sample.Status.PENDING
+    return sample

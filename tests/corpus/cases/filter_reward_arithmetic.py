@@ -1,0 +1,9 @@
+"""A dynamic sampling filter that averages `.reward` directly (a dict with --reward-key)."""
+
+from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+
+
+def dynamic_sampling_filter(args, samples, **kwargs):
+    mean = sum(s.reward for s in samples) / len(samples)
+    keep = 0.0 < mean < 1.0
+    return DynamicFilterOutput(keep=keep, reason=None if keep else "all_same")

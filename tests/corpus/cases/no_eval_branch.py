@@ -1,0 +1,17 @@
+"""A rollout function that ignores `evaluation`; the launch runs eval steps."""
+
+from vime.rollout.base_types import finalize_rollout_groups
+from vime.rollout.vllm_rollout import generate_and_rm_group, sampling_params_from_args
+from vime.utils.async_utils import run
+
+
+async def _all(args, groups):
+    params = sampling_params_from_args(args)
+    for group in groups:
+        await generate_and_rm_group(args, group, params, evaluation=False)
+
+
+def generate_rollout(args, rollout_id, data_source, evaluation=False):
+    groups = data_source.get_samples(args.rollout_batch_size)
+    run(_all(args, groups))
+    return finalize_rollout_groups(args, rollout_id, groups)

@@ -1,0 +1,39 @@
+"""A data source that numbers group_index per sample instead of per prompt."""
+
+from vime.rollout.data_source import DataSource
+from vime.utils.types import Sample
+
+PROMPTS = [("1+1=", "2"), ("2+3=", "5"), ("4+4=", "8"), ("7+2=", "9")]
+
+
+class CountingSource(DataSource):
+    def __init__(self, args):
+        super().__init__(args)
+        self.args = args
+        self.cursor = 0
+        self.counter = 0
+
+    def get_samples(self, num_samples):
+        groups = []
+        for _ in range(num_samples):
+            prompt, label = PROMPTS[self.cursor % len(PROMPTS)]
+            self.cursor += 1
+            group = []
+            for _ in range(self.args.n_samples_per_prompt):
+                group.append(Sample(prompt=prompt, label=label, group_index=self.counter,
+                                    index=self.counter))
+                self.counter += 1
+            groups.append(group)
+        return groups
+
+    def add_samples(self, samples):
+        pass
+
+    def save(self, rollout_id):
+        pass
+
+    def load(self, rollout_id=None):
+        pass
+
+    def __len__(self):
+        return len(PROMPTS)

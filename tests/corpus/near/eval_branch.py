@@ -1,0 +1,23 @@
+"""Near-miss of no-eval-branch: eval steps score every eval dataset and return eval data."""
+
+from vime.rollout.base_types import finalize_rollout_groups
+from vime.rollout.vllm_rollout import (
+    eval_rollout,
+    generate_and_rm_group,
+    sampling_params_from_args,
+)
+from vime.utils.async_utils import run
+
+
+async def _all(args, groups):
+    params = sampling_params_from_args(args)
+    for group in groups:
+        await generate_and_rm_group(args, group, params, evaluation=False)
+
+
+def generate_rollout(args, rollout_id, data_source, evaluation=False):
+    if evaluation:
+        return run(eval_rollout(args, rollout_id))
+    groups = data_source.get_samples(args.rollout_batch_size)
+    run(_all(args, groups))
+    return finalize_rollout_groups(args, rollout_id, groups)

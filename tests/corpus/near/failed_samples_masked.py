@@ -1,0 +1,23 @@
+"""Near-miss of uneven-groups: failed samples stay in their group, left out of the loss."""
+
+from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+from vime.rollout.vllm_rollout import generate_and_rm_group, sampling_params_from_args
+from vime.utils.async_utils import run
+
+
+async def _all(args, groups):
+    params = sampling_params_from_args(args)
+    for group in groups:
+        await generate_and_rm_group(args, group, params, evaluation=False)
+
+
+def generate_rollout(args, rollout_id, data_source, evaluation=False):
+    if evaluation:
+        return RolloutFnEvalOutput(data={})
+    groups = data_source.get_samples(args.rollout_batch_size)
+    run(_all(args, groups))
+    for group in groups:
+        for sample in group:
+            if sample.response_length == 0:
+                sample.remove_sample = True
+    return RolloutFnTrainOutput(samples=groups)

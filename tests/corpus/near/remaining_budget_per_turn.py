@@ -1,0 +1,31 @@
+"""Near-miss of full-budget-every-turn: each turn asks for what is left of the budget."""
+
+from vime.rollout.vllm_rollout import get_model_url
+from vime.utils.data import load_tokenizer
+from vime.utils.http_utils import post
+from vime.utils.types import Sample
+
+MAX_TURNS = 4
+
+
+async def generate(args, sample, sampling_params):
+    tokenizer = load_tokenizer(args.hf_checkpoint)
+    if not sample.tokens:
+        sample.tokens = tokenizer.encode(str(sample.prompt), add_special_tokens=False)
+    for _ in range(MAX_TURNS):
+        left = args.rollout_max_response_len - sample.response_length
+        if left <= 0:
+            sample.status = Sample.Status.TRUNCATED
+            break
+        params = {**sampling_params, "max_tokens": left}
+        out = await post(get_model_url(args),
+                         {"token_ids": sample.tokens, "sampling_params": params})
+        choice = out["choices"][0]
+        lps = [c["logprob"] for c in choice["logprobs"]["content"]]
+        sample.append_response_tokens(args, tokens=choice["token_ids"], log_probs=lps,
+                                      text=tokenizer.decode(choice["token_ids"]),
+                                      meta_info={"finish_reason": {"type": choice["finish_reason"]}})
+        if sample.status != Sample.Status.COMPLETED or "<tool>" not in sample.response:
+            break
+        sample.status = Sample.Status.PENDING
+    return sample

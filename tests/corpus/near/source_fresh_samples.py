@@ -1,0 +1,41 @@
+"""Near-miss of the data-source kinds: one prompt per group, a fresh Sample per copy, group_index
+per prompt and index per sample."""
+
+from vime.rollout.data_source import DataSource
+from vime.utils.types import Sample
+
+PROMPTS = [("1+1=", "2"), ("2+3=", "5"), ("4+4=", "8"), ("7+2=", "9")]
+
+
+class RepeatingSource(DataSource):
+    def __init__(self, args):
+        super().__init__(args)
+        self.args = args
+        self.cursor = 0
+        self.next_index = 0
+
+    def get_samples(self, num_samples):
+        groups = []
+        for _ in range(num_samples):
+            prompt, label = PROMPTS[self.cursor % len(PROMPTS)]
+            group_index = self.cursor
+            self.cursor += 1
+            group = []
+            for _ in range(self.args.n_samples_per_prompt):
+                group.append(Sample(prompt=prompt, label=label, group_index=group_index,
+                                    index=self.next_index))
+                self.next_index += 1
+            groups.append(group)
+        return groups
+
+    def add_samples(self, samples):
+        pass
+
+    def save(self, rollout_id):
+        pass
+
+    def load(self, rollout_id=None):
+        pass
+
+    def __len__(self):
+        return len(PROMPTS)
