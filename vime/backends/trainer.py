@@ -161,6 +161,8 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, args)
         self.scheduler = build_scheduler(self.optimizer, args, total_steps)
         self.global_step = 0
+        #: Seconds per phase of the current ``train`` call (its ``perf/train_*_time``).
+        self._phase: dict[str, float] = {}
 
     # ---- forward helpers ---------------------------------------------------------------------
 
@@ -255,7 +257,11 @@ class Trainer:
             ``train/grad_norm``, ``train/lr``; with TIS the TIS function's metrics
             (``train/tis``, ``train/tis_clipfrac``, ``train/tis_abs`` for the built-in), with
             ``--get-mismatch-metrics`` ``train/mismatch_*`` (``vime.backends.tis``), with a
-            custom loss its ``log_dict``; plus ``train/num_steps`` and ``train/time`` (s).
+            custom loss its ``log_dict``; plus ``train/num_steps``, ``train/time`` and the
+            phases of that time (seconds): ``perf/train_log_probs_time`` (old and reference
+            log probs), ``perf/train_advantages_time``, ``perf/train_forward_backward_time``
+            (every micro-batch's loss and backward), ``perf/train_optimizer_step_time``
+            (gradient norm, clipping and the optimiser and scheduler steps).
 
         Raises:
             ValueError: ``--use-rollout-logprobs``, ``--use-tis`` or ``--get-mismatch-metrics``
@@ -263,6 +269,8 @@ class Trainer:
             ContractError: a trainer hook's result breaks its contract (VIM190-VIM193).
         """
         t0 = time.perf_counter()
+        self._phase = {"forward_backward": 0.0, "optimizer_step": 0.0}
+        log_probs_s = advantages_s = 0.0
         args = self.args
         post = arg(args, "rollout_data_postprocess_path")
         if post:
@@ -280,6 +288,7 @@ class Trainer:
                                  "rollout_log_probs (the rollout must store one sampler "
                                  "log prob per response token)")
             mbs = max(1, int(arg(args, "micro_batch_size")))
+            t_lp = time.perf_counter()
             train_lps = None
             if not self.use_rollout_lp or self.use_tis or self.mismatch:
                 train_lps = self.compute_log_probs(data["tokens"], data["response_lengths"],
@@ -291,13 +300,20 @@ class Trainer:
                 data["ref_log_probs"] = self.compute_log_probs(
                     data["tokens"], data["response_lengths"], reference=True,
                     micro_batch_size=mbs)
+            t_adv = time.perf_counter()
+            log_probs_s = t_adv - t_lp
             self._rollout_advantages(rollout_id, data)
+            advantages_s = time.perf_counter() - t_adv
         steps = split_into_steps(args, data)
         per_step = [self._train_step(step, rollout_id) for step in steps]
         keys = sorted({k for s in per_step for k in s})
         out = {f"train/{k}": sum(s[k] for s in per_step if k in s) / len(per_step) for k in keys}
         out["train/num_steps"] = float(len(steps))
         out["train/time"] = time.perf_counter() - t0
+        out["perf/train_log_probs_time"] = log_probs_s
+        out["perf/train_advantages_time"] = advantages_s
+        for phase, seconds in self._phase.items():
+            out[f"perf/train_{phase}_time"] = seconds
         return out
 
     def _rollout_data(self, data: dict[str, Any], masks: list[torch.Tensor]) -> dict[str, Any]:
@@ -351,6 +367,7 @@ class Trainer:
         loss_type = arg(args, "loss_type")
         sums: dict[str, float] = {}
         additive = {"loss", "pg_loss", "sft_loss", "kl_loss", "entropy"}
+        t_fb = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
         for rows in chunks:
             if loss_type == "custom_loss":
@@ -377,6 +394,7 @@ class Trainer:
                                          step["loss_masks"],
                                          clip_low=float(arg(args, "tis_clip_low")),
                                          clip_high=float(arg(args, "tis_clip"))))
+        t_opt = time.perf_counter()
         clip = float(arg(args, "clip_grad") or 0.0)
         params = [p for p in self.model.parameters() if p.requires_grad]
         if clip > 0:
@@ -389,6 +407,9 @@ class Trainer:
         self.scheduler.step()
         self.global_step += 1
         sums["grad_norm"] = grad_norm
+        now = time.perf_counter()
+        self._phase["forward_backward"] += t_opt - t_fb
+        self._phase["optimizer_step"] += now - t_opt
         return sums
 
     def _builtin_loss(self, step: dict[str, Any], rows: list[int], num_rollouts: int,

@@ -434,8 +434,10 @@ class RolloutManagerCore:
             if dump is not None:
                 dump(None)
             return None, metrics
+        t_convert = time.perf_counter()
         data = BatchBuilder.convert(args, samples)
         data["total_lengths"] = [len(t) for t in data["tokens"]]
+        metrics["perf/convert_time"] = time.perf_counter() - t_convert
         if dump is not None:
             t_dump = time.perf_counter()
             dump(data)

@@ -46,6 +46,12 @@ def test_policy_step_with_kl_and_entropy(small_model: Path) -> None:
                                                      strict=True))
     second = trainer.train(1, batch(args))
     assert second["train/kl_loss"] > 0  # the policy moved away from the reference
+    # the phases of train/time: each measured (> 0: log probs with a reference model), and
+    # together within the call's own time
+    phases = [f"perf/train_{p}_time" for p in ("log_probs", "advantages", "forward_backward",
+                                               "optimizer_step")]
+    assert all(second[k] > 0 for k in phases), {k: second[k] for k in phases}
+    assert sum(second[k] for k in phases) <= second["train/time"]
 
 
 def _first_step(model: Path, estimator: str, **kw: object) -> dict[str, float]:
