@@ -54,11 +54,12 @@ from vime_lint.static.analysis._functions import (
     function_facts,
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
-from vime_lint.static.analysis._names import Names, spelled
+from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
 
 __all__ = [
     "GENERATED_FIELDS", "MUTATING_METHODS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
-    "SameScope", "Semantic", "Side", "evaluation_test", "fields_set", "spelled",
+    "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream",
+    "spelled",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -83,6 +84,7 @@ class Semantic:
         self._writes: InPlaceWrites | None = None
         global_scope = scopes.get(module)
         self._global: Scope | None = global_scope
+        self._scopes = scopes
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -111,7 +113,7 @@ class Semantic:
                                                                         cst.ImportStar):
                     mod = spelled(small.module) if small.module is not None else None
                     if mod is None or not (mod.startswith(package + ".")
-                                           or mod.startswith("slime.")):
+                                           or (is_upstream(mod) and "." in mod)):
                         continue
                     for alias in small.names:
                         if spelled(alias.name) == name:
@@ -288,7 +290,7 @@ class Semantic:
         """The module's in-place writes (``x[k] = v``, ``x.update(...)``, ...), walked once
         (see :mod:`vime_lint.static.analysis._mutations`)."""
         if self._writes is None:
-            self._writes = InPlaceWrites(self.module)
+            self._writes = InPlaceWrites(self.module, self._scopes)
         return self._writes
 
     # ---- classes -----------------------------------------------------------------------------

@@ -128,7 +128,7 @@ class GroupFlow:
 
     def _is_train_output(self, call: cst.Call) -> bool:
         return any(q.rpartition(".")[2] in _TRAIN_OUTPUT
-                   and q.split(".")[0] in ("vime", "slime", "miles")
+                   and q.split(".")[0] == "vime"
                    for q in self._qualified(call.func))
 
     def groups_source(self, e: cst.BaseExpression) -> str | None:

@@ -54,7 +54,7 @@ def _frame(node: cst.CSTNode, semantic: Semantic) -> _Frame:
                   any(s.attr == "rollout_id" for s in facts.attr_stores))
 
 
-def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> str | None:
+def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> cst.Name | None:
     """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
     cur = value
@@ -64,7 +64,7 @@ def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> str | Non
             return None
         cur = cur.value
     if isinstance(cur, cst.Name) and cur.value not in _CONSTANTS:
-        return cur.value
+        return cur
     return None
 
 
@@ -83,9 +83,13 @@ class SharedSampleObject(SampleTracker):
     ``rollout_id``) is allowed, as at run time. An error when something writes into the shared
     object: vime does for ``tokens``, ``loss_mask``, ``rollout_log_probs`` (extended by
     ``append_response_tokens``) and ``metadata``; for the other fields (``train_metadata``,
-    ``teacher_log_probs``, ...) only a write in the module counts (``meta["k"] = v``,
-    ``s.train_metadata.update(...)``, through a name bound to the field); with none it is a
-    warning, since samples that only read one object do not corrupt each other. Runtime
+    ``teacher_log_probs``, ...) only a write in the module counts: into the shared variable
+    itself (``meta["k"] = v``, ``meta.pop(...)``, ``meta |= ...``; matched by scope, so
+    another function's ``meta`` is another object), through a name bound to it (``view =
+    meta``), through a function of the module given it that writes that parameter, or into
+    the field of any sample (``s.train_metadata.update(...)``, through a name bound to the
+    field). With none it is a warning, since samples that only read one object do not
+    corrupt each other (calls into other libraries are not followed). Runtime
     twin: VIM123.
 
     ## Why is this bad?
@@ -167,6 +171,31 @@ class SharedSampleObject(SampleTracker):
         Invalid("class R:\n    def run(self, group):\n        info = {'n': 0}\n"
                 "        for s in group:\n            s.train_metadata = info\n"
                 "        info['n'] = len(group)\n", line=5, col=12, severity="error"),
+        # Writes are matched to the variable, not the spelling: another function's `shared`
+        # is another object, so this one stays read-only (a warning).
+        Invalid("def other(shared):\n    shared['x'] = 1\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n", line=6, col=8, severity="warning"),
+        # ... passed to a helper that only reads it: still read-only.
+        Invalid("def show(d):\n    print(sorted(d))\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    show(shared)\n", line=6, col=8,
+                severity="warning"),
+        # ... written through an alias: an error.
+        Invalid("def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    view = shared\n"
+                "    view.pop('task')\n", line=4, col=8, severity="error"),
+        # ... passed to a helper that writes its parameter (by position or keyword): an error.
+        Invalid("def mark(d, key):\n    d[key] = True\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    mark(key='seen', d=shared)\n",
+                line=6, col=8, severity="error"),
+        # ... a module-level template that another function updates: an error.
+        Invalid(SAMPLE_IMPORT + "TEMPLATE = {'task': 'qa'}\n"
+                "def bump():\n    TEMPLATE.setdefault('n', 0)\n"
+                "def f(prompts):\n"
+                "    return [Sample(prompt=p, train_metadata=TEMPLATE) for p in prompts]\n",
+                line=6, col=29, severity="error"),
         # metadata is written by vime itself (failure records): an error even when read-only.
         Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
                 "        sample.metadata = meta\n", line=4, col=8, severity="error"),
@@ -238,13 +267,13 @@ class SharedSampleObject(SampleTracker):
     def _check(self, node: cst.CSTNode, field: str, value: cst.BaseExpression,
                frame: _Frame, target: str) -> None:
         root = _root(value, frame.names)
-        if root is None or root in frame.names:
+        if root is None or root.value in frame.names:
             return
         if field in _FAN_OUT_SHARED and (frame.sets_rollout_id or self._in_generate()):
             return
         text = code_of(value)
         writes = self.context.semantic.writes
-        written = field in WRITTEN_IN_PLACE_FIELDS or writes.name_written(root) \
+        written = field in WRITTEN_IN_PLACE_FIELDS or writes.object_written(root) \
             or writes.attribute_written(field)
         self.report(node, self.INVARIANT.render(target=target, value=text,
                                                 kind=PER_SAMPLE_FIELDS[field]),
