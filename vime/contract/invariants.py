@@ -340,13 +340,12 @@ _ALL: tuple[Invariant, ...] = (
          "sample.response_length (or call vime.rollout.vllm_rollout.generate, which does it)",
          twins=("VIM124",)),
     _inv("VIM028", "static", "error", "group-used-as-sample",
-         "Elements of `get_samples(...)` / `RolloutFnTrainOutput.samples` are groups (list[Sample]), not Samples.",
+         "Elements of `get_samples(...)` / `RolloutFnTrainOutput.samples` (and `generate_and_rm_group(...)`'s value) are groups (list[Sample]), not Samples.",
          "get_samples returns list[list[Sample]]: iterating it yields groups, and reading or "
          "setting a Sample attribute on a group raises AttributeError (or, through getattr "
          "with a default, quietly answers the default) (radixark/miles#1056).",
          "group treated as a sample",
-         "`{expr}` treats a group as a Sample: `{name}` is an element of {source}, a "
-         "list[Sample]",
+         "`{expr}` treats a group as a Sample: `{name}` holds {source}, a list[Sample]",
          "iterate the samples of each group: `for group in groups: for sample in group:`",
          twins=("VIM128",)),
     _inv("VIM029", "static", "error", "one-event-loop",
