@@ -317,13 +317,12 @@ _ALL: tuple[Invariant, ...] = (
          "copy it per sample: dict(x) / copy.deepcopy(x) for a dict, list(x) for a list",
          twins=("VIM123",)),
     _inv("VIM026", "static", "warning", "mutable-default-argument",
-         "Hook functions have no mutable default arguments (`cache={}`, `seen=[]`).",
+         "Hook functions, and the module's functions they call, have no mutable default arguments (`cache={}`, `seen=[]`).",
          "A default is built once, when the module is imported: every call of the hook, for "
          "every sample of every step in that process, shares and grows the same object, and "
          "other Ray actors hold a different one (NovaSky-AI/SkyRL#1189).",
          "template object shared between samples",
-         "hook `{name}` has the mutable default `{param}={code}`: one object shared by every "
-         "call",
+         "{where} has the mutable default `{param}={code}`: one object shared by every call",
          "default to None and build the object inside the function (or keep a deliberate cache "
          "at module level)"),
     _inv("VIM027", "static", "warning", "per-turn-token-budget",

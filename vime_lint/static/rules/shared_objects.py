@@ -2,9 +2,9 @@
 
 :class:`SharedSampleObject` reports a dict or list bound outside a loop and given, without a
 copy, to a Sample field of each sample the loop builds; :class:`MutableDefaultArgument`
-reports mutable default arguments of hook functions. The fields come from
-``vime.contract.SAMPLE_FIELDS``: the list and dict fields conversion reads or that hold one
-entry per response token.
+reports mutable default arguments of hook functions and of the module's functions a hook
+calls. The fields come from ``vime.contract.SAMPLE_FIELDS``: the list and dict fields
+conversion reads or that hold one entry per response token.
 
 See ``docs/contract.md`` §2 and §6a.
 """
@@ -315,20 +315,24 @@ _MUTABLE_CALLS = frozenset({"builtins.dict", "builtins.list", "builtins.set",
 
 
 class MutableDefaultArgument(FunctionTracker):
-    """Hook functions have no mutable default arguments.
+    """Hook functions, and the module's functions a hook calls, have no mutable default
+    arguments.
 
     ## What it does
-    Reports a parameter of a hook function (any ``--*-path`` binding) whose default is a list,
-    dict or set display, a comprehension, or a call of ``dict``/``list``/``set``/
-    ``collections.defaultdict``/``OrderedDict``/``Counter``/``deque`` (resolved by qualified
-    name).
+    Reports a parameter whose default is a list, dict or set display, a comprehension, or a
+    call of ``dict``/``list``/``set``/``collections.defaultdict``/``OrderedDict``/``Counter``/
+    ``deque`` (resolved by qualified name), in a hook function (any ``--*-path`` binding) or
+    in a function of the module that a hook reaches: the semantic model's closure of the hook
+    (module-level helpers, nested ``def``s, ``self.method`` of a hook class), transitively.
+    A helper no hook calls is not reported.
 
     ## Why is this bad?
-    A default is evaluated once, when the module is imported: every call of the hook, for
-    every sample of every step in that process, shares the same object and sees what earlier
-    calls put in it, while other Ray actors hold their own copy (NovaSky-AI/SkyRL#1189;
-    failure kind: "template object shared between samples"). A warning: a deliberate
-    per-process cache is legitimate, but it reads better at module level.
+    A default is evaluated once, when the module is imported: every call of the hook (and of
+    each helper it calls without that argument), for every sample of every step in that
+    process, shares the same object and sees what earlier calls put in it, while other Ray
+    actors hold their own copy (NovaSky-AI/SkyRL#1189; failure kind: "template object shared
+    between samples"). A warning: a deliberate per-process cache is legitimate, but it reads
+    better at module level.
 
     ## Example
     ```python
@@ -356,6 +360,14 @@ class MutableDefaultArgument(FunctionTracker):
         Valid("def helper(x, cache={}):\n    return cache\n"),
         Valid("async def reward_func(args, sample, cache=None, **kwargs):\n"
               "    cache = {} if cache is None else cache\n    return 1.0\n"),
+        # A helper with a mutable default that no hook calls; a hook's helper without one.
+        Valid("def _unused(x, seen=[]):\n    return x\n"
+              "def _score(text, names=('a',)):\n    return len(text)\n"
+              "async def reward_func(args, sample, **kwargs):\n    return _score(sample.response)\n"),
+        # A local function of the same name as a module-level helper is another function.
+        Valid("def _norm(x, seen=[]):\n    return x\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    def _norm(x):\n        return x\n    return _norm(1.0)\n"),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, seen={}, **kwargs):\n    return 1.0\n",
@@ -365,12 +377,45 @@ class MutableDefaultArgument(FunctionTracker):
                 "    return sample\n", line=2, col=57),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False, "
                 "history=[]):\n    pass\n", line=1, col=78),
+        # A module-level helper the reward calls.
+        Invalid("def _score(text, cache={}):\n    return cache.setdefault(text, len(text))\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return _score(sample.response)\n", line=1, col=23),
+        # ... reached through another helper.
+        Invalid("def _inner(x, seen=list()):\n    seen.append(x)\n    return x\n"
+                "def _outer(x):\n    return _inner(x)\n"
+                "async def reward_func(args, sample, **kwargs):\n    return _outer(1.0)\n",
+                line=1, col=19),
+        # ... a nested def of the hook.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    def push(msg, log=[]):\n        log.append(msg)\n"
+                "    push(sample.prompt)\n    return sample\n", line=2, col=22),
+        # ... a method of a hook class that its __call__ calls.
+        Invalid("class Judge:\n    def _cached(self, text, memo={}):\n        return memo\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return len(self._cached(sample.response))\nreward_func = Judge()\n",
+                line=2, col=33),
     ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        semantic = self.context.semantic
+        #: id(function) -> how a hook reaches it (the hooks themselves: "hook `name`").
+        self.reached: dict[int, str] = {}
+        for binding, target in self.context.targets.values():
+            fn = target.function
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            self.reached[id(fn)] = f"hook `{binding.function}`"
+            for helper in semantic.closure(fn, target.owner)[1:]:
+                self.reached.setdefault(
+                    id(helper), f"`{helper.name.value}` (called by hook `{binding.function}`)")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
-        if binding is None:
+        where = f"hook `{binding.function}`" if binding is not None \
+            else self.reached.get(id(node))
+        if where is None:
             return
         for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             default = p.default
@@ -382,4 +427,4 @@ class MutableDefaultArgument(FunctionTracker):
                 mutable = bool(self.qualified(default.func) & _MUTABLE_CALLS)
             if mutable:
                 self.report(default, self.INVARIANT.render(
-                    name=binding.function, param=p.name.value, code=code_of(default)))
+                    where=where, param=p.name.value, code=code_of(default)))
