@@ -204,3 +204,11 @@ def _written(code: str, fn: str, name: str) -> bool:
 ])
 def test_in_place_writes_follow_variables_aliases_and_helpers(code: str, written: bool) -> None:
     assert _written(code, "f", "d" if "T =" not in code else "T") is written
+
+
+def test_upstream_sglang_rollout_reads_as_vimes_vllm_rollout() -> None:
+    ctx = _context("from miles.rollout.sglang_rollout import generate as g\n"
+                   "import slime.rollout.sglang_rollout as sr\na = g\nb = sr.generate_rollout\n")
+    a, b = (s.body[0].value for s in ctx.module.body[-2:])  # type: ignore[attr-defined]
+    assert "vime.rollout.vllm_rollout.generate" in ctx.semantic.qualified(a)
+    assert "vime.rollout.vllm_rollout.generate_rollout" in ctx.semantic.qualified(b)

@@ -39,9 +39,22 @@ def is_upstream(module: str) -> bool:
     return module.partition(".")[0] in UPSTREAM_PACKAGES
 
 
+#: Upstream modules whose vime counterpart has another name (same functions, same contract):
+#: slime's and miles' SGLang rollout is vime's vLLM rollout (``generate``, ``generate_rollout``).
+_UPSTREAM_MODULES: tuple[tuple[str, str], ...] = (
+    ("rollout.sglang_rollout", "rollout.vllm_rollout"),
+)
+
+
 def _normalise(name: str) -> str:
     head, dot, rest = name.partition(".")
-    return "vime." + rest if dot and head in UPSTREAM_PACKAGES else name
+    if not dot or head not in UPSTREAM_PACKAGES:
+        return name
+    for upstream, ours in _UPSTREAM_MODULES:
+        if rest == upstream or rest.startswith(upstream + "."):
+            rest = ours + rest[len(upstream):]
+            break
+    return "vime." + rest
 
 
 class Names:
