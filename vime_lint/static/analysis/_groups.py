@@ -180,9 +180,9 @@ class GroupFlow:
             if not isinstance(loop, cst.For):
                 continue
             pair = _element_targets(loop.target, loop.iter, semantic)
-            source = self.groups_source(pair[1])
-            if isinstance(pair[0], cst.Name) and source is not None:
-                group_fors.setdefault(pair[0].value, []).append(f"an element of {source}")
+            iterated = self.groups_source(pair[1])
+            if isinstance(pair[0], cst.Name) and iterated is not None:
+                group_fors.setdefault(pair[0].value, []).append(f"an element of {iterated}")
             else:
                 other_fors |= _names(loop.target)
         for name, sources in group_fors.items():
