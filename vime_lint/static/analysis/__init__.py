@@ -93,6 +93,7 @@ class Semantic:
         self._scopes = scopes
         self._group_flows: dict[tuple[int, int], GroupFlow] = {}
         self._callers: list[FunctionNode] | None = None
+        self._call_sites: dict[int, list[tuple[FunctionNode, cst.Call]]] | None = None
         #: Positions of ``fn``'s parameters the contract types ``list[list[Sample]]`` (a hook's:
         #: set by the rules, which know the launch's hook bindings).
         self.group_positions: Callable[[cst.FunctionDef], frozenset[int]] = \
@@ -326,13 +327,16 @@ class Semantic:
     def group_arguments(self, fn: cst.FunctionDef, depth: int) -> dict[int, str]:
         """Positions of ``fn``'s parameters that every call of ``fn`` in the module passes a
         list of groups (by position or by keyword): position -> how the argument is one."""
-        sites: list[tuple[FunctionNode, cst.Call]] = []
-        for caller in self.functions():
-            if caller is fn or not isinstance(caller, cst.FunctionDef):
-                continue
-            for site in self.facts(caller).calls:
-                if self.callee(site.node, caller) is fn:
-                    sites.append((caller, site.node))
+        if self._call_sites is None:
+            self._call_sites = {}
+            for caller in self.functions():
+                if not isinstance(caller, cst.FunctionDef):
+                    continue
+                for site in self.facts(caller).calls:
+                    target = self.callee(site.node, caller)
+                    if target is not None and target is not caller:
+                        self._call_sites.setdefault(id(target), []).append((caller, site.node))
+        sites = self._call_sites.get(id(fn), [])
         if not sites:
             return {}
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
