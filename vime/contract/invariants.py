@@ -318,13 +318,12 @@ _ALL: tuple[Invariant, ...] = (
          "copy it per sample: dict(x) / copy.deepcopy(x) for a dict, list(x) for a list",
          twins=("VIM123",)),
     _inv("VIM026", "static", "warning", "mutable-default-argument",
-         "Hook functions have no mutable default arguments (`cache={}`, `seen=[]`).",
+         "Hook functions, and the module's functions they call, have no mutable default arguments (`cache={}`, `seen=[]`).",
          "A default is built once, when the module is imported: every call of the hook, for "
          "every sample of every step in that process, shares and grows the same object, and "
          "other Ray actors hold a different one (NovaSky-AI/SkyRL#1189).",
          "template object shared between samples",
-         "hook `{name}` has the mutable default `{param}={code}`: one object shared by every "
-         "call",
+         "{where} has the mutable default `{param}={code}`: one object shared by every call",
          "default to None and build the object inside the function (or keep a deliberate cache "
          "at module level)"),
     _inv("VIM027", "static", "warning", "per-turn-token-budget",
@@ -341,13 +340,12 @@ _ALL: tuple[Invariant, ...] = (
          "sample.response_length (or call vime.rollout.vllm_rollout.generate, which does it)",
          twins=("VIM124",)),
     _inv("VIM028", "static", "error", "group-used-as-sample",
-         "Elements of `get_samples(...)` / `RolloutFnTrainOutput.samples` are groups (list[Sample]), not Samples.",
+         "Elements of `get_samples(...)` / `RolloutFnTrainOutput.samples` (and `generate_and_rm_group(...)`'s value) are groups (list[Sample]), not Samples.",
          "get_samples returns list[list[Sample]]: iterating it yields groups, and reading or "
          "setting a Sample attribute on a group raises AttributeError (or, through getattr "
          "with a default, quietly answers the default) (radixark/miles#1056).",
          "group treated as a sample",
-         "`{expr}` treats a group as a Sample: `{name}` is an element of {source}, a "
-         "list[Sample]",
+         "`{expr}` treats a group as a Sample: `{name}` holds {source}, a list[Sample]",
          "iterate the samples of each group: `for group in groups: for sample in group:`",
          twins=("VIM128",)),
     _inv("VIM029", "static", "error", "one-event-loop",

@@ -151,3 +151,64 @@ def test_instance_class_follows_self_into_a_nested_callback() -> None:
     self_name = cst.Name("self")
     assert ctx.semantic.instance_class(self_name, cb, cls) is None  # not bound in _cb itself
     assert ctx.semantic.instance_class(self_name, cb, cls, [method, cb]) is cls
+
+
+def test_upstream_packages_slime_and_miles_read_as_vime() -> None:
+    ctx = _context("from miles.utils.types import Sample as MS\nimport miles.rollout.base_types as mb\n"
+                   "from milestones import Sample\na = MS\nb = mb.RolloutFnTrainOutput\nc = Sample\n")
+    a, b, c = (s.body[0].value for s in ctx.module.body[-3:])  # type: ignore[attr-defined]
+    sem = ctx.semantic
+    assert sem.refers_to(a, "Sample")
+    assert sem.refers_to(b, "RolloutFnTrainOutput")
+    assert not sem.refers_to(c, "Sample")  # another package whose name starts with "miles"
+    assert sem.imported_as("Sample") == "MS"
+
+
+def _written(code: str, fn: str, name: str) -> bool:
+    """Whether the object ``name`` holds in function ``fn`` (its first ``name``) is written."""
+    ctx = _context(code)
+    target = next(s for s in ctx.module.body if isinstance(s, cst.FunctionDef)
+                  and s.name.value == fn)
+    found: list[cst.Name] = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name and not found:
+                found.append(node)
+
+    target.body.visit(_Find())
+    return ctx.semantic.writes.object_written(found[0])
+
+
+@pytest.mark.parametrize(("code", "written"), [
+    # Written in place in its own scope.
+    ("def f():\n    d = {}\n    d['k'] = 1\n", True),
+    ("def f():\n    d = {}\n    d.update(k=1)\n", True),
+    ("def f():\n    d = []\n    d += [1]\n", True),
+    # Another function's `d` is another object.
+    ("def f():\n    d = {}\n    return d\ndef g(d):\n    d['k'] = 1\n", False),
+    # An alias, either way round.
+    ("def f():\n    d = {}\n    e = d\n    e.pop('k', None)\n", True),
+    ("def f(src):\n    d = src\n    src.clear()\n", True),
+    # A helper of the module that writes the parameter it is given (position or keyword),
+    # through another helper.
+    ("def f():\n    d = {}\n    mark(d)\ndef mark(x):\n    x.setdefault('k', 1)\n", True),
+    ("def f():\n    d = {}\n    outer(k=1, into=d)\ndef outer(k, into):\n    inner(into)\n"
+     "def inner(y):\n    y['k'] = 1\n", True),
+    # ... a helper that only reads it, and a local function of another name.
+    ("def f():\n    d = {}\n    show(d)\ndef show(x):\n    print(x)\n", False),
+    ("def f():\n    d = {}\n    def mark(x):\n        x['k'] = 1\n    return d\n"
+     "def mark(x):\n    pass\n", False),
+    # A module-level object written by another function.
+    ("T = {}\ndef f():\n    return T\ndef g():\n    T['k'] = 1\n", True),
+])
+def test_in_place_writes_follow_variables_aliases_and_helpers(code: str, written: bool) -> None:
+    assert _written(code, "f", "d" if "T =" not in code else "T") is written
+
+
+def test_upstream_sglang_rollout_reads_as_vimes_vllm_rollout() -> None:
+    ctx = _context("from miles.rollout.sglang_rollout import generate as g\n"
+                   "import slime.rollout.sglang_rollout as sr\na = g\nb = sr.generate_rollout\n")
+    a, b = (s.body[0].value for s in ctx.module.body[-2:])  # type: ignore[attr-defined]
+    assert "vime.rollout.vllm_rollout.generate" in ctx.semantic.qualified(a)
+    assert "vime.rollout.vllm_rollout.generate_rollout" in ctx.semantic.qualified(b)

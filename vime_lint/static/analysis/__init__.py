@@ -23,7 +23,7 @@ Built on LibCST's ``ScopeProvider`` and qualified names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import Scope
@@ -53,12 +53,19 @@ from vime_lint.static.analysis._functions import (
     evaluation_test,
     function_facts,
 )
+from vime_lint.static.analysis._groups import (
+    GROUPS_TYPE,
+    SAMPLE_ATTRIBUTES,
+    GroupFlow,
+    group_params,
+)
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
-from vime_lint.static.analysis._names import Names, spelled
+from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
 
 __all__ = [
-    "GENERATED_FIELDS", "MUTATING_METHODS", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
-    "SameScope", "Semantic", "Side", "evaluation_test", "fields_set", "spelled",
+    "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
+    "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream",
+    "spelled",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -83,6 +90,14 @@ class Semantic:
         self._writes: InPlaceWrites | None = None
         global_scope = scopes.get(module)
         self._global: Scope | None = global_scope
+        self._scopes = scopes
+        self._group_flows: dict[tuple[int, int], GroupFlow] = {}
+        self._callers: list[FunctionNode] | None = None
+        self._call_sites: dict[int, list[tuple[FunctionNode, cst.Call]]] | None = None
+        #: Positions of ``fn``'s parameters the contract types ``list[list[Sample]]`` (a hook's:
+        #: set by the rules, which know the launch's hook bindings).
+        self.group_positions: Callable[[cst.FunctionDef], frozenset[int]] = \
+            lambda fn: frozenset()
 
     # ---- names -------------------------------------------------------------------------------
 
@@ -111,7 +126,7 @@ class Semantic:
                                                                         cst.ImportStar):
                     mod = spelled(small.module) if small.module is not None else None
                     if mod is None or not (mod.startswith(package + ".")
-                                           or mod.startswith("slime.")):
+                                           or (is_upstream(mod) and "." in mod)):
                         continue
                     for alias in small.names:
                         if spelled(alias.name) == name:
@@ -281,6 +296,72 @@ class Semantic:
                                lambda c: self.coroutine_callee(c, fn, owner, known),
                                self.names.qualified)
 
+    # ---- groups of samples -------------------------------------------------------------------
+
+    def group_flow(self, fn: cst.FunctionDef, depth: int = 0) -> GroupFlow:
+        """Which names of ``fn`` hold lists of groups and groups (see
+        :mod:`vime_lint.static.analysis._groups`), computed once per function and depth."""
+        key = (id(fn), depth)
+        hit = self._group_flows.get(key)
+        if hit is None:
+            hit = self._group_flows[key] = GroupFlow(fn, self, depth)
+        return hit
+
+    def functions(self) -> list[FunctionNode]:
+        """Every ``def`` of the module: module-level, methods of module-level classes, and
+        the ``def``s nested in those (discovery order)."""
+        if self._callers is None:
+            out: list[FunctionNode] = []
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.FunctionDef):
+                    out.append(stmt)
+                elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                    out += [s for s in stmt.body.body if isinstance(s, cst.FunctionDef)]
+            i = 0
+            while i < len(out) and len(out) < 4 * _MAX_CLOSURE:
+                out += self.facts(out[i]).nested.values()
+                i += 1
+            self._callers = out
+        return self._callers
+
+    def group_arguments(self, fn: cst.FunctionDef, depth: int) -> dict[int, str]:
+        """Positions of ``fn``'s parameters that every call of ``fn`` in the module passes a
+        list of groups (by position or by keyword): position -> how the argument is one."""
+        if self._call_sites is None:
+            self._call_sites = {}
+            for caller in self.functions():
+                if not isinstance(caller, cst.FunctionDef):
+                    continue
+                for site in self.facts(caller).calls:
+                    target = self.callee(site.node, caller)
+                    if target is not None and target is not caller:
+                        self._call_sites.setdefault(id(target), []).append((caller, site.node))
+        sites = self._call_sites.get(id(fn), [])
+        if not sites:
+            return {}
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        out: dict[int, str] = {}
+        for i, name in enumerate(params):
+            found: list[str | None] = []
+            for caller, call in sites:
+                arg = None
+                positional = [a for a in call.args if a.keyword is None]
+                if any(a.star for a in call.args):
+                    found.append(None)
+                    break
+                if i < len(positional):
+                    arg = positional[i].value
+                else:
+                    arg = next((a.value for a in call.args if a.keyword is not None
+                                and a.keyword.value == name), None)
+                if arg is None or not isinstance(caller, cst.FunctionDef):
+                    found.append(None)
+                    break
+                found.append(self.group_flow(caller, depth + 1).groups_source(arg))
+            if found and all(found):
+                out[i] = f"{found[0]}, passed to `{fn.name.value}`"
+        return out
+
     # ---- in-place writes ---------------------------------------------------------------------
 
     @property
@@ -288,7 +369,7 @@ class Semantic:
         """The module's in-place writes (``x[k] = v``, ``x.update(...)``, ...), walked once
         (see :mod:`vime_lint.static.analysis._mutations`)."""
         if self._writes is None:
-            self._writes = InPlaceWrites(self.module)
+            self._writes = InPlaceWrites(self.module, self._scopes)
         return self._writes
 
     # ---- classes -----------------------------------------------------------------------------

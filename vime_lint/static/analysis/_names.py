@@ -3,7 +3,8 @@
 Every rule resolves a name through here, never by its spelling: ``import
 vime.rollout.base_types as bt`` then ``bt.RolloutFnTrainOutput`` and ``from
 vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput`` then ``EvalOutput`` both
-resolve to the contract's class. ``slime.*`` (the upstream name of vime) reads as ``vime.*``.
+resolve to the contract's class. ``slime.*`` (the upstream name of vime) and ``miles.*`` (a
+fork of slime with the same hook API) read as ``vime.*`` (:data:`UPSTREAM_PACKAGES`).
 
 Usage::
 
@@ -23,13 +24,37 @@ from libcst.metadata import QualifiedNameSource, Scope
 
 from vime_lint.static._cst import dotted as spelled
 
-__all__ = ["Names", "spelled"]
+__all__ = ["UPSTREAM_PACKAGES", "Names", "is_upstream", "spelled"]
 
 _MAX_ALIAS_DEPTH = 3
 
 
+#: Packages whose hook API is vime's under another name: slime (upstream) and miles (a fork
+#: of slime). Their qualified names resolve as ``vime.*``; importing them is ported code (VIM012).
+UPSTREAM_PACKAGES: tuple[str, ...] = ("slime", "miles")
+
+
+def is_upstream(module: str) -> bool:
+    """True for ``slime``/``miles`` and their submodules (``miles.utils.types``)."""
+    return module.partition(".")[0] in UPSTREAM_PACKAGES
+
+
+#: Upstream modules whose vime counterpart has another name (same functions, same contract):
+#: slime's and miles' SGLang rollout is vime's vLLM rollout (``generate``, ``generate_rollout``).
+_UPSTREAM_MODULES: tuple[tuple[str, str], ...] = (
+    ("rollout.sglang_rollout", "rollout.vllm_rollout"),
+)
+
+
 def _normalise(name: str) -> str:
-    return "vime." + name[6:] if name.startswith("slime.") else name
+    head, dot, rest = name.partition(".")
+    if not dot or head not in UPSTREAM_PACKAGES:
+        return name
+    for upstream, ours in _UPSTREAM_MODULES:
+        if rest == upstream or rest.startswith(upstream + "."):
+            rest = ours + rest[len(upstream):]
+            break
+    return "vime." + rest
 
 
 class Names:

@@ -394,9 +394,11 @@ def _turn_loop(semantic: Semantic, node: cst.For | cst.While
 _COPIES = frozenset({"copy.deepcopy", "copy.copy", "dataclasses.replace"})
 
 
-def _new_sample(semantic: Semantic, call: cst.Call) -> bool:
+def _new_sample(semantic: Semantic, call: cst.Call, depth: int = 0) -> bool:
     """``call`` builds a new sample: the contract's ``Sample(...)`` or ``Sample.from_dict``
-    (by qualified name), or a copy of a name that holds a sample."""
+    (by qualified name; slime's and miles' read as vime's), a copy of a name that holds a
+    sample, or a function of the module whose returned value is one of these (the semantic
+    model's value origins, two calls deep)."""
     func = call.func
     names = semantic.qualified(func)
     if any(n.startswith("vime.") and n.endswith((".Sample", ".Sample.from_dict")) for n in names):
@@ -404,7 +406,13 @@ def _new_sample(semantic: Semantic, call: cst.Call) -> bool:
     if names & _COPIES and call.args:
         arg = call.args[0].value
         return isinstance(arg, cst.Name) and is_sample_name(arg.value, frozenset())
-    return False
+    target = semantic.callee(call)
+    if target is None or depth >= 2:
+        return False
+    return any(isinstance(leaf, cst.Call) and leaf is not call
+               and _new_sample(semantic, leaf, depth + 1)
+               for r in semantic.facts(target).returns
+               for leaf, _ in semantic.origins(target, r.value))
 
 
 def _target_names(target: cst.BaseExpression) -> set[str]:

@@ -33,11 +33,7 @@ class _GroupTracker(FunctionTracker):
 
     def flow(self) -> GroupFlow | None:
         fn = self.current
-        if fn is None:
-            return None
-        binding = self.hook_of(fn) if fn is self.functions[0] else None
-        return group_flow(fn, self.context, self.qualified,
-                          binding.spec.dest if binding is not None else None)
+        return group_flow(fn, self.context) if fn is not None else None
 
     def group_of(self, expr: cst.BaseExpression) -> str | None:
         """How ``expr`` holds a group (list[Sample]), or None."""
@@ -128,12 +124,16 @@ class GroupUsedAsSample(_GroupTracker):
     """Elements of ``get_samples(...)`` are groups, not Samples.
 
     ## What it does
-    Follows ``data_source.get_samples(...)``, ``RolloutFnTrainOutput(...).samples`` (resolved
-    by qualified name, aliases included) and the hook parameters the contract's Protocols type
-    ``list[list[Sample]]`` (by position, whatever they are called: the sample filter's
-    ``groups``, ``all_groups``, the buffer filter's ``buffer``) through local names, slices and
-    filters to their elements (``for x in ...``, ``enumerate``, comprehensions, ``groups[i]``),
-    and reports a Sample attribute read or set on such an element (``x.reward = ...``,
+    Follows the semantic model's group value flow: ``data_source.get_samples(...)``,
+    ``RolloutFnTrainOutput(...).samples`` (resolved by qualified name, aliases included;
+    slime's and miles' read as vime's), ``asyncio.gather`` over ``generate_and_rm_group(...)``
+    and the hook parameters the contract's Protocols type ``list[list[Sample]]`` (by position,
+    whatever they are called: the sample filter's ``groups``, ``all_groups``, the buffer
+    filter's ``buffer``) through local names (also built up with ``+=``, ``.extend`` and
+    ``.append`` of groups), ``await``, slices, filters and comprehensions, helpers of the
+    module that return one and helper parameters every call passes one, to their elements
+    (``for x in ...``, ``enumerate``, comprehensions, ``groups[i]``) and to
+    ``generate_and_rm_group(...)``'s own value (one group), and reports a Sample attribute read or set on such an element (``x.reward = ...``,
     ``x.tokens``, ``x.append_response_tokens(...)``, ``getattr(x, "status", None)``), whatever
     the loop variable is called. List methods (``group.append``, ``group.index(...)``) are
     fine, and so is an element rebound to a sample (``(sample,) = sample``). A ``getattr``
@@ -183,6 +183,39 @@ class GroupUsedAsSample(_GroupTracker):
         Valid("def f(groups):\n    for g in groups:\n        g.reward = 1\n"),
         Valid("def f(data_source):\n    out = [[s for s in g] for g in data_source.get_samples(2)]\n"
               "    return [s.reward for g in out for s in g]\n"),
+        # Flattened groups, a pool that also holds a sample, gather over per-sample calls.
+        Valid('def f(ds):\n'
+              '    flat = []\n'
+              '    for g in ds.get_samples(2):\n'
+              '        flat.extend(g)\n'
+              '    for s in flat:\n'
+              '        s.reward = 1.0\n'),
+        Valid('def f(ds, extra):\n'
+              '    pool = []\n'
+              '    pool += ds.get_samples(2)\n'
+              '    pool.append(extra)\n'
+              '    for s in pool:\n'
+              '        s.reward = 1.0\n'),
+        Valid('import asyncio\n'
+              'from vime.rollout.vllm.sampling import generate_and_rm\n'
+              'async def f(args, group, sp):\n'
+              '    done = await asyncio.gather(*[generate_and_rm(args, s, sp) for s in group])\n'
+              '    return [s.reward for s in done]\n'),
+        # A helper called with a group and with groups: its parameter is not known to be either.
+        Valid('def _score(items):\n'
+              '    return [x.reward for x in items]\n'
+              'def f(ds, group):\n'
+              '    _score(group)\n'
+              '    _score(ds.get_samples(2))\n'),
+        # A helper given groups that iterates them twice; a group's samples.
+        Valid('def _score(groups):\n'
+              '    return [s.reward for g in groups for s in g]\n'
+              'def f(ds):\n'
+              '    return _score(ds.get_samples(2))\n'),
+        Valid('from vime.rollout.vllm.sampling import generate_and_rm_group\n'
+              'async def run(args, group, sp):\n'
+              '    scored = await generate_and_rm_group(args, group, sp)\n'
+              '    return [s.reward for s in scored]\n'),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
@@ -201,6 +234,67 @@ class GroupUsedAsSample(_GroupTracker):
                 "        sample.remove_sample = True\n", line=3, col=8),
         Invalid("def f(args, ds):\n    first = ds.get_samples(1)[0]\n"
                 "    first.append_response_tokens(args, tokens=[1])\n", line=3, col=4),
+        # Built up in place: `groups = []` then `+=` (or `.extend`) of get_samples.
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = []\n'
+                '    while len(groups) < args.rollout_batch_size:\n'
+                '        groups += data_source.get_samples(1)\n'
+                '    for sample in groups:\n'
+                "        sample.metadata['seen'] = True\n"
+                '    return groups\n',
+                line=6, col=8),
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = []\n'
+                '    for _ in range(2):\n'
+                '        groups.extend(data_source.get_samples(1))\n'
+                '    return [s.reward for s in groups]\n',
+                line=5, col=12),
+        # Passed to a helper of the module (here by keyword): its parameter holds groups.
+        Invalid('def _tag(batch, key):\n'
+                '    for sample in batch:\n'
+                '        sample.metadata[key] = 1\n'
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                "    _tag(key='k', batch=groups)\n"
+                '    return groups\n',
+                line=3, col=8),
+        # Returned by a helper of the module, then indexed.
+        Invalid('def _fetch(ds, n):\n'
+                '    out = ds.get_samples(n)\n'
+                '    return out[:n]\n'
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    todo = _fetch(data_source, 4)\n'
+                '    first = todo[0]\n'
+                '    first.status = None\n',
+                line=7, col=4),
+        # asyncio.gather over generate_and_rm_group tasks gives a list of groups.
+        Invalid('import asyncio\n'
+                'from vime.rollout.vllm.sampling import generate_and_rm_group\n'
+                'async def run(args, groups, sp):\n'
+                '    tasks = []\n'
+                '    for g in groups:\n'
+                '        tasks.append(asyncio.create_task(generate_and_rm_group(args, g, sp)))\n'
+                '    done = await asyncio.gather(*tasks)\n'
+                '    return [x.reward for x in done]\n',
+                line=8, col=12),
+        # generate_and_rm_group's value is one group.
+        Invalid('from vime.rollout.vllm.sampling import generate_and_rm_group\n'
+                'async def run(args, group, sp):\n'
+                '    scored = await generate_and_rm_group(args, group, sp)\n'
+                '    if scored.reward is None:\n'
+                '        return None\n'
+                '    return scored\n',
+                line=4, col=7),
+        # A filter comprehension over get_samples, in a rollout class.
+        Invalid('class Rollout:\n'
+                '    def __init__(self, data_source):\n'
+                '        self.data_source = data_source\n'
+                '    def __call__(self, args, rollout_id, evaluation=False):\n'
+                '        pending = self.data_source.get_samples(2)\n'
+                '        picked = [g for g in pending if g]\n'
+                '        for s in picked:\n'
+                '            s.response_length = 0\n',
+                line=8, col=12),
     ]
 
     def __init__(self, context: FileContext) -> None:

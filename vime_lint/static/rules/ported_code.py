@@ -13,6 +13,7 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted_text, string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Rule
+from vime_lint.static.analysis import is_upstream
 
 __all__ = ["PortedSglangShape"]
 
@@ -25,8 +26,9 @@ class PortedSglangShape(Rule):
     """No slime/SGLang API shapes and no private ``vime`` imports.
 
     ## What it does
-    Reports ``import slime`` / ``from slime... import`` and imports of ``_private`` names or
-    modules of ``vime`` from outside the package (errors), and SGLang response/request keys:
+    Reports ``import slime`` / ``from slime... import`` (and the same for ``miles``, a fork of
+    slime) and imports of ``_private`` names or modules of ``vime`` from outside the package
+    (errors), and SGLang response/request keys:
     ``"meta_info"`` and ``"output_token_logprobs"`` used as keys, a request dict with
     ``"input_ids"`` or ``"return_logprob"`` next to ``"sampling_params"``, and the SGLang
     ``"/generate"`` endpoint (warnings).
@@ -58,10 +60,14 @@ class PortedSglangShape(Rule):
         Valid("from vime.utils.types import Sample\n"),
         Valid("url = base + '/inference/v1/generate'\n"),
         Valid("ids = tokenizer(text)['input_ids']\n"),
+        Valid("import milestones\nfrom slimer import x\n"),
     ]
     INVALID = [
         Invalid("from slime.utils.types import Sample\n", line=1, col=0, severity="error"),
         Invalid("import slime.rollout\n", line=1, col=0, severity="error"),
+        # miles, a fork of slime: the same hook API under another package, not importable here.
+        Invalid("from miles.utils.types import Sample\n", line=1, col=0, severity="error"),
+        Invalid("import miles.rollout.base_types as bt\n", line=1, col=0, severity="error"),
         Invalid("from vime.rollout.vllm_rollout import _parse\n", line=1, col=0,
                 severity="error"),
         Invalid("x = out['meta_info']['output_token_logprobs']\n", line=1, col=8,
@@ -78,9 +84,10 @@ class PortedSglangShape(Rule):
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = dotted_text(alias.name)
-            if name == "slime" or name.startswith("slime."):
+            if is_upstream(name):
+                pkg = name.partition(".")[0]
                 self.report(node, self.INVARIANT.render(
-                    problem=f"`import {name}`: slime's API is not vime's; import from `vime`"),
+                    problem=f"`import {name}`: {pkg}'s API is not vime's; import from `vime`"),
                     severity="error")
             elif name.startswith("vime.") and not self._inside_vime() and any(
                     p.startswith("_") for p in name.split(".")):
@@ -91,9 +98,10 @@ class PortedSglangShape(Rule):
         if node.relative:
             return
         mod = dotted_text(node.module)
-        if mod == "slime" or mod.startswith("slime."):
+        if is_upstream(mod):
             self.report(node, self.INVARIANT.render(
-                problem=f"`from {mod} import ...`: slime's API is not vime's; import the same "
+                problem=f"`from {mod} import ...`: {mod.partition('.')[0]}'s API is not vime's; "
+                "import the same "
                 "names from `vime`"), severity="error")
             return
         if not (mod == "vime" or mod.startswith("vime.")) or self._inside_vime():

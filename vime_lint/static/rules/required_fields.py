@@ -137,6 +137,17 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "generate = Gen()\n"),
         # ... handing the sample to an imported environment (it may set them): not reported.
         Valid("from my_env import play\n" + _GEN + "    await play(sample)\n    return sample\n"),
+        # ... delegating to miles' (or slime's) SGLang generate, vime's generate upstream; a
+        # miles Sample built with every field.
+        Valid("from miles.rollout.sglang_rollout import generate as _generate\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    sample = await _generate(args, sample, sampling_params)\n"
+              "    sample.metadata['kept'] = True\n    return sample\n"),
+        Valid("from miles.utils.types import Sample\ndef _to_sample(res):\n"
+              "    return Sample(prompt=res.prompt, tokens=res.tokens, response_length=res.n,"
+              " status=res.status)\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    res = await run_agent(sample)\n    return _to_sample(res)\n"),
     ]
     INVALID = [
         # The reward is never set (the guide's common mistake).

@@ -2,9 +2,9 @@
 
 :class:`SharedSampleObject` reports a dict or list bound outside a loop and given, without a
 copy, to a Sample field of each sample the loop builds; :class:`MutableDefaultArgument`
-reports mutable default arguments of hook functions. The fields come from
-``vime.contract.SAMPLE_FIELDS``: the list and dict fields conversion reads or that hold one
-entry per response token.
+reports mutable default arguments of hook functions and of the module's functions a hook
+calls. The fields come from ``vime.contract.SAMPLE_FIELDS``: the list and dict fields
+conversion reads or that hold one entry per response token.
 
 See ``docs/contract.md`` §2 and §6a.
 """
@@ -54,7 +54,7 @@ def _frame(node: cst.CSTNode, semantic: Semantic) -> _Frame:
                   any(s.attr == "rollout_id" for s in facts.attr_stores))
 
 
-def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> str | None:
+def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> cst.Name | None:
     """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
     cur = value
@@ -64,7 +64,7 @@ def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> str | Non
             return None
         cur = cur.value
     if isinstance(cur, cst.Name) and cur.value not in _CONSTANTS:
-        return cur.value
+        return cur
     return None
 
 
@@ -83,9 +83,13 @@ class SharedSampleObject(SampleTracker):
     ``rollout_id``) is allowed, as at run time. An error when something writes into the shared
     object: vime does for ``tokens``, ``loss_mask``, ``rollout_log_probs`` (extended by
     ``append_response_tokens``) and ``metadata``; for the other fields (``train_metadata``,
-    ``teacher_log_probs``, ...) only a write in the module counts (``meta["k"] = v``,
-    ``s.train_metadata.update(...)``, through a name bound to the field); with none it is a
-    warning, since samples that only read one object do not corrupt each other. Runtime
+    ``teacher_log_probs``, ...) only a write in the module counts: into the shared variable
+    itself (``meta["k"] = v``, ``meta.pop(...)``, ``meta |= ...``; matched by scope, so
+    another function's ``meta`` is another object), through a name bound to it (``view =
+    meta``), through a function of the module given it that writes that parameter, or into
+    the field of any sample (``s.train_metadata.update(...)``, through a name bound to the
+    field). With none it is a warning, since samples that only read one object do not
+    corrupt each other (calls into other libraries are not followed). Runtime
     twin: VIM123.
 
     ## Why is this bad?
@@ -167,6 +171,31 @@ class SharedSampleObject(SampleTracker):
         Invalid("class R:\n    def run(self, group):\n        info = {'n': 0}\n"
                 "        for s in group:\n            s.train_metadata = info\n"
                 "        info['n'] = len(group)\n", line=5, col=12, severity="error"),
+        # Writes are matched to the variable, not the spelling: another function's `shared`
+        # is another object, so this one stays read-only (a warning).
+        Invalid("def other(shared):\n    shared['x'] = 1\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n", line=6, col=8, severity="warning"),
+        # ... passed to a helper that only reads it: still read-only.
+        Invalid("def show(d):\n    print(sorted(d))\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    show(shared)\n", line=6, col=8,
+                severity="warning"),
+        # ... written through an alias: an error.
+        Invalid("def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    view = shared\n"
+                "    view.pop('task')\n", line=4, col=8, severity="error"),
+        # ... passed to a helper that writes its parameter (by position or keyword): an error.
+        Invalid("def mark(d, key):\n    d[key] = True\n"
+                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
+                "        s.train_metadata = shared\n    mark(key='seen', d=shared)\n",
+                line=6, col=8, severity="error"),
+        # ... a module-level template that another function updates: an error.
+        Invalid(SAMPLE_IMPORT + "TEMPLATE = {'task': 'qa'}\n"
+                "def bump():\n    TEMPLATE.setdefault('n', 0)\n"
+                "def f(prompts):\n"
+                "    return [Sample(prompt=p, train_metadata=TEMPLATE) for p in prompts]\n",
+                line=6, col=29, severity="error"),
         # metadata is written by vime itself (failure records): an error even when read-only.
         Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
                 "        sample.metadata = meta\n", line=4, col=8, severity="error"),
@@ -238,13 +267,13 @@ class SharedSampleObject(SampleTracker):
     def _check(self, node: cst.CSTNode, field: str, value: cst.BaseExpression,
                frame: _Frame, target: str) -> None:
         root = _root(value, frame.names)
-        if root is None or root in frame.names:
+        if root is None or root.value in frame.names:
             return
         if field in _FAN_OUT_SHARED and (frame.sets_rollout_id or self._in_generate()):
             return
         text = code_of(value)
         writes = self.context.semantic.writes
-        written = field in WRITTEN_IN_PLACE_FIELDS or writes.name_written(root) \
+        written = field in WRITTEN_IN_PLACE_FIELDS or writes.object_written(root) \
             or writes.attribute_written(field)
         self.report(node, self.INVARIANT.render(target=target, value=text,
                                                 kind=PER_SAMPLE_FIELDS[field]),
@@ -286,20 +315,24 @@ _MUTABLE_CALLS = frozenset({"builtins.dict", "builtins.list", "builtins.set",
 
 
 class MutableDefaultArgument(FunctionTracker):
-    """Hook functions have no mutable default arguments.
+    """Hook functions, and the module's functions a hook calls, have no mutable default
+    arguments.
 
     ## What it does
-    Reports a parameter of a hook function (any ``--*-path`` binding) whose default is a list,
-    dict or set display, a comprehension, or a call of ``dict``/``list``/``set``/
-    ``collections.defaultdict``/``OrderedDict``/``Counter``/``deque`` (resolved by qualified
-    name).
+    Reports a parameter whose default is a list, dict or set display, a comprehension, or a
+    call of ``dict``/``list``/``set``/``collections.defaultdict``/``OrderedDict``/``Counter``/
+    ``deque`` (resolved by qualified name), in a hook function (any ``--*-path`` binding) or
+    in a function of the module that a hook reaches: the semantic model's closure of the hook
+    (module-level helpers, nested ``def``s, ``self.method`` of a hook class), transitively.
+    A helper no hook calls is not reported.
 
     ## Why is this bad?
-    A default is evaluated once, when the module is imported: every call of the hook, for
-    every sample of every step in that process, shares the same object and sees what earlier
-    calls put in it, while other Ray actors hold their own copy (NovaSky-AI/SkyRL#1189;
-    failure kind: "template object shared between samples"). A warning: a deliberate
-    per-process cache is legitimate, but it reads better at module level.
+    A default is evaluated once, when the module is imported: every call of the hook (and of
+    each helper it calls without that argument), for every sample of every step in that
+    process, shares the same object and sees what earlier calls put in it, while other Ray
+    actors hold their own copy (NovaSky-AI/SkyRL#1189; failure kind: "template object shared
+    between samples"). A warning: a deliberate per-process cache is legitimate, but it reads
+    better at module level.
 
     ## Example
     ```python
@@ -327,6 +360,14 @@ class MutableDefaultArgument(FunctionTracker):
         Valid("def helper(x, cache={}):\n    return cache\n"),
         Valid("async def reward_func(args, sample, cache=None, **kwargs):\n"
               "    cache = {} if cache is None else cache\n    return 1.0\n"),
+        # A helper with a mutable default that no hook calls; a hook's helper without one.
+        Valid("def _unused(x, seen=[]):\n    return x\n"
+              "def _score(text, names=('a',)):\n    return len(text)\n"
+              "async def reward_func(args, sample, **kwargs):\n    return _score(sample.response)\n"),
+        # A local function of the same name as a module-level helper is another function.
+        Valid("def _norm(x, seen=[]):\n    return x\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    def _norm(x):\n        return x\n    return _norm(1.0)\n"),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, seen={}, **kwargs):\n    return 1.0\n",
@@ -336,12 +377,45 @@ class MutableDefaultArgument(FunctionTracker):
                 "    return sample\n", line=2, col=57),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False, "
                 "history=[]):\n    pass\n", line=1, col=78),
+        # A module-level helper the reward calls.
+        Invalid("def _score(text, cache={}):\n    return cache.setdefault(text, len(text))\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return _score(sample.response)\n", line=1, col=23),
+        # ... reached through another helper.
+        Invalid("def _inner(x, seen=list()):\n    seen.append(x)\n    return x\n"
+                "def _outer(x):\n    return _inner(x)\n"
+                "async def reward_func(args, sample, **kwargs):\n    return _outer(1.0)\n",
+                line=1, col=19),
+        # ... a nested def of the hook.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    def push(msg, log=[]):\n        log.append(msg)\n"
+                "    push(sample.prompt)\n    return sample\n", line=2, col=22),
+        # ... a method of a hook class that its __call__ calls.
+        Invalid("class Judge:\n    def _cached(self, text, memo={}):\n        return memo\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return len(self._cached(sample.response))\nreward_func = Judge()\n",
+                line=2, col=33),
     ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        semantic = self.context.semantic
+        #: id(function) -> how a hook reaches it (the hooks themselves: "hook `name`").
+        self.reached: dict[int, str] = {}
+        for binding, target in self.context.targets.values():
+            fn = target.function
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            self.reached[id(fn)] = f"hook `{binding.function}`"
+            for helper in semantic.closure(fn, target.owner)[1:]:
+                self.reached.setdefault(
+                    id(helper), f"`{helper.name.value}` (called by hook `{binding.function}`)")
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
-        if binding is None:
+        where = f"hook `{binding.function}`" if binding is not None \
+            else self.reached.get(id(node))
+        if where is None:
             return
         for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             default = p.default
@@ -353,4 +427,4 @@ class MutableDefaultArgument(FunctionTracker):
                 mutable = bool(self.qualified(default.func) & _MUTABLE_CALLS)
             if mutable:
                 self.report(default, self.INVARIANT.render(
-                    name=binding.function, param=p.name.value, code=code_of(default)))
+                    where=where, param=p.name.value, code=code_of(default)))

@@ -282,6 +282,17 @@ class HookSignature(Rule):
         Valid("class Judge:\n    async def __call__(self, args, batch, **kwargs):\n"
               "        return [1.0] * len(batch)\nreward_func = Judge()\n"),
         Valid("def dynamic_sampling_filter(args, group):\n    return True\n"),
+        # A group reward (--group-rm: `fn(args, samples, **kwargs)`) under any positional
+        # name: a method, a launch-named function, a partial.
+        Valid("class Judge:\n    async def __call__(self, args, samples, **kwargs):\n"
+              "        return [1.0] * len(samples)\nreward_func = Judge()\n",
+              options={"launch_flags": ["--group-rm"]}),
+        Valid("async def score_group(args, batch, **kwargs):\n    return [0.0 for _ in batch]\n",
+              options={"launch_flags": ["--group-rm"],
+                       "hooks": {"score_group": "custom_rm_path"}}),
+        Valid("import functools\nasync def _rm(args, samples, scale=1.0, **kwargs):\n"
+              "    return [scale] * len(samples)\nreward_func = functools.partial(_rm, scale=2.0)\n",
+              options={"launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
         Invalid("def generate(args, sample, sampling_params):\n    return sample\n",

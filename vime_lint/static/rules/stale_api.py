@@ -34,7 +34,9 @@ class StatusString(SampleTracker):
 
     ## What it does
     Reports ``x.status = "completed"``, ``x.status == "aborted"`` and
-    ``Sample(status="truncated")``.
+    ``Sample(status="truncated")``. A receiver not known to hold a sample is left alone when
+    it holds an instance of the module's own class, or when the module defines a class with a
+    ``status`` attribute of its own (an ``Order`` whose status is ``"pending"``).
 
     ## Why is this bad?
     ``Sample.Status`` is an ``Enum``: a string never equals a member, so status checks are
@@ -60,12 +62,24 @@ class StatusString(SampleTracker):
         Valid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = Sample.Status.TRUNCATED\n"),
         Valid("response.status = 'ok'\n"),
         Valid("if resp.status == 200:\n    pass\n"),
+        # The module's own class has a `status` (an order, a job): its strings are its own.
+        Valid("from dataclasses import dataclass\n@dataclass\nclass Order:\n    status: str\n"
+              "def cancel(orders, oid):\n    order = orders.get(oid)\n"
+              "    if order.status != 'pending':\n        raise ValueError(oid)\n"
+              "    order.status = 'completed'\n"),
+        Valid("class Job:\n    def __init__(self):\n        self.status = 'pending'\n"
+              "    def done(self):\n        return self.status == 'completed'\n"),
     ]
     INVALID = [
         Invalid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = 'truncated'\n", line=3, col=4,
                 fixed=SAMPLE_IMPORT + "def f(sample):\n"
                 "    sample.status = Sample.Status.TRUNCATED\n"),
         Invalid("def f(x):\n    if x.status == 'aborted':\n        pass\n", line=2, col=7),
+        # ... but a receiver known to hold a sample is still reported next to such a class.
+        Invalid(SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
+                "def f(sample: Sample):\n    return sample.status == 'aborted'\n",
+                line=5, col=11, fixed=SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
+                "def f(sample: Sample):\n    return sample.status == Sample.Status.ABORTED\n"),
         Invalid(SAMPLE_IMPORT + "s = Sample(prompt='p', status='completed')\n", line=2, col=4,
                 fixed=SAMPLE_IMPORT + "s = Sample(prompt='p', status=Sample.Status.COMPLETED)\n"),
     ]
@@ -86,6 +100,18 @@ class StatusString(SampleTracker):
         self.report(node, self.INVARIANT.render(
             problem=f"{what} the string {value!r} instead of a `Sample.Status` member"), fix=fix)
 
+    def _other_status(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver.status`` may well be another class's: ``receiver`` is not known to hold a
+        sample and the module defines a class of its own with a ``status`` attribute (an
+        ``Order`` dataclass, a tool-call record), or ``receiver`` holds an instance of one."""
+        if self.is_sample(receiver):
+            return False
+        semantic = self.context.semantic
+        if semantic.instance_class(receiver, self.current, self.owner) is not None:
+            return True
+        return any(isinstance(d, cst.ClassDef) and semantic.class_owns(d, "status")
+                   for d in semantic.definitions.values())
+
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
         value = string_value(node.value)
@@ -94,12 +120,15 @@ class StatusString(SampleTracker):
         for t in node.targets:
             tgt = t.target
             if isinstance(tgt, cst.Attribute) and tgt.attr.value == "status" and (
-                    self.is_sample(tgt.value) or _status_member(value) is not None):
+                    self.is_sample(tgt.value) or (_status_member(value) is not None
+                                                  and not self._other_status(tgt.value))):
                 self._report(node, node.value, "`status` is set to")
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         left = node.left
         if not (isinstance(left, cst.Attribute) and left.attr.value == "status"):
+            return
+        if self._other_status(left.value):
             return
         for comp in node.comparisons:
             value = string_value(comp.comparator)

@@ -40,6 +40,15 @@ _BUDGET_ARG = "rollout_max_response_len"
 _SUBTRACTING = frozenset(n for n in ASYNC_API if n.rpartition(".")[2].startswith("generate"))
 
 
+#: A generate whose loop appends ``{new}`` on every turn (one request per turn, full budget).
+_PER_TURN = ("async def generate(args, sample, sampling_params):\n"
+             "    messages, turns = [sample.prompt], []\n    for _ in range(4):\n"
+             "        params = {{**sampling_params, 'max_new_tokens': args.rollout_max_response_len}}\n"
+             "        out = await post(URL, {{'messages': messages, 'sampling_params': params}})\n"
+             "        messages.append(out['text'])\n        turns.append({new})\n"
+             "    return turns\n")
+
+
 class FullBudgetEveryTurn(FunctionTracker):
     """A multi-turn loop does not ask for the whole response budget on every turn.
 
@@ -56,8 +65,9 @@ class FullBudgetEveryTurn(FunctionTracker):
     included) and sent unchanged on every turn. Anything that subtracts (``budget -
     sample.response_length``, ``min(...)``) is fine, and so is a loop that calls vime's
     ``generate``, which subtracts itself, and a loop that builds a new sample on each turn
-    (``Sample(...)``, ``copy.deepcopy(sample)``): each turn's sample then has its own
-    response and its own budget. Runtime twin: VIM124.
+    (``Sample(...)``, ``copy.deepcopy(sample)``, or a helper of the module whose returned
+    value is one of these; slime's and miles' ``Sample`` count): each turn's sample then has
+    its own response and its own budget. Runtime twin: VIM124.
 
     ## Why is this bad?
     ``--rollout-max-response-len`` is the budget of the whole trajectory. Asking each turn for
@@ -150,6 +160,15 @@ class FullBudgetEveryTurn(FunctionTracker):
               "            messages.append(out['text'])\n"
               "            segs.append(types.Sample(prompt=list(messages)))\n"
               "        return segs\ngenerate = Agent()\n"),
+        # ... built by a helper of the module (its returned value is a new Sample), and
+        # miles' Sample (a fork of slime's, read as vime's).
+        Valid("from vime.utils.types import Sample\ndef _turn_sample(messages, text):\n"
+              "    seg = Sample(prompt=list(messages))\n    seg.response = text\n"
+              "    return seg\n" + _PER_TURN.format(new="_turn_sample(messages, out['text'])")),
+        Valid("import copy\ndef _fork(sample):\n    return copy.deepcopy(sample)\n"
+              + _PER_TURN.format(new="_fork(sample)")),
+        Valid("from miles.utils.types import Sample\n"
+              + _PER_TURN.format(new="Sample(prompt=list(messages))")),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -178,6 +197,10 @@ class FullBudgetEveryTurn(FunctionTracker):
                 " 'sampling_params': sampling_params})\n"
                 "        tokens.extend(out['output_ids'])\n    return sample\n",
                 line=4, col=20),
+        # One record per turn that is not a sample (a dict): the turns share one budget.
+        Invalid(_PER_TURN.format(new="{'text': out['text']}"), line=4, col=55),
+        Invalid("def _record(text):\n    return {'text': text}\n"
+                + _PER_TURN.format(new="_record(out['text'])"), line=6, col=55),
         # itertools.count under other names is a turn counter.
         Invalid("from itertools import count as turns\n" + _TURNS.format(loop="turns()"),
                 line=5, col=44),
