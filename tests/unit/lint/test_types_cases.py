@@ -109,9 +109,54 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
               (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`")]),
 }
 
-#: Example modules: multi-turn with a tool, a dynamic filter, a generate, a reward, a rollout.
-EXAMPLES = ("calculator_rollout.py", "informative_groups_filter.py", "answer_prefix_generate.py",
-            "format_reward.py", "reference_rollout.py")
+#: Correct code that must give no finding: a wrapper of the default rollout that edits its
+#: output (the `evaluation` overloads), an agent written against the `openai` SDK as its docs
+#: show (`messages=` lists of dicts, not the SDK's TypedDicts).
+CLEAN: dict[str, str] = {
+    "wrapper_of_the_default_rollout.py": '''
+        from vime.rollout.vllm_rollout import generate_rollout as base_rollout
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return base_rollout(args, rollout_id, data_source, evaluation=True)
+            out = base_rollout(args, rollout_id, data_source, evaluation=False)
+            out.samples = out.samples[: args.rollout_batch_size]
+            out.metrics = {**(out.metrics or {}), "rollout/wrapper/groups": float(len(out.samples))}
+            return out
+        ''',
+    "wrapper_of_the_sft_rollout.py": '''
+        from vime.rollout import sft_rollout
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                ev = sft_rollout.generate_rollout(args, rollout_id, data_source, evaluation=True)
+                ev.data = {k: v for k, v in ev.data.items() if v["samples"]}
+                return ev
+            out = sft_rollout.generate_rollout(args, rollout_id, data_source)
+            out.samples = list(reversed(out.samples))
+            return out
+        ''',
+    "openai_sdk_agent.py": '''
+        from openai import AsyncOpenAI
+
+        async def run_agent(args, sample, base_url, api_key, **kwargs):
+            client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+            question = sample.prompt if isinstance(sample.prompt, str) else ""
+            messages = [{"role": "system", "content": "Answer briefly."},
+                        {"role": "user", "content": question}]
+            reply = await client.chat.completions.create(model="policy", messages=messages)
+            answer = reply.choices[0].message.content or ""
+            messages.append({"role": "assistant", "content": answer})
+            messages.append({"role": "user", "content": "Are you sure?"})
+            reply = await client.chat.completions.create(
+                model="policy", messages=[{"role": "user", "content": question}], max_tokens=8)
+            return float(str(sample.label) in answer)
+        ''',
+}
+
+#: Every shipped example module (examples/broken/ holds the linter's INVALID cases).
+EXAMPLES = tuple(sorted(p.relative_to(REPO / "examples").as_posix()
+                        for p in (REPO / "examples").rglob("*.py") if "broken" not in p.parts))
 
 
 class _StripHookAnnotations(cst.CSTTransformer):
@@ -136,9 +181,12 @@ def checked(tmp_path_factory: pytest.TempPathFactory, types_cache: Path) -> tupl
     folder = tmp_path_factory.mktemp("types_cases")
     for name, (source, _) in CASES.items():
         (folder / name).write_text(textwrap.dedent(source).lstrip("\n"), encoding="utf-8")
+    for name, source in CLEAN.items():
+        (folder / f"clean_{name}").write_text(textwrap.dedent(source).lstrip("\n"),
+                                              encoding="utf-8")
     for name in EXAMPLES:
         text = (REPO / "examples" / name).read_text(encoding="utf-8")
-        (folder / f"example_{name}").write_text(text, encoding="utf-8")
+        (folder / f"example_{name.replace('/', '_')}").write_text(text, encoding="utf-8")
         if name in ("calculator_rollout.py", "informative_groups_filter.py"):
             bare = cst.parse_module(text).visit(_StripHookAnnotations()).code
             (folder / f"bare_{name}").write_text(bare, encoding="utf-8")
@@ -182,7 +230,15 @@ def test_a_wider_user_annotation_gives_way_to_the_contract(
     assert '"None"' not in finding.message, finding.message
 
 
-@pytest.mark.parametrize("prefix", ["example_", "bare_"])
+def test_every_shipped_example_is_checked() -> None:
+    assert {"openai_agent.py", "calculator_rollout.py", "real_model/reward.py"} <= set(EXAMPLES)
+
+
+def test_the_agent_example_needs_no_type_ignore() -> None:
+    assert "type: ignore" not in (REPO / "examples" / "openai_agent.py").read_text()
+
+
+@pytest.mark.parametrize("prefix", ["example_", "bare_", "clean_"])
 def test_correct_example_modules_give_nothing(
         checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]], prefix: str) -> None:
     outcome, folder, *_ = checked
