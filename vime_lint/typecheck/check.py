@@ -13,13 +13,17 @@ Hook discovery, file collection, configuration, suppression and per-file-ignores
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vime.contract import HookSpec
 from vime_lint.static._config import Config
 from vime_lint.static._model import Finding, HookBinding, LintOptions, LintResult, ParseFailure
+
+if TYPE_CHECKING:
+    from vime_lint.typecheck.annotate import AnnotationPlan, Seeds
 
 __all__ = ["TypesOutcome", "TypesSettings", "UnknownSelector", "check_paths", "check_source"]
 
@@ -84,6 +88,31 @@ def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[s
     return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
 
 
+def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
+           ) -> dict[Path, Seeds]:
+    """The helpers of the user's own modules (files under ``root``) that hooks import and
+    call with their samples, per file: ``{file: {helper: ({param: (type, origin)}, hooks)}}``."""
+    from vime_lint.static._discovery import module_file
+    from vime_lint.typecheck.annotate import imported_calls
+
+    out: dict[Path, dict[str, tuple[dict[int | str, tuple[str, str]], set[str]]]] = {}
+    for _display, (text, plan, rel) in plans.items():
+        module = rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        try:
+            calls = imported_calls(text, module, plan)
+        except SyntaxError:
+            continue
+        for mod, name, key, typ, origin, hook in calls:
+            target = module_file(root, mod) if mod else None
+            if target is None:
+                continue  # not the user's own module (vime, a library)
+            keys, hooks = out.setdefault(target, {}).setdefault(name, ({}, set()))
+            keys.setdefault(key, (typ, origin))
+            hooks.add(hook)
+    return {t: {h: (keys, frozenset(hooks)) for h, (keys, hooks) in by.items()}
+            for t, by in out.items()}
+
+
 def check_source(text: str, path: str, hooks: dict[str, HookSpec], *, cache_dir: Path,
                  search_path: Sequence[Path] = ()) -> tuple[list[Finding], float]:
     """The VIM2xx findings of one source text with the given hooks (no suppression applied)
@@ -125,8 +154,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     from vime_lint.static._runner import _rules_for_file
     from vime_lint.static.rules import ALL_RULES
     from vime_lint.static.rules.limits import FileNotLinted
-    from vime_lint.typecheck.annotate import AnnotationPlan, annotate
-    from vime_lint.typecheck.codes import TYPE_RULES
+    from vime_lint.typecheck.annotate import annotate
+    from vime_lint.typecheck.codes import OFF_BY_DEFAULT, TYPE_RULES, types_rules
     from vime_lint.typecheck.diagnostics import findings_for, wider_annotations
     from vime_lint.typecheck.run import MypyMessage, run_mypy
 
@@ -135,7 +164,9 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         if not any(c.startswith(s) for c in known):
             raise UnknownSelector(f"unknown rule selector `{s}`: no rule code starts with it "
                                   "(see `vime-lint rules`)")
-    rules = select_rules(TYPE_RULES, settings.select, settings.ignore)
+    rules = [r for r in select_rules(types_rules(), settings.select, settings.ignore)
+             if r.code() not in OFF_BY_DEFAULT
+             or any(r.code().startswith(s) and len(s) > len("VIM") for s in settings.select)]
     exclude = settings.exclude if settings.exclude is not None else DEFAULT_EXCLUDE
     launch = scan_launch_files(settings.root, exclude)
     targets = list(launch.targets)
@@ -148,6 +179,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     plans: dict[str, tuple[str, AnnotationPlan, str]] = {}
     hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
+    seeds_by_display: dict[str, Seeds] = {}
     not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
     skipped: list[LintResult] = []
 
@@ -206,6 +238,26 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         hooks_by_file[display] = hooks
         if resolved.parent not in folders:
             folders.append(resolved.parent)
+    seeds = _seeds(plans, settings.root)
+    for target, given in seeds.items():  # helpers that hooks of other modules give samples to
+        display = _display(target)
+        try:
+            text = plans[display][0] if display in plans else decode_source(target.read_bytes())
+            hooks = hooks_by_file.get(display) or _hooks_of(
+                display, text, bindings.get(safe_resolve(target), ()))
+            plan = annotate(text, hooks, seeds=given)
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError, RecursionError,
+                cst.ParserSyntaxError):
+            continue  # as for an unreadable file: reported when it is one of the paths
+        try:
+            rel = safe_resolve(target).relative_to(settings.root).as_posix()
+        except ValueError:
+            rel = display
+        plans[display] = (text, plan, rel)
+        hooks_by_file[display] = hooks
+        seeds_by_display[display] = given
+        if target.parent not in folders:
+            folders.append(target.parent)
     if not plans:
         return TypesOutcome(skipped, problems, files=len(files))
     result = run_mypy({d: plan.text for d, (_t, plan, _r) in plans.items()},
@@ -223,7 +275,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     for display, (text, plan, rel) in plans.items():
         wider = wider_annotations(plan, by_path.get(display, []))
         if wider:
-            redo[display] = (text, annotate(text, hooks_by_file[display], wider=wider), rel)
+            redo[display] = (text, annotate(text, hooks_by_file[display], wider=wider,
+                                            seeds=seeds_by_display.get(display)), rel)
     if redo:
         again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)

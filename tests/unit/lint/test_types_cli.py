@@ -42,14 +42,15 @@ def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
     assert code == 1, err
     lines = out.splitlines()
     assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
-                               "Any]]` (Sample.prompt); Item ")
+                               "Any]]` (Sample.prompt): narrow it first: ")
+    assert '; mypy: Item "list[dict[str, Any]]" of ' in lines[0]
     assert lines[1].startswith("  help: narrow the value first")   # the fix, as in `rollout`
     assert lines[2].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
     assert lines[3].startswith("  help: ")
     assert lines[4] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
     _, out, _ = _run(capsys, types_cache, "rm.py", "--no-show-fixes")
     assert [line.split()[1] for line in out.splitlines()] == ["VIM201", "VIM202", "2"]
-    assert _run(capsys, types_cache, "ok.py")[:2] == (0, "")
+    assert _run(capsys, types_cache, "ok.py")[:2] == (0, "All checks passed!\n")
     assert _run(capsys, types_cache, "rm.py", "--exit-zero")[0] == 0
 
 
@@ -65,7 +66,7 @@ def test_json_sarif_and_github_formats(repo: Path, types_cache: Path,
     _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "sarif")
     run = json.loads(out)["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert set(rules) == {"VIM200", "VIM201", "VIM202", "VIM203"}
+    assert set(rules) == {"VIM200", "VIM201", "VIM202", "VIM203", "VIM204", "VIM031", "VIM032"}
     assert rules["VIM201"]["helpUri"].endswith("docs/rules.md#vim201-contract-type-misuse")
     assert [r["ruleId"] for r in run["results"]] == ["VIM201", "VIM202"]
     region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
@@ -104,7 +105,7 @@ def test_hooks_named_by_a_launch_script_are_checked(repo: Path, types_cache: Pat
     code, out, _ = _run(capsys, types_cache, "pkg")
     assert code == 1 and "pkg/scores.py:2:12: VIM201" in out
     (repo / "run.sh").write_text("vime train\n")
-    assert _run(capsys, types_cache, "pkg")[:2] == (0, "")  # no hook: nothing to check
+    assert _run(capsys, types_cache, "pkg")[:2] == (0, "All checks passed!\n")  # no hook
 
 
 def test_default_cache_folder_is_under_the_project_root(repo: Path,
@@ -161,3 +162,49 @@ def test_missing_mypy_and_unparsable_files_exit_2(repo: Path, types_cache: Path,
     monkeypatch.setitem(sys.modules, "mypy", None)  # as if mypy were not installed
     code, _, err = _run(capsys, types_cache, "broken.py")
     assert code == 2 and "pip install 'vime[types]'" in err
+
+
+def test_helpers_imported_from_the_users_package_are_checked(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook's samples reach `fill`/`score` of another module of the user's package: those
+    helpers are checked with the contract's types; each finding names the hook. The
+    wrong-length mask set in the helper is `vime-lint rollout`'s (VIM022), which sees it too."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "util.py").write_text(
+        "import torch\n\n\ndef fill(s, text):\n    s.response = text\n"
+        "    s.reward = torch.tensor(1.0)\n    s.reward = 'high'\n"
+        "    s.loss_mask = [1] * len(s.tokens)\n\n\ndef untouched(s):\n    return s.prompt.lower()\n")
+    (repo / "pkg" / "hooks.py").write_text(
+        "from .util import fill\n\n\nasync def generate(args, sample, sampling_params):\n"
+        "    fill(sample, 'x')\n    return sample\n")
+    code, out, _ = _run(capsys, types_cache, "pkg/hooks.py", "--output-format", "json")
+    data = json.loads(out)
+    assert code == 1
+    assert [(d["filename"], d["location"]["row"], d["code"]) for d in data] == [
+        ("pkg/util.py", 6, "VIM202"), ("pkg/util.py", 7, "VIM202")]
+    assert all("via generate(sample) in pkg.hooks), reached from `generate`" in d["message"]
+               for d in data), data
+    main(["rollout", "pkg/util.py", "--output-format", "json"])
+    rollout = json.loads(capsys.readouterr().out)
+    assert ("VIM022", 8) in {(d["code"], d["location"]["row"]) for d in rollout}, rollout
+
+
+def test_strictness_needs_selecting_and_stores_share_vim031(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "rm.py").write_text(
+        "async def reward_func(args, sample):\n    seen = []\n    sample.my_score = 1.0\n"
+        "    return float(len(seen))\n")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    types = [(d["code"], d["severity"], d["location"]["row"]) for d in json.loads(out)]
+    assert types == [("VIM031", "warning", 3)]
+    main(["rollout", "rm.py", "--output-format", "json"])
+    rollout = [(d["code"], d["severity"], d["location"]["row"])
+               for d in json.loads(capsys.readouterr().out) if d["code"] == "VIM031"]
+    assert rollout == types
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--extend-select", "VIM204",
+                     "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
+        ("VIM204", 2), ("VIM031", 3)]
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--ignore", "VIM031")
+    assert out == "All checks passed!\n"
