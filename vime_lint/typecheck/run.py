@@ -91,8 +91,27 @@ SKIPPED = ("torch", "ray", "vllm", "transformers", "tokenizers", "sglang", "mega
            "gguf", "cv2", "PIL", "rich", "httpx", "httpcore", "anyio", "aiohttp", "fastapi",
            "starlette", "uvicorn", "typeguard", "click", "openai", "anthropic", "pydantic",
            "pydantic_core", "yaml", "requests", "psutil")
+#: Standard-library modules that only vime's own imports reach (through asyncio and the
+#: HTTP client): their typeshed stubs are about a third of a cold run, and no contract type
+#: lives in them. A hook that uses them sees them as ``Any``.
+STDLIB_SKIPPED = ("ssl", "_ssl", "socket", "_socket", "subprocess", "multiprocessing",
+                  "ctypes", "_ctypes", "zipfile", "email", "http", "urllib", "xml", "mmap",
+                  "tarfile")
 #: Stubs shipped with vime-lint, first on ``mypy_path`` (``torch/__init__.pyi``: ``Tensor``).
 STUBS = Path(__file__).resolve().parent / "stubs"
+
+
+def _hook_api() -> tuple[str, ...]:
+    """The vime modules mypy reads (``vime.contract.HOOK_API_MODULES`` and their packages);
+    every other vime module is ``Any`` (skipped), so the internals behind them (the Ray
+    actors, the runtime checker, the configuration) are never analysed."""
+    from vime.contract.hooks import HOOK_API_MODULES
+
+    out: set[str] = set()
+    for m in HOOK_API_MODULES:
+        parts = m.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return tuple(sorted(out))
 
 
 def _in_site_packages(path: Path) -> bool:
@@ -130,8 +149,13 @@ def _config(search_path: Sequence[Path]) -> str:
             "pretty = False\n"
             "color_output = False\n"
             "error_summary = False\n"
-            f"[mypy-{','.join(p + '.*' for p in SKIPPED)}]\n"
-            "follow_imports = skip\n")
+            f"[mypy-{','.join(p + '.*' for p in (*SKIPPED, 'vime'))}]\n"
+            "follow_imports = skip\n"
+            f"[mypy-{','.join(_hook_api())}]\n"
+            "follow_imports = silent\n"
+            f"[mypy-{','.join(p + '.*' for p in STDLIB_SKIPPED)}]\n"
+            "follow_imports = skip\n"
+            "follow_imports_for_stubs = True\n")
 
 
 def run_mypy(copies: Mapping[str, str], *, cache_dir: Path,
