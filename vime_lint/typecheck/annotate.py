@@ -41,11 +41,14 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vime.contract import HookSpec
-from vime_lint.typecheck.contract_types import aliased, hook_types, import_lines
+from vime_lint.typecheck.contract_types import ALIAS_PREFIX, aliased, hook_types, import_lines
 
 __all__ = ["AnnotationPlan", "Probe", "Seeds", "TypedFunction", "TypedParam", "annotate",
            "imported_calls"]
 
+#: A ``Sample`` whose prompt is text, for hooks of launches that render prompts with the chat
+#: template (``--apply-chat-template``): defined in the copy's tail.
+TEXT_SAMPLE = "_vime_t_TextSample"
 #: How many calls deep types follow the samples from a hook into the module's helpers.
 _DEPTH = 4
 #: The first line appended to the copy (after the user's last line).
@@ -252,13 +255,16 @@ Seeds = Mapping[str, tuple[Mapping[int | str, tuple[str, str]], frozenset[str]]]
 
 def annotate(source: str, hooks: Mapping[str, HookSpec], *,
              wider: frozenset[tuple[str, str]] = frozenset(),
-             seeds: Seeds | None = None) -> AnnotationPlan:
+             seeds: Seeds | None = None,
+             text_prompts: frozenset[str] = frozenset()) -> AnnotationPlan:
     """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
 
     ``wider`` names user annotations (``(function, parameter or "return")``) that a first run's
     probes found wider than the contract's type: the contract's replaces them (the user's
     annotation wins only where it is narrower). ``seeds`` types helpers of this module that
-    hooks of other modules call with their samples (:func:`imported_calls`).
+    hooks of other modules call with their samples (:func:`imported_calls`). The hooks named
+    in ``text_prompts`` run in launches whose prompts are text (``--apply-chat-template``):
+    their ``Sample`` parameters get ``TEXT_SAMPLE``, a ``Sample`` whose ``prompt`` is ``str``.
 
     Returns:
         An :class:`AnnotationPlan` whose ``text`` has the user's lines at the same numbers
@@ -346,6 +352,12 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
     for name, fn, spec, is_init in hook_defs:
         types = hook_types(spec)
         wanted = _wanted(fn, spec, types.params, types.protocol, skip_self=is_init)
+        if name in text_prompts:
+            for pname, (t, origin) in list(wanted.items()):
+                if t == "Sample":
+                    wanted[pname] = (TEXT_SAMPLE, f"{origin}; the launch's prompts are text "
+                                                  "(--apply-chat-template)")
+                    names.add("Sample")
         new, params, ret = typed(fn, wanted, None if is_init else types.returns,
                                  types.protocol, name)
         edits[fn] = new
@@ -444,7 +456,12 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         text += "\n"
     user_lines = text.count("\n")
     aliases = [use(contract) for (_o, _w, _u, contract, _p, _n) in probe_specs]
+    text_sample = any(p.type == TEXT_SAMPLE for f in functions for p in f.params.values())
+    if text_sample:
+        names.add("Sample")
     tail = [TAIL_MARK, *import_lines(names)]
+    if text_sample:
+        tail.append(f"class {TEXT_SAMPLE}({ALIAS_PREFIX}Sample): prompt: str")
     probes: list[Probe] = []
     for i, (owner, what, user, contract, protocol, node) in enumerate(probe_specs):
         rng = positions[node]

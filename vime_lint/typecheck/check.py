@@ -88,6 +88,18 @@ def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[s
     return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
 
 
+def _text_prompt_hooks(bindings: Sequence[HookBinding],
+                       launch_files: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """Hooks whose every launch configuration renders prompts to text
+    (``--apply-chat-template``): their ``Sample.prompt`` is ``str``, not ``str | list``."""
+    out = set()
+    for b in bindings:
+        launches = [launch_files.get(f) for f in b.launches]
+        if launches and all(f is not None and "--apply-chat-template" in f for f in launches):
+            out.add(b.function)
+    return frozenset(out)
+
+
 def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
            ) -> dict[Path, Seeds]:
     """The helpers of the user's own modules (files under ``root``) that hooks import and
@@ -180,6 +192,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
     seeds_by_display: dict[str, Seeds] = {}
+    text_by_display: dict[str, frozenset[str]] = {}
     not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
     skipped: list[LintResult] = []
 
@@ -215,7 +228,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
                 hooks = _hooks_of(display, text, bindings.get(resolved, ()))
-                plan = annotate(text, hooks) if hooks else None
+                text_hooks = _text_prompt_hooks(bindings.get(resolved, ()), launch.files)
+                plan = annotate(text, hooks, text_prompts=text_hooks) if hooks else None
         except OverBudget:
             skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "
                                                     f"over {DEFAULT_LIMITS.seconds:g} s"))
@@ -236,6 +250,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             rel = display
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
+        text_by_display[display] = text_hooks
         if resolved.parent not in folders:
             folders.append(resolved.parent)
     seeds = _seeds(plans, settings.root)
@@ -275,8 +290,9 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     for display, (text, plan, rel) in plans.items():
         wider = wider_annotations(plan, by_path.get(display, []))
         if wider:
-            redo[display] = (text, annotate(text, hooks_by_file[display], wider=wider,
-                                            seeds=seeds_by_display.get(display)), rel)
+            redo[display] = (text, annotate(
+                text, hooks_by_file[display], wider=wider, seeds=seeds_by_display.get(display),
+                text_prompts=text_by_display.get(display, frozenset())), rel)
     if redo:
         again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)

@@ -73,7 +73,7 @@ def _members(t: str) -> list[str]:
     """The top-level members of a union's text (``"a | dict[str, b | c] | None"``)."""
     out, depth, cur = [], 0, ""
     for ch in t:
-        depth += ch in "[(" 
+        depth += ch in "[("
         depth -= ch in "])"
         cur += ch
         if depth == 0 and cur.endswith(" | "):

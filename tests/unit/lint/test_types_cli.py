@@ -208,3 +208,22 @@ def test_strictness_needs_selecting_and_stores_share_vim031(
         ("VIM204", 2), ("VIM031", 3)]
     _, out, _ = _run(capsys, types_cache, "rm.py", "--ignore", "VIM031")
     assert out == "All checks passed!\n"
+
+
+def test_prompt_is_text_in_launches_that_apply_the_chat_template(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Launch-aware types: with `--apply-chat-template` in every launch naming the hook,
+    `sample.prompt` is `str` (in the hook and in the helpers it reaches); without it the
+    message-list case is reported."""
+    (repo / "rm.py").write_text(
+        "def _words(s):\n    return s.prompt.lower().split()\n\n\n"
+        "async def reward_func(args, sample):\n    text = sample.prompt.lower()\n"
+        "    return float(len(_words(sample)) + len(text))\n")
+    (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func "
+                                 "--apply-chat-template\n")
+    assert _run(capsys, types_cache, "rm.py")[:2] == (0, "All checks passed!\n")
+    (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func\n")
+    code, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    assert code == 1
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
+        ("VIM201", 2), ("VIM201", 6)]
