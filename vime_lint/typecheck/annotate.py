@@ -376,7 +376,6 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
             callers[hname] = (hp, ps, frozenset())
     # Every function the samples reach: helpers called with a typed parameter (bare name), by a
     # hook or by a helper that got types this way, up to _DEPTH calls deep.
-    propagated: dict[tuple[str, str], set[tuple[str, str]]] = {}
     reach: dict[str, set[str]] = {}
     for helper, (keys, from_hooks) in (seeds or {}).items():
         if helper not in helpers:
@@ -384,11 +383,11 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         reach.setdefault(helper, set()).update(from_hooks)
         for key, (t, origin) in keys.items():
             positional = _positional(helpers[helper].params)
-            target = (positional[key] if isinstance(key, int) and key < len(positional) else
+            seeded = (positional[key] if isinstance(key, int) and key < len(positional) else
                       next((q for q in _all_params(helpers[helper].params)
                             if q.name.value == key), None))
-            if target is not None and target.annotation is None:
-                propagated.setdefault((helper, target.name.value), set()).add((t, origin))
+            if seeded is not None and seeded.annotation is None:
+                propagated.setdefault((helper, seeded.name.value), set()).add((t, origin))
     for _ in range(_DEPTH):
         changed = False
         for caller, (fn, params, hooks_of) in list(callers.items()):
@@ -409,9 +408,9 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
                                        if q.name.value == key), None)
                     if target is None:
                         continue
-                    hooks = reach.setdefault(helper, set())
-                    if not hooks_of <= hooks:
-                        hooks |= hooks_of
+                    reached = reach.setdefault(helper, set())
+                    if not hooks_of <= reached:
+                        reached |= hooks_of
                         changed = True
                     if target.annotation is not None:
                         continue
@@ -429,10 +428,10 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
                 ps = dict(ps)
                 ps.setdefault(pname, TypedParam(pname, t, origin))
                 callers[helper] = (helpers[helper], ps, frozenset(reach.get(helper, ())))
-        for helper, hooks in reach.items():
+        for helper, reached in reach.items():
             if helper in callers:
                 fn, ps, _h = callers[helper]
-                callers[helper] = (fn, ps, frozenset(hooks))
+                callers[helper] = (fn, ps, frozenset(reached))
         if not changed:
             break
     per_helper: dict[str, dict[str, tuple[str, str]]] = {}

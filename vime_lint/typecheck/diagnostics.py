@@ -40,6 +40,7 @@ from functools import cache
 from pathlib import Path
 
 from vime.contract import FIELDS_BY_NAME, INVARIANTS, SAMPLE_FIELD_NAMES
+from vime.contract.errors import Severity
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.annotate import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.codes import rule_for
@@ -71,7 +72,8 @@ _NO_ATTR = re.compile(r'(?:Item )?"Sample"(?: of "[^"]*")? has no attribute "(?P
 
 def _members(t: str) -> list[str]:
     """The top-level members of a union's text (``"a | dict[str, b | c] | None"``)."""
-    out, depth, cur = [], 0, ""
+    out: list[str] = []
+    depth, cur = 0, ""
     for ch in t:
         depth += ch in "[("
         depth -= ch in "])"
@@ -385,6 +387,7 @@ def _unknown_attribute(path: str, index: _Index, m: MypyMessage, attr: str,
                        path=path, line=m.line, col=m.col, end_line=max(m.end_line, m.line),
                        end_col=m.end_col if m.end_line >= m.line else m.col + 1,
                        fix_hint=inv.fix)
+    severity: Severity
     if store:
         problem, severity = unknown_store(target, attr)
     else:

@@ -14,6 +14,7 @@ import difflib
 import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
+from vime.contract.errors import Severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, Fix, Rule
@@ -35,7 +36,7 @@ def _suggest(name: str) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
-def unknown_store(target: str, attr: str) -> tuple[str, str]:
+def unknown_store(target: str, attr: str) -> tuple[str, Severity]:
     """VIM031's ``(problem, severity)`` for the store ``target = ...`` of ``attr``, not a
     ``Sample`` field: an error for a near miss of a field's name, else a warning. One
     definition for ``vime-lint rollout`` and ``vime-lint types``."""
