@@ -46,9 +46,19 @@ from vime_lint.typecheck.contract_types import ALIAS_PREFIX, aliased, hook_types
 __all__ = ["AnnotationPlan", "Probe", "Seeds", "TypedFunction", "TypedParam", "annotate",
            "imported_calls"]
 
-#: A ``Sample`` whose prompt is text, for hooks of launches that render prompts with the chat
-#: template (``--apply-chat-template``): defined in the copy's tail.
-TEXT_SAMPLE = "_vime_t_TextSample"
+#: Launch-aware field types (``annotate(launch_types=...)``): kind -> (field, type, why). A
+#: hook whose launches say so gets a ``Sample`` subclass with these fields narrowed, defined in
+#: the copy's tail (``_vime_t_Sample_text_prompt``).
+LAUNCH_FIELDS: Mapping[str, tuple[str, str, str]] = {
+    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template)"),
+    "scalar-reward": ("reward", "float | None",
+                      "no --reward-key in the launch: a reward is a number"),
+}
+
+
+def launch_sample(kinds: frozenset[str]) -> str:
+    """The name of the copy's ``Sample`` subclass for a set of launch kinds."""
+    return f"{ALIAS_PREFIX}Sample_" + "_".join(sorted(kinds)).replace("-", "_")
 #: How many calls deep types follow the samples from a hook into the module's helpers.
 _DEPTH = 4
 #: The first line appended to the copy (after the user's last line).
@@ -256,15 +266,16 @@ Seeds = Mapping[str, tuple[Mapping[int | str, tuple[str, str]], frozenset[str]]]
 def annotate(source: str, hooks: Mapping[str, HookSpec], *,
              wider: frozenset[tuple[str, str]] = frozenset(),
              seeds: Seeds | None = None,
-             text_prompts: frozenset[str] = frozenset()) -> AnnotationPlan:
+             launch_types: Mapping[str, frozenset[str]] | None = None) -> AnnotationPlan:
     """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
 
     ``wider`` names user annotations (``(function, parameter or "return")``) that a first run's
     probes found wider than the contract's type: the contract's replaces them (the user's
     annotation wins only where it is narrower). ``seeds`` types helpers of this module that
-    hooks of other modules call with their samples (:func:`imported_calls`). The hooks named
-    in ``text_prompts`` run in launches whose prompts are text (``--apply-chat-template``):
-    their ``Sample`` parameters get ``TEXT_SAMPLE``, a ``Sample`` whose ``prompt`` is ``str``.
+    hooks of other modules call with their samples (:func:`imported_calls`).
+    ``launch_types`` (hook -> kinds of :data:`LAUNCH_FIELDS`) says what the launches naming a
+    hook fix: its ``Sample`` parameters get a subclass whose fields are narrowed (``prompt:
+    str`` with ``--apply-chat-template``, ``reward: float | None`` without ``--reward-key``).
 
     Returns:
         An :class:`AnnotationPlan` whose ``text`` has the user's lines at the same numbers
@@ -352,12 +363,12 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
     for name, fn, spec, is_init in hook_defs:
         types = hook_types(spec)
         wanted = _wanted(fn, spec, types.params, types.protocol, skip_self=is_init)
-        if name in text_prompts:
+        kinds = (launch_types or {}).get(name, frozenset())
+        if kinds:
+            why = "; ".join(LAUNCH_FIELDS[k][2] for k in sorted(kinds))
             for pname, (t, origin) in list(wanted.items()):
-                if t == "Sample":
-                    wanted[pname] = (TEXT_SAMPLE, f"{origin}; the launch's prompts are text "
-                                                  "(--apply-chat-template)")
-                    names.add("Sample")
+                if t == "Sample":  # not list[Sample]: a list of a subclass is no list[Sample]
+                    wanted[pname] = (launch_sample(kinds), f"{origin}; {why}")
         new, params, ret = typed(fn, wanted, None if is_init else types.returns,
                                  types.protocol, name)
         edits[fn] = new
@@ -455,12 +466,15 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         text += "\n"
     user_lines = text.count("\n")
     aliases = [use(contract) for (_o, _w, _u, contract, _p, _n) in probe_specs]
-    text_sample = any(p.type == TEXT_SAMPLE for f in functions for p in f.params.values())
-    if text_sample:
+    subclasses = {k for k in ({launch_sample(ks) for ks in (launch_types or {}).values() if ks})
+                  if any(p.type == k for f in functions for p in f.params.values())}
+    if subclasses:
         names.add("Sample")
     tail = [TAIL_MARK, *import_lines(names)]
-    if text_sample:
-        tail.append(f"class {TEXT_SAMPLE}({ALIAS_PREFIX}Sample): prompt: str")
+    for kinds in sorted({ks for ks in (launch_types or {}).values() if ks}, key=sorted):
+        if launch_sample(kinds) in subclasses:
+            tail.append(f"class {launch_sample(kinds)}({ALIAS_PREFIX}Sample):")
+            tail += [f"    {LAUNCH_FIELDS[k][0]}: {LAUNCH_FIELDS[k][1]}" for k in sorted(kinds)]
     probes: list[Probe] = []
     for i, (owner, what, user, contract, protocol, node) in enumerate(probe_specs):
         rng = positions[node]

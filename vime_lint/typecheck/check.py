@@ -88,16 +88,29 @@ def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[s
     return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
 
 
-def _text_prompt_hooks(bindings: Sequence[HookBinding],
-                       launch_files: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    """Hooks whose every launch configuration renders prompts to text
-    (``--apply-chat-template``): their ``Sample.prompt`` is ``str``, not ``str | list``."""
-    out = set()
+def launch_types(bindings: Sequence[HookBinding],
+                 launch_files: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """What the launches naming each hook fix about its samples (kinds of
+    ``annotate.LAUNCH_FIELDS``), read from their flags as ``vime-lint rollout``'s
+    configuration-aware rules read them: ``text-prompt`` when every launch sets
+    ``--apply-chat-template``; ``scalar-reward`` when none sets ``--reward-key`` (nor
+    ``--eval-reward-key``, ``--group-rm``) and none forwards its arguments (``"$@"``)."""
+    from vime_lint.static._discovery import FORWARDED_ARGS
+
+    out: dict[str, frozenset[str]] = {}
     for b in bindings:
-        launches = [launch_files.get(f) for f in b.launches]
-        if launches and all(f is not None and "--apply-chat-template" in f for f in launches):
-            out.add(b.function)
-    return frozenset(out)
+        flags = [launch_files.get(f) for f in b.launches]
+        if not flags or any(f is None for f in flags):
+            continue
+        known = [f for f in flags if f is not None]
+        kinds = set()
+        if all("--apply-chat-template" in f for f in known):
+            kinds.add("text-prompt")
+        if not any(f & {"--reward-key", "--eval-reward-key", "--group-rm", FORWARDED_ARGS}
+                   for f in known):
+            kinds.add("scalar-reward")
+        out[b.function] = out.get(b.function, frozenset(kinds)) & frozenset(kinds)
+    return out
 
 
 def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
@@ -192,7 +205,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
     seeds_by_display: dict[str, Seeds] = {}
-    text_by_display: dict[str, frozenset[str]] = {}
+    kinds_by_display: dict[str, dict[str, frozenset[str]]] = {}
     not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
     skipped: list[LintResult] = []
 
@@ -228,8 +241,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
                 hooks = _hooks_of(display, text, bindings.get(resolved, ()))
-                text_hooks = _text_prompt_hooks(bindings.get(resolved, ()), launch.files)
-                plan = annotate(text, hooks, text_prompts=text_hooks) if hooks else None
+                kinds = launch_types(bindings.get(resolved, ()), launch.files)
+                plan = annotate(text, hooks, launch_types=kinds) if hooks else None
         except OverBudget:
             skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "
                                                     f"over {DEFAULT_LIMITS.seconds:g} s"))
@@ -250,7 +263,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             rel = display
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
-        text_by_display[display] = text_hooks
+        kinds_by_display[display] = kinds
         if resolved.parent not in folders:
             folders.append(resolved.parent)
     seeds = _seeds(plans, settings.root)
@@ -292,7 +305,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         if wider:
             redo[display] = (text, annotate(
                 text, hooks_by_file[display], wider=wider, seeds=seeds_by_display.get(display),
-                text_prompts=text_by_display.get(display, frozenset())), rel)
+                launch_types=kinds_by_display.get(display)), rel)
     if redo:
         again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)

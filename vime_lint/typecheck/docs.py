@@ -58,6 +58,14 @@ def types_section() -> str:
         "evaluation=False)` is a `RolloutFnTrainOutput`, `evaluation=True` a "
         "`RolloutFnEvalOutput`.",
         "",
+        "**Launch-aware.** Like the rollout linter, `types` reads the launch scripts and "
+        "configs that name a hook: when every one sets `--apply-chat-template`, the hook's "
+        "`sample` has a `prompt` of type `str` (not `str | list[dict[str, Any]]`); when none "
+        "sets `--reward-key` (nor `--eval-reward-key`, `--group-rm`) or forwards its "
+        "arguments, its `reward` is `float | None`. Only `Sample` parameters are narrowed "
+        "(a `list[Sample]` parameter keeps the contract's type), and the helpers they reach "
+        "inherit it.",
+        "",
         "Each message leads with the contract type and the fix, then mypy's sentence "
         "(`...; mypy: Item \"list[dict[str, Any]]\" of ...`); a clean run prints `All checks "
         "passed!`. It needs mypy: `pip install 'vime[types]'`. Output formats, "

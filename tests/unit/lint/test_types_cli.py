@@ -227,3 +227,22 @@ def test_prompt_is_text_in_launches_that_apply_the_chat_template(
     assert code == 1
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
         ("VIM201", 2), ("VIM201", 6)]
+
+
+def test_reward_is_a_number_in_launches_without_a_reward_key(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Launch-aware types: without `--reward-key` in the launches naming the hook, a sample's
+    reward is `float | None` (arithmetic on it is no contract error); with it, the dict case
+    is reported."""
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.metadata['bonus'] = sample.reward + 1.0\n    return sample\n")
+    (repo / "run.sh").write_text("vime train --custom-generate-function-path gen.generate\n")
+    assert _run(capsys, types_cache, "gen.py")[:2] == (0, "All checks passed!\n")
+    _, out, _ = _run(capsys, types_cache, "gen.py", "--extend-select", "VIM204",
+                     "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM204", 2)]
+    (repo / "run.sh").write_text("vime train --custom-generate-function-path gen.generate "
+                                 "--reward-key acc\n")
+    _, out, _ = _run(capsys, types_cache, "gen.py", "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
