@@ -466,8 +466,9 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         text += "\n"
     user_lines = text.count("\n")
     aliases = [use(contract) for (_o, _w, _u, contract, _p, _n) in probe_specs]
-    subclasses = {k for k in ({launch_sample(ks) for ks in (launch_types or {}).values() if ks})
-                  if any(p.type == k for f in functions for p in f.params.values())}
+    used = {n for n, *_ in hook_defs}  # the hooks of this module (their probes may name them)
+    subclasses = {launch_sample(ks) for h, ks in (launch_types or {}).items()
+                  if ks and h in used}
     if subclasses:
         names.add("Sample")
     tail = [TAIL_MARK, *import_lines(names)]

@@ -221,13 +221,28 @@ def _field_context(fn: TypedFunction, attr: ast.Attribute, message: str) -> str 
     if attr.attr not in SAMPLE_FIELD_NAMES:
         return None
     root, _ = _root(attr)
-    hint = field_hint(attr.attr)
+    hint = _hint(fn, attr)
     if hint is None:
         return None
     typed = root is not None and root.id in fn.params and "Sample" in fn.params[root.id].type
     if typed or hint.replace("Sample.", "") in message or f'"{attr.attr}"' in message:
         return f"`{_chain_text(attr)}` is `{hint}` (Sample.{attr.attr})"
     return None
+
+
+def _hint(fn: TypedFunction, attr: ast.Attribute) -> str | None:
+    """``Sample.<attr>``'s type, as narrowed by the launch (``annotate.LAUNCH_FIELDS``) when the
+    chain starts at a parameter typed with a launch subclass of ``Sample``."""
+    from vime_lint.typecheck.annotate import LAUNCH_FIELDS, launch_sample
+
+    root, _ = _root(attr)
+    param = fn.params.get(root.id) if root is not None else None
+    typed = param.type if param is not None else ""
+    for kind, (name, hint, _why) in LAUNCH_FIELDS.items():
+        if name == attr.attr and typed.startswith(launch_sample(frozenset())) and \
+                kind.replace("-", "_") in typed:
+            return hint
+    return field_hint(attr.attr)
 
 
 def _param_context(fn: TypedFunction, name: str) -> str | None:
@@ -276,7 +291,7 @@ def _context(fn: TypedFunction, nodes: Sequence[ast.AST], msg: MypyMessage) -> s
     inner = list(reversed(nodes))
     for node in inner:  # a field read that spans the error's position
         if isinstance(node, ast.Attribute) and node.attr in SAMPLE_FIELD_NAMES:
-            hint = field_hint(node.attr)
+            hint = _hint(fn, node)
             return f"`{ast.unparse(node)}` is `{hint}` (Sample.{node.attr})" + _via(fn)
     for node in inner:
         for sub in ast.walk(node):
@@ -474,7 +489,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
             if call is not None:
                 code, ctx = "VIM202", call + _reached(fn)
             elif target is not None:
-                hint = field_hint(target.attr) or "?"
+                hint = _hint(fn, target) or "?"
                 code = "VIM202"
                 ctx = (f"`{ast.unparse(target)}` is `{hint}` (Sample.{target.attr})"
                        + _via(fn) + _reached(fn))

@@ -219,9 +219,15 @@ def test_prompt_is_text_in_launches_that_apply_the_chat_template(
         "def _words(s):\n    return s.prompt.lower().split()\n\n\n"
         "async def reward_func(args, sample):\n    text = sample.prompt.lower()\n"
         "    return float(len(_words(sample)) + len(text))\n")
+    # annotated with the contract's own `Sample`, as examples/real_model/reward.py is
+    (repo / "rm_typed.py").write_text(
+        "from vime.utils.types import Sample\n\n\n"
+        "async def reward(args, sample: Sample) -> float:\n"
+        "    return float(sample.prompt.lower() == 'x')\n")
     (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func "
-                                 "--apply-chat-template\n")
-    assert _run(capsys, types_cache, "rm.py")[:2] == (0, "All checks passed!\n")
+                                 "--apply-chat-template\n"
+                                 "vime train --custom-rm-path rm_typed.reward --apply-chat-template\n")
+    assert _run(capsys, types_cache, "rm.py", "rm_typed.py")[:2] == (0, "All checks passed!\n")
     (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func\n")
     code, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
     assert code == 1
