@@ -28,9 +28,10 @@ Targets (issue 30): cold <= 5 s and warm <= 0.5 s wall on an idle machine for th
 Measured on the shared 2-core machine with other jobs running (wall includes waiting for a
 core; the CPU figure is closer to an idle machine's wall), before -> after the mypy
 configuration of ``vime_lint.typecheck.run`` (heavy packages and vime's internals skipped):
-wrapper cold 80 s wall / 53 s CPU -> 12-17 s wall / 4.5-5.0 s CPU; warm 4.5 s / 2.1 s ->
-4.0-4.9 s wall / 1.3 s CPU; the vime.utils.types reward cold 13 s / 3.7 s -> 9 s / 3.0-3.4 s
-CPU, warm 2.7-4.8 s / 1.2 s CPU. Of a warm run's CPU about 1 s is the interpreter and the
+wrapper cold 80 s wall / 53 s CPU -> 10-17 s wall / 4.4-5.0 s CPU; warm 4.5 s / 2.1 s ->
+2.9-4.9 s wall / 1.3 s CPU; the vime.utils.types reward cold 13 s / 3.7 s -> 6-10 s wall /
+3.0-3.6 s CPU, warm 2.4-4.8 s wall / 1.2-1.5 s CPU. Targets not met on this machine: cold is
+about 4.5 s CPU (so about at 5 s idle), warm about 1.3 s CPU. Of a warm run's CPU about 1 s is the interpreter and the
 imports of LibCST, vime-lint and mypy, about 0.3 s mypy's own incremental check; a warm figure
 of 0.5 s needs a result cache that skips those imports (not built).
 """
