@@ -252,3 +252,15 @@ def test_reward_is_a_number_in_launches_without_a_reward_key(
                                  "--reward-key acc\n")
     _, out, _ = _run(capsys, types_cache, "gen.py", "--output-format", "json")
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
+
+
+def test_this_repository_runs_the_types_hook_on_its_rollout_code_and_examples() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[3]
+    config = yaml.safe_load((root / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"]: h for r in config["repos"] for h in r["hooks"]}
+    types = hooks["vime-lint-types"]
+    assert types["entry"].split()[1:3] == ["types", "--force-exclude"]
+    assert types["files"] == hooks["vime-lint"]["files"]
+    assert types["exclude"] == hooks["vime-lint"]["exclude"]
