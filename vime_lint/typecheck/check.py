@@ -113,6 +113,33 @@ def launch_types(bindings: Sequence[HookBinding],
     return out
 
 
+def absolute_imports(text: str, rel: str) -> str:
+    """``text`` (the copy of the module at root-relative path ``rel``) with each relative
+    ``from .x import y`` made absolute (``from pkg.x import y``), on the same line: the copy is
+    a top-level module, where mypy refuses a relative import ("No parent module")."""
+    import ast
+    import re
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    package = rel.removesuffix(".py").replace("/", ".").split(".")
+    package = package[:-1] if not rel.endswith("__init__.py") else package[:-1]
+    lines = text.splitlines(keepends=True)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        parts = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+        i = node.lineno - 1
+        if not base or i >= len(lines):
+            continue
+        lines[i] = re.sub(r"\bfrom\s+\.+\s*(?:[\w.]+)?(?=\s+import\b)", f"from {base}",
+                          lines[i], count=1)
+    return "".join(lines)
+
+
 def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
            ) -> dict[Path, Seeds]:
     """The helpers of the user's own modules (files under ``root``) that hooks import and
@@ -288,7 +315,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             folders.append(target.parent)
     if not plans:
         return TypesOutcome(skipped, problems, files=len(files))
-    result = run_mypy({d: plan.text for d, (_t, plan, _r) in plans.items()},
+    result = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in plans.items()},
                       cache_dir=settings.cache_dir, search_path=folders)
     if result.status == 2 or result.other:
         detail = " | ".join(result.other) or result.stderr.strip() or f"exit {result.status}"
@@ -300,14 +327,21 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     # Second pass, only for files whose probes found a user annotation wider than the
     # contract's type: the contract's type replaces it (the user's wins only where narrower).
     redo: dict[str, tuple[str, AnnotationPlan, str]] = {}
+    #: VIM203 of the first pass: an annotation that conflicts with the contract is reported,
+    #: and the body is checked again with the contract's type (what vime passes).
+    conflicts: dict[str, list[Finding]] = {}
     for display, (text, plan, rel) in plans.items():
+        first = [f for f in findings_for(display, text, plan, by_path.get(display, []))
+                 if f.code == "VIM203"]
+        if first:
+            conflicts[display] = first
         wider = wider_annotations(plan, by_path.get(display, []))
         if wider:
             redo[display] = (text, annotate(
                 text, hooks_by_file[display], wider=wider, seeds=seeds_by_display.get(display),
                 launch_types=kinds_by_display.get(display)), rel)
     if redo:
-        again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
+        again = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)
         if again.status == 2 or again.other:
             detail = " | ".join(again.other) or again.stderr.strip() or f"exit {again.status}"
@@ -319,8 +353,9 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     results = []
     for display, (text, plan, rel) in plans.items():
         enabled = {r.code() for r in _rules_for_file(list(rules), rel, settings.config)}
-        found = _unsuppressed([f for f in findings_for(display, text, plan,
-                                                       by_path.get(display, []))
-                               if f.code in enabled], text)
+        found = _unsuppressed(sorted(
+            [f for f in [*findings_for(display, text, plan, by_path.get(display, [])),
+                         *(f for f in conflicts.get(display, []) if display in redo)]
+             if f.code in enabled], key=lambda f: (f.line, f.col, f.code)), text)
         results.append(LintResult(display, tuple(found), source=text))
     return TypesOutcome([*skipped, *results], problems, len(plans), seconds, len(files))

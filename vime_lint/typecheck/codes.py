@@ -103,8 +103,8 @@ class HookAnnotationConflict(Rule):
     A user annotation is kept when it is the contract's type or narrower (`-> float` for a
     reward); a wider one (`Any`, `object`, `sample: Sample | None`) is replaced by the
     contract's type. An annotation that is neither narrower nor wider (`sample: dict`,
-    `-> list[float]` for a per-sample reward) is reported here; the hook's body is still
-    checked with the user's annotation.
+    `-> list[float]` for a per-sample reward) is reported here, and the hook's body is
+    checked with the contract's type (what vime passes, whatever the annotation says).
 
     ## Example
 

@@ -429,10 +429,11 @@ def _focus(nodes: Sequence[ast.AST], line: int, col: int) -> ast.AST | None:
 def wider_annotations(plan: AnnotationPlan,
                       messages: Iterable[MypyMessage]) -> frozenset[tuple[str, str]]:
     """``(function, parameter or "return")`` of the user annotations that the probes found
-    wider than the contract's type (the "narrower" probe fails, the "wider" one passes)."""
+    not narrower than the contract's type: wider ones (the "wider" probe passes) and
+    conflicting ones (VIM203, both fail). The contract's type replaces them in a second pass,
+    since it is what vime passes whatever the annotation says."""
     failed = {m.line for m in messages if m.severity == "error" and m.line > plan.user_lines}
-    return frozenset((p.function, p.what) for p in plan.probes
-                     if p.narrower_line in failed and p.wider_line not in failed)
+    return frozenset((p.function, p.what) for p in plan.probes if p.narrower_line in failed)
 
 
 def findings_for(path: str, source: str, plan: AnnotationPlan,
@@ -447,6 +448,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
     """
     index = _Index(source)
     uses = _attribute_uses(index)
+    own = _own_callables(index, path)
     errors = [m for m in messages if m.severity == "error"]
     probe_errors = {m.line for m in errors if m.line > plan.user_lines}
     out: dict[tuple[int, int, str], Finding] = {}
@@ -481,6 +483,10 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
             if m.code == "return" and m.line in (fn.start_line, fn.def_line):
                 line, col = fn.def_line, fn.name_col
                 end_line, end_col = line, col + len(fn.name)
+            if strict is None and user and m.code == "return-value" and \
+                    not _breaks_contract(m.message, fn):
+                strict = ("the hook's own return annotation is stricter than the contract's, "
+                          "which this value still meets")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
         else:
@@ -498,6 +504,11 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                 if strict is None and (m.code == "assignment" or not _involved(
                         fn, _focus(nodes, m.line, m.col), m.message)):
                     strict = "the user's own values and types, no contract value involved"
+                callee = _CALLEE.search(m.message) if m.code == "arg-type" else None
+                if strict is None and callee is not None and callee["name"] in own and \
+                        not _names_contract_type(callee["want"]):
+                    strict = (f"the parameter annotation of the user's own `{callee['name']}`, "
+                              "not a contract type")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
         key = (line, col, code)
@@ -514,6 +525,51 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                                                                    "VIM202")):
             del out[(line, col, code)]
     return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+
+_CERTAIN = re.compile(r'got "(?P<got>None|Tensor|str|ndarray[^"]*|[^"]*floating[^"]*|'
+                      r'[^"]*float\d+|[^"]*int\d+)"')
+
+
+def _breaks_contract(message: str, fn: TypedFunction) -> bool:
+    """For a return that breaks the hook's own (narrower) annotation: whether the value also
+    breaks the contract's return type (a tensor, numpy, string or None where the contract
+    names no such type and no ``Any``)."""
+    got = _CERTAIN.search(message)
+    if got is None or fn.spec is None:
+        return False
+    members = _members(_spec_returns(fn))
+    name = got["got"].split("[")[0]
+    return "Any" not in members and not any(name in m for m in members)
+
+
+_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "\w+")? has incompatible type "[^"]*"; '
+                     r'expected "(?P<want>[^"]*)"')
+
+
+def _names_contract_type(text: str) -> bool:
+    return bool(set(re.findall(r"\b\w+\b", text)) & _contract_names())
+
+
+def _own_callables(index: _Index, path: str) -> frozenset[str]:
+    """Functions and classes that are the user's own: defined in the module, or imported
+    relatively or from a module file next to it or under the working directory."""
+    out: set[str] = set()
+    tree = index.tree
+    if not isinstance(tree, ast.Module):
+        return frozenset()
+    here = Path(path).parent
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            mod = (node.module or "").replace(".", "/")
+            local = node.level > 0 or any(
+                (base / f"{mod}.py").is_file() or (base / mod / "__init__.py").is_file()
+                for base in (here, Path.cwd()) if mod)
+            if local:
+                out.update(a.asname or a.name for a in node.names)
+    return frozenset(out)
 
 
 def _reached(fn: TypedFunction) -> str:

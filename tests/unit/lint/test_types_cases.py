@@ -108,7 +108,9 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample: dict) -> str:
             return "1.0"
         ''', [(1, "VIM203", "`sample` is `Sample` (RewardFunction)"),
-              (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`")]),
+              (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`"),
+              # the body is checked with the contract's types (what vime passes): a str reward
+              (2, "VIM200", 'got "str"')]),
     "reward_str.py": ('''
         async def reward_func(args, sample):
             return sample.response
@@ -273,6 +275,20 @@ STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
                     s.metadata["wrapped"] = True
             return out
         ''', [(9, 'Item "list[Sample]"')]),
+    "own_return_annotation_stricter.py": ('''
+        def reward_func(args, sample) -> float:
+            return {"score": 1.0}
+        ''', [(2, "the hook's own return annotation is stricter")]),
+    "own_helper_annotation.py": ('''
+        from typing import Any
+
+        def _agent(rollout_args: dict[str, Any] | None = None) -> str:
+            return "ok"
+
+        async def generate(args, sample, sampling_params):
+            sample.response = _agent(rollout_args=args)
+            return sample
+        ''', [(7, "the parameter annotation of the user's own `_agent`")]),
 }
 
 #: Every shipped example module (examples/broken/ holds the linter's INVALID cases).

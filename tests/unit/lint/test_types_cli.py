@@ -264,3 +264,18 @@ def test_this_repository_runs_the_types_hook_on_its_rollout_code_and_examples() 
     assert types["entry"].split()[1:3] == ["types", "--force-exclude"]
     assert types["files"] == hooks["vime-lint"]["files"]
     assert types["exclude"] == hooks["vime-lint"]["exclude"]
+
+
+def test_a_relative_import_in_a_hook_module_is_followed(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The copy mypy checks is a top-level module: `from .helpers import x` is made absolute
+    (a relative import stopped mypy: "No parent module -- cannot perform relative import")."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "helpers.py").write_text("def bonus() -> str:\n    return 'x'\n")
+    (repo / "pkg" / "rm.py").write_text(
+        "from .helpers import bonus\n\n\nasync def reward_func(args, sample):\n"
+        "    return bonus()\n")
+    code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
+    assert code == 1, err
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
