@@ -120,8 +120,8 @@ async def solve(client: AsyncOpenAI, model: str, question: str | list[dict[str, 
     checked = False
     answer = ""
     for _ in range(MAX_TURNS):
-        reply = await client.chat.completions.create(model=model, messages=messages,  # type: ignore[arg-type]
-                                                     tools=TOOLS, max_tokens=MAX_TOKENS)  # type: ignore[arg-type]
+        reply = await client.chat.completions.create(model=model, messages=messages,
+                                                     tools=TOOLS, max_tokens=MAX_TOKENS)
         choice = reply.choices[0]
         message = choice.message
         messages.append(message.model_dump(exclude_none=True))  # the reply as returned

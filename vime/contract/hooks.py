@@ -24,7 +24,7 @@ from typing import Literal
 
 from vime.contract.sample import GENERATED_FIELDS, REQUIRED_TRAIN_FIELDS
 
-__all__ = ["ASYNC_API", "FIELD_SETTERS", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
+__all__ = ["ASYNC_API", "FIELD_SETTERS", "HOOK_API_MODULES", "BUILTIN_GENERATE_PATH", "DEFAULT_ROLLOUT_PATH", "ENGINE_FREE_ROLLOUTS",
            "EVAL_DATASETS_VIEW", "EVAL_ENTRY_KEYS", "SFT_ROLLOUT_PATH",
            "HOOKS", "HookSpec", "HookKind", "HookMode", "GROUP_RM_SPEC", "CONVERT_REQUIRED_KEYS",
            "hook_spec", "hook_for_arg"]
@@ -361,6 +361,19 @@ SFT_ROLLOUT_PATH = "vime.rollout.sft_rollout.generate_rollout"
 BUILTIN_GENERATE_PATH = "vime.rollout.vllm_rollout.generate"
 #: Rollout functions that need no inference engine (the manager starts none for them).
 ENGINE_FREE_ROLLOUTS: frozenset[str] = frozenset({SFT_ROLLOUT_PATH})
+#: The modules of vime's hook-facing API: what hook code imports for its types and calls
+#: (``Sample``, the output dataclasses, the data source, the rollout entry points, the default
+#: rollout's generate/reward helpers and state, ``http_utils``, the Protocols). ``vime-lint
+#: types`` type-checks hooks against these and treats every other vime module as ``Any``.
+HOOK_API_MODULES: tuple[str, ...] = (
+    "vime.contract.protocols", "vime.utils.types", "vime.rollout.base_types",
+    "vime.rollout.data_source", "vime.rollout.filter_hub.base_types",
+    "vime.rollout.vllm_rollout", "vime.rollout.vllm.rollout_fn", "vime.rollout.vllm.client",
+    "vime.rollout.vllm.sampling", "vime.rollout.vllm.evaluation", "vime.rollout.vllm.state",
+    "vime.rollout.vllm.train_loop", "vime.rollout.vllm.abort", "vime.rollout.sft_rollout",
+    "vime.rollout.rm_hub", "vime.utils.http_utils", "vime.utils.async_utils",
+)
+
 #: The async functions of vime's public API: user code must ``await`` them.
 ASYNC_API: frozenset[str] = frozenset({
     BUILTIN_GENERATE_PATH, "vime.rollout.vllm_rollout.generate_and_rm",

@@ -1014,7 +1014,7 @@ _ALL: tuple[Invariant, ...] = (
          "None on one path, or a list of samples where the output dataclass is due fails the "
          "runtime check or the conversion, or trains on a wrong value.",
          "wrong hook return type",
-         "{context}; {detail}",
+         "{context}: {fix}; mypy: {detail}",
          "return the contract's type on every path (a Python `float(...)` for a reward, "
          "`RolloutFnTrainOutput(samples=...)` from a rollout function)"),
     _inv("VIM201", "static", "error", "contract-type-misuse",
@@ -1022,9 +1022,13 @@ _ALL: tuple[Invariant, ...] = (
          "as their types allow.",
          "`Sample.prompt` may be a list of chat messages and `Sample.reward` a dict or None: an "
          "operation the type lacks raises in the middle of a rollout (AttributeError, "
-         "TypeError) or computes on the wrong value.",
+         "TypeError) or computes on the wrong value. Only a contract value used against its "
+         "type is this error; mypy's own strictness on the user's values (annotations, "
+         "`object` from untyped containers, an unnarrowed `X | None`, a third-party API's "
+         "types) is VIM204, off by default, and an attribute that is no `Sample` field is "
+         "VIM031, as in `vime-lint rollout`.",
          "value used as the wrong type",
-         "{context}; {detail}",
+         "{context}: {fix}; mypy: {detail}",
          "narrow the value first (`isinstance(sample.prompt, str)`, "
          "`sample.get_reward_value(args)`) or convert it"),
     _inv("VIM202", "static", "error", "contract-field-type",
@@ -1033,15 +1037,28 @@ _ALL: tuple[Invariant, ...] = (
          "`status = \"completed\"` never equals `Sample.Status.COMPLETED`, a list or a string "
          "in `metrics` breaks the metric log.",
          "field set to the wrong type",
-         "{context}; {detail}",
+         "{context}: {fix}; mypy: {detail}",
          "store the field's type (`Sample.Status.COMPLETED`, a float metric per key)"),
     _inv("VIM203", "static", "warning", "hook-annotation-conflict",
          "A hook's own annotation agrees with the contract's type (equal or narrower).",
          "vime passes and expects the contract's types whatever the annotation says: a "
          "conflicting annotation misleads readers and type checkers, and hides real errors.",
          "annotation contradicts the contract",
-         "{context}; {detail}",
+         "{context}: {fix}; mypy: {detail}",
          "annotate with the contract's type (docs/contract.md §4) or a narrower one"),
+    _inv("VIM204", "static", "warning", "mypy-strictness",
+         "mypy's own strictness in a hook, where no contract type is violated (off by default).",
+         "These are mypy's rules, not vime's: an empty list that needs an annotation, a value "
+         "read from an untyped container seen as `object`, `None` into a typed local, an "
+         "`Optional` (a `X | None`) used without narrowing where it is not certainly None, a "
+         "union of modes (`RolloutFnTrainOutput | RolloutFnEvalOutput`, a fan-out `Sample | "
+         "list[Sample]`) not narrowed, a third-party API's own types (the `openai` SDK's message "
+         "TypedDicts). The code runs and trains as written in the usual launch; only "
+         "`--extend-select VIM204` (or a select naming VIM204) reports them.",
+         "mypy strictness",
+         "{context}: {fix}; mypy: {detail}",
+         "annotate or narrow the value (`assert x is not None`, `isinstance`), or leave it: "
+         "VIM204 is off by default"),
     # ---- 6d: reward probes (vime-lint check; vime_lint/check/probes.py) ----------------------
     _inv("VIM300", "probe", "error", "probe-gold-above-wrong",
          "A reward scores the right answer strictly above a wrong one.",

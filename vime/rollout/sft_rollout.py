@@ -9,6 +9,9 @@ sft_loss``; prompts are message lists under ``--input-key``)::
     out = generate_rollout(args, rollout_id, data_source, evaluation=True)
     out.data             # {name: {"rewards": [0.0]*n, "truncated": [False]*n, "samples": [...]}}
 
+Typed with ``@overload`` on ``evaluation`` (``Literal[False]`` -> ``RolloutFnTrainOutput``,
+``Literal[True]`` -> ``RolloutFnEvalOutput``), as ``vime.rollout.vllm_rollout.generate_rollout``.
+
 No engine is involved. The tokenizer is ``AutoTokenizer.from_pretrained(args.hf_checkpoint)``
 (cached per path); the mask comes from ``MultiTurnLossMaskGenerator(tokenizer,
 args.loss_mask_type)``; tools come from ``sample.metadata["tools"]``.
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import functools
 from argparse import Namespace
-from typing import Any
+from typing import Any, Literal, overload
 
 from vime.config import arg
 from vime.contract.errors import ContractError
@@ -106,6 +109,15 @@ def _eval(args: Namespace, generator: Any) -> RolloutFnEvalOutput:
     return RolloutFnEvalOutput(data=data)
 
 
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: Literal[False] = False) -> RolloutFnTrainOutput: ...
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: Literal[True]) -> RolloutFnEvalOutput: ...
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: bool = False) -> RolloutFnTrainOutput | RolloutFnEvalOutput: ...
 def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
                      evaluation: bool = False) -> RolloutFnTrainOutput | RolloutFnEvalOutput:
     """One SFT step: ``rollout_batch_size`` conversations from ``data_source``, tokenised.

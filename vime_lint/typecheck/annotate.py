@@ -13,9 +13,13 @@ contract's type; when both fail the annotation conflicts with the contract (VIM2
 the narrower check fails it is wider, and a second pass (``wider=``) puts the contract's type
 in its place.
 
-One level of propagation: a module-level helper that a hook calls with one of its
+Every function the samples reach: a module-level helper that a hook calls with one of its
 contract-typed parameters (``_score(sample)``, ``_score(s=sample)``) gets that type for the
-matching unannotated parameter, when every such call site agrees.
+matching unannotated parameter, when every such call site agrees, and so on through the
+helpers it calls (up to ``_DEPTH`` calls deep). A helper whose own annotations name a contract
+type (``_fill(sample: Sample)``, ``groups: list[list[Sample]]``) is checked with them. Each
+helper records the hooks that reach it (``TypedFunction.reached_from``), which its findings
+name.
 
 Usage::
 
@@ -29,6 +33,7 @@ Built on LibCST's ``CSTTransformer`` and ``PositionProvider``.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,10 +41,26 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vime.contract import HookSpec
-from vime_lint.typecheck.contract_types import aliased, hook_types, import_lines
+from vime_lint.typecheck.contract_types import ALIAS_PREFIX, aliased, hook_types, import_lines
 
-__all__ = ["AnnotationPlan", "Probe", "TypedFunction", "TypedParam", "annotate"]
+__all__ = ["AnnotationPlan", "Probe", "Seeds", "TypedFunction", "TypedParam", "annotate",
+           "imported_calls"]
 
+#: Launch-aware field types (``annotate(launch_types=...)``): kind -> (field, type, why). A
+#: hook whose launches say so gets a ``Sample`` subclass with these fields narrowed, defined in
+#: the copy's tail (``_vime_t_Sample_text_prompt``).
+LAUNCH_FIELDS: Mapping[str, tuple[str, str, str]] = {
+    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template)"),
+    "scalar-reward": ("reward", "float | None",
+                      "no --reward-key in the launch: a reward is a number"),
+}
+
+
+def launch_sample(kinds: frozenset[str]) -> str:
+    """The name of the copy's ``Sample`` subclass for a set of launch kinds."""
+    return f"{ALIAS_PREFIX}Sample_" + "_".join(sorted(kinds)).replace("-", "_")
+#: How many calls deep types follow the samples from a hook into the module's helpers.
+_DEPTH = 4
 #: The first line appended to the copy (after the user's last line).
 TAIL_MARK = "# --- vime-lint types: the contract's names and probes (not in the user's file) ---"
 _WIDE = frozenset({"Any", "object"})
@@ -75,6 +96,8 @@ class TypedFunction:
     returns: str | None
     #: The Protocol the types come from.
     protocol: str
+    #: For a helper: the hooks that pass it their samples (directly or through helpers).
+    reached_from: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +149,15 @@ def _normal(text: str) -> str:
         return ast.unparse(_Short().visit(tree))
     except SyntaxError:
         return text.strip()
+
+
+def _names_contract(annotation: str) -> bool:
+    """Whether an annotation's text names a type of the contract (``Sample``,
+    ``list[list[Sample]]``, ``RolloutFnTrainOutput``, ``"Sample"`` quoted)."""
+    from vime_lint.typecheck.contract_types import type_sources
+
+    names = {n for n, mod in type_sources().items() if mod.startswith("vime")}
+    return bool(set(re.findall(r"\b\w+\b", annotation)) & names)
 
 
 def _quoted(text: str) -> cst.Annotation:
@@ -226,13 +258,24 @@ def _wanted(fn: cst.FunctionDef, spec: HookSpec, types: Mapping[str, str], proto
     return out
 
 
+#: Types given to a module's helpers by hooks of other modules that import and call them:
+#: helper name -> (parameter position or name -> (type, origin), the hooks calling it).
+Seeds = Mapping[str, tuple[Mapping[int | str, tuple[str, str]], frozenset[str]]]
+
+
 def annotate(source: str, hooks: Mapping[str, HookSpec], *,
-             wider: frozenset[tuple[str, str]] = frozenset()) -> AnnotationPlan:
+             wider: frozenset[tuple[str, str]] = frozenset(),
+             seeds: Seeds | None = None,
+             launch_types: Mapping[str, frozenset[str]] | None = None) -> AnnotationPlan:
     """Annotate the hooks ``hooks`` (module-level name -> spec) of ``source``.
 
     ``wider`` names user annotations (``(function, parameter or "return")``) that a first run's
     probes found wider than the contract's type: the contract's replaces them (the user's
-    annotation wins only where it is narrower).
+    annotation wins only where it is narrower). ``seeds`` types helpers of this module that
+    hooks of other modules call with their samples (:func:`imported_calls`).
+    ``launch_types`` (hook -> kinds of :data:`LAUNCH_FIELDS`) says what the launches naming a
+    hook fix: its ``Sample`` parameters get a subclass whose fields are narrowed (``prompt:
+    str`` with ``--apply-chat-template``, ``reward: float | None`` without ``--reward-key``).
 
     Returns:
         An :class:`AnnotationPlan` whose ``text`` has the user's lines at the same numbers
@@ -307,54 +350,132 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         return fn.with_changes(params=new_ps, returns=ret_node), kept, ret_type
 
     def record(name: str, fn: cst.FunctionDef, spec: HookSpec | None,
-               params: dict[str, TypedParam], returns: str | None, protocol: str) -> None:
+               params: dict[str, TypedParam], returns: str | None, protocol: str,
+               reached_from: tuple[str, ...] = ()) -> None:
         rng = positions[fn]
         functions.append(TypedFunction(
             name=name, spec=spec, start_line=rng.start.line, end_line=rng.end.line,
             def_line=positions[fn.name].start.line, name_col=positions[fn.name].start.column,
-            params=params, returns=returns, protocol=protocol))
+            params=params, returns=returns, protocol=protocol, reached_from=reached_from))
 
+    #: Functions whose calls give types to helpers: (name, def, typed params, hooks reaching it).
+    callers: dict[str, tuple[cst.FunctionDef, dict[str, TypedParam], frozenset[str]]] = {}
     for name, fn, spec, is_init in hook_defs:
         types = hook_types(spec)
         wanted = _wanted(fn, spec, types.params, types.protocol, skip_self=is_init)
+        kinds = (launch_types or {}).get(name, frozenset())
+        if kinds:
+            why = "; ".join(LAUNCH_FIELDS[k][2] for k in sorted(kinds))
+            for pname, (t, origin) in list(wanted.items()):
+                if t == "Sample":  # not list[Sample]: a list of a subclass is no list[Sample]
+                    wanted[pname] = (launch_sample(kinds), f"{origin}; {why}")
         new, params, ret = typed(fn, wanted, None if is_init else types.returns,
                                  types.protocol, name)
         edits[fn] = new
         record(name, fn, spec, params, ret, types.protocol)
-        calls = _Calls(helpers)
-        fn.body.visit(calls)
-        for helper, args in calls.calls:
-            hp = helpers[helper]
-            positional = _positional(hp.params)
-            for key, arg_name in args:
-                tp = params.get(arg_name)
-                if tp is None or tp.type in _WIDE:
-                    continue
-                target: cst.Param | None
-                if isinstance(key, int):
-                    target = positional[key] if key < len(positional) else None
-                else:
-                    target = next((q for q in _all_params(hp.params) if q.name.value == key), None)
-                if target is None or target.annotation is not None:
-                    continue
-                propagated.setdefault((helper, target.name.value), set()).add(
-                    (tp.type, f"{tp.origin}, via {name}({arg_name})"))
+        callers[name] = (fn, params, frozenset({name}))
+    # Helpers whose own annotations name a contract type (`_fill(sample: Sample)`): checked
+    # with those annotations, whether or not a hook is seen calling them.
+    annotated: dict[str, dict[str, TypedParam]] = {}
+    for hname, hp in helpers.items():
+        ps = {q.name.value: TypedParam(q.name.value, _code(q.annotation.annotation),
+                                       "its own annotation")
+              for q in _all_params(hp.params)
+              if q.annotation is not None and _names_contract(_code(q.annotation.annotation))}
+        if ps:
+            annotated[hname] = ps
+            callers[hname] = (hp, ps, frozenset())
+    # Every function the samples reach: helpers called with a typed parameter (bare name), by a
+    # hook or by a helper that got types this way, up to _DEPTH calls deep.
+    reach: dict[str, set[str]] = {}
+    for helper, (keys, from_hooks) in (seeds or {}).items():
+        if helper not in helpers:
+            continue
+        reach.setdefault(helper, set()).update(from_hooks)
+        for key, (t, origin) in keys.items():
+            positional = _positional(helpers[helper].params)
+            seeded = (positional[key] if isinstance(key, int) and key < len(positional) else
+                      next((q for q in _all_params(helpers[helper].params)
+                            if q.name.value == key), None))
+            if seeded is not None and seeded.annotation is None:
+                propagated.setdefault((helper, seeded.name.value), set()).add((t, origin))
+    for _ in range(_DEPTH):
+        changed = False
+        for caller, (fn, params, hooks_of) in list(callers.items()):
+            calls = _Calls(helpers)
+            fn.body.visit(calls)
+            for helper, args in calls.calls:
+                hp = helpers[helper]
+                positional = _positional(hp.params)
+                for key, arg_name in args:
+                    tp = params.get(arg_name)
+                    if tp is None or tp.type in _WIDE:
+                        continue
+                    target: cst.Param | None
+                    if isinstance(key, int):
+                        target = positional[key] if key < len(positional) else None
+                    else:
+                        target = next((q for q in _all_params(hp.params)
+                                       if q.name.value == key), None)
+                    if target is None:
+                        continue
+                    reached = reach.setdefault(helper, set())
+                    if not hooks_of <= reached:
+                        reached |= hooks_of
+                        changed = True
+                    if target.annotation is not None:
+                        continue
+                    via = (tp.type, f"{tp.origin}, via {caller}({arg_name})"
+                           if tp.origin != "its own annotation" else
+                           f"{caller}'s annotation, via {caller}({arg_name})")
+                    found = propagated.setdefault((helper, target.name.value), set())
+                    if via[0] not in {t for t, _ in found}:
+                        changed = True
+                    found.add(via)
+        for (helper, pname), found in propagated.items():
+            if len({t for t, _ in found}) == 1:  # every call site agrees
+                t, origin = sorted(found)[0]
+                _fn, ps, _h = callers.get(helper, (helpers[helper], {}, frozenset()))
+                ps = dict(ps)
+                ps.setdefault(pname, TypedParam(pname, t, origin))
+                callers[helper] = (helpers[helper], ps, frozenset(reach.get(helper, ())))
+        for helper, reached in reach.items():
+            if helper in callers:
+                fn, ps, _h = callers[helper]
+                callers[helper] = (fn, ps, frozenset(reached))
+        if not changed:
+            break
     per_helper: dict[str, dict[str, tuple[str, str]]] = {}
     for (helper, pname), found in propagated.items():
-        if len({t for t, _ in found}) == 1:  # every call site agrees
+        if len({t for t, _ in found}) == 1:
             per_helper.setdefault(helper, {})[pname] = sorted(found)[0]
-    for helper, wanted in per_helper.items():
+    for helper in sorted(set(per_helper) | set(annotated)):
         hp = helpers[helper]
+        wanted = per_helper.get(helper, {})
         new, params, _ = typed(hp, wanted, None, "", helper)
-        edits[hp] = new
-        record(helper, hp, None, params, None, ", ".join(sorted({o for _, o in wanted.values()})))
+        params = {**annotated.get(helper, {}), **params}
+        if wanted:
+            edits[hp] = new
+        origins = sorted({o for _, o in wanted.values()} | (
+            {"its own annotations"} if helper in annotated else set()))
+        record(helper, hp, None, params, None, ", ".join(origins),
+               tuple(sorted(reach.get(helper, ()))))
     copy = module.visit(_Apply(edits)) if edits else module
     text = copy.code
     if not text.endswith("\n"):
         text += "\n"
     user_lines = text.count("\n")
     aliases = [use(contract) for (_o, _w, _u, contract, _p, _n) in probe_specs]
+    used = {n for n, *_ in hook_defs}  # the hooks of this module (their probes may name them)
+    subclasses = {launch_sample(ks) for h, ks in (launch_types or {}).items()
+                  if ks and h in used}
+    if subclasses:
+        names.add("Sample")
     tail = [TAIL_MARK, *import_lines(names)]
+    for kinds in sorted({ks for ks in (launch_types or {}).values() if ks}, key=sorted):
+        if launch_sample(kinds) in subclasses:
+            tail.append(f"class {launch_sample(kinds)}({ALIAS_PREFIX}Sample):")
+            tail += [f"    {LAUNCH_FIELDS[k][0]}: {LAUNCH_FIELDS[k][1]}" for k in sorted(kinds)]
     probes: list[Probe] = []
     for i, (owner, what, user, contract, protocol, node) in enumerate(probe_specs):
         rng = positions[node]
@@ -366,3 +487,47 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
                             rng.start.line, rng.start.column, rng.end.line, rng.end.column))
     return AnnotationPlan(text + "\n".join(tail) + "\n", tuple(functions), tuple(probes),
                           user_lines)
+
+
+def imported_calls(source: str, module: str, plan: AnnotationPlan
+                   ) -> list[tuple[str, str, int | str, str, str, str]]:
+    """Calls in the hooks of ``source`` (module ``module``, dotted) to functions imported from
+    other modules (``from pkg.util import fill``; relative imports resolved against
+    ``module``), with a contract-typed parameter as a bare-name argument:
+    ``(imported module, function, parameter position or name, type, origin, hook)``."""
+    tree = ast.parse(source)
+    imported: dict[str, tuple[str, str]] = {}
+    package = module.rpartition(".")[0]
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module is not None or (
+                isinstance(node, ast.ImportFrom) and node.level):
+            assert isinstance(node, ast.ImportFrom)
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([base] if base else [])])
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (base, alias.name)
+    out: list[tuple[str, str, int | str, str, str, str]] = []
+    hooks = {f.name: f for f in plan.functions if f.spec is not None}
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name not in hooks:
+            continue
+        params = hooks[node.name].params
+        for call in ast.walk(node):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id in imported):
+                continue
+            mod, name = imported[call.func.id]
+            keys: list[tuple[int | str, ast.expr]] = [
+                *((i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)),
+                *((k.arg, k.value) for k in call.keywords if k.arg is not None)]
+            for key, arg in keys:
+                if isinstance(arg, ast.Name) and arg.id in params and \
+                        params[arg.id].type not in _WIDE:
+                    tp = params[arg.id]
+                    out.append((mod, name, key, tp.type,
+                                f"{tp.origin}, via {node.name}({arg.id}) in {module}",
+                                node.name))
+    return out

@@ -13,13 +13,17 @@ Hook discovery, file collection, configuration, suppression and per-file-ignores
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vime.contract import HookSpec
 from vime_lint.static._config import Config
 from vime_lint.static._model import Finding, HookBinding, LintOptions, LintResult, ParseFailure
+
+if TYPE_CHECKING:
+    from vime_lint.typecheck.annotate import AnnotationPlan, Seeds
 
 __all__ = ["TypesOutcome", "TypesSettings", "UnknownSelector", "check_paths", "check_source"]
 
@@ -84,6 +88,83 @@ def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[s
     return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
 
 
+def launch_types(bindings: Sequence[HookBinding],
+                 launch_files: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """What the launches naming each hook fix about its samples (kinds of
+    ``annotate.LAUNCH_FIELDS``), read from their flags as ``vime-lint rollout``'s
+    configuration-aware rules read them: ``text-prompt`` when every launch sets
+    ``--apply-chat-template``; ``scalar-reward`` when none sets ``--reward-key`` (nor
+    ``--eval-reward-key``, ``--group-rm``) and none forwards its arguments (``"$@"``)."""
+    from vime_lint.static._discovery import FORWARDED_ARGS
+
+    out: dict[str, frozenset[str]] = {}
+    for b in bindings:
+        flags = [launch_files.get(f) for f in b.launches]
+        if not flags or any(f is None for f in flags):
+            continue
+        known = [f for f in flags if f is not None]
+        kinds = set()
+        if all("--apply-chat-template" in f for f in known):
+            kinds.add("text-prompt")
+        if not any(f & {"--reward-key", "--eval-reward-key", "--group-rm", FORWARDED_ARGS}
+                   for f in known):
+            kinds.add("scalar-reward")
+        out[b.function] = out.get(b.function, frozenset(kinds)) & frozenset(kinds)
+    return out
+
+
+def absolute_imports(text: str, rel: str) -> str:
+    """``text`` (the copy of the module at root-relative path ``rel``) with each relative
+    ``from .x import y`` made absolute (``from pkg.x import y``), on the same line: the copy is
+    a top-level module, where mypy refuses a relative import ("No parent module")."""
+    import ast
+    import re
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text
+    package = rel.removesuffix(".py").replace("/", ".").split(".")
+    package = package[:-1] if not rel.endswith("__init__.py") else package[:-1]
+    lines = text.splitlines(keepends=True)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        parts = package[:len(package) - (node.level - 1)] if node.level > 1 else package
+        base = ".".join([*parts, *([node.module] if node.module else [])])
+        i = node.lineno - 1
+        if not base or i >= len(lines):
+            continue
+        lines[i] = re.sub(r"\bfrom\s+\.+\s*(?:[\w.]+)?(?=\s+import\b)", f"from {base}",
+                          lines[i], count=1)
+    return "".join(lines)
+
+
+def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
+           ) -> dict[Path, Seeds]:
+    """The helpers of the user's own modules (files under ``root``) that hooks import and
+    call with their samples, per file: ``{file: {helper: ({param: (type, origin)}, hooks)}}``."""
+    from vime_lint.static._discovery import module_file
+    from vime_lint.typecheck.annotate import imported_calls
+
+    out: dict[Path, dict[str, tuple[dict[int | str, tuple[str, str]], set[str]]]] = {}
+    for _display, (text, plan, rel) in plans.items():
+        module = rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        try:
+            calls = imported_calls(text, module, plan)
+        except SyntaxError:
+            continue
+        for mod, name, key, typ, origin, hook in calls:
+            target = module_file(root, mod) if mod else None
+            if target is None:
+                continue  # not the user's own module (vime, a library)
+            keys, hooks = out.setdefault(target, {}).setdefault(name, ({}, set()))
+            keys.setdefault(key, (typ, origin))
+            hooks.add(hook)
+    return {t: {h: (keys, frozenset(hooks)) for h, (keys, hooks) in by.items()}
+            for t, by in out.items()}
+
+
 def check_source(text: str, path: str, hooks: dict[str, HookSpec], *, cache_dir: Path,
                  search_path: Sequence[Path] = ()) -> tuple[list[Finding], float]:
     """The VIM2xx findings of one source text with the given hooks (no suppression applied)
@@ -125,8 +206,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     from vime_lint.static._runner import _rules_for_file
     from vime_lint.static.rules import ALL_RULES
     from vime_lint.static.rules.limits import FileNotLinted
-    from vime_lint.typecheck.annotate import AnnotationPlan, annotate
-    from vime_lint.typecheck.codes import TYPE_RULES
+    from vime_lint.typecheck.annotate import annotate
+    from vime_lint.typecheck.codes import OFF_BY_DEFAULT, TYPE_RULES, types_rules
     from vime_lint.typecheck.diagnostics import findings_for, wider_annotations
     from vime_lint.typecheck.run import MypyMessage, run_mypy
 
@@ -135,7 +216,9 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         if not any(c.startswith(s) for c in known):
             raise UnknownSelector(f"unknown rule selector `{s}`: no rule code starts with it "
                                   "(see `vime-lint rules`)")
-    rules = select_rules(TYPE_RULES, settings.select, settings.ignore)
+    rules = [r for r in select_rules(types_rules(), settings.select, settings.ignore)
+             if r.code() not in OFF_BY_DEFAULT
+             or any(r.code().startswith(s) and len(s) > len("VIM") for s in settings.select)]
     exclude = settings.exclude if settings.exclude is not None else DEFAULT_EXCLUDE
     launch = scan_launch_files(settings.root, exclude)
     targets = list(launch.targets)
@@ -148,6 +231,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     plans: dict[str, tuple[str, AnnotationPlan, str]] = {}
     hooks_by_file: dict[str, dict[str, HookSpec]] = {}
     folders: list[Path] = [settings.root]
+    seeds_by_display: dict[str, Seeds] = {}
+    kinds_by_display: dict[str, dict[str, frozenset[str]]] = {}
     not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
     skipped: list[LintResult] = []
 
@@ -183,7 +268,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
                 hooks = _hooks_of(display, text, bindings.get(resolved, ()))
-                plan = annotate(text, hooks) if hooks else None
+                kinds = launch_types(bindings.get(resolved, ()), launch.files)
+                plan = annotate(text, hooks, launch_types=kinds) if hooks else None
         except OverBudget:
             skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "
                                                     f"over {DEFAULT_LIMITS.seconds:g} s"))
@@ -204,11 +290,32 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
             rel = display
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
+        kinds_by_display[display] = kinds
         if resolved.parent not in folders:
             folders.append(resolved.parent)
+    seeds = _seeds(plans, settings.root)
+    for target, given in seeds.items():  # helpers that hooks of other modules give samples to
+        display = _display(target)
+        try:
+            text = plans[display][0] if display in plans else decode_source(target.read_bytes())
+            hooks = hooks_by_file.get(display) or _hooks_of(
+                display, text, bindings.get(safe_resolve(target), ()))
+            plan = annotate(text, hooks, seeds=given)
+        except (OSError, UnicodeDecodeError, SyntaxError, LookupError, RecursionError,
+                cst.ParserSyntaxError):
+            continue  # as for an unreadable file: reported when it is one of the paths
+        try:
+            rel = safe_resolve(target).relative_to(settings.root).as_posix()
+        except ValueError:
+            rel = display
+        plans[display] = (text, plan, rel)
+        hooks_by_file[display] = hooks
+        seeds_by_display[display] = given
+        if target.parent not in folders:
+            folders.append(target.parent)
     if not plans:
         return TypesOutcome(skipped, problems, files=len(files))
-    result = run_mypy({d: plan.text for d, (_t, plan, _r) in plans.items()},
+    result = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in plans.items()},
                       cache_dir=settings.cache_dir, search_path=folders)
     if result.status == 2 or result.other:
         detail = " | ".join(result.other) or result.stderr.strip() or f"exit {result.status}"
@@ -220,12 +327,21 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     # Second pass, only for files whose probes found a user annotation wider than the
     # contract's type: the contract's type replaces it (the user's wins only where narrower).
     redo: dict[str, tuple[str, AnnotationPlan, str]] = {}
+    #: VIM203 of the first pass: an annotation that conflicts with the contract is reported,
+    #: and the body is checked again with the contract's type (what vime passes).
+    conflicts: dict[str, list[Finding]] = {}
     for display, (text, plan, rel) in plans.items():
+        first = [f for f in findings_for(display, text, plan, by_path.get(display, []))
+                 if f.code == "VIM203"]
+        if first:
+            conflicts[display] = first
         wider = wider_annotations(plan, by_path.get(display, []))
         if wider:
-            redo[display] = (text, annotate(text, hooks_by_file[display], wider=wider), rel)
+            redo[display] = (text, annotate(
+                text, hooks_by_file[display], wider=wider, seeds=seeds_by_display.get(display),
+                launch_types=kinds_by_display.get(display)), rel)
     if redo:
-        again = run_mypy({d: plan.text for d, (_t, plan, _r) in redo.items()},
+        again = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)
         if again.status == 2 or again.other:
             detail = " | ".join(again.other) or again.stderr.strip() or f"exit {again.status}"
@@ -237,8 +353,9 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     results = []
     for display, (text, plan, rel) in plans.items():
         enabled = {r.code() for r in _rules_for_file(list(rules), rel, settings.config)}
-        found = _unsuppressed([f for f in findings_for(display, text, plan,
-                                                       by_path.get(display, []))
-                               if f.code in enabled], text)
+        found = _unsuppressed(sorted(
+            [f for f in [*findings_for(display, text, plan, by_path.get(display, [])),
+                         *(f for f in conflicts.get(display, []) if display in redo)]
+             if f.code in enabled], key=lambda f: (f.line, f.col, f.code)), text)
         results.append(LintResult(display, tuple(found), source=text))
     return TypesOutcome([*skipped, *results], problems, len(plans), seconds, len(files))

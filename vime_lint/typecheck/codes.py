@@ -1,13 +1,16 @@
 """The ``VIM2xx`` codes of ``vime-lint types``, as rule records for the shared output formats.
 
-The codes, severities and texts are ``vime.contract.INVARIANTS`` records (VIM200-VIM203). These
+The codes, severities and texts are ``vime.contract.INVARIANTS`` records (VIM200-VIM204).
+VIM204 (mypy's own strictness) is off by default: :func:`types_rules` enables it only when a
+selection names it (``--extend-select VIM204``, ``select = ["VIM2"]``), not through the bare
+``VIM`` that selects everything else. These
 classes never traverse code (mypy finds the errors); they exist so that the output formats,
 ``--select``/``--ignore``, ``per-file-ignores`` and the rules page treat them like the
 ``vime-lint rollout`` rules. Their docstrings are their sections of ``docs/rules.md``.
 
 Usage::
 
-    [r.code() for r in TYPE_RULES]       # ["VIM200", "VIM201", "VIM202", "VIM203"]
+    [r.code() for r in TYPE_RULES]       # ["VIM200", "VIM201", "VIM202", "VIM203", "VIM204"]
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from __future__ import annotations
 from vime.contract import INVARIANTS
 from vime_lint.static._rule import Rule
 
-__all__ = ["TYPE_RULES", "ContractFieldType", "ContractTypeMisuse", "HookAnnotationConflict",
-           "HookReturnType", "rule_for"]
+__all__ = ["OFF_BY_DEFAULT", "TYPE_RULES", "ContractFieldType", "ContractTypeMisuse",
+           "HookAnnotationConflict", "HookReturnType", "MypyStrictness", "rule_for", "types_rules"]
 
 
 class HookReturnType(Rule):
@@ -100,8 +103,8 @@ class HookAnnotationConflict(Rule):
     A user annotation is kept when it is the contract's type or narrower (`-> float` for a
     reward); a wider one (`Any`, `object`, `sample: Sample | None`) is replaced by the
     contract's type. An annotation that is neither narrower nor wider (`sample: dict`,
-    `-> list[float]` for a per-sample reward) is reported here; the hook's body is still
-    checked with the user's annotation.
+    `-> list[float]` for a per-sample reward) is reported here, and the hook's body is
+    checked with the contract's type (what vime passes, whatever the annotation says).
 
     ## Example
 
@@ -114,9 +117,52 @@ class HookAnnotationConflict(Rule):
     INVARIANT = INVARIANTS["VIM203"]
 
 
+class MypyStrictness(Rule):
+    """mypy's own strictness, where no contract type is violated (off by default).
+
+    ## What it checks
+
+    What mypy reports in a hook that is its own rule rather than the contract's: an empty list
+    that needs an annotation (`var-annotated`), a value read from an untyped container seen as
+    `object`, `None` assigned to a typed local, an `X | None` used without narrowing where it
+    is not certainly `None`, a union of modes not narrowed (`RolloutFnTrainOutput |
+    RolloutFnEvalOutput` after `generate_rollout(..., evaluation=evaluation)`, a fan-out
+    group's `Sample | list[Sample]`), and a third-party API's own types on the user's values
+    (the `openai` SDK's message TypedDicts given a `list[dict[str, str]]`). The code runs as
+    written, so these are warnings, and off unless selected: `vime-lint types
+    --extend-select VIM204` (or `extend-select = ["VIM204"]` in `[tool.vime_lint]`).
+
+    ## Example
+
+    ```python
+    async def reward_func(args, sample):
+        seen = []                                   # VIM204 (--extend-select): var-annotated
+        score = sample.metadata.get("bonus")        # Any: nothing reported
+        out = base(args, rollout_id, data_source, evaluation=evaluation)
+        out.samples                                 # VIM204: the eval side has no .samples
+    ```
+
+    Annotate (`seen: list[str] = []`), narrow (`assert x is not None`, `isinstance`), pass
+    `evaluation=False` literally, or leave it.
+    """
+
+    INVARIANT = INVARIANTS["VIM204"]
+
+
 #: Every rule of ``vime-lint types``, in code order.
 TYPE_RULES: tuple[type[Rule], ...] = (HookReturnType, ContractTypeMisuse, ContractFieldType,
-                                      HookAnnotationConflict)
+                                      HookAnnotationConflict, MypyStrictness)
+#: Codes a selection enables only when it names them (a prefix longer than ``VIM``).
+OFF_BY_DEFAULT = frozenset({"VIM204"})
+
+
+def types_rules() -> tuple[type[Rule], ...]:
+    """The rules ``vime-lint types`` reports: its own, and the `rollout` rules whose id and
+    severity it shares (VIM031 unknown `Sample` attributes, VIM032 stale flags)."""
+    from vime_lint.static.rules.sample_fields import UnknownSampleAttribute
+    from vime_lint.static.rules.stale_api import StaleSampleFlag
+
+    return (*TYPE_RULES, UnknownSampleAttribute, StaleSampleFlag)
 
 
 def rule_for(code: str) -> type[Rule]:
@@ -125,7 +171,7 @@ def rule_for(code: str) -> type[Rule]:
     Raises:
         KeyError: ``code`` is no ``vime-lint types`` code.
     """
-    for r in TYPE_RULES:
+    for r in types_rules():
         if r.code() == code:
             return r
     raise KeyError(f"{code} is not a vime-lint types code; known: "

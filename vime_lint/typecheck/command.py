@@ -142,7 +142,7 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
               "(nothing was checked; check the path and --exclude)", file=err)
         return 2
     from vime_lint.static._output import render, statistics, summary
-    from vime_lint.typecheck.codes import TYPE_RULES
+    from vime_lint.typecheck.codes import types_rules
 
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
@@ -151,12 +151,13 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     skipped = any(f.code == FileNotLinted.code() for r in outcome.results for f in r.findings)
     out.write(render(outcome.results, ns.output_format,
-                     [*TYPE_RULES, FileNotLinted] if skipped else TYPE_RULES,
+                     [*types_rules(), FileNotLinted] if skipped else types_rules(),
                      show_fixes=getattr(ns, "show_fixes", True)))
     if ns.statistics:
         out.write(statistics(outcome.results))
     if ns.output_format in ("concise", "full"):
-        out.write(summary(outcome.results, fixed=0, unsafe_fixes=False))
+        out.write(summary(outcome.results, fixed=0, unsafe_fixes=False,
+                          problems=len(outcome.problems)))
     if outcome.problems:
         return 2
     if ns.exit_zero:

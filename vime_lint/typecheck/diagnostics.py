@@ -7,9 +7,23 @@ contract type it came from::
     `sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt); Item "list[dict[str, Any]]"
     of "str | list[dict[str, Any]]" has no attribute "lower"
 
-Classification: ``return``/``return-value`` errors are VIM200; a wrong value stored in a field
-of ``Sample`` or given to a contract dataclass is VIM202; a failing pair of annotation probes
-is VIM203; every other error is VIM201.
+Classification (an *error* only where a contract type is violated in a way that raises or
+corrupts training; :func:`strictness` says what is mypy's own strictness instead):
+
+- ``return``/``return-value`` errors of a hook are VIM200 (a tensor, numpy or string reward,
+  ``None`` on a path, a list where the output dataclass is due);
+- a wrong value stored in a field of ``Sample`` or given to a contract dataclass is VIM202 (a
+  string status, a list-valued metric, a ``Sample`` where a group is expected);
+- a failing pair of annotation probes is VIM203;
+- an attribute that is no ``Sample`` field is VIM031, with the severity and words of
+  ``vime-lint rollout`` (a store: error for a near miss of a field's name, else a warning; not
+  reported when the module reads it back; a read nothing stores: an error);
+- any other error on a contract value is VIM201;
+- mypy's own strictness (``var-annotated``, ``object`` from untyped containers, ``None`` into a
+  typed local, an unnarrowed ``X | None``, an unnarrowed union of modes or fan-out, the types
+  of a third-party API on the user's own values) is VIM204, a warning that is off by default.
+
+Each message leads with vime's words and the fix, then mypy's sentence (``...; mypy: ...``).
 
 Usage::
 
@@ -20,18 +34,20 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 
-from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES
+from vime.contract import FIELDS_BY_NAME, INVARIANTS, SAMPLE_FIELD_NAMES
+from vime.contract.errors import Severity
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.annotate import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.codes import rule_for
 from vime_lint.typecheck.contract_types import field_hint, type_sources
 from vime_lint.typecheck.run import MypyMessage
 
-__all__ = ["contract_class_fields", "findings_for", "wider_annotations"]
+__all__ = ["contract_class_fields", "findings_for", "strictness", "wider_annotations"]
 
 _RETURN_CODES = frozenset({"return", "return-value", "empty-body"})
 #: Statements with a body: the position's context is never a whole block.
@@ -39,6 +55,104 @@ _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Fo
              ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match)
 _FIELD_CODES = frozenset({"assignment", "arg-type", "dict-item", "list-item", "call-arg",
                           "misc"})
+#: mypy codes that are never about a contract value (annotations, names, imports, redefinitions).
+_STRICT_CODES = frozenset({"var-annotated", "has-type", "annotation-unchecked", "no-redef",
+                           "name-defined", "import", "import-untyped", "import-not-found",
+                           "valid-type", "unused-ignore", "truthy-function", "unreachable",
+                           "redundant-cast", "type-var", "override", "no-any-return"})
+#: ``Item "X" of "U" has no attribute`` where X is one side of a union of modes that the code
+#: selects by other means (``evaluation``, a generate function that does not fan out).
+_MODE_ITEMS = (("RolloutFnEvalOutput", "RolloutFnTrainOutput"),
+               ("RolloutFnTrainOutput", "RolloutFnEvalOutput"),
+               ("list[Sample]", "Sample | list[Sample]"))
+_GOT = re.compile(r'(?:got|has type|incompatible type) "(?P<got>[^"]*)"[;,)]?.*?'
+                  r'(?:expected|variable has type) "(?P<want>[^"]*)"')
+_NO_ATTR = re.compile(r'(?:Item )?"Sample"(?: of "[^"]*")? has no attribute "(?P<attr>\w+)"')
+
+
+def _members(t: str) -> list[str]:
+    """The top-level members of a union's text (``"a | dict[str, b | c] | None"``)."""
+    out: list[str] = []
+    depth, cur = 0, ""
+    for ch in t:
+        depth += ch in "[("
+        depth -= ch in "])"
+        cur += ch
+        if depth == 0 and cur.endswith(" | "):
+            out.append(cur[:-3].strip())
+            cur = ""
+    out.append(cur.strip())
+    return [m for m in out if m]
+
+
+def _none_only(got: str, want: str) -> bool:
+    """``got`` is ``want`` (or narrower) plus ``None``: an ``Optional`` not narrowed, not
+    certainly None."""
+    members = _members(got)
+    if "None" not in members or members == ["None"]:
+        return False
+    wanted = set(_members(want))
+    return all(m == "None" or m in wanted or m == "Any" or (m == "int" and "float" in wanted)
+               for m in members)
+
+
+def strictness(message: str, code: str) -> str | None:
+    """Why mypy's ``message`` (error code ``code``) is its own strictness rather than a
+    contract type violated (VIM204's context), or None when it may be a violation."""
+    if code in _STRICT_CODES:
+        return f"mypy's `{code}` check, no contract type involved"
+    if '"object"' in message:
+        return "a value of type `object` (read from an untyped container)"
+    if 'Item "None" of ' in message or re.search(r'\("None" and |and "None"\)|\("None"\)',
+                                                    message):
+        return "an `X | None` used without narrowing (not certainly None)"
+    for item, union in _MODE_ITEMS:
+        if f'Item "{item}" of "{union}' in message or (
+                f'Item "{item}" of "' in message and union in message):
+            return (f"a `{union}` not narrowed to one side (the mode is chosen by "
+                    "`evaluation` or by a generate function that fans out)")
+    if re.search(r'Value of type "[^"]*\| None" is not indexable|"None" (?:not callable|has no)',
+                 message):
+        return "an `X | None` used without narrowing (not certainly None)"
+    got = _GOT.search(message)
+    if got is not None and (got["got"] in ("object", "Any")
+                            or _none_only(got["got"], got["want"])):
+        return "an `X | None` (or `object`) where `X` is due, not certainly None"
+    return None
+
+
+@cache
+def _contract_names() -> frozenset[str]:
+    return frozenset({n for n, mod in type_sources().items() if mod.startswith("vime")}
+                     | {"Status"})
+
+
+@cache
+def _long_hints() -> tuple[str, ...]:
+    """Sample field types distinctive enough to name the field in a message."""
+    return tuple(sorted({f.hint for f in FIELDS_BY_NAME.values()
+                         if " | " in f.hint and len(f.hint) >= 12}))
+
+
+def _involved(fn: TypedFunction, focus: ast.AST | None, message: str) -> bool:
+    """Whether the error is about a contract value: the message names a contract type or a
+    Sample field's type, or the expression mypy points at reads a contract-typed parameter or
+    a Sample field."""
+    names = _contract_names()
+    for quoted in re.findall(r'"([^"]*)"', message):
+        if set(re.findall(r"\b\w+\b", quoted)) & names:
+            return True
+    if any(h in message for h in _long_hints()):
+        return True
+    if focus is None:
+        return False
+    for sub in ast.walk(focus):
+        if isinstance(sub, ast.Name) and sub.id in fn.params and \
+                fn.params[sub.id].type not in ("Any", "object"):
+            return True
+        if isinstance(sub, ast.Attribute) and _field_context(fn, sub, message) is not None:
+            return True
+    return False
 
 
 @cache
@@ -107,13 +221,28 @@ def _field_context(fn: TypedFunction, attr: ast.Attribute, message: str) -> str 
     if attr.attr not in SAMPLE_FIELD_NAMES:
         return None
     root, _ = _root(attr)
-    hint = field_hint(attr.attr)
+    hint = _hint(fn, attr)
     if hint is None:
         return None
     typed = root is not None and root.id in fn.params and "Sample" in fn.params[root.id].type
     if typed or hint.replace("Sample.", "") in message or f'"{attr.attr}"' in message:
         return f"`{_chain_text(attr)}` is `{hint}` (Sample.{attr.attr})"
     return None
+
+
+def _hint(fn: TypedFunction, attr: ast.Attribute) -> str | None:
+    """``Sample.<attr>``'s type, as narrowed by the launch (``annotate.LAUNCH_FIELDS``) when the
+    chain starts at a parameter typed with a launch subclass of ``Sample``."""
+    from vime_lint.typecheck.annotate import LAUNCH_FIELDS, launch_sample
+
+    root, _ = _root(attr)
+    param = fn.params.get(root.id) if root is not None else None
+    typed = param.type if param is not None else ""
+    for kind, (name, hint, _why) in LAUNCH_FIELDS.items():
+        if name == attr.attr and typed.startswith(launch_sample(frozenset())) and \
+                kind.replace("-", "_") in typed:
+            return hint
+    return field_hint(attr.attr)
 
 
 def _param_context(fn: TypedFunction, name: str) -> str | None:
@@ -162,7 +291,7 @@ def _context(fn: TypedFunction, nodes: Sequence[ast.AST], msg: MypyMessage) -> s
     inner = list(reversed(nodes))
     for node in inner:  # a field read that spans the error's position
         if isinstance(node, ast.Attribute) and node.attr in SAMPLE_FIELD_NAMES:
-            hint = field_hint(node.attr)
+            hint = _hint(fn, node)
             return f"`{ast.unparse(node)}` is `{hint}` (Sample.{node.attr})" + _via(fn)
     for node in inner:
         for sub in ast.walk(node):
@@ -195,27 +324,121 @@ def _innermost(functions: Iterable[TypedFunction], line: int) -> TypedFunction |
     return best
 
 
+def _fix(code: str, context: str, detail: str) -> str:
+    """The fix for this finding, in vime's words: specific to the field or value when known,
+    else the invariant's."""
+    if code in ("VIM203", "VIM204"):
+        return INVARIANTS[code].fix
+    if code == "VIM200":
+        if re.search(r'got "(?:Tensor|ndarray|[^"]*floating|[^"]*float\d+|[^"]*int\d+)', detail):
+            return "return a Python number: `float(value)` (`tensor.item()`, `float(x)`)"
+        if 'got "None"' in detail or "Missing return" in detail or "Return value expected" \
+                in detail:
+            return "return a value on every path (raise instead of returning None)"
+        if 'got "list[' in detail and "RolloutFn" in context:
+            return "wrap the groups: `return RolloutFnTrainOutput(samples=groups)`"
+        if 'got "str"' in detail:
+            return "convert the text to the contract's type (`float(text)` for a reward)"
+    if code == "VIM202" and "(Sample.reward)" in context:
+        return "store a Python float (`float(x)`, `tensor.item()`), or a dict with --reward-key"
+    if "(Sample.prompt)" in context:
+        return "narrow it first: `if isinstance(sample.prompt, str): ...` (else a message list)"
+    if "(Sample.reward)" in context:
+        return "read it with `sample.get_reward_value(args)` (a float)"
+    if "(Sample.status)" in context:
+        return "store a member of `Sample.Status` (`Sample.Status.COMPLETED`)"
+    if ".metrics`" in context:
+        return "give one float per metric key (`float(sum(xs) / len(xs))`)"
+    if "(Sample.tokens)" in context or "(Sample.loss_mask)" in context:
+        return "store a list of ints (token ids from the tokenizer, 0/1 for a mask)"
+    return INVARIANTS[code].fix
+
+
 def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: int,
              context: str, detail: str) -> Finding:
     rule = rule_for(code)
     inv = INVARIANTS[code]
     return Finding(code=code, slug=rule.slug(), severity=inv.severity,
-                   message=inv.render(context=context, detail=detail), path=path, line=line,
-                   col=col, end_line=end_line, end_col=end_col, fix_hint=inv.fix)
+                   message=inv.render(context=context, fix=_fix(code, context, detail),
+                                      detail=detail),
+                   path=path, line=line, col=col, end_line=end_line, end_col=end_col,
+                   fix_hint=inv.fix)
+
+
+def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:
+    """Attribute names the module stores (``x.a = ...``) and reads."""
+    stores: set[str] = set()
+    reads: set[str] = set()
+    for node in index.nodes:
+        if isinstance(node, ast.Attribute):
+            (stores if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
+            reads.discard(node.target.attr)
+    return stores, reads
+
+
+def _unknown_attribute(path: str, index: _Index, m: MypyMessage, attr: str,
+                       uses: tuple[set[str], set[str]]) -> Finding | None:
+    """VIM031 for ``"Sample" has no attribute "attr"``, as ``vime-lint rollout`` reports it, or
+    None for an attribute the module both stores and reads (its own)."""
+    from vime_lint.static.rules.sample_fields import UnknownSampleAttribute, unknown_store
+
+    stores, reads = uses
+    if attr.startswith("_"):
+        return None  # private: `vime-lint rollout` leaves it alone too
+    node = next((n for n in index.nodes if isinstance(n, ast.Attribute) and n.attr == attr
+                 and n.lineno == m.line and n.col_offset == m.col), None)
+    store = node is not None and isinstance(node.ctx, ast.Store)
+    if attr in stores and attr in reads:
+        return None  # the module's own attribute: stored and read back (it works)
+    target = ast.unparse(node) if node is not None else f"sample.{attr}"
+    if attr in ("truncated", "aborted"):  # the stale flags: VIM032, as in `vime-lint rollout`
+        from vime_lint.static.rules.stale_api import StaleSampleFlag
+
+        inv = INVARIANTS["VIM032"]
+        return Finding(code="VIM032", slug=StaleSampleFlag.slug(), severity=inv.severity,
+                       message=inv.render(problem=f"`{target}` is a stale flag of an old API: "
+                                                  f"{inv.fix}") + f"; mypy: {m.message}",
+                       path=path, line=m.line, col=m.col, end_line=max(m.end_line, m.line),
+                       end_col=m.end_col if m.end_line >= m.line else m.col + 1,
+                       fix_hint=inv.fix)
+    severity: Severity
+    if store:
+        problem, severity = unknown_store(target, attr)
+    else:
+        problem, severity = (f"the attribute read `{target}` reads `{attr}`, which is not a "
+                             "Sample field and that nothing stores; it raises "
+                             "AttributeError"), "error"
+    inv = INVARIANTS["VIM031"]
+    return Finding(code="VIM031", slug=UnknownSampleAttribute.slug(), severity=severity,
+                   message=inv.render(problem=problem) + f"; mypy: {m.message}", path=path,
+                   line=m.line, col=m.col, end_line=max(m.end_line, m.line),
+                   end_col=m.end_col if m.end_line >= m.line else m.col + 1, fix_hint=inv.fix)
+
+
+def _focus(nodes: Sequence[ast.AST], line: int, col: int) -> ast.AST | None:
+    """The expression mypy points at: the largest one starting at the position, else the
+    innermost one holding it."""
+    exprs = [n for n in nodes if isinstance(n, ast.expr)]
+    starting = [n for n in exprs if (n.lineno, n.col_offset) == (line, col)]
+    if starting:
+        return starting[0]
+    return exprs[-1] if exprs else None
 
 
 def wider_annotations(plan: AnnotationPlan,
                       messages: Iterable[MypyMessage]) -> frozenset[tuple[str, str]]:
     """``(function, parameter or "return")`` of the user annotations that the probes found
-    wider than the contract's type (the "narrower" probe fails, the "wider" one passes)."""
+    not narrower than the contract's type: wider ones (the "wider" probe passes) and
+    conflicting ones (VIM203, both fail). The contract's type replaces them in a second pass,
+    since it is what vime passes whatever the annotation says."""
     failed = {m.line for m in messages if m.severity == "error" and m.line > plan.user_lines}
-    return frozenset((p.function, p.what) for p in plan.probes
-                     if p.narrower_line in failed and p.wider_line not in failed)
+    return frozenset((p.function, p.what) for p in plan.probes if p.narrower_line in failed)
 
 
 def findings_for(path: str, source: str, plan: AnnotationPlan,
                  messages: Iterable[MypyMessage]) -> list[Finding]:
-    """The ``VIM2xx`` findings of one user file (unsuppressed, unselected), sorted.
+    """The ``VIM2xx`` (and VIM031) findings of one user file (unsuppressed, unselected), sorted.
 
     Args:
         path: the user's file, as reported.
@@ -224,6 +447,8 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
         messages: mypy's messages about this file's copy.
     """
     index = _Index(source)
+    uses = _attribute_uses(index)
+    own = _own_callables(index, path)
     errors = [m for m in messages if m.severity == "error"]
     probe_errors = {m.line for m in errors if m.line > plan.user_lines}
     out: dict[tuple[int, int, str], Finding] = {}
@@ -243,34 +468,115 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
             continue
         nodes = index.at(m.line, m.col)
         line, col, end_line, end_col = m.line, m.col, m.end_line, m.end_col
+        missing = _NO_ATTR.search(m.message) if m.code in ("attr-defined", "union-attr") else None
+        strict = strictness(m.message, m.code)
+        if missing is not None and missing["attr"] not in SAMPLE_FIELD_NAMES:
+            found = _unknown_attribute(path, index, m, missing["attr"], uses)
+            if found is not None:
+                out.setdefault((found.line, found.col, found.code), found)
+            continue
         if m.code in _RETURN_CODES and fn.returns is not None:
             code = "VIM200"
             user = fn.spec is None or fn.returns != _spec_returns(fn)
             ctx = f"`{fn.name}` returns `{fn.returns}` ({fn.protocol}" + (
-                ", the hook's own annotation)" if user else ")")
+                ", the hook's own annotation)" if user else ")") + _reached(fn)
             if m.code == "return" and m.line in (fn.start_line, fn.def_line):
                 line, col = fn.def_line, fn.name_col
                 end_line, end_col = line, col + len(fn.name)
+            if strict is None and user and m.code == "return-value" and \
+                    not _breaks_contract(m.message, fn):
+                strict = ("the hook's own return annotation is stricter than the contract's, "
+                          "which this value still meets")
+            if strict is not None:
+                code, ctx = "VIM204", f"{ctx}, {strict}"
         else:
             call = _contract_call(nodes, m.line, m.col) if m.code in _FIELD_CODES else None
             target = _assigned_field(nodes) if m.code == "assignment" else None
             if call is not None:
-                code, ctx = "VIM202", call
+                code, ctx = "VIM202", call + _reached(fn)
             elif target is not None:
-                hint = field_hint(target.attr) or "?"
+                hint = _hint(fn, target) or "?"
                 code = "VIM202"
-                ctx = f"`{ast.unparse(target)}` is `{hint}` (Sample.{target.attr})"
+                ctx = (f"`{ast.unparse(target)}` is `{hint}` (Sample.{target.attr})"
+                       + _via(fn) + _reached(fn))
             else:
-                code, ctx = "VIM201", _context(fn, nodes, m)
+                code, ctx = "VIM201", _context(fn, nodes, m) + _reached(fn)
+                if strict is None and (m.code == "assignment" or not _involved(
+                        fn, _focus(nodes, m.line, m.col), m.message)):
+                    strict = "the user's own values and types, no contract value involved"
+                callee = _CALLEE.search(m.message) if m.code == "arg-type" else None
+                if strict is None and callee is not None and callee["name"] in own and \
+                        not _names_contract_type(callee["want"]):
+                    strict = (f"the parameter annotation of the user's own `{callee['name']}`, "
+                              "not a contract type")
+            if strict is not None:
+                code, ctx = "VIM204", f"{ctx}, {strict}"
         key = (line, col, code)
         if key in out:
             prev = out[key]
             out[key] = _finding(code, path, line, col, end_line, end_col, ctx,
-                                prev.message.partition("; ")[2] + "; " + m.message)
+                                prev.message.partition("; mypy: ")[2] + "; " + m.message)
             continue
         out[key] = _finding(code, path, line, col, max(end_line, line),
                             end_col if end_line >= line else col + 1, ctx, m.message)
+    # One finding per position: an error hides a strictness note mypy gave at the same place.
+    for (line, col, code) in list(out):
+        if code == "VIM204" and any((line, col, c) in out for c in ("VIM200", "VIM201",
+                                                                   "VIM202")):
+            del out[(line, col, code)]
     return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+
+_CERTAIN = re.compile(r'got "(?P<got>None|Tensor|str|ndarray[^"]*|[^"]*floating[^"]*|'
+                      r'[^"]*float\d+|[^"]*int\d+)"')
+
+
+def _breaks_contract(message: str, fn: TypedFunction) -> bool:
+    """For a return that breaks the hook's own (narrower) annotation: whether the value also
+    breaks the contract's return type (a tensor, numpy, string or None where the contract
+    names no such type and no ``Any``)."""
+    got = _CERTAIN.search(message)
+    if got is None or fn.spec is None:
+        return False
+    members = _members(_spec_returns(fn))
+    name = got["got"].split("[")[0]
+    return "Any" not in members and not any(name in m for m in members)
+
+
+_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "\w+")? has incompatible type "[^"]*"; '
+                     r'expected "(?P<want>[^"]*)"')
+
+
+def _names_contract_type(text: str) -> bool:
+    return bool(set(re.findall(r"\b\w+\b", text)) & _contract_names())
+
+
+def _own_callables(index: _Index, path: str) -> frozenset[str]:
+    """Functions and classes that are the user's own: defined in the module, or imported
+    relatively or from a module file next to it or under the working directory."""
+    out: set[str] = set()
+    tree = index.tree
+    if not isinstance(tree, ast.Module):
+        return frozenset()
+    here = Path(path).parent
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            mod = (node.module or "").replace(".", "/")
+            local = node.level > 0 or any(
+                (base / f"{mod}.py").is_file() or (base / mod / "__init__.py").is_file()
+                for base in (here, Path.cwd()) if mod)
+            if local:
+                out.update(a.asname or a.name for a in node.names)
+    return frozenset(out)
+
+
+def _reached(fn: TypedFunction) -> str:
+    """For a helper typed because hooks reach it: which hooks (``", reached from reward_func"``)."""
+    if fn.spec is not None or not fn.reached_from:
+        return ""
+    return f", reached from {', '.join(f'`{h}`' for h in fn.reached_from)}"
 
 
 def _spec_returns(fn: TypedFunction) -> str:

@@ -23,20 +23,61 @@ def types_section() -> str:
         "parameters and return the contract's types (from `vime.contract.HOOKS`, the Protocols "
         "of `vime.contract.protocols` and the `Sample` field types) in a temporary copy whose "
         "lines do not move, and runs mypy on it (`check_untyped_defs`, an incremental cache in "
-        "`.vime_lint_cache/mypy` at the project root). Helpers of the module that a hook passes "
-        "its sample or samples to get the same types (one level). Your own annotations are kept "
-        "where they are the contract's type or narrower; wider ones (`Any`, `object`, "
-        "`Sample | None`) are replaced by the contract's.",
+        "`.vime_lint_cache/mypy` at the project root, or under the user's cache folder when the "
+        "project folder cannot be written). Every function the samples reach is checked: "
+        "helpers a hook passes its sample or samples to (and the helpers those pass them to, "
+        "up to four calls deep), in the same module or imported from the user's own package, "
+        "and helpers whose own annotations name a contract type (`_fill(sample: Sample)`, "
+        "`groups: list[list[Sample]]`); a finding in a helper names the hook that reaches it. "
+        "Your own annotations are kept where they are the contract's type or narrower; wider "
+        "ones (`Any`, `object`, `Sample | None`) are replaced by the contract's.",
         "",
-        "It needs mypy: `pip install 'vime[types]'`. Output formats, `--select`/`--ignore`, "
-        "`per-file-ignores` and `# noqa: VIM201` work as for `vime-lint rollout`; only errors "
-        "inside hooks and the helpers they type are reported, each prefixed by the contract "
-        "type it came from. The pre-commit hook id is `vime-lint-types` (opt-in).",
+        "**Errors mean a run-time failure.** A finding is an error only where a contract type "
+        "is violated in a way that raises or corrupts training: a tensor, numpy or string "
+        "reward, `None` on a path of a hook, a string where token ids go, a list-valued "
+        "metric, a `Sample` where a group is expected, an operation the contract type lacks "
+        "(`sample.prompt.lower()` when the prompt may be a message list). mypy's own "
+        "strictness is VIM204, a warning that is **off by default** (`--extend-select VIM204` "
+        "or `extend-select = [\"VIM204\"]` in `[tool.vime_lint]`): an empty list that needs an "
+        "annotation, a value read from an untyped container seen as `object`, `None` into a "
+        "typed local, an `X | None` used without narrowing where it is not certainly `None`, "
+        "a union of modes left unnarrowed (`RolloutFnTrainOutput | RolloutFnEvalOutput` after "
+        "`generate_rollout(..., evaluation=evaluation)`, a fan-out group's `Sample | "
+        "list[Sample]`), and a third-party API's own types on your values. An attribute that "
+        "is no `Sample` field is VIM031 with the words and severity of `vime-lint rollout` (a "
+        "store: a warning, an error for a near miss of a field's name; a read that nothing "
+        "stores: an error); the stale `.truncated`/`.aborted` flags are VIM032.",
+        "",
+        "**What mypy reads.** vime's hook-facing modules (`vime.contract.HOOK_API_MODULES`: "
+        "`Sample`, the output dataclasses, the data source, the rollout entry points, the "
+        "default rollout's `generate`/`generate_and_rm` and state, `http_utils`); every other "
+        "vime module, torch, ray, vllm, transformers, the `openai` SDK and the other packages "
+        "of `vime_lint.typecheck.run.SKIPPED` are `Any` and never read (a `torch` stub shipped "
+        "with vime-lint keeps `Tensor`, so a tensor reward is still reported). The rollout "
+        "entry points are typed by `evaluation` (`@overload`): `generate_rollout(..., "
+        "evaluation=False)` is a `RolloutFnTrainOutput`, `evaluation=True` a "
+        "`RolloutFnEvalOutput`.",
+        "",
+        "**Launch-aware.** Like the rollout linter, `types` reads the launch scripts and "
+        "configs that name a hook: when every one sets `--apply-chat-template`, the hook's "
+        "`sample` has a `prompt` of type `str` (not `str | list[dict[str, Any]]`); when none "
+        "sets `--reward-key` (nor `--eval-reward-key`, `--group-rm`) or forwards its "
+        "arguments, its `reward` is `float | None`. Only `Sample` parameters are narrowed "
+        "(a `list[Sample]` parameter keeps the contract's type), and the helpers they reach "
+        "inherit it.",
+        "",
+        "Each message leads with the contract type and the fix, then mypy's sentence "
+        "(`...; mypy: Item \"list[dict[str, Any]]\" of ...`); a clean run prints `All checks "
+        "passed!`. It needs mypy: `pip install 'vime[types]'`. Output formats, "
+        "`--select`/`--ignore`, `per-file-ignores` and `# noqa: VIM201` work as for "
+        "`vime-lint rollout`; only findings inside hooks and the helpers they reach are "
+        "reported. The pre-commit hook id is `vime-lint-types`; this repository runs it on "
+        "`vime/rollout/` and `examples/`.",
         "",
         "| Code | Check | Severity | Invariant |",
         "|---|---|---|---|",
     ]
-    for r in TYPE_RULES:
+    for r in TYPE_RULES:  # VIM031/VIM032 are documented with the rollout rules
         inv = r.INVARIANT
         lines.append(f"| {inv.id} | [`{r.slug()}`](#{rule_anchor(r)}) | {inv.severity} | "
                      f"{inv.title.replace('|', chr(92) + '|')} |")

@@ -7,7 +7,9 @@ module and its dependencies (vime, numpy, torch) are read from the cache.
 
 mypy reads no configuration of the user's (its own file, written next to the copies, sets
 ``mypy_path``) and runs with ``check_untyped_defs``, ``follow_imports = silent`` (errors are
-reported for the copies only) and ``ignore_missing_imports``. ``vime`` resolves to the
+reported for the copies only), ``ignore_missing_imports``, and ``follow_imports = skip`` for
+the packages of :data:`SKIPPED` (torch, ray, vllm, transformers, ...: ``Any``, never read;
+vime-lint's own ``torch`` stub keeps ``Tensor``). ``vime`` resolves to the
 package this process imports (an editable checkout is put on ``mypy_path``; an installed
 one is found in the interpreter's site-packages), so mypy works on a user file from anywhere.
 
@@ -77,6 +79,41 @@ def copy_module_name(user_path: str) -> str:
     return f"_vime_t_{digest}_{stem}"
 
 
+#: Packages mypy never reads under ``vime-lint types``: their modules are ``Any`` (mypy's
+#: ``follow_imports = skip``). The heavy ones behind vime's imports (torch, ray, vllm,
+#: transformers and the rest of the training stack) and large client libraries (the ``openai``
+#: SDK, httpx, pydantic, rich) whose types are no part of the contract: reading them made a
+#: cold run take a minute. torch keeps the little the contract needs (``Tensor``) through the
+#: stub in :data:`STUBS`; packages that ship ``.pyi`` stubs (numpy) are still read.
+SKIPPED = ("torch", "ray", "vllm", "transformers", "tokenizers", "sglang", "megatron",
+           "deepspeed", "triton", "flash_attn", "xformers", "accelerate", "peft", "datasets",
+           "pyarrow", "pandas", "matplotlib", "safetensors", "wandb", "tensorboard", "trackio",
+           "gguf", "cv2", "PIL", "rich", "httpx", "httpcore", "anyio", "aiohttp", "fastapi",
+           "starlette", "uvicorn", "typeguard", "click", "openai", "anthropic", "pydantic",
+           "pydantic_core", "yaml", "requests", "psutil")
+#: Standard-library modules that only vime's own imports reach (through asyncio and the
+#: HTTP client): their typeshed stubs are about a third of a cold run, and no contract type
+#: lives in them. A hook that uses them sees them as ``Any``.
+STDLIB_SKIPPED = ("ssl", "_ssl", "socket", "_socket", "subprocess", "multiprocessing",
+                  "ctypes", "_ctypes", "zipfile", "email", "http", "urllib", "xml", "mmap",
+                  "tarfile")
+#: Stubs shipped with vime-lint, first on ``mypy_path`` (``torch/__init__.pyi``: ``Tensor``).
+STUBS = Path(__file__).resolve().parent / "stubs"
+
+
+def _hook_api() -> tuple[str, ...]:
+    """The vime modules mypy reads (``vime.contract.HOOK_API_MODULES`` and their packages);
+    every other vime module is ``Any`` (skipped), so the internals behind them (the Ray
+    actors, the runtime checker, the configuration) are never analysed."""
+    from vime.contract.hooks import HOOK_API_MODULES
+
+    out: set[str] = set()
+    for m in HOOK_API_MODULES:
+        parts = m.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return tuple(sorted(out))
+
+
 def _in_site_packages(path: Path) -> bool:
     return any(part in ("site-packages", "dist-packages") for part in path.parts)
 
@@ -85,7 +122,7 @@ def mypy_search_path(extra: Sequence[Path] = ()) -> list[Path]:
     """Directories for mypy's ``mypy_path``: the folder holding the ``vime`` package this
     process imports (unless it is a site-packages folder, which mypy finds by itself and
     refuses on its path), then ``extra`` (the user's project root, the file's folder)."""
-    out: list[Path] = []
+    out: list[Path] = [STUBS]
     spec = importlib.util.find_spec("vime")
     if spec is not None and spec.origin:
         parent = Path(spec.origin).resolve().parent.parent
@@ -111,7 +148,14 @@ def _config(search_path: Sequence[Path]) -> str:
             "show_error_codes = True\n"
             "pretty = False\n"
             "color_output = False\n"
-            "error_summary = False\n")
+            "error_summary = False\n"
+            f"[mypy-{','.join(p + '.*' for p in (*SKIPPED, 'vime'))}]\n"
+            "follow_imports = skip\n"
+            f"[mypy-{','.join(_hook_api())}]\n"
+            "follow_imports = silent\n"
+            f"[mypy-{','.join(p + '.*' for p in STDLIB_SKIPPED)}]\n"
+            "follow_imports = skip\n"
+            "follow_imports_for_stubs = True\n")
 
 
 def run_mypy(copies: Mapping[str, str], *, cache_dir: Path,

@@ -10,8 +10,8 @@ import pytest
 
 @pytest.fixture(scope="session")
 def types_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """mypy's incremental cache, shared by the ``vime-lint types`` tests (vime, numpy and torch
-    are analysed once per session, cold; later runs read the cache)."""
+    """mypy's incremental cache, shared by the ``vime-lint types`` tests (vime's hook-facing
+    modules and numpy are analysed once per session, cold; later runs read the cache)."""
     return tmp_path_factory.mktemp("vime-lint-types-cache")
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
 
+from vime_lint.static._config import Config
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.check import TypesOutcome, TypesSettings, check_paths
 
@@ -27,8 +29,8 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample):
             text = sample.prompt.lower()
             return float("answer" in text)
-        ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt); "
-                           'Item "list[dict[str, Any]]"')]),
+        ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt): "
+                           "narrow it first: `if isinstance(sample.prompt, str)")]),
     "reward_tensor.py": ('''
         import torch
 
@@ -106,12 +108,192 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample: dict) -> str:
             return "1.0"
         ''', [(1, "VIM203", "`sample` is `Sample` (RewardFunction)"),
-              (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`")]),
+              (1, "VIM203", "`reward_func` returns `float | dict[str, Any]`"),
+              # the body is checked with the contract's types (what vime passes): a str reward
+              (2, "VIM200", 'got "str"')]),
+    "reward_str.py": ('''
+        async def reward_func(args, sample):
+            return sample.response
+        ''', [(2, "VIM200", 'got "str"')]),
+    "tokens_from_text.py": ('''
+        async def generate(args, sample, sampling_params):
+            sample.tokens = sample.response.split()
+            return sample
+        ''', [(2, "VIM202", "`sample.tokens` is `list[int]` (Sample.tokens)")]),
+    "group_of_samples_expected.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(4)
+            return RolloutFnTrainOutput(samples=[s for g in groups for s in g])
+        ''', [(5, "VIM202", "`RolloutFnTrainOutput.samples` is")]),
+    "eval_output_missing.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return None
+            return RolloutFnTrainOutput(samples=data_source.get_samples(4))
+        ''', [(5, "VIM200", 'got "None"')]),
+    "attribute_not_a_field.py": ('''
+        async def generate(args, sample, sampling_params):
+            sample.loss_masks = [1]
+            sample.my_score = 0.5
+            sample.own_note = "kept"
+            return sample
+
+        def read_back(sample):
+            return sample.own_note
+        ''', [(2, "VIM031", "did you mean `loss_mask`?"),
+              (3, "VIM031", "sets `my_score`, which is not a Sample field")]),
+    "helper_annotated_sample.py": ('''
+        import torch
+
+        from vime.utils.types import Sample
+
+        def _fill(sample: Sample, text: str) -> None:
+            sample.response = text
+            sample.reward = torch.tensor(1.0)
+            sample.reward = "1.0"
+            sample.loss_mask = [1] * len(sample.tokens)
+
+        async def generate(args, sample, sampling_params):
+            _fill(sample, "x")
+            return sample
+        ''', [(7, "VIM202", 'has type "Tensor"'), (8, "VIM202", 'has type "str"')]),
+    "helper_two_calls_deep.py": ('''
+        def _inner(s):
+            return s.prompt.lower()
+
+        def _outer(s):
+            return _inner(s)
+
+        async def reward_func(args, sample):
+            return float(len(_outer(sample)))
+        ''', [(2, "VIM201", "in `_inner` (types from RewardFunction, via reward_func(sample), "
+                           "via _outer(s)), reached from `reward_func`")]),
+    "helper_of_a_group.py": ('''
+        from vime.utils.types import Sample
+
+        def _mean_reward(groups: list[list[Sample]]) -> float:
+            return sum(s.reward for g in groups for s in g) / len(groups)
+
+        async def reward_func(args, sample):
+            return 1.0
+        ''', [(4, "VIM201", "(Sample.reward)")]),
 }
 
-#: Example modules: multi-turn with a tool, a dynamic filter, a generate, a reward, a rollout.
-EXAMPLES = ("calculator_rollout.py", "informative_groups_filter.py", "answer_prefix_generate.py",
-            "format_reward.py", "reference_rollout.py")
+#: Correct code that must give no finding: a wrapper of the default rollout that edits its
+#: output (the `evaluation` overloads), an agent written against the `openai` SDK as its docs
+#: show (`messages=` lists of dicts, not the SDK's TypedDicts).
+CLEAN: dict[str, str] = {
+    "wrapper_of_the_default_rollout.py": '''
+        from vime.rollout.vllm_rollout import generate_rollout as base_rollout
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return base_rollout(args, rollout_id, data_source, evaluation=True)
+            out = base_rollout(args, rollout_id, data_source, evaluation=False)
+            out.samples = out.samples[: args.rollout_batch_size]
+            out.metrics = {**(out.metrics or {}), "rollout/wrapper/groups": float(len(out.samples))}
+            return out
+        ''',
+    "wrapper_of_the_sft_rollout.py": '''
+        from vime.rollout import sft_rollout
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                ev = sft_rollout.generate_rollout(args, rollout_id, data_source, evaluation=True)
+                ev.data = {k: v for k, v in ev.data.items() if v["samples"]}
+                return ev
+            out = sft_rollout.generate_rollout(args, rollout_id, data_source)
+            out.samples = list(reversed(out.samples))
+            return out
+        ''',
+    "openai_sdk_agent.py": '''
+        from openai import AsyncOpenAI
+
+        async def run_agent(args, sample, base_url, api_key, **kwargs):
+            client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+            question = sample.prompt if isinstance(sample.prompt, str) else ""
+            messages = [{"role": "system", "content": "Answer briefly."},
+                        {"role": "user", "content": question}]
+            reply = await client.chat.completions.create(model="policy", messages=messages)
+            answer = reply.choices[0].message.content or ""
+            messages.append({"role": "assistant", "content": answer})
+            messages.append({"role": "user", "content": "Are you sure?"})
+            reply = await client.chat.completions.create(
+                model="policy", messages=[{"role": "user", "content": question}], max_tokens=8)
+            return float(str(sample.label) in answer)
+        ''',
+}
+
+#: mypy's own strictness, no contract type violated: nothing by default, VIM204 (a warning)
+#: only when selected (`--extend-select VIM204`). file -> (source, [(line, text)]).
+STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
+    "needs_annotation.py": ('''
+        async def reward_func(args, sample):
+            seen = []
+            return float(len(seen))
+        ''', [(2, "var-annotated")]),
+    "object_from_untyped_container.py": ('''
+        async def reward_func(args, sample):
+            weights = {"exact": 1.0, "name": "w"}
+            return float(weights["exact"] + 1)
+        ''', [(3, "`object`")]),
+    "none_into_typed_local.py": ('''
+        async def reward_func(args, sample):
+            best = 0.0
+            if not sample.response:
+                best = None
+            return 1.0
+        ''', [(4, 'expression has type "None"')]),
+    "optional_not_narrowed.py": ('''
+        async def reward_func(args, sample):
+            table = {"yes": 1.0, "no": 0.0}
+            return table.get(sample.response.strip())
+        ''', [(3, 'got "float | None"')]),
+    "mode_union_not_narrowed.py": ('''
+        from vime.rollout.vllm_rollout import generate_rollout as base
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            out = base(args, rollout_id, data_source, evaluation=evaluation)
+            if evaluation:
+                return out
+            out.samples = out.samples[:2]
+            return out
+        ''', [(7, 'Item "RolloutFnEvalOutput"')]),
+    "fan_out_group_not_narrowed.py": ('''
+        from vime.rollout.vllm_rollout import generate_rollout as base
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return base(args, rollout_id, data_source, evaluation=True)
+            out = base(args, rollout_id, data_source, evaluation=False)
+            for group in out.samples:
+                for s in group:
+                    s.metadata["wrapped"] = True
+            return out
+        ''', [(9, 'Item "list[Sample]"')]),
+    "own_return_annotation_stricter.py": ('''
+        def reward_func(args, sample) -> float:
+            return {"score": 1.0}
+        ''', [(2, "the hook's own return annotation is stricter")]),
+    "own_helper_annotation.py": ('''
+        from typing import Any
+
+        def _agent(rollout_args: dict[str, Any] | None = None) -> str:
+            return "ok"
+
+        async def generate(args, sample, sampling_params):
+            sample.response = _agent(rollout_args=args)
+            return sample
+        ''', [(7, "the parameter annotation of the user's own `_agent`")]),
+}
+
+#: Every shipped example module (examples/broken/ holds the linter's INVALID cases).
+EXAMPLES = tuple(sorted(p.relative_to(REPO / "examples").as_posix()
+                        for p in (REPO / "examples").rglob("*.py") if "broken" not in p.parts))
 
 
 class _StripHookAnnotations(cst.CSTTransformer):
@@ -136,15 +318,26 @@ def checked(tmp_path_factory: pytest.TempPathFactory, types_cache: Path) -> tupl
     folder = tmp_path_factory.mktemp("types_cases")
     for name, (source, _) in CASES.items():
         (folder / name).write_text(textwrap.dedent(source).lstrip("\n"), encoding="utf-8")
+    for name, (source, _) in STRICT.items():
+        (folder / f"strict_{name}").write_text(textwrap.dedent(source).lstrip("\n"),
+                                               encoding="utf-8")
+    for name, source in CLEAN.items():
+        (folder / f"clean_{name}").write_text(textwrap.dedent(source).lstrip("\n"),
+                                              encoding="utf-8")
     for name in EXAMPLES:
         text = (REPO / "examples" / name).read_text(encoding="utf-8")
-        (folder / f"example_{name}").write_text(text, encoding="utf-8")
+        (folder / f"example_{name.replace('/', '_')}").write_text(text, encoding="utf-8")
         if name in ("calculator_rollout.py", "informative_groups_filter.py"):
             bare = cst.parse_module(text).visit(_StripHookAnnotations()).code
             (folder / f"bare_{name}").write_text(bare, encoding="utf-8")
     before = _digest(folder)
-    outcome = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache))
-    return outcome, folder, before, _digest(folder)
+    # examples/real_model's reward is named by its launch config, not by a conventional name
+    config = Config(hooks={"custom_rm_path": ("example_real_model_reward.reward",)})
+    outcome = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache,
+                                        config=config))
+    strict = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache,
+                                       config=config, select=("VIM", "VIM204")))
+    return outcome, folder, before, _digest(folder), strict
 
 
 def _findings(outcome: TypesOutcome, name: str) -> list[Finding]:
@@ -165,12 +358,50 @@ def test_each_mistake_is_caught_at_its_line(checked: tuple[TypesOutcome, Path, d
     assert len(found) == len(expected), [f"{f.line}:{f.code} {f.message}" for f in found]
 
 
-def test_conflicting_annotations_are_warnings_and_the_rest_errors(
-        checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
+def test_conflicting_annotations_are_warnings_and_the_rest_errors(checked: Any) -> None:
     outcome, *_ = checked
     for r in outcome.results:
         for f in r.findings:
-            assert f.severity == ("warning" if f.code == "VIM203" else "error"), f
+            warning = f.code == "VIM203" or f.code == "VIM031" and "did you mean" not in f.message
+            assert f.severity == ("warning" if warning else "error"), f
+
+
+@pytest.mark.parametrize("name", sorted(STRICT))
+def test_mypy_strictness_is_off_by_default_and_a_warning_when_selected(
+        checked: Any, name: str) -> None:
+    outcome, *_, strict = checked
+    assert _findings(outcome, f"strict_{name}") == []
+    found = _findings(strict, f"strict_{name}")
+    expected = STRICT[name][1]
+    assert [(f.line, f.code, f.severity) for f in found] == [
+        (line, "VIM204", "warning") for line, _ in expected], [f.message for f in found]
+    for f, (_, text) in zip(found, expected, strict=True):
+        assert text in f.message and "; mypy: " in f.message, f.message
+
+
+def test_selecting_strictness_changes_no_error(checked: Any) -> None:
+    """The contract errors are the same with VIM204 selected (it adds warnings only)."""
+    outcome, *_, strict = checked
+    errors = {(r.path, f.line, f.code) for r in outcome.results for f in r.findings}
+    more = {(r.path, f.line, f.code) for r in strict.results for f in r.findings
+            if f.code != "VIM204"}
+    assert errors == more
+
+
+def test_a_helper_finding_names_the_hook_that_reaches_it(checked: Any) -> None:
+    outcome, *_ = checked
+    found = _findings(outcome, "helper_annotated_sample.py")
+    assert found and all("in `_fill` (types from its own annotations), reached from `generate`"
+                         in f.message for f in found), [f.message for f in found]
+
+
+def test_messages_lead_with_the_contract_and_the_fix_then_mypy(checked: Any) -> None:
+    outcome, *_ = checked
+    (f,) = _findings(outcome, "reward_tensor.py")
+    head, _, mypy = f.message.partition("; mypy: ")
+    assert head.startswith("`reward_func` returns `float | dict[str, Any]` (RewardFunction): "
+                           "return a Python number: `float(value)`"), f.message
+    assert mypy.startswith("Incompatible return value type (got \"Tensor\"")
 
 
 def test_a_wider_user_annotation_gives_way_to_the_contract(
@@ -182,7 +413,15 @@ def test_a_wider_user_annotation_gives_way_to_the_contract(
     assert '"None"' not in finding.message, finding.message
 
 
-@pytest.mark.parametrize("prefix", ["example_", "bare_"])
+def test_every_shipped_example_is_checked() -> None:
+    assert {"openai_agent.py", "calculator_rollout.py", "real_model/reward.py"} <= set(EXAMPLES)
+
+
+def test_the_agent_example_needs_no_type_ignore() -> None:
+    assert "type: ignore" not in (REPO / "examples" / "openai_agent.py").read_text()
+
+
+@pytest.mark.parametrize("prefix", ["example_", "bare_", "clean_"])
 def test_correct_example_modules_give_nothing(
         checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]], prefix: str) -> None:
     outcome, folder, *_ = checked
@@ -196,6 +435,6 @@ def test_correct_example_modules_give_nothing(
 
 def test_user_files_are_never_changed(
         checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
-    _, folder, before, after = checked
+    _, folder, before, after, _ = checked
     assert before == after
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == sorted(before)

@@ -42,14 +42,15 @@ def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
     assert code == 1, err
     lines = out.splitlines()
     assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
-                               "Any]]` (Sample.prompt); Item ")
+                               "Any]]` (Sample.prompt): narrow it first: ")
+    assert '; mypy: Item "list[dict[str, Any]]" of ' in lines[0]
     assert lines[1].startswith("  help: narrow the value first")   # the fix, as in `rollout`
     assert lines[2].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
     assert lines[3].startswith("  help: ")
     assert lines[4] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
     _, out, _ = _run(capsys, types_cache, "rm.py", "--no-show-fixes")
     assert [line.split()[1] for line in out.splitlines()] == ["VIM201", "VIM202", "2"]
-    assert _run(capsys, types_cache, "ok.py")[:2] == (0, "")
+    assert _run(capsys, types_cache, "ok.py")[:2] == (0, "All checks passed!\n")
     assert _run(capsys, types_cache, "rm.py", "--exit-zero")[0] == 0
 
 
@@ -65,7 +66,7 @@ def test_json_sarif_and_github_formats(repo: Path, types_cache: Path,
     _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "sarif")
     run = json.loads(out)["runs"][0]
     rules = {r["id"]: r for r in run["tool"]["driver"]["rules"]}
-    assert set(rules) == {"VIM200", "VIM201", "VIM202", "VIM203"}
+    assert set(rules) == {"VIM200", "VIM201", "VIM202", "VIM203", "VIM204", "VIM031", "VIM032"}
     assert rules["VIM201"]["helpUri"].endswith("docs/rules.md#vim201-contract-type-misuse")
     assert [r["ruleId"] for r in run["results"]] == ["VIM201", "VIM202"]
     region = run["results"][0]["locations"][0]["physicalLocation"]["region"]
@@ -104,7 +105,7 @@ def test_hooks_named_by_a_launch_script_are_checked(repo: Path, types_cache: Pat
     code, out, _ = _run(capsys, types_cache, "pkg")
     assert code == 1 and "pkg/scores.py:2:12: VIM201" in out
     (repo / "run.sh").write_text("vime train\n")
-    assert _run(capsys, types_cache, "pkg")[:2] == (0, "")  # no hook: nothing to check
+    assert _run(capsys, types_cache, "pkg")[:2] == (0, "All checks passed!\n")  # no hook
 
 
 def test_default_cache_folder_is_under_the_project_root(repo: Path,
@@ -161,3 +162,120 @@ def test_missing_mypy_and_unparsable_files_exit_2(repo: Path, types_cache: Path,
     monkeypatch.setitem(sys.modules, "mypy", None)  # as if mypy were not installed
     code, _, err = _run(capsys, types_cache, "broken.py")
     assert code == 2 and "pip install 'vime[types]'" in err
+
+
+def test_helpers_imported_from_the_users_package_are_checked(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook's samples reach `fill`/`score` of another module of the user's package: those
+    helpers are checked with the contract's types; each finding names the hook. The
+    wrong-length mask set in the helper is `vime-lint rollout`'s (VIM022), which sees it too."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "util.py").write_text(
+        "import torch\n\n\ndef fill(s, text):\n    s.response = text\n"
+        "    s.reward = torch.tensor(1.0)\n    s.reward = 'high'\n"
+        "    s.loss_mask = [1] * len(s.tokens)\n\n\ndef untouched(s):\n    return s.prompt.lower()\n")
+    (repo / "pkg" / "hooks.py").write_text(
+        "from .util import fill\n\n\nasync def generate(args, sample, sampling_params):\n"
+        "    fill(sample, 'x')\n    return sample\n")
+    code, out, _ = _run(capsys, types_cache, "pkg/hooks.py", "--output-format", "json")
+    data = json.loads(out)
+    assert code == 1
+    assert [(d["filename"], d["location"]["row"], d["code"]) for d in data] == [
+        ("pkg/util.py", 6, "VIM202"), ("pkg/util.py", 7, "VIM202")]
+    assert all("via generate(sample) in pkg.hooks), reached from `generate`" in d["message"]
+               for d in data), data
+    main(["rollout", "pkg/util.py", "--output-format", "json"])
+    rollout = json.loads(capsys.readouterr().out)
+    assert ("VIM022", 8) in {(d["code"], d["location"]["row"]) for d in rollout}, rollout
+
+
+def test_strictness_needs_selecting_and_stores_share_vim031(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (repo / "rm.py").write_text(
+        "async def reward_func(args, sample):\n    seen = []\n    sample.my_score = 1.0\n"
+        "    return float(len(seen))\n")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    types = [(d["code"], d["severity"], d["location"]["row"]) for d in json.loads(out)]
+    assert types == [("VIM031", "warning", 3)]
+    main(["rollout", "rm.py", "--output-format", "json"])
+    rollout = [(d["code"], d["severity"], d["location"]["row"])
+               for d in json.loads(capsys.readouterr().out) if d["code"] == "VIM031"]
+    assert rollout == types
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--extend-select", "VIM204",
+                     "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
+        ("VIM204", 2), ("VIM031", 3)]
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--ignore", "VIM031")
+    assert out == "All checks passed!\n"
+
+
+def test_prompt_is_text_in_launches_that_apply_the_chat_template(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Launch-aware types: with `--apply-chat-template` in every launch naming the hook,
+    `sample.prompt` is `str` (in the hook and in the helpers it reaches); without it the
+    message-list case is reported."""
+    (repo / "rm.py").write_text(
+        "def _words(s):\n    return s.prompt.lower().split()\n\n\n"
+        "async def reward_func(args, sample):\n    text = sample.prompt.lower()\n"
+        "    return float(len(_words(sample)) + len(text))\n")
+    # annotated with the contract's own `Sample`, as examples/real_model/reward.py is
+    (repo / "rm_typed.py").write_text(
+        "from vime.utils.types import Sample\n\n\n"
+        "async def reward(args, sample: Sample) -> float:\n"
+        "    return float(sample.prompt.lower() == 'x')\n")
+    (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func "
+                                 "--apply-chat-template\n"
+                                 "vime train --custom-rm-path rm_typed.reward --apply-chat-template\n")
+    assert _run(capsys, types_cache, "rm.py", "rm_typed.py")[:2] == (0, "All checks passed!\n")
+    (repo / "run.sh").write_text("vime train --custom-rm-path rm.reward_func\n")
+    code, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    assert code == 1
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
+        ("VIM201", 2), ("VIM201", 6)]
+
+
+def test_reward_is_a_number_in_launches_without_a_reward_key(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Launch-aware types: without `--reward-key` in the launches naming the hook, a sample's
+    reward is `float | None` (arithmetic on it is no contract error); with it, the dict case
+    is reported."""
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.metadata['bonus'] = sample.reward + 1.0\n    return sample\n")
+    (repo / "run.sh").write_text("vime train --custom-generate-function-path gen.generate\n")
+    assert _run(capsys, types_cache, "gen.py")[:2] == (0, "All checks passed!\n")
+    _, out, _ = _run(capsys, types_cache, "gen.py", "--extend-select", "VIM204",
+                     "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM204", 2)]
+    (repo / "run.sh").write_text("vime train --custom-generate-function-path gen.generate "
+                                 "--reward-key acc\n")
+    _, out, _ = _run(capsys, types_cache, "gen.py", "--output-format", "json")
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
+
+
+def test_this_repository_runs_the_types_hook_on_its_rollout_code_and_examples() -> None:
+    import yaml
+
+    root = Path(__file__).resolve().parents[3]
+    config = yaml.safe_load((root / ".pre-commit-config.yaml").read_text())
+    hooks = {h["id"]: h for r in config["repos"] for h in r["hooks"]}
+    types = hooks["vime-lint-types"]
+    assert types["entry"].split()[1:3] == ["types", "--force-exclude"]
+    assert types["files"] == hooks["vime-lint"]["files"]
+    assert types["exclude"] == hooks["vime-lint"]["exclude"]
+
+
+def test_a_relative_import_in_a_hook_module_is_followed(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The copy mypy checks is a top-level module: `from .helpers import x` is made absolute
+    (a relative import stopped mypy: "No parent module -- cannot perform relative import")."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "helpers.py").write_text("def bonus() -> str:\n    return 'x'\n")
+    (repo / "pkg" / "rm.py").write_text(
+        "from .helpers import bonus\n\n\nasync def reward_func(args, sample):\n"
+        "    return bonus()\n")
+    code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
+    assert code == 1, err
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]

@@ -7,12 +7,16 @@ Usage::
 
     out = generate_rollout(args, rollout_id, data_source)                  # train step
     ev = generate_rollout(args, rollout_id, data_source, evaluation=True)  # eval step
+
+Typed with ``@overload``: ``evaluation=False`` (or left out) gives ``RolloutFnTrainOutput``,
+``evaluation=True`` gives ``RolloutFnEvalOutput``, a ``bool`` variable the union, so a wrapper
+that edits ``generate_rollout(..., evaluation=False).samples`` type-checks.
 """
 
 from __future__ import annotations
 
 from argparse import Namespace
-from typing import Any
+from typing import Any, Literal, overload
 
 from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
 from vime.rollout.vllm.evaluation import eval_rollout
@@ -22,6 +26,15 @@ from vime.utils.async_utils import run
 __all__ = ["generate_rollout"]
 
 
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: Literal[False] = False) -> RolloutFnTrainOutput: ...
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: Literal[True]) -> RolloutFnEvalOutput: ...
+@overload
+def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
+                     evaluation: bool = False) -> RolloutFnTrainOutput | RolloutFnEvalOutput: ...
 def generate_rollout(args: Namespace, rollout_id: int, data_source: Any,
                      evaluation: bool = False) -> RolloutFnTrainOutput | RolloutFnEvalOutput:
     """The default ``--rollout-function-path``: eval -> :func:`eval_rollout`; train -> the

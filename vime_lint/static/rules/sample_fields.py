@@ -14,12 +14,13 @@ import difflib
 import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
+from vime.contract.errors import Severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, Fix, Rule
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 
-__all__ = ["SampleConstructor", "UnknownSampleAttribute"]
+__all__ = ["SampleConstructor", "UnknownSampleAttribute", "unknown_store"]
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
@@ -33,6 +34,17 @@ _TYPO_RATIO = 0.8
 def _suggest(name: str) -> str:
     close = difflib.get_close_matches(name, sorted(SAMPLE_FIELD_NAMES), n=1)
     return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def unknown_store(target: str, attr: str) -> tuple[str, Severity]:
+    """VIM031's ``(problem, severity)`` for the store ``target = ...`` of ``attr``, not a
+    ``Sample`` field: an error for a near miss of a field's name, else a warning. One
+    definition for ``vime-lint rollout`` and ``vime-lint types``."""
+    close = difflib.get_close_matches(attr, sorted(SAMPLE_FIELD_NAMES), n=1)
+    typo = bool(close) and difflib.SequenceMatcher(None, attr, close[0]).ratio() >= _TYPO_RATIO
+    return (f"the attribute store `{target} = ...` sets `{attr}`, which is not a Sample field"
+            f"{_suggest(attr) if typo else ''}; nothing reads it",
+            "error" if typo else "warning")
 
 
 class SampleConstructor(Rule):
@@ -188,13 +200,8 @@ class UnknownSampleAttribute(SampleTracker):
         for target, attr in self.stores:
             if attr in self.read:
                 continue  # the module's own attribute: stored and read back (it works)
-            close = difflib.get_close_matches(attr, sorted(SAMPLE_FIELD_NAMES), n=1)
-            typo = bool(close) and difflib.SequenceMatcher(None, attr, close[0]).ratio() \
-                >= _TYPO_RATIO
-            self.report(target, self.INVARIANT.render(
-                problem=f"the attribute store `{code_of(target)} = ...` sets `{attr}`, which is "
-                f"not a Sample field{_suggest(attr) if typo else ''}; nothing reads it"),
-                severity="error" if typo else "warning")
+            problem, severity = unknown_store(code_of(target), attr)
+            self.report(target, self.INVARIANT.render(problem=problem), severity=severity)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
