@@ -5,8 +5,10 @@ Each ``check_vimXXX(sample, loc, settings, stage)`` returns the findings of its 
 one ``Sample``: ``stage="generate"`` right after a generate call (boundary B2: no reward yet,
 ABORTED/FAILED may be empty), ``stage="train"`` on the train output (B5; VIM122, VIM124 and
 VIM127 run only there). Long per-token lists
-are checked with C-level builtins (``set(map(type, xs))``, ``min``/``max``, ``sum``), never a
-per-item Python loop; the slow scan that names the first bad item runs only on failure.
+are proven clean on columns, never with a per-item Python loop: ``sum`` (types), one
+``numpy.fromiter`` int64 column for the token ids (range, vectorised), ``list.count``/``bytes``
+for the mask, and one ``max`` shared by VIM109 and VIM173 (:func:`proven_clean`); the exact
+scan that names the first bad item runs only when the proof fails.
 
 Usage::
 
@@ -58,6 +60,9 @@ __all__ = [
     "check_vim122",
     "check_vim124",
     "check_vim127",
+    "logprob_bound",
+    "proven_clean",
+    "tokens_ok",
 ]
 
 #: ``"generate"``: right after a generate call (B2); ``"train"``: the train output (B5).
@@ -68,6 +73,7 @@ SampleCheck = Callable[[Sample, Loc, CheckSettings, Stage], list[Violation]]
 LOGPROB_EPS = 1e-6
 
 _INT = frozenset({int})
+_BOOL = bool
 _MASK_TYPES = frozenset({int, bool})
 _REAL = frozenset({float, int})
 
@@ -121,6 +127,32 @@ def check_vim105(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
 # ---- VIM106: tokens -------------------------------------------------------------------------
 
 
+def tokens_ok(toks: list[Any], vocab: int | None) -> bool:
+    """Proves non-empty token ids that are ints (not bool) with ``0 <= id < vocab`` in two
+    passes: ``sum`` stays an ``int`` only over ints and bools (a float, numpy scalar or str
+    changes or breaks it); ``numpy.fromiter`` makes one int64 column whose ``min``/``max`` are
+    vectorised; a bool can only hide among the ids 0 and 1, whose few positions are then
+    looked at. False means "not proven": the exact scan decides and names the item."""
+    n = len(toks)
+    try:
+        if not n or type(sum(toks)) is not int:
+            return False
+        np = _numpy()
+        arr = np.fromiter(toks, np.int64, n)
+    except Exception:   # noqa: BLE001 - anything odd is left to the exact scan
+        return False
+    if int(arr.min()) < 0 or (vocab is not None and int(arr.max()) >= vocab):
+        return False
+    return _BOOL not in set(map(type, map(toks.__getitem__, np.flatnonzero(arr <= 1).tolist())))
+
+
+def _numpy() -> Any:
+    """numpy, imported on the first long column (``import vime.contract`` stays light)."""
+    import numpy
+
+    return numpy
+
+
 def _first_bad_int(xs: list[Any]) -> int:
     for i, x in enumerate(xs):
         if type(x) is not int and (isinstance(x, bool) or not isinstance(x, int)):
@@ -140,6 +172,9 @@ def check_vim106(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     if not toks:
         return [inv.violation(loc.at("tokens"), problem="is empty; expected the prompt token "
                               "ids followed by the response token ids")]
+    vocab = s.vocab_size
+    if tokens_ok(toks, vocab):
+        return []
     if not set(map(type, toks)) <= _INT:
         i = _first_bad_int(toks)
         if i >= 0:
@@ -148,7 +183,6 @@ def check_vim106(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
             return [inv.violation(loc.at("tokens", i), problem=f"is {describe_value(bad)}, "
                                   "expected an int token id (not bool)", fix=fix)]
     lo, hi = min(toks), max(toks)
-    vocab = s.vocab_size
     if lo < 0 or (vocab is not None and hi >= vocab):
         limit = f"vocab_size={vocab}" if vocab is not None else "a vocabulary"
         for i, t in enumerate(toks):
@@ -197,13 +231,23 @@ def check_vim107(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
 
 def _mask_ok(mask: list[Any]) -> bool:
     """Proves a mask of ints/bools in {0, 1} with C-level passes: ``sum`` stays an ``int``
-    only over ints and bools (a float, numpy or str item changes or breaks it) and
-    ``count(0) + count(1)`` covers every item."""
+    only over ints and bools (a float, numpy or str item changes or breaks it), then
+    ``count(1)`` covers every item (the all-ones mask) or ``bytes(mask)`` (ints 0..255) holds
+    only 0 and 1."""
     try:
         total = sum(mask)
     except TypeError:
         return False
-    return type(total) is int and mask.count(0) + mask.count(1) == len(mask)
+    if type(total) is not int:
+        return False
+    n = len(mask)
+    if mask.count(1) == n:          # identity hits for the cached int 1: the all-ones mask
+        return True
+    try:
+        flags = bytes(mask)          # ints 0..255 only, one C pass
+    except (TypeError, ValueError):
+        return False
+    return flags.count(0) + flags.count(1) == n
 
 
 def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
@@ -249,15 +293,23 @@ def _first_bad_logprob(xs: list[Any]) -> tuple[int, str]:
     return -1, ""
 
 
-def _logprobs_ok(lp: list[Any]) -> bool:
-    """Proves finite real log-probs <= 1e-6 with C-level passes: ``sum`` is a finite
-    ``float``/``int`` only if every item is a finite real (NaN and inf propagate; a str or
-    None raises; numpy scalars change the type) and ``max`` bounds them."""
+def logprob_bound(lp: list[Any]) -> Any:
+    """``max(lp)`` when a C-level ``sum`` proves every item a finite real (NaN and inf
+    propagate; a str or None raises; numpy scalars change the type), else None (not proven).
+    The bound also answers VIM173: below 0.0, no log-prob is a 0.0 placeholder."""
     try:
         total = sum(lp)
     except TypeError:
-        return False
-    return type(total) in _REAL and math.isfinite(total) and max(lp) <= LOGPROB_EPS
+        return None
+    if type(total) not in _REAL or not math.isfinite(total) or not lp:
+        return None
+    return max(lp)
+
+
+def _logprobs_ok(lp: list[Any]) -> bool:
+    """Proves finite real log-probs <= 1e-6 (see :func:`logprob_bound`)."""
+    bound = logprob_bound(lp)
+    return bound is not None and bound <= LOGPROB_EPS
 
 
 def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
@@ -478,14 +530,35 @@ SAMPLE_CHECKS: dict[str, SampleCheck] = {
 OWNED_FIELDS: frozenset[str] = frozenset(
     {"tokens", "response_length", "loss_mask", "rollout_log_probs", "reward", "status"})
 
-_ALL_CHECKS = tuple(SAMPLE_CHECKS.values())
+_ALL_CHECKS = tuple(SAMPLE_CHECKS.items())
+_NOTHING: frozenset[str] = frozenset()
+_LP_CLEAN = frozenset({"VIM109", "VIM173"})
+_LP_109 = frozenset({"VIM109"})
 
 
-def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+def proven_clean(sample: Sample) -> frozenset[str]:
+    """The ids among VIM109 and VIM173 (``vime.contract.checks.field_reports``) proven to find
+    nothing on ``sample``, from one shared :func:`logprob_bound` of ``rollout_log_probs``
+    (both would otherwise scan the column: ``max`` for VIM109, ``0.0 in`` for VIM173).
+    ``collect_train_samples`` passes them as ``skip`` to :func:`check_sample` and
+    ``check_field_reports``; an empty set proves nothing and every check runs."""
+    lp, rl = sample.rollout_log_probs, sample.response_length
+    if type(lp) is not list or not lp or type(rl) is not int or len(lp) != rl:
+        return _NOTHING
+    bound = logprob_bound(lp)
+    if bound is None or not bound <= LOGPROB_EPS:
+        return _NOTHING
+    return _LP_CLEAN if bound < 0.0 else _LP_109
+
+
+def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage,
+                 skip: frozenset[str] = _NOTHING) -> list[Violation]:
     """Every per-sample invariant (VIM105-VIM111, VIM122, VIM124, VIM127) on one ``Sample``, in
-    id order."""
+    id order; the ids in ``skip`` (proven clean by :func:`proven_clean`) are not run."""
     out: list[Violation] = []
-    for check in _ALL_CHECKS:
+    for inv_id, check in _ALL_CHECKS:
+        if inv_id in skip:
+            continue
         found = check(sample, loc, s, stage)
         if found:
             out.extend(found)
