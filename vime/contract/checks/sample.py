@@ -236,7 +236,7 @@ def _mask_ok(mask: list[Any]) -> bool:
     only 0 and 1."""
     try:
         total = sum(mask)
-    except TypeError:
+    except Exception:   # noqa: BLE001 - TypeError, OverflowError: the exact scan decides
         return False
     if type(total) is not int:
         return False
@@ -299,8 +299,8 @@ def logprob_bound(lp: list[Any]) -> Any:
     The bound also answers VIM173: below 0.0, no log-prob is a 0.0 placeholder."""
     try:
         total = sum(lp)
-    except TypeError:
-        return None
+    except Exception:   # noqa: BLE001 - a str or None (TypeError), an int over int64 beside a
+        return None     # numpy scalar (OverflowError): the exact scan names it
     if type(total) not in _REAL or not math.isfinite(total) or not lp:
         return None
     return max(lp)
