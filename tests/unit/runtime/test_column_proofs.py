@@ -51,14 +51,17 @@ _ITEMS = st.one_of(
                                                 Tok.BOS, "7", None, 1.0, 0.0, -0.0]))
 
 
-@given(st.lists(_ITEMS, max_size=12), st.sampled_from([None, 1, 2, 41]))
-def test_tokens_proof_implies_the_exact_scan(xs: list[Any], vocab: int | None) -> None:
+@given(st.lists(_ITEMS, max_size=12), st.sampled_from([None, 1, 2, 41]), st.integers(1, 30))
+def test_tokens_proof_implies_the_exact_scan(xs: list[Any], vocab: int | None,
+                                             times: int) -> None:
+    xs = xs * times                                  # short lists and numpy columns
     if tokens_ok(xs, vocab):
         assert _exact_tokens_ok(xs, vocab)
 
 
-@given(st.lists(st.integers(0, 40), min_size=1, max_size=50))
-def test_clean_token_ids_are_proven(xs: list[int]) -> None:
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=50), st.integers(1, 20))
+def test_clean_token_ids_are_proven(xs: list[int], times: int) -> None:
+    xs = xs * times
     assert tokens_ok(xs, 41)
     assert not tokens_ok(xs, max(xs))          # the largest id is outside a smaller vocabulary
 
@@ -136,9 +139,12 @@ def test_token_ids_0_and_1_and_int_subclasses_pass() -> None:
     toks = [0, 1, Tok.BOS] * 100 + [99]
     assert check_vim106(_long(tokens=toks), _LOC, CheckSettings(vocab_size=100), "train") == []
     assert tokens_ok([0, 1] * 100 + [99], 100)
-    big = [2**70] * 3          # over int64: not proven, the scan accepts it without a vocabulary
+    big = [2**70] * 300        # over int64: no column, the scan accepts it without a vocabulary
     assert not tokens_ok(big, None)
+    assert tokens_ok(big[:3], None)                  # short lists: builtin min/max, exact
     assert check_vim106(_long(tokens=big), _LOC, CheckSettings(), "train") == []
+    assert [v.message for v in check_vim106(_long(tokens=big), _LOC, CheckSettings(
+        vocab_size=100), "train")] == [f"is {2**70}, outside 0 <= id < vocab_size=100"]
 
 
 @pytest.mark.parametrize(("item", "problem"), [
@@ -195,3 +201,31 @@ def test_a_proven_batch_reports_the_first_bad_sample_as_before() -> None:
     err = rejects(train_output(groups))
     assert err.ids == ["VIM106"]
     assert "samples[1][3].tokens[5] (index=7) is True (bool)" in str(err)
+
+
+def test_vim105_proof_holds_only_for_clean_samples() -> None:
+    from vime.contract.checks.sample import _vim105_clean, check_vim105
+
+    sample = _long()
+    assert _vim105_clean(sample) and check_vim105(sample, _LOC, CheckSettings(), "train") == []
+    sample.teacher_log_probs = [-0.5] * _RL      # a length-ruled field set: the loop checks it
+    assert not _vim105_clean(sample)
+    assert check_vim105(sample, _LOC, CheckSettings(), "train") == []
+    sample.teacher_log_probs = [-0.5] * (_RL - 1)
+    assert [v.where for v in check_vim105(sample, _LOC, CheckSettings(), "train")] == \
+        ["samples[0][0].teacher_log_probs (index=0)"]
+    for name, bad in (("prompt", 3), ("remove_sample", "no"), ("weight_versions", [1]),
+                      ("metadata", {1: 2})):
+        sample = _long(**{name: bad})
+        assert not _vim105_clean(sample)
+        assert [v.where for v in check_vim105(sample, _LOC, CheckSettings(), "train")] == \
+            [f"samples[0][0].{name} (index=0)"]
+
+
+def test_vim105_proof_leaves_a_length_ruled_any_field_to_the_loop() -> None:
+    from vime.contract.checks.sample import _vim105_clean, check_vim105
+
+    sample = _long(rollout_routed_experts=[[0]] * 3)       # Any-typed, tokens-1 entries due
+    assert not _vim105_clean(sample)
+    assert [v.where for v in check_vim105(sample, _LOC, CheckSettings(), "train")] == \
+        ["samples[0][0].rollout_routed_experts (index=0)"]

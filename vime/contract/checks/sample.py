@@ -112,13 +112,16 @@ def _vim105_fast() -> tuple[Callable[[Any], tuple[Any, ...]], tuple[frozenset[ty
     other: list[tuple[str, Callable[[Any], bool]]] = []
     sized: list[str] = []
     for spec, accept in _generic_fields():
-        types = exact_types(field_hint(spec.name))
+        if spec.length_rule is not None:
+            sized.append(spec.name)
+        hint = field_hint(spec.name)
+        if hint is Any:
+            continue                        # anything goes (``fast_accept`` says so too)
+        types = exact_types(hint)
         if types is not None:
             simple.append((spec.name, types))
         else:
             other.append((spec.name, accept))
-        if spec.length_rule is not None:
-            sized.append(spec.name)
     return (attrgetter(*(n for n, _ in simple)), tuple(t for _, t in simple), tuple(other),
             attrgetter(*sized, sized[0]), len(sized) + 1)
 

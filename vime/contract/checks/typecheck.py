@@ -178,8 +178,8 @@ def _simple_types(hint: Any) -> frozenset[type] | None:
 
 def exact_types(hint: Any) -> frozenset[type] | None:
     """The exact runtime types that :func:`fast_accept` proves for ``hint`` with one
-    ``type(v) in types`` test (a plain class or a union of them), else None."""
-    return _simple_types(hint)
+    ``type(v) in types`` test (a plain class or a union of them), else None (``Any`` too)."""
+    return None if hint is Any else _simple_types(hint)
 
 
 @cache
