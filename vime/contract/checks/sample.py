@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 import operator
-from operator import attrgetter
 from collections.abc import Callable
 from functools import cache
 from itertools import compress
+from operator import attrgetter
 from typing import Any, Literal
 
 from vime.contract.checks.locations import Loc
