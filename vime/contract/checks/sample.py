@@ -104,7 +104,8 @@ def _generic_fields() -> tuple[tuple[FieldSpec, Callable[[Any], bool]], ...]:
 
 @cache
 def _vim105_fast() -> tuple[Callable[[Any], tuple[Any, ...]], tuple[frozenset[type], ...],
-                            tuple[tuple[str, Callable[[Any], bool]], ...],
+                            tuple[Callable[[Any], tuple[Any, ...]],
+                                  tuple[tuple[Callable[[Any], bool], bool], ...]],
                             Callable[[Any], tuple[Any, ...]], int]:
     """The clean-sample proof of VIM105, built once: one ``attrgetter`` for the fields of plain
     types (checked with ``type(v) in types`` under ``map``), the other predicates by name, and
@@ -123,22 +124,31 @@ def _vim105_fast() -> tuple[Callable[[Any], tuple[Any, ...]], tuple[frozenset[ty
             simple.append((spec.name, types))
         else:
             other.append((spec.name, accept))
-    return (attrgetter(*(n for n, _ in simple)), tuple(t for _, t in simple), tuple(other),
+    names = [n for n, _ in other]
+    return (attrgetter(*(n for n, _ in simple)), tuple(t for _, t in simple),
+            (attrgetter(*names, names[0]), tuple((a, a(None)) for _, a in other)),
             attrgetter(*sized, sized[0]), len(sized) + 1)
 
 
 def _vim105_clean(sample: Sample) -> bool:
     """True when every generic field has its type and no field with a ``length_rule`` is set:
     :func:`check_vim105` would find nothing (False: not proven)."""
-    simple_of, types, other, sized_of, n_sized = _vim105_fast()
+    simple_of, types, (other_of, other), sized_of, n_sized = _vim105_fast()
     try:
         if not all(map(frozenset.__contains__, types, map(type, simple_of(sample)))):
             return False
         if sized_of(sample).count(None) != n_sized:
             return False
+        values = other_of(sample)
     except AttributeError:
         return False
-    return all(accept(getattr(sample, name, None)) for name, accept in other)
+    for (accept, none_ok), value in zip(other, values[:-1], strict=True):   # last: a repeat
+        if value is None:
+            if not none_ok:
+                return False
+        elif not accept(value):
+            return False
+    return True
 
 
 def check_vim105(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
