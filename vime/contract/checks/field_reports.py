@@ -26,7 +26,7 @@ See ``docs/contract.md`` §6b.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from vime.contract.checks.batch import OutputInfo
@@ -318,23 +318,30 @@ FIELD_BATCH_CHECKS: dict[str, BatchCheck] = {
 }
 
 
-def _active_sample_checks(s: CheckSettings) -> list[SampleCheck]:
-    """The per-sample checks that can find anything with these settings."""
-    checks: list[SampleCheck] = []
+def _active_sample_checks(s: CheckSettings) -> list[tuple[str, SampleCheck]]:
+    """The per-sample checks (id, check) that can find anything with these settings."""
+    checks: list[tuple[str, SampleCheck]] = []
     if s.max_response_len is not None:
-        checks.append(check_vim170)
-    checks.append(check_vim173)
+        checks.append(("VIM170", check_vim170))
+    checks.append(("VIM173", check_vim173))
     if s.bos_token_id is not None:
-        checks.append(check_vim176)
+        checks.append(("VIM176", check_vim176))
     return checks
 
 
-def check_field_reports(shape: Shape, s: CheckSettings, info: OutputInfo) -> list[Violation]:
-    """Every invariant of this module (VIM170-VIM177) on the train output's readable shape."""
+def check_field_reports(shape: Shape, s: CheckSettings, info: OutputInfo,
+                        skip: Mapping[int, frozenset[str]] | None = None) -> list[Violation]:
+    """Every invariant of this module (VIM170-VIM177) on the train output's readable shape.
+    ``skip`` maps ``id(sample)`` to the ids proven clean on it
+    (``vime.contract.checks.sample.proven_clean``), which are not run."""
     out: list[Violation] = []
     checks = _active_sample_checks(s)
+    proven = skip or {}
     for leaf in shape.leaves:
-        for check in checks:
+        clean = proven.get(id(leaf.sample), ())
+        for inv_id, check in checks:
+            if inv_id in clean:
+                continue
             found = check(leaf.sample, leaf.loc, s, "train")
             if found:
                 out.extend(found)

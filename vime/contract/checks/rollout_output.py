@@ -26,7 +26,7 @@ from vime.contract.checks.failures import (
     without_failed,
 )
 from vime.contract.checks.field_reports import check_field_reports
-from vime.contract.checks.sample import SAMPLE_CHECKS, check_sample
+from vime.contract.checks.sample import SAMPLE_CHECKS, check_sample, proven_clean
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.shape import read_shape
 from vime.contract.errors import Violation
@@ -43,6 +43,7 @@ def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> l
     shape, found = read_shape(samples, s)
     if shape is None:
         return found
+    proven: dict[int, frozenset[str]] = {}
     for leaf in shape.leaves:
         if is_failed(leaf.sample):
             for inv_id in FAILED_SAMPLE_CHECKS:
@@ -50,13 +51,16 @@ def collect_train_samples(samples: Any, s: CheckSettings, info: OutputInfo) -> l
             for failed_check in FAILED_CHECKS.values():
                 found.extend(failed_check(leaf.sample, leaf.loc, s, "train"))
             continue
-        leaf_found = check_sample(leaf.sample, leaf.loc, s, "train")
+        clean = proven_clean(leaf.sample)
+        if clean:
+            proven[id(leaf.sample)] = clean
+        leaf_found = check_sample(leaf.sample, leaf.loc, s, "train", clean)
         if leaf_found:
             found.extend(leaf_found)
     scored = without_failed(shape)
     for inv_id, check in BATCH_CHECKS.items():
         found.extend(check(shape if inv_id in WHOLE_GROUP_CHECKS else scored, s, info))
-    found.extend(check_field_reports(scored, s, info))
+    found.extend(check_field_reports(scored, s, info, proven))
     return found
 
 

@@ -5,8 +5,10 @@ Each ``check_vimXXX(sample, loc, settings, stage)`` returns the findings of its 
 one ``Sample``: ``stage="generate"`` right after a generate call (boundary B2: no reward yet,
 ABORTED/FAILED may be empty), ``stage="train"`` on the train output (B5; VIM122, VIM124 and
 VIM127 run only there). Long per-token lists
-are checked with C-level builtins (``set(map(type, xs))``, ``min``/``max``, ``sum``), never a
-per-item Python loop; the slow scan that names the first bad item runs only on failure.
+are proven clean on columns, never with a per-item Python loop: ``sum`` (types), one
+``struct.pack`` int64 column for the token ids (range, vectorised), ``list.count``/``bytes``
+for the mask, and one ``max`` shared by VIM109 and VIM173 (:func:`proven_clean`); the exact
+scan that names the first bad item runs only when the proof fails.
 
 Usage::
 
@@ -23,15 +25,18 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from collections.abc import Callable
 from functools import cache
 from itertools import compress
+from operator import attrgetter
 from typing import Any, Literal
 
 from vime.contract.checks.locations import Loc
 from vime.contract.checks.settings import CheckSettings
 from vime.contract.checks.typecheck import (
     describe_value,
+    exact_types,
     fast_accept,
     field_hint,
     field_type_problem,
@@ -58,6 +63,9 @@ __all__ = [
     "check_vim122",
     "check_vim124",
     "check_vim127",
+    "logprob_bound",
+    "proven_clean",
+    "tokens_ok",
 ]
 
 #: ``"generate"``: right after a generate call (B2); ``"train"``: the train output (B5).
@@ -68,6 +76,9 @@ SampleCheck = Callable[[Sample, Loc, CheckSettings, Stage], list[Violation]]
 LOGPROB_EPS = 1e-6
 
 _INT = frozenset({int})
+#: Columns at least this long are proven on numpy (shorter: builtins beat building arrays).
+_COLUMN_MIN = 256
+_BOOL = bool
 _MASK_TYPES = frozenset({int, bool})
 _REAL = frozenset({float, int})
 
@@ -91,10 +102,61 @@ def _generic_fields() -> tuple[tuple[FieldSpec, Callable[[Any], bool]], ...]:
                  for spec in SAMPLE_FIELDS if spec.name not in OWNED_FIELDS)
 
 
+@cache
+def _vim105_fast() -> tuple[Callable[[Any], tuple[Any, ...]], tuple[frozenset[type], ...],
+                            tuple[Callable[[Any], tuple[Any, ...]],
+                                  tuple[tuple[Callable[[Any], bool], bool], ...]],
+                            Callable[[Any], tuple[Any, ...]], int]:
+    """The clean-sample proof of VIM105, built once: one ``attrgetter`` for the fields of plain
+    types (checked with ``type(v) in types`` under ``map``), the other predicates by name, and
+    one ``attrgetter`` for the fields with a ``length_rule`` (proven when all are None)."""
+    simple: list[tuple[str, frozenset[type]]] = []
+    other: list[tuple[str, Callable[[Any], bool]]] = []
+    sized: list[str] = []
+    for spec, accept in _generic_fields():
+        if spec.length_rule is not None:
+            sized.append(spec.name)
+        hint = field_hint(spec.name)
+        if hint is Any:
+            continue                        # anything goes (``fast_accept`` says so too)
+        types = exact_types(hint)
+        if types is not None:
+            simple.append((spec.name, types))
+        else:
+            other.append((spec.name, accept))
+    names = [n for n, _ in other]
+    return (attrgetter(*(n for n, _ in simple)), tuple(t for _, t in simple),
+            (attrgetter(*names, names[0]), tuple((a, a(None)) for _, a in other)),
+            attrgetter(*sized, sized[0]), len(sized) + 1)
+
+
+def _vim105_clean(sample: Sample) -> bool:
+    """True when every generic field has its type and no field with a ``length_rule`` is set:
+    :func:`check_vim105` would find nothing (False: not proven)."""
+    simple_of, types, (other_of, other), sized_of, n_sized = _vim105_fast()
+    try:
+        if not all(map(frozenset.__contains__, types, map(type, simple_of(sample)))):
+            return False
+        if sized_of(sample).count(None) != n_sized:
+            return False
+        values = other_of(sample)
+    except AttributeError:
+        return False
+    for (accept, none_ok), value in zip(other, values[:-1], strict=True):   # last: a repeat
+        if value is None:
+            if not none_ok:
+                return False
+        elif not accept(value):
+            return False
+    return True
+
+
 def check_vim105(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM105: every field not owned by a specific check has its ``SAMPLE_FIELDS`` type, and
     per-token fields with a ``length_rule`` have that length. Error for fields conversion
     reads, warning for the others."""
+    if _vim105_clean(sample):
+        return []
     inv = INVARIANTS["VIM105"]
     out: list[Violation] = []
     for spec, accept in _generic_fields():
@@ -121,6 +183,37 @@ def check_vim105(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
 # ---- VIM106: tokens -------------------------------------------------------------------------
 
 
+def tokens_ok(toks: list[Any], vocab: int | None) -> bool:
+    """Proves non-empty token ids that are ints (not bool) with ``0 <= id < vocab`` in two
+    passes: ``sum`` stays an ``int`` only over ints and bools (a float, numpy scalar or str
+    changes or breaks it); ``struct.pack`` makes one int64 column (three times faster than
+    ``numpy.fromiter``) whose ``min``/``max`` numpy vectorises; a bool can only hide among
+    the ids 0 and 1, whose few positions are then looked at. False means "not proven": the
+    exact scan decides and names the item."""
+    n = len(toks)
+    if n < _COLUMN_MIN:         # short: builtins beat building an array
+        if not n or not set(map(type, toks)) <= _INT:
+            return False
+        return min(toks) >= 0 and (vocab is None or max(toks) < vocab)
+    try:
+        if type(sum(toks)) is not int:
+            return False
+        np = _numpy()
+        arr = np.frombuffer(struct.pack(f"<{n}q", *toks), np.int64)
+    except Exception:   # noqa: BLE001 - an id over int64 (struct.error): the exact scan
+        return False
+    if int(arr.min()) < 0 or (vocab is not None and int(arr.max()) >= vocab):
+        return False
+    return _BOOL not in set(map(type, map(toks.__getitem__, np.flatnonzero(arr <= 1).tolist())))
+
+
+def _numpy() -> Any:
+    """numpy, imported on the first long column (``import vime.contract`` stays light)."""
+    import numpy
+
+    return numpy
+
+
 def _first_bad_int(xs: list[Any]) -> int:
     for i, x in enumerate(xs):
         if type(x) is not int and (isinstance(x, bool) or not isinstance(x, int)):
@@ -140,6 +233,9 @@ def check_vim106(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     if not toks:
         return [inv.violation(loc.at("tokens"), problem="is empty; expected the prompt token "
                               "ids followed by the response token ids")]
+    vocab = s.vocab_size
+    if tokens_ok(toks, vocab):
+        return []
     if not set(map(type, toks)) <= _INT:
         i = _first_bad_int(toks)
         if i >= 0:
@@ -148,7 +244,6 @@ def check_vim106(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
             return [inv.violation(loc.at("tokens", i), problem=f"is {describe_value(bad)}, "
                                   "expected an int token id (not bool)", fix=fix)]
     lo, hi = min(toks), max(toks)
-    vocab = s.vocab_size
     if lo < 0 or (vocab is not None and hi >= vocab):
         limit = f"vocab_size={vocab}" if vocab is not None else "a vocabulary"
         for i, t in enumerate(toks):
@@ -197,13 +292,23 @@ def check_vim107(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
 
 def _mask_ok(mask: list[Any]) -> bool:
     """Proves a mask of ints/bools in {0, 1} with C-level passes: ``sum`` stays an ``int``
-    only over ints and bools (a float, numpy or str item changes or breaks it) and
-    ``count(0) + count(1)`` covers every item."""
+    only over ints and bools (a float, numpy or str item changes or breaks it), then
+    ``count(1)`` covers every item (the all-ones mask) or ``bytes(mask)`` (ints 0..255) holds
+    only 0 and 1."""
     try:
         total = sum(mask)
-    except TypeError:
+    except Exception:   # noqa: BLE001 - TypeError, OverflowError: the exact scan decides
         return False
-    return type(total) is int and mask.count(0) + mask.count(1) == len(mask)
+    if type(total) is not int:
+        return False
+    n = len(mask)
+    if mask.count(1) == n:          # identity hits for the cached int 1: the all-ones mask
+        return True
+    try:
+        flags = bytes(mask)          # ints 0..255 only, one C pass
+    except (TypeError, ValueError):
+        return False
+    return flags.count(0) + flags.count(1) == n
 
 
 def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
@@ -249,15 +354,29 @@ def _first_bad_logprob(xs: list[Any]) -> tuple[int, str]:
     return -1, ""
 
 
-def _logprobs_ok(lp: list[Any]) -> bool:
-    """Proves finite real log-probs <= 1e-6 with C-level passes: ``sum`` is a finite
-    ``float``/``int`` only if every item is a finite real (NaN and inf propagate; a str or
-    None raises; numpy scalars change the type) and ``max`` bounds them."""
+def logprob_bound(lp: list[Any]) -> Any:
+    """``max(lp)`` when a C-level ``sum`` proves every item a finite real (NaN and inf
+    propagate; a str or None raises; numpy scalars change the type), else None (not proven).
+    The bound also answers VIM173: below 0.0, no log-prob is a 0.0 placeholder."""
     try:
         total = sum(lp)
-    except TypeError:
-        return False
-    return type(total) in _REAL and math.isfinite(total) and max(lp) <= LOGPROB_EPS
+    except Exception:   # noqa: BLE001 - a str or None (TypeError), an int over int64 beside a
+        return None     # numpy scalar (OverflowError): the exact scan names it
+    if type(total) not in _REAL or not math.isfinite(total) or not lp:
+        return None
+    n = len(lp)
+    if n >= _COLUMN_MIN:        # one float64 column (struct.pack): numpy's max, no compares
+        try:
+            return float(_numpy().frombuffer(struct.pack(f"<{n}d", *lp), "<f8").max())
+        except Exception:   # noqa: BLE001 - an int beyond float range: compare them
+            pass
+    return max(lp)
+
+
+def _logprobs_ok(lp: list[Any]) -> bool:
+    """Proves finite real log-probs <= 1e-6 (see :func:`logprob_bound`)."""
+    bound = logprob_bound(lp)
+    return bound is not None and bound <= LOGPROB_EPS
 
 
 def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
@@ -478,14 +597,35 @@ SAMPLE_CHECKS: dict[str, SampleCheck] = {
 OWNED_FIELDS: frozenset[str] = frozenset(
     {"tokens", "response_length", "loss_mask", "rollout_log_probs", "reward", "status"})
 
-_ALL_CHECKS = tuple(SAMPLE_CHECKS.values())
+_ALL_CHECKS = tuple(SAMPLE_CHECKS.items())
+_NOTHING: frozenset[str] = frozenset()
+_LP_CLEAN = frozenset({"VIM109", "VIM173"})
+_LP_109 = frozenset({"VIM109"})
 
 
-def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
+def proven_clean(sample: Sample) -> frozenset[str]:
+    """The ids among VIM109 and VIM173 (``vime.contract.checks.field_reports``) proven to find
+    nothing on ``sample``, from one shared :func:`logprob_bound` of ``rollout_log_probs``
+    (both would otherwise scan the column: ``max`` for VIM109, ``0.0 in`` for VIM173).
+    ``collect_train_samples`` passes them as ``skip`` to :func:`check_sample` and
+    ``check_field_reports``; an empty set proves nothing and every check runs."""
+    lp, rl = sample.rollout_log_probs, sample.response_length
+    if type(lp) is not list or not lp or type(rl) is not int or len(lp) != rl:
+        return _NOTHING
+    bound = logprob_bound(lp)
+    if bound is None or not bound <= LOGPROB_EPS:
+        return _NOTHING
+    return _LP_CLEAN if bound < 0.0 else _LP_109
+
+
+def check_sample(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage,
+                 skip: frozenset[str] = _NOTHING) -> list[Violation]:
     """Every per-sample invariant (VIM105-VIM111, VIM122, VIM124, VIM127) on one ``Sample``, in
-    id order."""
+    id order; the ids in ``skip`` (proven clean by :func:`proven_clean`) are not run."""
     out: list[Violation] = []
-    for check in _ALL_CHECKS:
+    for inv_id, check in _ALL_CHECKS:
+        if inv_id in skip:
+            continue
         found = check(sample, loc, s, stage)
         if found:
             out.extend(found)

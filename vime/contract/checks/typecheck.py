@@ -176,6 +176,12 @@ def _simple_types(hint: Any) -> frozenset[type] | None:
     return None
 
 
+def exact_types(hint: Any) -> frozenset[type] | None:
+    """The exact runtime types that :func:`fast_accept` proves for ``hint`` with one
+    ``type(v) in types`` test (a plain class or a union of them), else None (``Any`` too)."""
+    return None if hint is Any else _simple_types(hint)
+
+
 @cache
 def fast_accept(hint: Any) -> Predicate:
     """A predicate that is True only for values provably matching ``hint``.
@@ -195,7 +201,12 @@ def fast_accept(hint: Any) -> Predicate:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        preds = tuple(fast_accept(a) for a in args)
+        preds = tuple(fast_accept(a) for a in args if a is not _NONE_TYPE)
+        if len(preds) < len(args):      # Optional: None first, without a generator
+            if len(preds) == 1:
+                (only_pred,) = preds
+                return lambda v: v is None or only_pred(v)
+            return lambda v: v is None or any(p(v) for p in preds)
         return lambda v: any(p(v) for p in preds)
     if origin is list:
         item = args[0] if args else Any
