@@ -141,6 +141,8 @@ class UnknownArgsOption(FunctionTracker):
               "    return float(getattr(args, 'bonus', 0.0))\n"),
         Valid("async def reward_func(args, sample):\n"
               "    if hasattr(args, 'bonus'):\n        return args.bonus\n    return 0.0\n"),
+        Valid("async def reward_func(args, sample):\n    return float(args.bonus)\n\n"
+              "def _has_bonus(args):\n    return hasattr(args, 'bonus')\n"),
         Valid("def helper(cfg):\n    return cfg.whatever\n\n"
               "async def reward_func(args, sample):\n    return 1.0\n"),
         Valid("async def reward_func(args, sample):\n    return float(args.tis_mode == 'x')\n",
