@@ -11,7 +11,9 @@ Usage::
 The project (nearest ``pyproject.toml`` or ``.git`` above the file), its ``[tool.vime_lint]``
 settings and launch-config hook discovery are the command's; they are read again when the
 project's configuration file changes (its modification time), so a warm server lints a change
-without rescanning the project.
+without rescanning the project. The rules that apply to each file are chosen once per project,
+and the last result per file (lint, ``--fix``, hooks) is kept with its text: asking again about
+an unchanged text (a save, a code action, a hover) does not lint it again.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ class _Project:
     rules: list[Any]
     bindings: dict[Path, tuple[Any, ...]]
     base: Any
+    #: path -> the rules that apply to it (``per-file-ignores`` resolved once)
+    file_rules: dict[Path, list[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -44,6 +48,20 @@ class DocumentLinter:
     """Lints open documents per project; the project facts are cached (see the module doc)."""
 
     projects: dict[Path, _Project] = field(default_factory=dict)
+    #: (path, kind) -> (project, text, result): the last answer per file, reused while both
+    #: the text and the project are the same
+    last: dict[tuple[Path, str], tuple[_Project, str, Any]] = field(default_factory=dict)
+
+    def _cached(self, project: _Project, path: Path, kind: str, text: str) -> Any:
+        hit = self.last.get((path, kind))
+        if hit is not None and hit[0] is project and hit[1] == text:
+            return hit[2]
+        return None
+
+    def forget(self, path: Path) -> None:
+        """Drop the results kept for ``path`` (its document was closed)."""
+        for kind in ("lint", "fix", "hooks"):
+            self.last.pop((path, kind), None)
 
     def _project(self, path: Path) -> _Project:
         from vime_lint.static._config import find_project_root, resolve_config, selection
@@ -91,11 +109,16 @@ class DocumentLinter:
     def _rules(self, project: _Project, path: Path) -> list[Any]:
         from vime_lint.static._runner import _rules_for_file
 
+        known = project.file_rules.get(path)
+        if known is not None:
+            return known
         try:
             rel = path.resolve().relative_to(project.root).as_posix()
         except ValueError:
             rel = path.name
-        return list(_rules_for_file(project.rules, rel, project.config))
+        rules = project.file_rules[path] = list(_rules_for_file(project.rules, rel,
+                                                                project.config))
+        return rules
 
     def lint(self, path: Path, text: str, *, fix: bool = False) -> LintResult:
         """``text`` linted as the file ``path`` (findings, or ``failure`` for a syntax error).
@@ -107,8 +130,14 @@ class DocumentLinter:
         from vime_lint.static._engine import lint_source
 
         project = self._project(path)
-        return lint_source(text, str(path), self._options(project, path),
-                           rules=self._rules(project, path), fix=fix)
+        kind = "fix" if fix else "lint"
+        hit = self._cached(project, path, kind, text)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        result = lint_source(text, str(path), self._options(project, path),
+                             rules=self._rules(project, path), fix=fix)
+        self.last[(path, kind)] = (project, text, result)
+        return result
 
     def fixed(self, path: Path, text: str) -> str | None:
         """``text`` after every safe fix ``vime-lint rollout --fix`` makes, or None if none."""
@@ -122,11 +151,14 @@ class DocumentLinter:
 
         from vime_lint.static._engine import file_context
 
+        project = self._project(path)
+        hit = self._cached(project, path, "hooks", text)
+        if hit is not None:
+            return dict(hit)
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError:
             return {}
-        project = self._project(path)
         ctx, wrapper = file_context(str(path), module, self._options(project, path))
         positions = wrapper.resolve(PositionProvider)
         out: dict[str, tuple[int, HookSpec]] = {}
@@ -136,6 +168,7 @@ class DocumentLinter:
                 rng = positions.get(hook.node) if hook is not None else None
                 if rng is not None:
                     out.setdefault(name, (rng.start.line, b.spec))
+        self.last[(path, "hooks")] = (project, text, dict(out))
         return out
 
     def types(self, path: Path) -> list[Finding]:

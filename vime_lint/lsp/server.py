@@ -167,6 +167,7 @@ def build_server(*, types_on_save: bool = True) -> VimeLanguageServer:
         uri = params.text_document.uri
         ls.findings.pop(uri, None)
         ls.type_findings.pop(uri, None)
+        ls.linter.forget(_path(uri))
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri,
                                                                             diagnostics=[]))
 

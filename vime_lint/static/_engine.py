@@ -1,6 +1,7 @@
 """The lint engine: one parse per file, one batched traversal of all enabled rules.
 
-Steps for one source text: decode -> ``libcst.parse_module`` -> scopes (``LinearScopeProvider``) -> the
+Steps for one source text: decode -> ``libcst.parse_module`` -> scopes
+(``LinearScopeProvider``, by :func:`~vime_lint.static.analysis._scopes.resolve_scopes`) -> the
 semantic model (:class:`~vime_lint.static.analysis.Semantic`) -> :func:`build_context` (hook
 bindings resolved through it) -> the enabled rules that can fire on this file ->
 ``visit_batched`` -> positions (``PositionProvider``,
@@ -43,7 +44,7 @@ from vime_lint.static._model import Finding, LintOptions, LintResult, ParseFailu
 from vime_lint.static._rule import FileContext, Report, Rule, build_context
 from vime_lint.static._suppress import Suppression, parse_suppressions
 from vime_lint.static.analysis import Semantic
-from vime_lint.static.analysis._scopes import LinearScopeProvider
+from vime_lint.static.analysis._scopes import resolve_scopes
 
 __all__ = ["decode_source", "file_context", "lint_source", "select_rules"]
 
@@ -118,7 +119,7 @@ def file_context(path: str, module: cst.Module, options: LintOptions
     """The semantic model and hook bindings of a parsed module, and the metadata wrapper the
     rules' traversal reuses (scopes resolved once)."""
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    semantic = Semantic(module, wrapper.resolve(LinearScopeProvider))
+    semantic = Semantic(module, resolve_scopes(wrapper))
     return build_context(path, module, options, semantic), wrapper
 
 

@@ -5,6 +5,7 @@ fix, receive an empty list, hover, silence with ``# noqa``, types on save, shut 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -205,3 +206,27 @@ def test_noqa_edit(line: str, expected: str) -> None:
 
 def test_columns_are_utf16_code_units() -> None:
     assert utf16_col("a😀b", 2) == 3 and utf16_col("aéb", 2) == 2
+
+
+def test_a_warm_linter_reuses_the_result_of_an_unchanged_text(project: Path) -> None:
+    from vime_lint.lsp.documents import DocumentLinter
+
+    linter, path = DocumentLinter(), project / "hooks.py"
+    first = linter.lint(path, BROKEN)
+    assert "VIM007" in [f.code for f in first.findings]
+    assert linter.lint(path, BROKEN) is first            # unchanged text: not linted again
+    edited = BROKEN.replace('"completed"', "Sample.Status.COMPLETED")
+    again = linter.lint(path, edited)
+    assert again is not first                            # a change is linted
+    assert "VIM007" not in [f.code for f in again.findings]
+    assert linter.fixed(path, BROKEN) == linter.fixed(path, BROKEN) is not None
+    assert linter.hooks(path, BROKEN) == linter.hooks(path, BROKEN)
+    assert "generate_rollout" in linter.hooks(path, BROKEN)
+    # a new [tool.vime_lint] (its modification time) is read again, and the text relinted
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text("[project]\nname = 'p'\n\n[tool.vime_lint]\nignore = ['VIM007']\n")
+    stamp = pyproject.stat().st_mtime + 5
+    os.utime(pyproject, (stamp, stamp))
+    assert "VIM007" not in [f.code for f in linter.lint(path, BROKEN).findings]
+    linter.forget(path)
+    assert not [k for k in linter.last if k[0] == path]

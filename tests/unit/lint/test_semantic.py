@@ -212,3 +212,33 @@ def test_upstream_sglang_rollout_reads_as_vimes_vllm_rollout() -> None:
     a, b = (s.body[0].value for s in ctx.module.body[-2:])  # type: ignore[attr-defined]
     assert "vime.rollout.vllm_rollout.generate" in ctx.semantic.qualified(a)
     assert "vime.rollout.vllm_rollout.generate_rollout" in ctx.semantic.qualified(b)
+
+
+@pytest.mark.parametrize("code", [
+    "import asyncio as aio\nx = 1\n\ndef f(a, *, b=x):\n    y = [a for a in range(b)]\n"
+    "    del y\n    return aio.run(g(a))\n",
+    "class C:\n    k: int = 0\n    def m(self):\n        global z\n        z = self.k\n"
+    "        return lambda q: (q, z)\n",
+    "",
+])
+def test_resolve_scopes_is_libcsts_resolution_without_its_idle_walks(code: str) -> None:
+    from libcst.metadata import ExpressionContextProvider, MetadataWrapper
+
+    from vime_lint.static.analysis._scopes import LinearScopeProvider, resolve_scopes
+
+    module = cst.parse_module(code)
+    stock = MetadataWrapper(module, unsafe_skip_copy=True)
+    fast = MetadataWrapper(module, unsafe_skip_copy=True)
+    want = stock.resolve(LinearScopeProvider)
+    got = resolve_scopes(fast)
+    assert set(got) == set(want)
+    assert {id(n): type(s).__name__ for n, s in got.items()} == \
+        {id(n): type(s).__name__ for n, s in want.items()}
+    assert dict(fast.resolve(ExpressionContextProvider)) == \
+        dict(stock.resolve(ExpressionContextProvider))
+    assert fast.resolve(LinearScopeProvider) is got      # stored as resolve stores it
+    assert resolve_scopes(fast) is got
+    name_reads = lambda scopes: sorted(   # noqa: E731
+        (n.value, len(s.accesses[n.value]), len(s.assignments[n.value]))
+        for n, s in scopes.items() if isinstance(n, cst.Name) and s is not None)
+    assert name_reads(got) == name_reads(want)

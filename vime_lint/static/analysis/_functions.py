@@ -160,6 +160,16 @@ def _elements(method: str, args: Sequence[cst.Arg]) -> list[cst.BaseExpression]:
     return []
 
 
+#: The node classes :meth:`_Walk.on_visit` records something for (each one's own branch).
+_RECORDED = (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Name, cst.Attribute,
+             cst.SimpleString, cst.Subscript, cst.Await, cst.DictElement, cst.Call, cst.Return,
+             cst.Yield, cst.Assign, cst.Try, cst.Raise, cst.AnnAssign, cst.AugAssign, cst.For,
+             cst.While, cst.CompFor, cst.NamedExpr, cst.AsName)
+#: type -> whether it is one of :data:`_RECORDED` (``isinstance``'s answer, kept per class:
+#: most nodes of a body are whitespace, commas and operators, which no branch records).
+_IS_RECORDED: dict[type, bool] = {}
+
+
 class _Walk(cst.CSTVisitor):
     def __init__(self, facts: FunctionFacts) -> None:
         super().__init__()
@@ -167,6 +177,13 @@ class _Walk(cst.CSTVisitor):
         self.stack: list[cst.CSTNode] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        recorded = _IS_RECORDED.get(kind)
+        if recorded is None:
+            recorded = _IS_RECORDED[kind] = issubclass(kind, _RECORDED)
+        if not recorded:
+            self.stack.append(node)
+            return True
         f = self.f
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             if isinstance(node, cst.FunctionDef):

@@ -9,6 +9,7 @@ A hook module may declare its own options in ``add_arguments(parser)``
 from __future__ import annotations
 
 import difflib
+import functools
 
 import libcst as cst
 
@@ -22,7 +23,9 @@ __all__ = ["UnknownArgsOption", "UnreadHookOption"]
 _DECLARE = "add_arguments"
 
 
+@functools.cache
 def _known() -> frozenset[str]:
+    """vime's own ``args`` names (built from its parser once per process: ~10 ms a call)."""
     from vime.config.defaults import option_names
 
     return option_names()
@@ -138,6 +141,8 @@ class UnknownArgsOption(FunctionTracker):
               "    return float(getattr(args, 'bonus', 0.0))\n"),
         Valid("async def reward_func(args, sample):\n"
               "    if hasattr(args, 'bonus'):\n        return args.bonus\n    return 0.0\n"),
+        Valid("async def reward_func(args, sample):\n    return float(args.bonus)\n\n"
+              "def _has_bonus(args):\n    return hasattr(args, 'bonus')\n"),
         Valid("def helper(cfg):\n    return cfg.whatever\n\n"
               "async def reward_func(args, sample):\n    return 1.0\n"),
         Valid("async def reward_func(args, sample):\n    return float(args.tis_mode == 'x')\n",
@@ -163,25 +168,30 @@ class UnknownArgsOption(FunctionTracker):
         self.declared: set[str] = set()
         self.guarded: set[str] = set()
         self.writes: set[int] = set()
-        self.reported: set[str] = set()
+        #: name -> (its first read in a function taking ``args``, that function's name)
+        self.first: dict[str, tuple[cst.CSTNode, str]] = {}
         self.known = _known()
 
     def visit_Module(self, node: cst.Module) -> None:
         self.declared = set(_declared(node))
-        reads = _Reads()
-        node.visit(reads)
-        self.guarded = reads.guarded
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        # A guard anywhere in the module (``hasattr(args, "x")``, a ``getattr`` default) covers
+        # every read of the name, so reads are reported once the traversal has seen all guards
+        # (collected by visit_Call, as _Reads does, without a walk of its own).
+        for name, (node, fn) in self.first.items():
+            if name in self.guarded:
+                continue
+            close = difflib.get_close_matches(name, [*self.known, *self.declared], n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            self.report(node, self.INVARIANT.render(attr=name, name=fn, hint=hint))
 
     def _check(self, node: cst.CSTNode, name: str) -> None:
         if not _takes_args(self.current) or name in self.known or name in self.declared \
-                or name in self.guarded or name in self.reported or name.startswith("__"):
+                or name in self.first or name.startswith("__"):
             return
-        self.reported.add(name)   # once per name and module: its first read
         assert self.current is not None
-        close = difflib.get_close_matches(name, [*self.known, *self.declared], n=1)
-        hint = f" (did you mean `{close[0]}`?)" if close else ""
-        self.report(node, self.INVARIANT.render(attr=name, name=self.current.name.value,
-                                                hint=hint))
+        self.first[name] = (node, self.current.name.value)   # once per name: its first read
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.value.value == "args" \
@@ -196,11 +206,15 @@ class UnknownArgsOption(FunctionTracker):
         self.writes.add(id(node.target))
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == "getattr" \
-                and len(node.args) == 2 and isinstance(node.args[0].value, cst.Name) \
+        if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
+                and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
                 and node.args[0].value.value == "args":
             name = string_value(node.args[1].value)
-            if name:
+            if not name:
+                return
+            if node.func.value == "hasattr" or len(node.args) >= 3:
+                self.guarded.add(name)
+            elif len(node.args) == 2:
                 self._check(node, name)
 
 
