@@ -173,7 +173,7 @@ class DryRun:
                 result = call_hook(label, fn, self.args, sample, self._sampling_params(),
                                    **kwargs)
             except HarnessError as exc:
-                if not self._fail_sample(sample, "generate", exc):
+                if not self._fail_sample(sample, "generate", exc, path=label):
                     raise
                 out.append(sample)
                 continue
@@ -227,7 +227,7 @@ class DryRun:
                 try:
                     value = call_hook(label, fn, self.args, s)
                 except HarnessError as exc:
-                    if not self._fail_sample(s, "reward", exc):
+                    if not self._fail_sample(s, "reward", exc, path=label):
                         raise
                     value = None
                 if value is None and self._fail_sample(s, "reward", None):
@@ -240,7 +240,8 @@ class DryRun:
                 if not is_failed(s):
                     s.reward = v
 
-    def _fail_sample(self, sample: Any, hook: str, exc: HarnessError | None) -> bool:
+    def _fail_sample(self, sample: Any, hook: str, exc: HarnessError | None, *,
+                     path: str | None = None) -> bool:
         """The runtime's ``--hook-failure`` decision (``vime.rollout.failures``) on a hook call
         that raised (``exc``) or a reward of None (``exc`` None): True when ``sample`` was
         marked FAILED as the runtime marks it (counted in the report), False under ``raise``."""
@@ -252,7 +253,7 @@ class DryRun:
                                      message="the reward function returned None")
         else:
             failed = settle_failed_call(self.args, [sample], hook, exc.__cause__ or exc, 0.0,
-                                        path=hook) is None
+                                        path=path) is None
         if failed and not was_failed:
             self.report.add_failures([sample])
         return failed
