@@ -42,6 +42,7 @@ from vime_lint.static._guard import (
 )
 from vime_lint.static._model import Finding, LintOptions, LintResult, ParseFailure
 from vime_lint.static._rule import FileContext, Report, Rule, build_context
+from vime_lint.static._walk import read_only_visits
 from vime_lint.static._suppress import Suppression, parse_suppressions
 from vime_lint.static.analysis import Semantic
 from vime_lint.static.analysis._scopes import resolve_scopes
@@ -118,9 +119,10 @@ def file_context(path: str, module: cst.Module, options: LintOptions
                  ) -> tuple[FileContext, MetadataWrapper]:
     """The semantic model and hook bindings of a parsed module, and the metadata wrapper the
     rules' traversal reuses (scopes resolved once)."""
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    semantic = Semantic(module, resolve_scopes(wrapper))
-    return build_context(path, module, options, semantic), wrapper
+    with read_only_visits():
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        semantic = Semantic(module, resolve_scopes(wrapper))
+        return build_context(path, module, options, semantic), wrapper
 
 
 def _engine_rule(rules: Sequence[type[Rule]], code: str) -> type[Rule] | None:
@@ -146,11 +148,12 @@ def _lint_once(
     except Exception as exc:  # noqa: BLE001 - any parser failure becomes a diagnostic
         return [], _failure(path, exc, text)
     try:
-        context, wrapper = file_context(path, module, options)
-        active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]
-        instances = [r(context) for r in active]
-        if instances:
-            wrapper.visit_batched(instances)
+        with read_only_visits():
+            context, wrapper = file_context(path, module, options)
+            active = [r for r in rules if not r.ENGINE_ONLY and r.applies(context)]
+            instances = [r(context) for r in active]
+            if instances:
+                wrapper.visit_batched(instances)
     except RecursionError:
         return [], Skipped("too deeply nested", "LibCST's visitors ran out of recursion depth")
     reports = [rep for inst in instances for rep in inst.reports]
