@@ -42,8 +42,8 @@ from vime_lint.static._guard import (
 )
 from vime_lint.static._model import Finding, LintOptions, LintResult, ParseFailure
 from vime_lint.static._rule import FileContext, Report, Rule, build_context
-from vime_lint.static._walk import read_only_visits
 from vime_lint.static._suppress import Suppression, parse_suppressions
+from vime_lint.static._walk import read_only_visits
 from vime_lint.static.analysis import Semantic
 from vime_lint.static.analysis._scopes import resolve_scopes
 
