@@ -122,8 +122,10 @@ class _Keep(dict[str, Any]):
 #: boundaries (B7 has no policy form: it runs on every micro-batch).
 #: VIM128 is the AttributeError a group from get_samples raises when used as a Sample: the
 #: user's code stops there whatever ``--contract-check`` says (a plain list raised too).
+#: VIM101: ``call_rollout_fn`` raises on a result that is no rollout output (None, a coroutine,
+#: the other mode's output), which the manager could not use in any mode.
 ALWAYS_ENFORCED: frozenset[str] = frozenset({
-    "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
+    "VIM101", "VIM102", "VIM103", "VIM108", "VIM110", "VIM112", "VIM113", "VIM115", "VIM128", "VIM140",
     "VIM150", "VIM162", "VIM165", "VIM186", "VIM190", "VIM191", "VIM192", "VIM193",
 })
 

@@ -21,14 +21,13 @@ Built on LibCST's ``MetadataWrapper.visit_batched`` and ``PositionProvider``.
 
 from __future__ import annotations
 
-import io
-import tokenize
 from collections.abc import Sequence
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vime.contract import INVARIANTS
+from vime_lint.static._files import decode_source
 from vime_lint.static._fix import apply_edits, fix_edits
 from vime_lint.static._guard import (
     DEFAULT_LIMITS,
@@ -71,17 +70,6 @@ def select_rules(
         if best_sel >= 0 and best_sel >= best_ign:
             out.append(r)
     return out
-
-
-def decode_source(data: bytes) -> str:
-    """Decode Python source bytes per PEP 263 (coding cookie, BOM, else UTF-8).
-
-    Raises:
-        UnicodeDecodeError, SyntaxError, LookupError: the bytes cannot be decoded.
-    """
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    text = data.decode(encoding)
-    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _syntax_error(path: str, text: str) -> ParseFailure | None:

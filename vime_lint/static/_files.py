@@ -10,11 +10,13 @@ The default excludes and ``--force-exclude`` follow Ruff.
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
+import tokenize
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["DEFAULT_EXCLUDE", "collect_files", "is_excluded", "safe_resolve"]
+__all__ = ["DEFAULT_EXCLUDE", "collect_files", "decode_source", "is_excluded", "safe_resolve"]
 
 
 def safe_resolve(path: Path) -> Path:
@@ -124,3 +126,14 @@ def collect_files(
                     continue
                 add(p)
     return files, problems
+
+
+def decode_source(data: bytes) -> str:
+    """Decode Python source bytes per PEP 263 (coding cookie, BOM, else UTF-8).
+
+    Raises:
+        UnicodeDecodeError, SyntaxError, LookupError: the bytes cannot be decoded.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
