@@ -6,6 +6,7 @@ Usage::
     python benchmarks/mutation.py vime/rollout/staleness.py vime/backends/advantages.py
     python benchmarks/mutation.py --list                # the modules and the tests run on each
     python benchmarks/mutation.py --keep DIR ...        # keep the work copies under DIR
+    python benchmarks/mutation.py --max-children 1 ...  # one test process at a time
 
 For each module, a copy of the repository (the files git tracks or would track) goes into a
 temporary directory, ``[tool.mutmut]`` in the copy's ``pyproject.toml`` names that module as
@@ -113,23 +114,29 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
     return status
 
 
-def run_module(module: str, tests: list[str], keep: Path | None) -> tuple[int, int, int]:
-    """Mutate ``module``, print its figures and survivors; returns (killed, survived, other)."""
+def run_module(module: str, tests: list[str], keep: Path | None,
+               max_children: int | None = None) -> tuple[int, int, int]:
+    """Mutate ``module``, print its figures and survivors; returns (killed, survived, other).
+
+    ``max_children`` caps mutmut's parallel test processes (None: one per CPU, mutmut's default).
+    """
     base = Path(tempfile.mkdtemp(prefix="vime-mutation-", dir=keep))
     try:
-        return _run_in(base, module, tests)
+        return _run_in(base, module, tests, max_children)
     finally:
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_in(base: Path, module: str, tests: list[str]) -> tuple[int, int, int]:
+def _run_in(base: Path, module: str, tests: list[str],
+            max_children: int | None) -> tuple[int, int, int]:
     work = base / "repo"
     work.mkdir()
     _work_copy(module, tests, work)
     env = {**os.environ, **_ENV, "PYTHONPATH": str(work)}
     start = time.monotonic()
-    proc = subprocess.run([*_mutmut(), "run"], cwd=work, env=env, capture_output=True,
+    limit = [] if max_children is None else ["--max-children", str(max_children)]
+    proc = subprocess.run([*_mutmut(), "run", *limit], cwd=work, env=env, capture_output=True,
                           text=True)
     seconds = time.monotonic() - start
     status = _results(work, env)
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", type=float, default=0.9, help="kill rate each must reach")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the work copies (mutmut's mutants/ folder) under this folder")
+    parser.add_argument("--max-children", type=int, default=None,
+                        help="at most this many test processes at once (default: one per CPU)")
     ns = parser.parse_args(argv)
     if ns.list:
         for module, tests in MODULES.items():
@@ -174,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         ns.keep.mkdir(parents=True, exist_ok=True)
     below = []
     for module in ns.modules or list(MODULES):
-        killed, survived, _ = run_module(module, MODULES[module], ns.keep)
+        killed, survived, _ = run_module(module, MODULES[module], ns.keep, ns.max_children)
         if killed + survived == 0 or killed / (killed + survived) < ns.target:
             below.append(module)
     if below:
