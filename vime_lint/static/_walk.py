@@ -40,6 +40,7 @@ from typing import Any
 
 import libcst as cst
 
+_BatchedCSTVisitor: type | None
 try:
     from libcst._batched_visitor import _BatchedCSTVisitor
 except ImportError:  # another LibCST layout: batched traversals make every attribute call
@@ -128,6 +129,8 @@ def _extract(cls: type) -> tuple[tuple[str, bool], ...] | None:
         value = kw.value
         if _field_of(value, aliases) == kw.arg:
             continue                        # passed through, not visited (a str, a flag)
+        if kw.arg is None:                  # **kwargs: not a plain field list
+            return None
         if _helper_field(value, aliases) == kw.arg:
             plan.append((kw.arg, False))
             continue
