@@ -91,6 +91,11 @@ def _defined_names(module: str) -> set[str]:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
+    if "__getattr__" in names and "__all__" in names:  # PEP 562: public names imported lazily
+        for node in tree.body:
+            if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                    and node.targets[0].id == "__all__"):
+                names.update(ast.literal_eval(node.value))
     return names
 
 
