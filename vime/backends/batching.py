@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PaddedBatch", "gather_response", "micro_batches", "pad_batch", "pad_per_token"]
+__all__ = ["PaddedBatch", "float_tensors", "gather_response", "micro_batches", "pad_batch",
+           "pad_per_token"]
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,12 @@ def pad_per_token(rows: Sequence[Sequence[float]], width: int, *,
         if len(row):
             out[i, :len(row)] = torch.tensor(list(row), dtype=torch.float32)
     return out.to(device)
+
+
+def float_tensors(rows: Sequence[Sequence[float]], device: torch.device | str = "cpu"
+                  ) -> list[torch.Tensor]:
+    """``list[list[float]]`` -> one ``(len(row),)`` float32 tensor per row on ``device``."""
+    return [torch.tensor(list(r), dtype=torch.float32, device=device) for r in rows]
 
 
 def micro_batches(total_lengths: Sequence[int], *, micro_batch_size: int,

@@ -27,7 +27,8 @@ Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU per rank, fp32 weigh
 ``vime.ray.trainer_group``) the model is sharded with FSDP2 and each rank trains its share of
 every step (``vime.backends.parallel``; docs/en/training.md, "Trainer ranks").
 
-The loss formulas are in ``vime.backends.losses``.
+Each micro-batch's loss path (built-in ``policy_loss``/``sft_loss``, or the batch a custom loss
+receives) is in ``vime.backends.loss_paths``, the formulas in ``vime.backends.losses``.
 """
 
 from __future__ import annotations
@@ -45,23 +46,20 @@ from vime.backends import checkpoint as ckpt
 from vime.backends.advantages import estimator_advantages
 from vime.backends.batching import (
     PaddedBatch,
+    float_tensors,
     gather_response,
     micro_batches,
     pad_batch,
-    pad_per_token,
 )
-from vime.backends.losses import (
-    argmax_hits,
-    entropy_from_logits,
-    from_flat,
-    greedy_match,
-    kl_k3,
-    pg_token_losses,
-    reduce_sample_mean,
-    sft_loss,
-    to_flat,
-    token_log_probs,
+from vime.backends.loss_paths import (
+    LossSettings,
+    PgReducer,
+    ResponseOutputs,
+    TisFunction,
+    builtin_loss,
+    custom_loss_batch,
 )
+from vime.backends.losses import argmax_hits, entropy_from_logits, token_log_probs
 from vime.backends.optim import build_optimizer, build_scheduler
 from vime.backends.parallel import DataParallel
 from vime.backends.tis import mismatch_metrics, vanilla_tis_function
@@ -234,7 +232,7 @@ class Trainer:
         return [out[i] for i in range(len(tokens))]
 
     def _tensors(self, rows: Sequence[Sequence[float]]) -> list[torch.Tensor]:
-        return [torch.tensor(list(r), dtype=torch.float32, device=self.device) for r in rows]
+        return float_tensors(rows, self.device)
 
     # ---- training ----------------------------------------------------------------------------
 
@@ -364,19 +362,15 @@ class Trainer:
             micro_batch_size=int(arg(args, "micro_batch_size")), max_tokens=max_tokens)]
         # agreed before any forward: FSDP2's collectives must pair up across ranks
         passes = self.dp.pad_count(len(chunks))
-        loss_type = arg(args, "loss_type")
+        settings = LossSettings.from_args(args)
         sums: dict[str, float] = {}
         additive = {"loss", "pg_loss", "sft_loss", "kl_loss", "entropy"}
         t_fb = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
         for rows in chunks:
-            if loss_type == "custom_loss":
-                loss, stats = self._custom_loss(step, rows, num_rollouts, rollout_id)
-                additive |= set(stats)
-            else:
-                loss, stats, extra_additive = self._builtin_loss(step, rows, num_rollouts,
-                                                                 rollout_id)
-                additive |= extra_additive
+            loss, stats, extra_additive = self._micro_batch_loss(settings, step, rows,
+                                                                 num_rollouts, rollout_id)
+            additive |= extra_additive
             stats["loss"] = float(loss.detach())
             loss.backward()  # type: ignore[no-untyped-call]
             for k, v in stats.items():
@@ -412,142 +406,39 @@ class Trainer:
         self._phase["optimizer_step"] += now - t_opt
         return sums
 
-    def _builtin_loss(self, step: dict[str, Any], rows: list[int], num_rollouts: int,
-                      rollout_id: int) -> tuple[torch.Tensor, dict[str, float], set[str]]:
-        """One micro-batch of ``policy_loss`` (with TIS, the pg-loss reducer, KL, entropy) or
-        ``sft_loss``; returns ``(loss, stats, additive stat names)``."""
-        args = self.args
+    def _micro_batch_loss(self, settings: LossSettings, step: dict[str, Any], rows: list[int],
+                          num_rollouts: int, rollout_id: int
+                          ) -> tuple[torch.Tensor, dict[str, float], set[str]]:
+        """Run the model on one micro-batch and return ``(loss, stats, additive stat names)``
+        from its loss path (``vime.backends.loss_paths``)."""
         tokens = [step["tokens"][i] for i in rows]
+        if settings.loss_type == "custom_loss":
+            padded, logits = self._forward(self.model, tokens)
+            batch, sum_of_sample_mean = custom_loss_batch(step, rows, padded, num_rollouts)
+            loss, stats = self.hooks.loss(self.args, batch, logits, sum_of_sample_mean,
+                                          rollout_id)
+            return loss, stats, set(stats)
         rlens = [step["response_lengths"][i] for i in rows]
         lp, valid, extra = self._response_log_probs(self.model, tokens, rlens, with_stats=True)
         assert extra is not None
-        ent, hits = extra
-        width = lp.shape[1]
-        mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
-                             device=self.device) * valid
-        denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
-                             dtype=torch.float32, device=self.device)
-        additive: set[str] = set()
-        if arg(args, "loss_type") == "sft_loss":
-            loss, stats = sft_loss(lp, mask, denom, num_rollouts)
-            reduce_mask = mask
-        else:
-            old = pad_per_token([step["old_log_probs"][i] for i in rows], width,
-                                device=self.device)
-            adv = pad_per_token([step["advantages"][i] for i in rows], width, device=self.device)
-            estimator = arg(args, "advantage_estimator")
-            per_token, clipped = pg_token_losses(
-                lp, old, adv, mask, eps_clip=float(arg(args, "eps_clip")),
-                eps_clip_high=arg(args, "eps_clip_high"), sequence_level=estimator == "gspo",
-                cispo=estimator == "cispo")
-            stats = {}
-            reduce_mask = mask
-            if self.use_tis or (self.mismatch and self.hooks.has("custom_tis_function_path")):
-                per_token, reduce_mask, tis_stats = self._apply_tis(
-                    step, rows, per_token, mask, valid, denom, num_rollouts, rollout_id)
-                stats.update(tis_stats)
-                additive |= set(tis_stats)
-            if self.hooks.has("custom_pg_loss_reducer_function_path"):
-                masks = [reduce_mask[k, :r] for k, r in enumerate(rlens)]
-                pg = self.hooks.reduce_pg_loss(
-                    ([len(t) for t in tokens], rlens, masks, False),
-                    to_flat(per_token, valid), rollout_id)
-            else:
-                pg = reduce_sample_mean(per_token, reduce_mask, denom, num_rollouts)
-            loss = pg
-            with torch.no_grad():
-                n_tok = reduce_mask.sum().clamp(min=1)
-                stats["pg_loss"] = float(pg.detach())
-                stats["pg_clipfrac"] = float((clipped * reduce_mask).sum() / n_tok)
-                stats["ppo_kl"] = float((-(lp - old) * reduce_mask).sum() / n_tok)
-            if self.ref_model is not None:
-                ref = pad_per_token([step["ref_log_probs"][i] for i in rows], width,
-                                    device=self.device)
-                kl = reduce_sample_mean(kl_k3(lp, ref), reduce_mask, denom, num_rollouts)
-                loss = loss + float(arg(args, "kl_loss_coef")) * kl
-                stats["kl_loss"] = float(kl.detach())
-        ent_term = reduce_sample_mean(ent, reduce_mask, denom, num_rollouts)
-        entropy_coef = float(arg(args, "entropy_coef"))
-        if entropy_coef:
-            loss = loss - entropy_coef * ent_term
-        stats["entropy"] = float(ent_term.detach())
-        stats["greedy_match"] = greedy_match(hits, mask)
-        return loss, stats, additive
+        tis: TisFunction | None = None
+        if self.use_tis or (self.mismatch and self.hooks.has("custom_tis_function_path")):
+            tis = self._tis_function(rollout_id)
+        reducer: PgReducer | None = None
+        if self.hooks.has("custom_pg_loss_reducer_function_path"):
+            def reducer(factory_args: tuple[list[int], list[int], list[torch.Tensor], bool],
+                        pg_flat: torch.Tensor) -> torch.Tensor:
+                return self.hooks.reduce_pg_loss(factory_args, pg_flat, rollout_id)
+        return builtin_loss(settings, step, rows, ResponseOutputs(lp, valid, *extra),
+                            num_rollouts, tis=tis, reducer=reducer)
 
-    def _apply_tis(self, step: dict[str, Any], rows: list[int], per_token: torch.Tensor,
-                   mask: torch.Tensor, valid: torch.Tensor, denom: torch.Tensor,
-                   num_rollouts: int, rollout_id: int
-                   ) -> tuple[torch.Tensor, torch.Tensor, dict[str, float]]:
-        """Run the TIS function (``--custom-tis-function-path`` or the built-in) on one
-        micro-batch's per-token pg loss; returns the new ``(B, R)`` loss, the ``(B, R)`` mask
-        the loss is reduced with, and the TIS metrics (reduced over the original mask, as
-        upstream does)."""
-        rlens = [step["response_lengths"][i] for i in rows]
-        kwargs = dict(
-            args=self.args, pg_loss=to_flat(per_token, valid),
-            train_log_probs=self._tensors([step["train_log_probs"][i] for i in rows]),
-            rollout_log_probs=self._tensors([step["rollout_log_probs"][i] for i in rows]),
-            loss_masks=[mask[k, :r] for k, r in enumerate(rlens)],
-            total_lengths=[step["total_lengths"][i] for i in rows], response_lengths=rlens)
+    def _tis_function(self, rollout_id: int) -> TisFunction:
+        """``--custom-tis-function-path`` (checked, VIM192) or the built-in, called by keyword
+        with ``args`` first."""
+        args = self.args
         if self.hooks.has("custom_tis_function_path"):
-            pg_flat, new_masks, metrics = self.hooks.tis(kwargs, rollout_id)
-        else:
-            pg_flat, new_masks, metrics = vanilla_tis_function(**kwargs)  # type: ignore[arg-type]
-        reduce_mask = torch.zeros_like(mask)
-        for k, m in enumerate(new_masks):
-            reduce_mask[k, :m.shape[0]] = m.to(mask.dtype)
-        stats: dict[str, float] = {}
-        for key, value in metrics.items():
-            name = key if key.startswith("tis") else f"tis_{key}"
-            if hasattr(value, "numel") and value.numel() != 1:
-                stats[name] = float(reduce_sample_mean(from_flat(value.detach().float(), valid),
-                                                       mask, denom, num_rollouts))
-            else:
-                stats[name] = float(value)
-        return from_flat(pg_flat, valid), reduce_mask * valid, stats
-
-    def _custom_loss(self, step: dict[str, Any], rows: list[int], num_rollouts: int,
-                     rollout_id: int) -> tuple[torch.Tensor, dict[str, float]]:
-        """One micro-batch of ``--custom-loss-function-path`` (docs/en/training.md: the
-        ``batch``, ``logits`` and ``sum_of_sample_mean`` it receives)."""
-        tokens = [step["tokens"][i] for i in rows]
-        rlens = [step["response_lengths"][i] for i in rows]
-        padded, logits = self._forward(self.model, tokens)
-        width = max(rlens)
-        valid = torch.zeros((len(rows), width), dtype=torch.float32, device=self.device)
-        for k, r in enumerate(rlens):
-            valid[k, :r] = 1.0
-        mask = pad_per_token([step["loss_masks"][i] for i in rows], width,
-                             device=self.device) * valid
-        denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
-                             dtype=torch.float32, device=self.device)
-
-        def sum_of_sample_mean(values: torch.Tensor) -> torch.Tensor:
-            if values.dim() == 1:
-                values = from_flat(values, valid)
-            return reduce_sample_mean(values, mask, denom, num_rollouts)
-
-        batch: dict[str, Any] = {
-            "tokens": tokens,
-            "unconcat_tokens": [torch.tensor(t, dtype=torch.long, device=self.device)
-                                for t in tokens],
-            "response_lengths": rlens,
-            "total_lengths": [len(t) for t in tokens],
-            "loss_masks": [mask[k, :r] for k, r in enumerate(rlens)],
-            "rollout_mask_sums": [step["rollout_mask_sums"][i] for i in rows],
-            "rewards": [float(step["rewards"][i]) for i in rows],
-            "num_rollouts": num_rollouts,
-            "input_ids": padded.input_ids,
-            "attention_mask": padded.attention_mask,
-            "position_ids": padded.position_ids,
-        }
-        for key, column in (("advantages", "advantages"), ("returns", "returns"),
-                            ("log_probs", "old_log_probs"),
-                            ("rollout_log_probs", "rollout_log_probs"),
-                            ("ref_log_probs", "ref_log_probs")):
-            if column in step:
-                batch[key] = self._tensors([step[column][i] for i in rows])
-        return self.hooks.loss(self.args, batch, logits, sum_of_sample_mean, rollout_id)
+            return lambda kwargs: self.hooks.tis({"args": args, **kwargs}, rollout_id)
+        return lambda kwargs: vanilla_tis_function(args=args, **kwargs)
 
     # ---- weights and checkpoints -------------------------------------------------------------
 
