@@ -67,7 +67,7 @@ MODULE_MAP: tuple[tuple[str, str], ...] = (
     ("RolloutManager, RolloutManagerCore", "vime.ray.rollout"),
     ("parse_args, validate_args, get_parser, arg", "vime.config"),
     ("parse_args, validate_args, get_parser", "vime.utils.arguments"),
-    ("EvalDatasetConfig", "vime.utils.eval_config"),
+    ("EvalDatasetConfig", "vime.config.eval_config"),
     ("load_function", "vime.utils.misc"),
     ("Dataset", "vime.utils.data"),
     ("MultiTurnLossMaskGenerator", "vime.utils.mask_utils"),
@@ -853,7 +853,7 @@ def _arg_type(action: argparse.Action) -> str:
 
 def _section11() -> list[str]:
     from vime.config import UNSUPPORTED_ARGS, UNSUPPORTED_CHOICES, get_parser
-    from vime.utils.eval_config import UNSUPPORTED_EVAL_KEYS, EvalDatasetConfig
+    from vime.config.eval_config import UNSUPPORTED_EVAL_KEYS, EvalDatasetConfig
 
     lines = [
         "## 11. Arguments",
@@ -889,7 +889,7 @@ def _section11() -> list[str]:
             lines += [f"**{group.title.capitalize()}**", ""]
             lines += _table(("Argument", "Type", "Default", "v1", "Meaning"), rows)
     fields = [f.name for f in dataclasses.fields(EvalDatasetConfig)]
-    lines += _para(f"""`vime.utils.eval_config.EvalDatasetConfig` (one per eval dataset, from
+    lines += _para(f"""`vime.config.eval_config.EvalDatasetConfig` (one per eval dataset, from
     `--eval-prompt-data` pairs or an `--eval-config` file with `eval.defaults` and
     `eval.datasets`) has the fields {', '.join(f'`{f}`' for f in fields)}. Each value comes from
     the dataset entry, then `eval.defaults`, then the command line (`--eval-*`, falling back to

@@ -20,7 +20,7 @@ TARGET = ROOT / "docs" / "rules.md"
 def main(argv: list[str]) -> int:
     """Write (or with ``--check`` compare) ``docs/rules.md``; return the exit code."""
     sys.path.insert(0, str(ROOT))
-    from vime_lint.static.rules._docs import rules_page
+    from vime_lint.rules_page import rules_page
 
     page = rules_page()
     if "--check" in argv:

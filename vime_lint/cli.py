@@ -33,14 +33,9 @@ from pathlib import Path
 from typing import TextIO
 
 from vime_lint import __version__
+from vime_lint.options import FORMATS, codes
 
 __all__ = ["main"]
-
-FORMATS = ("concise", "full", "json", "github", "sarif")
-
-
-def _codes(value: str) -> list[str]:
-    return [v.strip().upper() for v in value.split(",") if v.strip()]
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -56,9 +51,9 @@ def _build_parser() -> argparse.ArgumentParser:
     ro.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                     help="files or directories; `-` reads stdin")
     ro.add_argument("--stdin-filename", help="the name to report for `-`")
-    ro.add_argument("--select", type=_codes, default=None, help="codes or prefixes to enable")
-    ro.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
-    ro.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    ro.add_argument("--select", type=codes, default=None, help="codes or prefixes to enable")
+    ro.add_argument("--extend-select", type=codes, default=[], help="more codes to enable")
+    ro.add_argument("--ignore", type=codes, default=[], help="codes or prefixes to disable")
     ro.add_argument("--output-format", choices=FORMATS, default="concise")
     ro.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=True,
                     help="concise output: print each finding's fix on the lines after it "

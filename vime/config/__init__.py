@@ -10,7 +10,8 @@ Usage::
 Modules: :mod:`~vime.config.parser` (flag declarations, :func:`get_parser`),
 :mod:`~vime.config.config_file` (``--config`` YAML files), :mod:`~vime.config.command_line`
 (:func:`parse_args`: flags, ``--vllm-*`` passthrough), :mod:`~vime.config.validation` (checks
-after parsing), :mod:`~vime.config.defaults` (:func:`arg`). Only the standard library and
+after parsing), :mod:`~vime.config.eval_config` (the eval datasets),
+:mod:`~vime.config.defaults` (:func:`arg`). Only the standard library and
 ``vime.contract`` are imported (YAML is read lazily).
 """
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from vime.config.eval_config import build_eval_datasets
 from vime.config.parser import SFT_ROLLOUT_PATH, get_parser
 from vime.contract.hooks import HOOKS
 
@@ -230,8 +231,6 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
         SystemExit: status 2, ``vime train: error: argument --<name>: <reason>``.
         NotImplementedError: a P argument set to a value v1 does not implement.
     """
-    from vime.utils.eval_config import build_eval_datasets
-
     _check_unsupported(args)
     _check_trainer_hooks(args)
     _check_agent(args)

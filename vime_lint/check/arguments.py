@@ -155,7 +155,7 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
         values["eval_prompt_data"] = [x for n in names
                                       for x in (n, synthetic_eval_file(n, *keys))]
     if values.get("eval_config") or values.get("eval_prompt_data"):
-        from vime.utils.eval_config import build_eval_datasets
+        from vime.config.eval_config import build_eval_datasets
 
         values["eval_datasets"] = build_eval_datasets(argparse.Namespace(**values)) or None
     else:

@@ -182,14 +182,14 @@ class DocumentLinter:
         except ImportError:
             raise RuntimeError("vime-lint types needs mypy: pip install 'vime[types]'") from None
         from vime_lint.typecheck.check import TypesSettings, check_paths
-        from vime_lint.typecheck.command import _cache_dir
+        from vime_lint.typecheck.command import mypy_cache_dir
 
         project = self._project(path)
         settings = TypesSettings(paths=[path], root=project.root, config=project.config,
                                  select=project.settings.select,
                                  ignore=project.settings.ignore,
                                  exclude=project.settings.exclude,
-                                 cache_dir=_cache_dir(project.root, None, io.StringIO()))
+                                 cache_dir=mypy_cache_dir(project.root, None, io.StringIO()))
         outcome = check_paths(settings)
         if outcome.problems:
             raise RuntimeError("; ".join(p.message for p in outcome.problems))

@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from vime_lint import __version__
+from vime_lint.options import FORMATS
 from vime_lint.static._model import Finding, LintResult
 from vime_lint.static._rule import Rule
 from vime_lint.static.rules._docs import rule_anchor
 
-__all__ = ["FORMATS", "render", "statistics", "summary"]
+__all__ = ["render", "statistics", "summary"]
 
-FORMATS = ("concise", "full", "json", "github", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/vllm-project/vime/blob/main/docs/rules.md"
 

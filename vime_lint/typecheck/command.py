@@ -29,7 +29,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["CACHE_FOLDER", "add_parser", "run_command", "user_cache_dir"]
+from vime_lint.options import FORMATS, codes
+
+__all__ = ["CACHE_FOLDER", "add_parser", "mypy_cache_dir", "run_command", "user_cache_dir"]
 
 #: The project's cache folder (at the project root); mypy's cache lives in its ``mypy/``.
 CACHE_FOLDER = ".vime_lint_cache"
@@ -37,15 +39,13 @@ CACHE_FOLDER = ".vime_lint_cache"
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``types`` subcommand to ``vime-lint``'s subparsers."""
-    from vime_lint.cli import FORMATS, _codes
-
     p = sub.add_parser("types", help="type-check hooks with mypy, given the contract's types "
                                      "(needs mypy: pip install 'vime[types]')")
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="files or directories (default: .)")
-    p.add_argument("--select", type=_codes, default=None, help="codes or prefixes to enable")
-    p.add_argument("--extend-select", type=_codes, default=[], help="more codes to enable")
-    p.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    p.add_argument("--select", type=codes, default=None, help="codes or prefixes to enable")
+    p.add_argument("--extend-select", type=codes, default=[], help="more codes to enable")
+    p.add_argument("--ignore", type=codes, default=[], help="codes or prefixes to disable")
     p.add_argument("--output-format", choices=FORMATS, default="concise")
     p.add_argument("--show-fixes", action=argparse.BooleanOptionalAction, default=True,
                    help="concise output: print each finding's fix on the line after it "
@@ -74,7 +74,7 @@ def user_cache_dir(root: Path) -> Path:
     return base / "vime-lint" / "mypy" / f"{root.resolve().name}-{digest}"
 
 
-def _cache_dir(root: Path, given: Path | None, err: TextIO) -> Path:
+def mypy_cache_dir(root: Path, given: Path | None, err: TextIO) -> Path:
     """``--cache-dir``, else ``<root>/.vime_lint_cache/mypy``; when the project folder cannot
     be written (a read-only checkout), the user's cache folder (said on ``err``), and when
     that cannot be written either, no cache (``os.devnull``, mypy's own switch)."""
@@ -130,7 +130,7 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     settings = TypesSettings(paths=paths, root=root, config=config, select=select,
                              ignore=ignore, exclude=exclude, force_exclude=ns.force_exclude,
-                             cache_dir=_cache_dir(root, ns.cache_dir, err))
+                             cache_dir=mypy_cache_dir(root, ns.cache_dir, err))
     try:
         outcome = check_paths(settings)
     except UnknownSelector as exc:

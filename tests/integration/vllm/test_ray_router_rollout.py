@@ -109,8 +109,8 @@ def test_router_keeps_a_session_on_one_engine(cluster, vllm_server):
 
 
 def test_default_rollout_train_and_eval_end_to_end(cluster, tiny_model_dir, tmp_path):
+    from vime.config.eval_config import EvalDatasetConfig
     from vime.tasks.arithmetic import write_task
-    from vime.utils.eval_config import EvalDatasetConfig
 
     args = _args(cluster, tiny_model_dir)
     source = ListSource(2)

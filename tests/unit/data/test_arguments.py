@@ -1,4 +1,4 @@
-"""vime.utils.arguments and vime.utils.eval_config: defaults, hooks, validation, config files."""
+"""vime.utils.arguments and vime.config.eval_config: defaults, hooks, validation, config files."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from vime.config.eval_config import EvalDatasetConfig
 from vime.contract import HOOKS
 from vime.utils.arguments import (
     UNSUPPORTED_ARGS,
     get_parser,
     parse_args,
 )
-from vime.utils.eval_config import EvalDatasetConfig
 
 pytestmark = pytest.mark.unit
 

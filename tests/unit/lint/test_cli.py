@@ -413,7 +413,7 @@ def test_startup_imports_no_heavy_module() -> None:
 
 
 def test_docs_rules_md_in_sync() -> None:
-    from vime_lint.static.rules._docs import rules_page
+    from vime_lint.rules_page import rules_page
 
     root = Path(__file__).parents[3]
     assert (root / "docs" / "rules.md").read_text() == rules_page(), \
@@ -569,7 +569,7 @@ def test_types_in_a_project_folder_that_cannot_be_written(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """mypy's cache goes to the user's cache folder, said in one line (was a traceback)."""
     pytest.importorskip("mypy")
-    from vime_lint.typecheck.command import _cache_dir, user_cache_dir
+    from vime_lint.typecheck.command import mypy_cache_dir, user_cache_dir
 
     home = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
@@ -587,7 +587,7 @@ def test_types_in_a_project_folder_that_cannot_be_written(
     import io
 
     note = io.StringIO()
-    assert _cache_dir(repo, None, note) == Path(os.devnull)
+    assert mypy_cache_dir(repo, None, note) == Path(os.devnull)
     assert "mypy runs without a cache" in note.getvalue()
 
 

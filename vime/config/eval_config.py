@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vime.config import arg
+from vime.config.defaults import arg
 
 __all__ = [
     "DEFAULT_EVAL_NAME",
