@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "make-tiny-model": ("vime.utils.tiny_model", "build a tiny Qwen2 model + tokenizer locally"),
     "model": ("vime.models.cli", "prepare a pretrained model that ships in a package "
                                  "(`vime model list`)"),
-    "demo": ("vime.demo", "the end-to-end demo that `make demo` runs"),
+    "demo": ("vime.demo.cli", "the end-to-end demo that `make demo` runs"),
     "report": ("vime.report.html", "write RUN_DIR/report.html: a run's health and why each "
                                    "sample did (not) train"),
 }

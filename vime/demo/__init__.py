@@ -36,37 +36,8 @@ docs/en/demo.md ("Why the SFT stage stops at 30 %").
 Modules, one job each: :mod:`~vime.demo.config` (paths, sizes, stage outcome, constants),
 :mod:`~vime.demo.children` (child processes, ``run_child``), :mod:`~vime.demo.stages` (the
 stages), :mod:`~vime.demo.report` (summary numbers, table, files, plot), :mod:`~vime.demo.cli`
-(command line and ``main``), ``__main__`` (``python -m vime.demo``). The names below are
-re-exported so that ``from vime.demo import ...`` works as it did for the single module.
+(command line and ``main``), ``__main__`` (``python -m vime.demo``). Import each name from the
+module that defines it; the package itself exports nothing.
 """
 
-from vime.demo.children import run_child
-from vime.demo.cli import build_parser, main
-from vime.demo.config import (
-    CONFIGS,
-    EXAMPLES,
-    GREEDY_KEY,
-    LAST_EVALS,
-    QUICK,
-    REWARD_KEY,
-    ROOT,
-    SAMPLED_KEY,
-    TARGET_GAIN_POINTS,
-    DemoPaths,
-    Scale,
-    StageResult,
-)
-from vime.demo.report import report, summarize
-from vime.demo.stages import (
-    CONTROL_HOOK,
-    _write_eval_config,
-    stage_grpo,
-    stage_lint,
-    stage_setup,
-    stage_sft,
-)
-
-__all__ = ["DemoPaths", "Scale", "StageResult", "main", "run_child", "summarize",
-           "CONFIGS", "CONTROL_HOOK", "EXAMPLES", "GREEDY_KEY", "LAST_EVALS", "QUICK",
-           "REWARD_KEY", "ROOT", "SAMPLED_KEY", "TARGET_GAIN_POINTS", "_write_eval_config",
-           "build_parser", "report", "stage_grpo", "stage_lint", "stage_setup", "stage_sft"]
+__all__: list[str] = []

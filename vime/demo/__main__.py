@@ -2,7 +2,7 @@
 
 import sys
 
-from vime.demo import main
+from vime.demo.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))

@@ -28,18 +28,7 @@ rollout fails with ``EngineUnavailableError`` naming the engines that do not ans
 
 from __future__ import annotations
 
-# Public names: __all__ below. The constants and the private helpers tests call (``_get_state``,
-# ``_engine_failure``, ``_retry_seconds``) stay importable from here as well.
-from vime.rollout.vllm.abort import ABORT_INTERVAL_S as ABORT_INTERVAL_S
-from vime.rollout.vllm.abort import ABORT_TIMEOUT_S as ABORT_TIMEOUT_S
 from vime.rollout.vllm.abort import abort
-from vime.rollout.vllm.client import ENGINE_FAILURE_STATUSES as ENGINE_FAILURE_STATUSES
-from vime.rollout.vllm.client import ENGINE_RETRY_BACKOFF_S as ENGINE_RETRY_BACKOFF_S
-from vime.rollout.vllm.client import ENGINE_RETRY_MAX_BACKOFF_S as ENGINE_RETRY_MAX_BACKOFF_S
-from vime.rollout.vllm.client import ENGINE_RETRY_S as ENGINE_RETRY_S
-from vime.rollout.vllm.client import PROMPT_CACHE_SIZE as PROMPT_CACHE_SIZE
-from vime.rollout.vllm.client import _engine_failure as _engine_failure
-from vime.rollout.vllm.client import _retry_seconds as _retry_seconds
 from vime.rollout.vllm.client import generate
 from vime.rollout.vllm.evaluation import eval_rollout
 from vime.rollout.vllm.rollout_fn import generate_rollout
@@ -48,7 +37,7 @@ from vime.rollout.vllm.sampling import (
     generate_and_rm_group,
     sampling_params_from_args,
 )
-from vime.rollout.vllm.state import get_model_url, get_state
+from vime.rollout.vllm.state import get_model_url
 from vime.rollout.vllm.train_loop import generate_rollout_async
 
 __all__ = [
@@ -63,4 +52,3 @@ __all__ = [
     "sampling_params_from_args",
 ]
 
-_get_state = get_state

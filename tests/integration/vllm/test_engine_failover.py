@@ -24,6 +24,7 @@ from vime.ray.engine_control import EngineUnavailableError
 from vime.ray.router import VLLMRouter
 from vime.rollout import vllm_rollout as vr
 from vime.rollout.base_types import iter_samples
+from vime.rollout.vllm.state import get_state
 from vime.utils.async_utils import run
 from vime.utils.types import Sample
 
@@ -182,6 +183,6 @@ def _retries(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str, float]]:
 
 
 async def run_registration(args: Namespace) -> None:
-    state = await vr._get_state(args)
+    state = await get_state(args)
     await state.ensure_registered()
     assert [e.url for e in state.engines] == [f"http://127.0.0.1:{args.vllm_router_port}"]

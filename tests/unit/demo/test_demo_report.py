@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
-from vime import demo
+from vime.demo.cli import main
+from vime.demo.config import CONFIGS, QUICK, DemoPaths, Scale, StageResult
+from vime.demo.report import report, summarize
+from vime.demo.stages import _write_eval_config
 from vime.utils.plot import metric_series, plot_run, read_metrics
 
 pytestmark = pytest.mark.unit
@@ -51,7 +54,7 @@ def test_metric_series_names_a_record_without_rollout_id() -> None:
 
 def test_summarize_start_final_and_gain() -> None:
     records = grpo_records([0.30, 0.32, 0.40, 0.42, 0.44], [0.10, 0.1, 0.2, 0.2, 0.2])
-    s = demo.summarize(records)
+    s = summarize(records)
     assert s["start_greedy"] == 0.30 and s["start_sampled"] == 0.10
     assert s["final_greedy"] == pytest.approx((0.40 + 0.42 + 0.44) / 3)
     assert s["gain_points"] == pytest.approx(100 * ((0.40 + 0.42 + 0.44) / 3 - 0.30))
@@ -60,21 +63,21 @@ def test_summarize_start_final_and_gain() -> None:
 
 
 def test_summarize_with_fewer_evals_than_the_window() -> None:
-    s = demo.summarize(grpo_records([0.2, 0.25], [0.1, 0.1]))
+    s = summarize(grpo_records([0.2, 0.25], [0.1, 0.1]))
     assert s["final_greedy"] == 0.25 and s["evals"] == 1
 
 
 def test_summarize_without_records_is_all_none() -> None:
-    s = demo.summarize([])
+    s = summarize([])
     assert s["start_greedy"] is None and s["final_greedy"] is None and s["gain_points"] is None
     assert s["steps"] == 0 and s["reward_first"] is None
 
 
 def test_summarize_reward_windows() -> None:
     rewards = [0.0] * 10 + [1.0] * 10
-    s = demo.summarize(grpo_records([0.1] * 11, [0.1] * 11, rewards=rewards))
+    s = summarize(grpo_records([0.1] * 11, [0.1] * 11, rewards=rewards))
     assert s["reward_first"] == 0.0 and s["reward_last"] == 1.0 and s["reward_window"] == 6
-    short = demo.summarize(grpo_records([0.1] * 6, [0.1] * 6, rewards=[0.0] * 5 + [1.0] * 5))
+    short = summarize(grpo_records([0.1] * 6, [0.1] * 6, rewards=[0.0] * 5 + [1.0] * 5))
     assert (short["reward_window"], short["reward_first"], short["reward_last"]) == (3, 0.0, 1.0)
 
 
@@ -120,11 +123,11 @@ def test_eval_config_copy_points_at_the_output_folder(tmp_path: Path) -> None:
 
     from vime.utils.arguments import parse_args
 
-    paths = demo.DemoPaths(tmp_path)
+    paths = DemoPaths(tmp_path)
     paths.data.mkdir()
     (paths.data / "eval.jsonl").write_text(
         json.dumps({"input": [{"role": "user", "content": "1+1="}], "label": "2"}) + "\n")
-    demo._write_eval_config(paths)
+    _write_eval_config(paths)
     doc = yaml.safe_load(paths.eval_config.read_text())
     assert {d["name"] for d in doc["eval"]["datasets"]} == {"greedy", "sampled"}
     assert all(d["path"] == str(paths.data / "eval.jsonl") for d in doc["eval"]["datasets"])
@@ -143,11 +146,11 @@ def test_stage_configs_parse_with_the_demo_overrides(name: str, tmp_path: Path) 
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"input": [{"role": "user", "content": "1+1="}],
                                 "label": "2"}) + "\n")
-    paths = demo.DemoPaths(tmp_path)
+    paths = DemoPaths(tmp_path)
     paths.data.mkdir()
     (paths.data / "eval.jsonl").write_text(data.read_text())
-    demo._write_eval_config(paths)
-    args = parse_args(["--config", str(demo.CONFIGS / name), "--prompt-data", str(data),
+    _write_eval_config(paths)
+    args = parse_args(["--config", str(CONFIGS / name), "--prompt-data", str(data),
                        "--eval-config", str(paths.eval_config)])
     if name == "sft.yaml":
         assert args.loss_type == "sft_loss" and args.n_samples_per_prompt == 1
@@ -160,25 +163,25 @@ def test_stage_configs_parse_with_the_demo_overrides(name: str, tmp_path: Path) 
 
 
 def test_main_rejects_non_positive_sizes(capsys: pytest.CaptureFixture[str]) -> None:
-    assert demo.main(["--grpo-steps", "0", "--out", "/nonexistent/never"]) == 2
+    assert main(["--grpo-steps", "0", "--out", "/nonexistent/never"]) == 2
     assert "--grpo-steps must be >= 1" in capsys.readouterr().err
 
 
 def test_quick_scale_is_small() -> None:
-    assert demo.QUICK.grpo_steps % demo.QUICK.eval_interval == 0
-    default = demo.Scale()
+    assert QUICK.grpo_steps % QUICK.eval_interval == 0
+    default = Scale()
     assert default.grpo_steps % default.eval_interval == 0 and default.n_eval >= 500
 
 
 def test_report_with_the_control_column(tmp_path: Path) -> None:
-    paths = demo.DemoPaths(tmp_path)
+    paths = DemoPaths(tmp_path)
     for run, greedy in ((paths.grpo_run, [0.14, 0.3, 0.45, 0.5, 0.55]),
                         (paths.control_run, [0.14, 0.12, 0.1, 0.09, 0.08])):
         run.mkdir(parents=True)
         (run / "metrics.jsonl").write_text("".join(
             json.dumps(r) + "\n" for r in grpo_records(greedy, [0.1] * len(greedy))))
-    stages = [demo.StageResult("GRPO", 10.0), demo.StageResult("control", 10.0)]
-    summary = demo.report(paths, stages, quick=False, total_seconds=20.0)
+    stages = [StageResult("GRPO", 10.0), StageResult("control", 10.0)]
+    summary = report(paths, stages, quick=False, total_seconds=20.0)
     assert summary["gain_points"] == pytest.approx(36.0)
     assert summary["control"]["gain_points"] == pytest.approx(-5.0)
     text = (tmp_path / "summary.txt").read_text()
@@ -187,11 +190,11 @@ def test_report_with_the_control_column(tmp_path: Path) -> None:
 
 
 def test_report_without_the_control_has_no_control_column(tmp_path: Path) -> None:
-    paths = demo.DemoPaths(tmp_path)
+    paths = DemoPaths(tmp_path)
     paths.grpo_run.mkdir(parents=True)
     (paths.grpo_run / "metrics.jsonl").write_text("".join(
         json.dumps(r) + "\n" for r in grpo_records([0.1, 0.2], [0.1, 0.1])))
-    summary = demo.report(paths, [demo.StageResult("GRPO", 1.0)], quick=False,
+    summary = report(paths, [StageResult("GRPO", 1.0)], quick=False,
                           total_seconds=1.0)
     assert summary["control"] is None
     assert "control" not in (tmp_path / "summary.txt").read_text()

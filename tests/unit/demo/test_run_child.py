@@ -1,4 +1,4 @@
-"""``vime.demo.run_child``: a demo killed with SIGTERM passes it on to its ``vime train`` child."""
+"""``children.run_child``: a demo killed with SIGTERM passes it on to its ``vime train`` child."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vime.demo import run_child
+from vime.demo.children import run_child
 
 pytestmark = pytest.mark.unit
 
@@ -29,7 +29,7 @@ CHILD = textwrap.dedent("""
 
 PARENT = textwrap.dedent("""
     import sys
-    from vime.demo import run_child
+    from vime.demo.children import run_child
     status = run_child([sys.executable, "-c", sys.argv[1], sys.argv[2]])
     print("parent went on after the child", status)
 """)

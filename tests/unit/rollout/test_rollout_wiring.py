@@ -15,6 +15,8 @@ import rollout_helpers
 from vime.contract.errors import ContractError
 from vime.rollout import vllm_rollout as vr
 from vime.rollout.base_types import iter_samples
+from vime.rollout.vllm.client import ENGINE_RETRY_S, _engine_failure, _retry_seconds
+from vime.rollout.vllm.state import get_state
 from vime.utils.async_utils import run
 from vime.utils.http_utils import HTTPError
 from vime.utils.types import Sample
@@ -280,15 +282,15 @@ def test_step_metrics_are_reported_and_qualified():
                                              (404, False), (422, False)])
 def test_engine_failure_classification(status, retried):
     exc = HTTPError("x", url="http://127.0.0.1:1/inference/v1/generate", status=status)
-    assert vr._engine_failure(exc) is retried
-    assert vr._engine_failure(ValueError("x")) is False
+    assert _engine_failure(exc) is retried
+    assert _engine_failure(ValueError("x")) is False
 
 
 def test_retry_seconds_default_and_validation():
-    assert vr._retry_seconds(Namespace()) == vr.ENGINE_RETRY_S
-    assert vr._retry_seconds(Namespace(rollout_engine_retry_secs=2.5)) == 2.5
+    assert _retry_seconds(Namespace()) == ENGINE_RETRY_S
+    assert _retry_seconds(Namespace(rollout_engine_retry_secs=2.5)) == 2.5
     with pytest.raises(ValueError, match="--rollout-engine-retry-secs -1.0: expected"):
-        vr._retry_seconds(Namespace(rollout_engine_retry_secs=-1))
+        _retry_seconds(Namespace(rollout_engine_retry_secs=-1))
 
 
 def test_generate_without_router_address_names_the_arguments():
@@ -333,7 +335,7 @@ def test_builtin_generate_encodes_a_groups_prompt_once_per_step(monkeypatch):
     tok = _CountingTokenizer()
 
     async def setup():
-        state = await vr._get_state(args)
+        state = await get_state(args)
         state.registered, state.base_url, state._tokenizer = True, "http://127.0.0.1:1", tok
         state.semaphore = asyncio.Semaphore(16)
         state.sampling_keys = frozenset(vr.sampling_params_from_args(args))

@@ -1,6 +1,6 @@
 """``vime.rollout.vllm_rollout`` stays the import path of the default rollout after its code moved
-to the package ``vime.rollout.vllm``: every public name (and the private helpers tests call) is
-the same object as in its new module, and the paths users configure still load."""
+to the package ``vime.rollout.vllm``: every public name is the same object as in its new module,
+and the paths users configure still load."""
 
 from __future__ import annotations
 
@@ -25,16 +25,6 @@ MOVED = {
     "generate_rollout_async": ("train_loop", "generate_rollout_async"),
     "get_model_url": ("state", "get_model_url"),
     "sampling_params_from_args": ("sampling", "sampling_params_from_args"),
-    "ABORT_INTERVAL_S": ("abort", "ABORT_INTERVAL_S"),
-    "ABORT_TIMEOUT_S": ("abort", "ABORT_TIMEOUT_S"),
-    "ENGINE_FAILURE_STATUSES": ("client", "ENGINE_FAILURE_STATUSES"),
-    "ENGINE_RETRY_BACKOFF_S": ("client", "ENGINE_RETRY_BACKOFF_S"),
-    "ENGINE_RETRY_MAX_BACKOFF_S": ("client", "ENGINE_RETRY_MAX_BACKOFF_S"),
-    "ENGINE_RETRY_S": ("client", "ENGINE_RETRY_S"),
-    "PROMPT_CACHE_SIZE": ("client", "PROMPT_CACHE_SIZE"),
-    "_get_state": ("state", "get_state"),
-    "_engine_failure": ("client", "_engine_failure"),
-    "_retry_seconds": ("client", "_retry_seconds"),
 }
 
 
