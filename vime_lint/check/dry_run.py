@@ -2,8 +2,9 @@
 
 Each hook result goes through the same check as in training (``boundary_problems`` of
 ``vime.contract.checks.boundaries.HOOK_BOUNDARIES``), and the report marks that boundary's
-invariant ids as exercised; the train and eval outputs go through ``collect_rollout_output``
-(B5, B6). Generation the user's code asks of vime (``--custom-generate-function-path`` unset)
+invariant ids as exercised; the B4 hooks' calls are built from the same table (their
+``HookBoundary.inputs`` and ``HOOKS[hook].params``, :meth:`DryRun._call_checked`). The train and
+eval outputs go through ``collect_rollout_output`` (B5, B6). Generation the user's code asks of vime (``--custom-generate-function-path`` unset)
 is served by a deterministic built-in generator (:mod:`vime_lint.check.synthetic`).
 """
 
@@ -83,6 +84,32 @@ class DryRun:
         found = boundary_problems(name, *values, settings=self.settings, ctx=ctx, **options)
         self.report.add(in_context(found, dest, path), HOOK_BOUNDARIES[name].ids)
         return found
+
+    def _hooks_of(self, name: str) -> list[tuple[str, Any]]:
+        """The loaded ``(path, fn)`` of boundary ``name``'s hook (several for a hook that is
+        given more than once), ``[]`` when it is not configured."""
+        hook = self.hooks.get(HOOK_BOUNDARIES[name].hook)
+        return [] if hook is None else hook if isinstance(hook, list) else [hook]
+
+    def _call_checked(self, name: str, path: str, fn: Any, **inputs: Any) -> list[Violation]:
+        """Call the hook of boundary ``name`` as the runtime does; check its result there.
+
+        The call comes from the contract: ``HOOKS[hook].params`` in order (``args`` is the dry
+        run's, each other one the value of that name in ``inputs``), plus those of the hook's
+        optional keywords in ``inputs`` that it accepts; the check's values are the result and
+        the inputs that ``HOOK_BOUNDARIES[name].inputs`` names.
+
+        Raises:
+            StageFindings, HarnessError: the hook raised (see ``call_hook``).
+        """
+        bound = HOOK_BOUNDARIES[name]
+        spec = HOOKS[bound.hook]
+        assert bound.inputs is not None, f"{name}: no inputs recorded in HOOK_BOUNDARIES"
+        positional = [self.args if p == "args" else inputs[p] for p in spec.params]
+        kwargs = optional_kwargs(fn, spec, **{k: v for k, v in inputs.items()
+                                             if k in spec.optional_kwargs})
+        result = call_hook(hook_label(bound.hook, path), fn, *positional, **kwargs)
+        return self._check(name, bound.hook, path, result, *(inputs[k] for k in bound.inputs))
 
     # -- loading --
 
@@ -197,12 +224,10 @@ class DryRun:
         group = self._generate_group(source)
         leaves = [x for item in group for x in (item if isinstance(item, list) else [item])]
         samples = [x for x in leaves if hasattr(x, "reward")]
-        dest = "rollout_sample_hook_path"
-        for path, fn in self.hooks.get(dest, []):
+        for path, fn in self._hooks_of("sample_hook_result"):
             for sample in samples[:1]:
-                kwargs = optional_kwargs(fn, HOOKS[dest], rollout_id=0, evaluation=False)
-                result = call_hook(hook_label(dest, path), fn, self.args, sample, **kwargs)
-                self._check("sample_hook_result", dest, path, result)
+                self._call_checked("sample_hook_result", path, fn, sample=sample, rollout_id=0,
+                                   evaluation=False)
         self._reward(samples)
         self._dynamic_filter(samples)
         self._buffer_filter(source)
@@ -260,27 +285,18 @@ class DryRun:
 
     def _dynamic_filter(self, samples: list[Any]) -> None:
         dest = "dynamic_sampling_filter_path"
-        hook = self.hooks.get(dest)
-        if hook is None:
-            return
-        path, fn = hook
-        found = self._check("group_rewards", dest, path, samples)
-        if any(v.severity == "error" for v in found):
-            self.report.notes.append(f"{hook_label(dest, path)} was not called: the group's "
-                                     "rewards are invalid (VIM110)")
-            return
-        result = call_hook(hook_label(dest, path), fn, self.args, samples)
-        self._check("dynamic_filter_result", dest, path, result)
+        for path, fn in self._hooks_of("dynamic_filter_result"):
+            found = self._check("group_rewards", dest, path, samples)
+            if any(v.severity == "error" for v in found):
+                self.report.notes.append(f"{hook_label(dest, path)} was not called: the group's "
+                                         "rewards are invalid (VIM110)")
+                return
+            self._call_checked("dynamic_filter_result", path, fn, samples=samples)
 
     def _buffer_filter(self, source: SyntheticDataSource) -> None:
-        dest = "buffer_filter_path"
-        hook = self.hooks.get(dest)
-        if hook is None:
-            return
-        path, fn = hook
-        buffer = source.get_samples(2)
-        result = call_hook(hook_label(dest, path), fn, self.args, None, buffer, 1)
-        self._check("buffer_filter_result", dest, path, result, buffer, 1)
+        for path, fn in self._hooks_of("buffer_filter_result"):
+            self._call_checked("buffer_filter_result", path, fn, rollout_id=None,
+                               buffer=source.get_samples(2), num_samples=1)
 
     # -- B1/B5/B6: the rollout function --
 
@@ -371,14 +387,9 @@ class DryRun:
 
         flat = list(iter_samples(out.samples))
         self.report.add_failures(flat)
-        for dest, name in (("custom_reward_post_process_path", "reward_post_process_result"),
-                           ("custom_convert_samples_to_train_data_path", "convert_result")):
-            hook = self.hooks.get(dest)
-            if hook is None or not flat:
-                continue
-            path, fn = hook
-            result = call_hook(hook_label(dest, path), fn, self.args, flat)
-            self._check(name, dest, path, result, flat)
+        for name in ("reward_post_process_result", "convert_result"):
+            for path, fn in self._hooks_of(name) if flat else []:
+                self._call_checked(name, path, fn, samples=flat)
 
     def _stage(self, stage: Any) -> None:
         try:

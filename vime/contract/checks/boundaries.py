@@ -79,6 +79,11 @@ class HookBoundary:
     problems: Problems
     #: What messages name when no user hook is configured (a built-in), e.g. ``--rm-type``.
     builtin: str | None = None
+    #: How a caller that only has the hook's inputs builds the check's ``values`` (the
+    #: ``vime-lint check`` dry run): the result, then the inputs named here, each a name in
+    #: ``HOOKS[hook].params`` (e.g. ``("buffer", "num_samples")``); None where the values are
+    #: not the result and some of the call's inputs (generate, reward, agent; the generic one).
+    inputs: tuple[str, ...] | None = None
 
 
 def _generate(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
@@ -152,15 +157,15 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
     HookBoundary("group_rewards", "dynamic_sampling_filter_path", "B4", ("VIM110",),
                  _group_rewards),
     HookBoundary("dynamic_filter_result", "dynamic_sampling_filter_path", "B4",
-                 ("VIM160", "VIM165"), _dynamic_filter),
+                 ("VIM160", "VIM165"), _dynamic_filter, inputs=()),
     HookBoundary("buffer_filter_result", "buffer_filter_path", "B4", ("VIM161", "VIM165"),
-                 _buffer_filter),
+                 _buffer_filter, inputs=("buffer", "num_samples")),
     HookBoundary("sample_hook_result", "rollout_sample_hook_path", "B4", ("VIM162",),
-                 _sample_hook),
+                 _sample_hook, inputs=()),
     HookBoundary("reward_post_process_result", "custom_reward_post_process_path", "B4",
-                 ("VIM162", "VIM165"), _post_process),
+                 ("VIM162", "VIM165"), _post_process, inputs=("samples",)),
     HookBoundary("convert_result", "custom_convert_samples_to_train_data_path", "B4",
-                 ("VIM162", "VIM165"), _convert),
+                 ("VIM162", "VIM165"), _convert, inputs=("samples",)),
     HookBoundary("sync_hook_result", "", "B4", ("VIM165",), _sync_hook_result),
     HookBoundary("agent_result", "agent_function_path", "B2", ("VIM185", "VIM186", "VIM187"),
                  _agent),
