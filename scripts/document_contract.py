@@ -67,7 +67,7 @@ MODULE_MAP: tuple[tuple[str, str], ...] = (
     ("RolloutManager, RolloutManagerCore", "vime.ray.rollout"),
     ("parse_args, validate_args, get_parser, arg", "vime.config"),
     ("parse_args, validate_args, get_parser", "vime.utils.arguments"),
-    ("EvalDatasetConfig", "vime.config.eval_config"),
+    ("EvalDatasetConfig", "vime.utils.eval_config"),
     ("load_function", "vime.utils.misc"),
     ("Dataset", "vime.utils.data"),
     ("MultiTurnLossMaskGenerator", "vime.utils.mask_utils"),

@@ -113,3 +113,29 @@ def test_module_map_names_exist_in_their_modules() -> None:
             if name not in defined:
                 missing.append(f"{module}.{name}")
     assert not missing, f"docs/contract.md §1 names what its module does not define: {missing}"
+
+
+def test_module_map_paths_import_their_names() -> None:
+    """Every public path of the module map imports (a path upstream code uses stays working)."""
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from document_contract import MODULE_MAP
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    broken = []
+    for names, module in MODULE_MAP:
+        if not module.startswith("vime."):
+            continue
+        imported = importlib.import_module(module)
+        for name in names.split(","):
+            name = re.sub(r"\s*\(.*\)", "", name).strip()
+            if not hasattr(imported, name):
+                broken.append(f"{module}.{name}")
+    assert not broken, f"docs/contract.md §1 paths that do not import: {broken}"
+
+
+def test_eval_config_upstream_path_is_the_same_object() -> None:
+    from vime.config.eval_config import EvalDatasetConfig as defined
+    from vime.utils.eval_config import EvalDatasetConfig as upstream_path
+
+    assert upstream_path is defined
