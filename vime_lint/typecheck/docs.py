@@ -51,13 +51,19 @@ def types_section() -> str:
         "list[Sample]`), and a third-party API's own types on your values. An attribute that "
         "is no `Sample` field is VIM031 with the words and severity of `vime-lint rollout` (a "
         "store: a warning, an error for a near miss of a field's name; a read that nothing "
-        "stores: an error); the stale `.truncated`/`.aborted` flags are VIM032.",
+        "stores: an error); the stale `.truncated`/`.aborted` flags are VIM032. A rollout "
+        "function's bare list of groups is VIM200 as a warning: vime wraps it with a "
+        "DeprecationWarning (the legacy form; on the eval path it is an error at run time, "
+        "which mypy cannot tell apart). A name rebound to another type takes the new one, as "
+        "at run time (`for sample in groups: (sample,) = sample`).",
         "",
         "**What mypy reads.** vime's hook-facing modules (`vime.contract.HOOK_API_MODULES`: "
         "`Sample`, the output dataclasses, the data source, the rollout entry points, the "
         "default rollout's `generate`/`generate_and_rm` and state, `http_utils`); every other "
         "vime module, torch, ray, vllm, transformers, the `openai` SDK and the other packages "
-        "of `vime_lint.typecheck.run.SKIPPED` are `Any` and never read (a `torch` stub shipped "
+        "of `vime_lint.typecheck.run.SKIPPED` are `Any` and never read, slime and miles too "
+        "(the hook API under another package name: `vime-lint rollout` reports the import, "
+        "VIM012, and their classes are not vime's) (a `torch` stub shipped "
         "with vime-lint keeps `Tensor`, so a tensor reward is still reported). The rollout "
         "entry points are typed by `evaluation` (`@overload`): `generate_rollout(..., "
         "evaluation=False)` is a `RolloutFnTrainOutput`, `evaluation=True` a "
