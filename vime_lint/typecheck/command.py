@@ -198,11 +198,28 @@ def _run_key(ns: argparse.Namespace, paths: list[Path], root: Path, config: Conf
         [[str(p), m] for p, m in file_problems],
         [[str(p), file_digest(p)] for p in hook_api_files()],
         [[t.dotted, t.spec.dest, list(t.spec.params), t.source, t.launch] for t in targets],
-        sorted([rel, sorted(flags)] for rel, flags in launch.files.items()),
+        sorted([rel, sorted(flags), file_digest(root / rel)]
+               for rel, flags in launch.files.items()),
+        sorted(_data_stat(root, rel) for rel in launch.files),
         sorted([str(f), [[b.function, b.spec.dest, list(b.spec.params), b.source,
                           list(b.launches)] for b in bs]] for f, bs in bindings.items()),
     ]
     return resolved, TypesCache.key(facts)
+
+
+def _data_stat(root: Path, rel: str) -> list[str | int]:
+    """The ``--prompt-data`` file a launch names, with its size and mtime (a dataset that
+    changes can change the prompts' type; it is not hashed, it may be large)."""
+    from vime_lint.typecheck.launch_data import prompt_data_file
+
+    file = prompt_data_file(root, rel)
+    if file is None:
+        return [rel, "", -1, -1]
+    try:
+        st = file.stat()
+    except OSError:
+        return [rel, str(file), -1, -1]
+    return [rel, str(file), st.st_size, st.st_mtime_ns]
 
 
 def _run_uncached(ns: argparse.Namespace, paths: list[Path], root: Path, config: Config,

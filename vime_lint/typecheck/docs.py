@@ -70,7 +70,10 @@ def types_section() -> str:
         "`RolloutFnEvalOutput`.",
         "",
         "**Launch-aware.** Like the rollout linter, `types` reads the launch scripts and "
-        "configs that name a hook: when every one sets `--apply-chat-template`, the hook's "
+        "configs that name a hook: when every one sets `--apply-chat-template`, or gives a "
+        "local `--prompt-data` JSONL file (up to 32 MB, read whole) with a string at the "
+        "`--input-key` in every row and no other source of samples (`--eval-prompt-data`, "
+        "`--eval-config`, `--data-source-path`, forwarded arguments), the hook's "
         "`sample` has a `prompt` of type `str` (not `str | list[dict[str, Any]]`); when none "
         "sets `--reward-key` (nor `--eval-reward-key`, `--group-rm`) or forwards its "
         "arguments, its `reward` is `float | None`. Only `Sample` parameters are narrowed "
