@@ -14,13 +14,14 @@ The key (:meth:`TypesCache.key`) is a SHA-256 of:
   packages, ``.py`` and ``.pyi``) and vime-lint's own stubs, by content;
 - the configuration and launch facts that change types or output: the resolved
   ``[tool.vime_lint]`` settings, the selection and excludes, the hook targets the launch
-  scripts and configs name and the ``--flags`` of each launch file, the files those targets
-  bind to, the output options, the working folder (reported names are relative to it);
+  scripts and configs name, each launch file's content and ``--flags``, the size and mtime of
+  the ``--prompt-data`` file it names (:mod:`vime_lint.typecheck.launch_data`), the files the
+  targets bind to, the output options, the working folder (reported names are relative to it);
 - mypy's version (its ``mypy/version.py``), vime's and vime-lint's versions, Python's version
   and executable, the modification times of the interpreter's ``site-packages`` folders (a
   package installed, upgraded or removed changes them), and the code fingerprint of the
   linter (path, size and mtime of each file of ``vime_lint/static``, ``vime_lint/typecheck``
-  and ``vime/contract``).
+  and ``vime/contract``, and of ``vime/utils/data.py``).
 
 An entry also lists the user modules the checked files import, found by following their
 ``import`` statements through the project root (and ``src/``) and the files' folders, as mypy
@@ -118,8 +119,8 @@ _CODE: str | None = None
 
 def code_fingerprint() -> str:
     """A digest of the path, size and mtime of each ``.py``/``.pyi`` file of
-    ``vime_lint/static``, ``vime_lint/typecheck`` and ``vime/contract`` (stat calls only;
-    computed once per process)."""
+    ``vime_lint/static``, ``vime_lint/typecheck`` and ``vime/contract``, and of
+    ``vime/utils/data.py`` (stat calls only; computed once per process)."""
     global _CODE
     if _CODE is None:
         h = hashlib.sha256()
@@ -128,13 +129,18 @@ def code_fingerprint() -> str:
         roots = [here, here.parent / "static"]
         if contract is not None and contract.submodule_search_locations:
             roots += [Path(p) for p in contract.submodule_search_locations]
-        for root in roots:
-            for path in sorted([*root.rglob("*.py"), *root.rglob("*.pyi")]):
-                try:
-                    st = path.stat()
-                except OSError:
-                    continue
-                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        files = [p for root in roots
+                 for p in sorted([*root.rglob("*.py"), *root.rglob("*.pyi")])]
+        if contract is not None and contract.submodule_search_locations:
+            # the dataset reader the launch-aware prompt type reads with (launch_data)
+            files.append(Path(next(iter(contract.submodule_search_locations))).parent
+                         / "utils" / "data.py")
+        for path in files:
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         _CODE = h.hexdigest()
     return _CODE
 
