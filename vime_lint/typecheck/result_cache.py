@@ -28,7 +28,9 @@ An entry also lists the user modules the checked files import, found by followin
 follows them (:func:`user_dependencies`): each with its content hash, or absent. A hit needs
 every one of them unchanged (an edited helper, or a new module that an import would now find,
 is a miss). Not covered: a third-party package edited in place without any change to its
-``site-packages`` folder; ``--no-cache`` answers for that case.
+``site-packages`` folder, and the user's own package when it lies outside the project and
+is installed in editable mode (mypy finds it through a ``.pth`` file); ``--no-cache``
+answers for those cases.
 
 Only runs that end in 0 or 1 are stored (a mypy failure or an unreadable file is run again).
 Entries are JSON data, never code; a corrupt, foreign or mismatched entry is a miss. They live
