@@ -16,7 +16,8 @@ pre-commit run or an editor sees, interpreter start-up included):
 - cold: a new project folder, so an empty mypy cache (vime's hook-facing modules and the
   standard-library stubs they need are analysed; torch, ray, vllm, transformers and the other
   packages of ``vime_lint.typecheck.run.SKIPPED`` are never read);
-- warm: the cache of a previous run, the module unchanged (best of ``--repeat``);
+- warm: the caches of a previous run, the module unchanged (best of ``--repeat``): answered by
+  the result cache (``vime_lint.typecheck.result_cache``) without starting mypy;
 - edited: the cache of a previous run, the module changed (a line appended), so mypy checks the
   module again and reads its dependencies from the cache (best of ``--repeat``).
 
@@ -29,11 +30,13 @@ Measured on the shared 2-core machine with other jobs running (wall includes wai
 core; the CPU figure is closer to an idle machine's wall), before -> after the mypy
 configuration of ``vime_lint.typecheck.run`` (heavy packages and vime's internals skipped):
 wrapper cold 80 s wall / 53 s CPU -> 10-17 s wall / 4.4-5.0 s CPU; warm 4.5 s / 2.1 s ->
-2.9-4.9 s wall / 1.3 s CPU; the vime.utils.types reward cold 13 s / 3.7 s -> 6-10 s wall /
-3.0-3.6 s CPU, warm 2.4-4.8 s wall / 1.2-1.5 s CPU. Targets not met on this machine: cold is
-about 4.5 s CPU (so about at 5 s idle), warm about 1.3 s CPU. Of a warm run's CPU about 1 s is the interpreter and the
-imports of LibCST, vime-lint and mypy, about 0.3 s mypy's own incremental check; a warm figure
-of 0.5 s needs a result cache that skips those imports (not built).
+2.9-4.9 s wall / 1.3 s CPU. Later, with the hook-API-only configuration and the result cache
+(loaded machine, load average about 0.8): wrapper cold 2.3 s wall / 2.3 s CPU, warm 0.10 s,
+edited 0.65 s; the ``vime.utils.types`` reward cold 1.75 s, warm 0.10 s, edited 0.70 s; with
+``--examples`` (load average 1.1-1.5): the examples cold 1.7-4.6 s wall (1.7-3.1 s CPU), warm
+0.11-0.14 s; the torch + numpy reward cold 10.6 s wall / 5.1 s CPU (numpy's stubs are read),
+warm 0.16 s. A warm run imports neither mypy nor LibCST (about 1 s of a warm run's CPU before
+the result cache).
 """
 
 from __future__ import annotations

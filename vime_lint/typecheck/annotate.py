@@ -50,7 +50,8 @@ __all__ = ["AnnotationPlan", "Probe", "Seeds", "TypedFunction", "TypedParam", "a
 #: hook whose launches say so gets a ``Sample`` subclass with these fields narrowed, defined in
 #: the copy's tail (``_vime_t_Sample_text_prompt``).
 LAUNCH_FIELDS: Mapping[str, tuple[str, str, str]] = {
-    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template)"),
+    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template, "
+                                     "or a string in every row of its --prompt-data)"),
     "scalar-reward": ("reward", "float | None",
                       "no --reward-key in the launch: a reward is a number"),
 }

@@ -89,13 +89,23 @@ def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[s
 
 
 def launch_types(bindings: Sequence[HookBinding],
-                 launch_files: Mapping[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+                 launch_files: Mapping[str, frozenset[str]],
+                 root: Path | None = None) -> dict[str, frozenset[str]]:
     """What the launches naming each hook fix about its samples (kinds of
     ``annotate.LAUNCH_FIELDS``), read from their flags as ``vime-lint rollout``'s
     configuration-aware rules read them: ``text-prompt`` when every launch sets
-    ``--apply-chat-template``; ``scalar-reward`` when none sets ``--reward-key`` (nor
-    ``--eval-reward-key``, ``--group-rm``) and none forwards its arguments (``"$@"``)."""
+    ``--apply-chat-template`` or (with ``root``, the project root the launch paths are
+    relative to) gives a ``--prompt-data`` file whose every prompt is a string
+    (:func:`vime_lint.typecheck.launch_data.prompts_are_text`); ``scalar-reward`` when none
+    sets ``--reward-key`` (nor ``--eval-reward-key``, ``--group-rm``) and none forwards its
+    arguments (``"$@"``)."""
     from vime_lint.static._discovery import FORWARDED_ARGS
+    from vime_lint.typecheck.launch_data import prompts_are_text
+
+    def text(rel: str, flags: frozenset[str]) -> bool:
+        if "--apply-chat-template" in flags:
+            return True
+        return root is not None and prompts_are_text(root, rel, flags)
 
     out: dict[str, frozenset[str]] = {}
     for b in bindings:
@@ -104,7 +114,7 @@ def launch_types(bindings: Sequence[HookBinding],
             continue
         known = [f for f in flags if f is not None]
         kinds = set()
-        if all("--apply-chat-template" in f for f in known):
+        if all(text(rel, launch_files[rel]) for rel in b.launches):
             kinds.add("text-prompt")
         if not any(f & {"--reward-key", "--eval-reward-key", "--group-rm", FORWARDED_ARGS}
                    for f in known):
@@ -268,7 +278,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
                 hooks = _hooks_of(display, text, bindings.get(resolved, ()))
-                kinds = launch_types(bindings.get(resolved, ()), launch.files)
+                kinds = launch_types(bindings.get(resolved, ()), launch.files, settings.root)
                 plan = annotate(text, hooks, launch_types=kinds) if hooks else None
         except OverBudget:
             skip(display, text, Skipped("too slow", f"finding and annotating its hooks took "

@@ -9,7 +9,8 @@ in memory (:mod:`vime_lint.typecheck.annotate`); one mypy run checks all copies
 ``per-file-ignores``, printed in any format of ``vime-lint rollout``. User files are only read.
 
 This module imports the standard library only; LibCST and mypy are imported when the
-command runs, so ``import vime_lint`` and ``vime-lint --help`` stay light.
+command runs and its result cache (:mod:`vime_lint.typecheck.result_cache`) has no answer, so
+``import vime_lint``, ``vime-lint --help`` and a run with nothing changed stay light.
 
 Usage::
 
@@ -27,7 +28,10 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from vime_lint.static._config import Config
 
 from vime_lint.options import FORMATS, codes
 
@@ -64,6 +68,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help=f"mypy's incremental cache (default: <project root>/{CACHE_FOLDER}/mypy; "
                         "in a project folder that cannot be written, the user's cache folder "
                         "~/.cache/vime-lint/mypy/)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the result cache (a run with nothing changed "
+                        "answers from it without starting mypy); mypy's own incremental "
+                        "cache is still used")
 
 
 def user_cache_dir(root: Path) -> Path:
@@ -103,12 +111,16 @@ def mypy_cache_dir(root: Path, given: Path | None, err: TextIO) -> Path:
 
 
 def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``vime-lint types`` with parsed arguments; return the exit code."""
-    try:
-        import mypy.api  # noqa: F401 - checked before any work
-    except ImportError:
-        print("vime-lint types: mypy is not installed; install it with "
-              "`pip install 'vime[types]'` (or `pip install 'mypy>=1.10'`)", file=err)
+    """Run ``vime-lint types`` with parsed arguments; return the exit code.
+
+    Without ``--no-cache``, a run whose key (:mod:`vime_lint.typecheck.result_cache`) was
+    stored answers with the stored output and exit status, importing neither mypy nor LibCST.
+    """
+    from vime_lint.typecheck.result_cache import mypy_version
+
+    version = mypy_version()
+    if version is None:
+        print(MYPY_MISSING, file=err)
         return 2
     from vime_lint.static._config import (
         ConfigError,
@@ -116,7 +128,7 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         resolve_config,
         selection,
     )
-    from vime_lint.static._files import DEFAULT_EXCLUDE, is_excluded
+    from vime_lint.static._files import DEFAULT_EXCLUDE
 
     paths: list[Path] = ns.paths or [Path(".")]
     root = find_project_root(paths[0] if paths[0].exists() else Path("."))
@@ -126,11 +138,105 @@ def run_command(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ConfigError as exc:
         print(f"vime-lint: {exc}", file=err)
         return 2
+    cache_dir = mypy_cache_dir(root, ns.cache_dir, err)
+    if getattr(ns, "no_cache", False) or str(cache_dir) == os.devnull:
+        return _run_uncached(ns, paths, root, config, select, ignore, exclude, cache_dir,
+                             out, err)
+    from vime_lint.typecheck.result_cache import StoredRun, TypesCache, user_dependencies
+
+    cache = TypesCache(cache_dir)
+    files, key = _run_key(ns, paths, root, config, select, ignore, exclude, version)
+    stored = cache.get(key)
+    if stored is not None:
+        out.write(stored.stdout)
+        err.write(stored.stderr)
+        return stored.status
+    import io
+
+    buf_out, buf_err = io.StringIO(), io.StringIO()
+    status = _run_uncached(ns, paths, root, config, select, ignore, exclude, cache_dir,
+                           buf_out, buf_err)
+    out.write(buf_out.getvalue())
+    err.write(buf_err.getvalue())
+    if status in (0, 1):
+        from vime_lint.typecheck.run import SKIPPED, STDLIB_SKIPPED
+
+        folders = [root, root / "src", *dict.fromkeys(f.parent for f in files)]
+        cache.put(key, StoredRun(buf_out.getvalue(), buf_err.getvalue(), status),
+                  user_dependencies(files, folders, (*SKIPPED, *STDLIB_SKIPPED)))
+    return status
+
+
+#: The message when mypy cannot be imported.
+MYPY_MISSING = ("vime-lint types: mypy is not installed; install it with "
+                "`pip install 'vime[types]'` (or `pip install 'mypy>=1.10'`)")
+
+
+def _run_key(ns: argparse.Namespace, paths: list[Path], root: Path, config: Config,
+             select: list[str], ignore: list[str], exclude: list[str],
+             mypy_version: str) -> tuple[list[Path], str]:
+    """The files a run collects (resolved) and the run's result-cache key: their names and
+    contents, vime's hook API files, the configuration, the launch facts, the output options
+    and mypy's version (:meth:`TypesCache.key` adds the rest)."""
+    from vime_lint.static._discovery import bind_targets, config_targets, scan_launch_files
+    from vime_lint.static._files import collect_files, safe_resolve
+    from vime_lint.typecheck.result_cache import TypesCache, file_digest, hook_api_files
+
+    files, file_problems = collect_files(paths, root, exclude=exclude,
+                                         force_exclude=ns.force_exclude)
+    resolved = [safe_resolve(p) for p in files]
+    launch = scan_launch_files(root, exclude)
+    targets = list(launch.targets)
+    if config.hooks:
+        targets += config_targets(config.hooks, "[tool.vime_lint] hooks")
+    bindings, _missing = bind_targets(root, targets)
+    facts = [
+        mypy_version, str(Path.cwd().resolve()), str(root), repr(config),
+        [str(p) for p in paths], select, ignore, exclude, ns.force_exclude,
+        ns.output_format, getattr(ns, "show_fixes", True), ns.statistics, ns.exit_zero,
+        [[str(p), str(r), file_digest(r)] for p, r in zip(files, resolved, strict=True)],
+        [[str(p), m] for p, m in file_problems],
+        [[str(p), file_digest(p)] for p in hook_api_files()],
+        [[t.dotted, t.spec.dest, list(t.spec.params), t.source, t.launch] for t in targets],
+        sorted([rel, sorted(flags), file_digest(root / rel)]
+               for rel, flags in launch.files.items()),
+        sorted(_data_stat(root, rel) for rel in launch.files),
+        sorted([str(f), [[b.function, b.spec.dest, list(b.spec.params), b.source,
+                          list(b.launches)] for b in bs]] for f, bs in bindings.items()),
+    ]
+    return resolved, TypesCache.key(facts)
+
+
+def _data_stat(root: Path, rel: str) -> list[str | int]:
+    """The ``--prompt-data`` file a launch names, with its size and mtime (a dataset that
+    changes can change the prompts' type; it is not hashed, it may be large)."""
+    from vime_lint.typecheck.launch_data import prompt_data_file
+
+    file = prompt_data_file(root, rel)
+    if file is None:
+        return [rel, "", -1, -1]
+    try:
+        st = file.stat()
+    except OSError:
+        return [rel, str(file), -1, -1]
+    return [rel, str(file), st.st_size, st.st_mtime_ns]
+
+
+def _run_uncached(ns: argparse.Namespace, paths: list[Path], root: Path, config: Config,
+                  select: list[str], ignore: list[str], exclude: list[str], cache_dir: Path,
+                  out: TextIO, err: TextIO) -> int:
+    """The run itself: discovery, annotation, mypy, findings printed; the exit code."""
+    try:
+        import mypy.api  # noqa: F401 - checked before any work
+    except ImportError:
+        print(MYPY_MISSING, file=err)
+        return 2
+    from vime_lint.static._files import is_excluded
     from vime_lint.typecheck.check import TypesSettings, UnknownSelector, check_paths
 
     settings = TypesSettings(paths=paths, root=root, config=config, select=select,
                              ignore=ignore, exclude=exclude, force_exclude=ns.force_exclude,
-                             cache_dir=mypy_cache_dir(root, ns.cache_dir, err))
+                             cache_dir=cache_dir)
     try:
         outcome = check_paths(settings)
     except UnknownSelector as exc:

@@ -11,7 +11,8 @@ Classification (an *error* only where a contract type is violated in a way that 
 corrupts training; :func:`strictness` says what is mypy's own strictness instead):
 
 - ``return``/``return-value`` errors of a hook are VIM200 (a tensor, numpy or string reward,
-  ``None`` on a path, a list where the output dataclass is due);
+  ``None`` on a path, a list where the output dataclass is due); a rollout function's bare list
+  of groups, which vime wraps with a DeprecationWarning (the legacy form), is a warning;
 - a wrong value stored in a field of ``Sample`` or given to a contract dataclass is VIM202 (a
   string status, a list-valued metric, a ``Sample`` where a group is expected);
 - a failing pair of annotation probes is VIM203;
@@ -64,7 +65,10 @@ _STRICT_CODES = frozenset({"var-annotated", "has-type", "annotation-unchecked", 
 #: selects by other means (``evaluation``, a generate function that does not fan out).
 _MODE_ITEMS = (("RolloutFnEvalOutput", "RolloutFnTrainOutput"),
                ("RolloutFnTrainOutput", "RolloutFnEvalOutput"),
-               ("list[Sample]", "Sample | list[Sample]"))
+               ("list[Sample]", "Sample | list[Sample]"),
+               # the same fan-out union where `Sample` is unknown (imported from slime or
+               # miles, read as `Any`): `sample: Sample | list[Sample]` in ported code
+               ("list[Any]", "Any | list[Any]"))
 _GOT = re.compile(r'(?:got|has type|incompatible type) "(?P<got>[^"]*)"[;,)]?.*?'
                   r'(?:expected|variable has type) "(?P<want>[^"]*)"')
 _NO_ATTR = re.compile(r'(?:Item )?"Sample"(?: of "[^"]*")? has no attribute "(?P<attr>\w+)"')
@@ -354,11 +358,27 @@ def _fix(code: str, context: str, detail: str) -> str:
     return INVARIANTS[code].fix
 
 
+def _legacy_return(fn: TypedFunction, detail: str) -> str | None:
+    """A rollout function's bare list of groups (or an eval function's bare dict) where the
+    output dataclass is due: vime wraps it with a DeprecationWarning on the train (eval) path
+    (``vime.rollout.base_types.check_vim101``, legacy form), so it is a warning, not an
+    error. mypy cannot tell the path; a bare list on the eval path is an error at run time
+    (and VIM002 of ``vime-lint rollout`` reports a function that ignores ``evaluation``)."""
+    got = _GOT.search(detail)
+    if got is None or fn.spec is None:
+        return None
+    if got["got"].startswith("list[list[") and "RolloutFnTrainOutput" in got["want"]:
+        return "train"
+    if got["got"].startswith("dict[") and "RolloutFnEvalOutput" in got["want"]:
+        return "eval"
+    return None
+
+
 def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: int,
-             context: str, detail: str) -> Finding:
+             context: str, detail: str, severity: Severity | None = None) -> Finding:
     rule = rule_for(code)
     inv = INVARIANTS[code]
-    return Finding(code=code, slug=rule.slug(), severity=inv.severity,
+    return Finding(code=code, slug=rule.slug(), severity=severity or inv.severity,
                    message=inv.render(context=context, fix=_fix(code, context, detail),
                                       detail=detail),
                    path=path, line=line, col=col, end_line=end_line, end_col=end_col,
@@ -470,6 +490,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
         line, col, end_line, end_col = m.line, m.col, m.end_line, m.end_col
         missing = _NO_ATTR.search(m.message) if m.code in ("attr-defined", "union-attr") else None
         strict = strictness(m.message, m.code)
+        legacy = False
         if missing is not None and missing["attr"] not in SAMPLE_FIELD_NAMES:
             found = _unknown_attribute(path, index, m, missing["attr"], uses)
             if found is not None:
@@ -489,6 +510,10 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                           "which this value still meets")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
+            elif (mode := _legacy_return(fn, m.message)) is not None:
+                legacy = True
+                ctx += (", a legacy form: vime wraps it with a DeprecationWarning on the "
+                        f"{mode} path")
         else:
             call = _contract_call(nodes, m.line, m.col) if m.code in _FIELD_CODES else None
             target = _assigned_field(nodes) if m.code == "assignment" else None
@@ -511,14 +536,16 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                               "not a contract type")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
+        severity: Severity | None = "warning" if legacy else None
         key = (line, col, code)
         if key in out:
             prev = out[key]
             out[key] = _finding(code, path, line, col, end_line, end_col, ctx,
-                                prev.message.partition("; mypy: ")[2] + "; " + m.message)
+                                prev.message.partition("; mypy: ")[2] + "; " + m.message,
+                                severity)
             continue
         out[key] = _finding(code, path, line, col, max(end_line, line),
-                            end_col if end_line >= line else col + 1, ctx, m.message)
+                            end_col if end_line >= line else col + 1, ctx, m.message, severity)
     # One finding per position: an error hides a strictness note mypy gave at the same place.
     for (line, col, code) in list(out):
         if code == "VIM204" and any((line, col, c) in out for c in ("VIM200", "VIM201",

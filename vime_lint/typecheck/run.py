@@ -6,7 +6,9 @@ project's cache folder (``.vime_lint_cache/mypy``), stays valid between runs: an
 module and its dependencies (vime, numpy, torch) are read from the cache.
 
 mypy reads no configuration of the user's (its own file, written next to the copies, sets
-``mypy_path``) and runs with ``check_untyped_defs``, ``follow_imports = silent`` (errors are
+``mypy_path``) and runs with ``check_untyped_defs``, ``allow_redefinition_new`` (a name
+rebound to another type, ``(sample,) = sample`` over a group, takes the new type, as Python
+does), ``follow_imports = silent`` (errors are
 reported for the copies only), ``ignore_missing_imports``, and ``follow_imports = skip`` for
 the packages of :data:`SKIPPED` (torch, ray, vllm, transformers, ...: ``Any``, never read;
 vime-lint's own ``torch`` stub keeps ``Tensor``). ``vime`` resolves to the
@@ -84,13 +86,16 @@ def copy_module_name(user_path: str) -> str:
 #: transformers and the rest of the training stack) and large client libraries (the ``openai``
 #: SDK, httpx, pydantic, rich) whose types are no part of the contract: reading them made a
 #: cold run take a minute. torch keeps the little the contract needs (``Tensor``) through the
-#: stub in :data:`STUBS`; packages that ship ``.pyi`` stubs (numpy) are still read.
+#: stub in :data:`STUBS`; packages that ship ``.pyi`` stubs (numpy) are still read. slime and
+#: miles (the hook API under another package name, ported code: ``vime-lint rollout`` reports
+#: the import, VIM012) are ``Any`` too: their classes are not vime's, and reading them gave only
+#: nominal mismatches (miles' ``DynamicFilterOutput`` where vime's is due), no failure.
 SKIPPED = ("torch", "ray", "vllm", "transformers", "tokenizers", "sglang", "megatron",
            "deepspeed", "triton", "flash_attn", "xformers", "accelerate", "peft", "datasets",
            "pyarrow", "pandas", "matplotlib", "safetensors", "wandb", "tensorboard", "trackio",
            "gguf", "cv2", "PIL", "rich", "httpx", "httpcore", "anyio", "aiohttp", "fastapi",
            "starlette", "uvicorn", "typeguard", "click", "openai", "anthropic", "pydantic",
-           "pydantic_core", "yaml", "requests", "psutil")
+           "pydantic_core", "yaml", "requests", "psutil", "slime", "miles")
 #: Standard-library modules that only vime's own imports reach (through asyncio and the
 #: HTTP client): their typeshed stubs are about a third of a cold run, and no contract type
 #: lives in them. A hook that uses them sees them as ``Any``.
@@ -140,6 +145,8 @@ def _config(search_path: Sequence[Path]) -> str:
     return ("[mypy]\n"
             f"mypy_path = {joined}\n"
             "check_untyped_defs = True\n"
+            "allow_redefinition_new = True\n"
+            "local_partial_types = True\n"
             "follow_imports = silent\n"
             "ignore_missing_imports = True\n"
             "warn_no_return = True\n"

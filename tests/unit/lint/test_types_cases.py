@@ -181,6 +181,20 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample):
             return 1.0
         ''', [(4, "VIM201", "(Sample.reward)")]),
+    # The loop name rebound to the group's one sample (miles' sft rollout): the new type is
+    # checked, so a tensor stored into it is still reported.
+    "group_unpacked_into_the_loop_name.py": ('''
+        import torch
+
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            samples = data_source.get_samples(4)
+            for sample in samples:
+                (sample,) = sample
+                sample.reward = torch.tensor(1.0)
+            return RolloutFnTrainOutput(samples=samples)
+        ''', [(9, "VIM202", 'has type "Tensor"')]),
 }
 
 #: Correct code that must give no finding: a wrapper of the default rollout that edits its
@@ -226,6 +240,52 @@ CLEAN: dict[str, str] = {
                 model="policy", messages=[{"role": "user", "content": question}], max_tokens=8)
             return float(str(sample.label) in answer)
         ''',
+    # miles' sft rollout: each group of one is unpacked into the loop's own name.
+    # A name rebound to `None` (mypy called it "None into a typed local"): Python allows it,
+    # and the type checked afterwards is the new one (allow_redefinition_new).
+    "none_into_a_local.py": '''
+        async def reward_func(args, sample):
+            best = 0.0
+            if not sample.response:
+                best = None
+            return 1.0
+        ''',
+    "group_of_one_unpacked.py": '''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            samples = data_source.get_samples(args.rollout_batch_size)
+            for i, sample in enumerate(samples):
+                (sample,) = sample
+                messages = sample.prompt
+                sample.tokens = [1, 2, 3]
+                sample.response_length = 2
+                sample.reward = 0
+                sample.loss_mask = [1, 1]
+            return RolloutFnTrainOutput(samples=samples)
+        ''',
+    # A filter written for miles, whose package is in the project (MILES below): its output
+    # class is miles', not vime's; at run time under miles it is right, under vime the import
+    # fails (VIM012 of `vime-lint rollout`): no nominal mismatch from `types`.
+    "miles_filter.py": '''
+        from miles.rollout.filter_hub.base_types import DynamicFilterOutput
+
+        def check_no_aborted(args, samples, **kwargs):
+            for sample in samples:
+                if sample.status == sample.Status.ABORTED:
+                    return DynamicFilterOutput(keep=False, reason="aborted")
+            return DynamicFilterOutput(keep=True)
+        ''',
+}
+
+#: A stand-in for miles' package in the project folder (what `miles_filter.py` imports).
+MILES = {
+    "miles/__init__.py": "",
+    "miles/rollout/__init__.py": "",
+    "miles/rollout/filter_hub/__init__.py": "",
+    "miles/rollout/filter_hub/base_types.py": (
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass DynamicFilterOutput:\n"
+        "    keep: bool\n    reason: str | None = None\n"),
 }
 
 #: mypy's own strictness, no contract type violated: nothing by default, VIM204 (a warning)
@@ -241,13 +301,6 @@ STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
             weights = {"exact": 1.0, "name": "w"}
             return float(weights["exact"] + 1)
         ''', [(3, "`object`")]),
-    "none_into_typed_local.py": ('''
-        async def reward_func(args, sample):
-            best = 0.0
-            if not sample.response:
-                best = None
-            return 1.0
-        ''', [(4, 'expression has type "None"')]),
     "optional_not_narrowed.py": ('''
         async def reward_func(args, sample):
             table = {"yes": 1.0, "no": 0.0}
@@ -289,6 +342,18 @@ STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
             sample.response = _agent(rollout_args=args)
             return sample
         ''', [(7, "the parameter annotation of the user's own `_agent`")]),
+    # miles' generate_and_rm: `Sample` is miles' (read as `Any`), the union left unnarrowed
+    "fan_out_of_an_unknown_sample.py": ('''
+        from miles.utils.types import Sample
+
+        async def generate_and_rm(args, sample: Sample | list[Sample], sampling_params,
+                                  evaluation: bool = False) -> Sample | list[Sample]:
+            sample.loss_mask = [0, 0]
+            return sample
+
+        async def reward_func(args, sample):
+            return 1.0
+        ''', [(5, 'Item "list[Any]"')]),
 }
 
 #: Every shipped example module (examples/broken/ holds the linter's INVALID cases).
@@ -330,9 +395,14 @@ def checked(tmp_path_factory: pytest.TempPathFactory, types_cache: Path) -> tupl
         if name in ("calculator_rollout.py", "informative_groups_filter.py"):
             bare = cst.parse_module(text).visit(_StripHookAnnotations()).code
             (folder / f"bare_{name}").write_text(bare, encoding="utf-8")
+    for rel, text in MILES.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text, encoding="utf-8")
     before = _digest(folder)
     # examples/real_model's reward is named by its launch config, not by a conventional name
-    config = Config(hooks={"custom_rm_path": ("example_real_model_reward.reward",)})
+    config = Config(hooks={
+        "custom_rm_path": ("example_real_model_reward.reward",),
+        "dynamic_sampling_filter_path": ("clean_miles_filter.check_no_aborted",)})
     outcome = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache,
                                         config=config))
     strict = check_paths(TypesSettings(paths=[folder], root=folder, cache_dir=types_cache,
@@ -363,7 +433,20 @@ def test_conflicting_annotations_are_warnings_and_the_rest_errors(checked: Any) 
     for r in outcome.results:
         for f in r.findings:
             warning = f.code == "VIM203" or f.code == "VIM031" and "did you mean" not in f.message
+            warning = warning or f.code == "VIM200" and "a legacy form" in f.message
             assert f.severity == ("warning" if warning else "error"), f
+
+
+def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None:
+    # vime wraps a rollout function's bare list with a DeprecationWarning (check_vim101's
+    # legacy form): the same finding is a warning, naming that; a tensor reward stays an error.
+    outcome, *_ = checked
+    (f,) = _findings(outcome, "rollout_returns_list.py")
+    assert f.severity == "warning", f
+    assert ("a legacy form: vime wraps it with a DeprecationWarning on the train path: wrap "
+            "the groups") in f.message, f.message
+    (f,) = _findings(outcome, "reward_tensor.py")
+    assert f.severity == "error"
 
 
 @pytest.mark.parametrize("name", sorted(STRICT))

@@ -279,3 +279,50 @@ def test_a_relative_import_in_a_hook_module_is_followed(
     code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
     assert code == 1, err
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
+
+
+def test_prompt_is_text_when_every_row_of_the_launchs_data_is(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Launch-aware types from the data itself: without `--apply-chat-template`, a launch whose
+    `--prompt-data` holds a string prompt in every row gives `sample.prompt: str`; one message
+    list, another source of samples (`--eval-prompt-data`) or a path that is not literal keep
+    the contract's `str | list[...]`, and the message-list case is reported."""
+    (repo / "rm.py").write_text("async def reward_func(args, sample):\n"
+                                "    return float(len(sample.prompt.lower()))\n")
+    (repo / "data").mkdir()
+    rows = [{"question": "1+1?", "input": ["not", "text"]}, {"question": "2+2?"}]
+    (repo / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    launch = ("vime train --custom-rm-path rm.reward_func \\\n"
+              "    --prompt-data data/train.jsonl --input-key question\n")
+    (repo / "run.sh").write_text(launch)
+    assert _run(capsys, types_cache, "rm.py")[:2] == (0, "All checks passed!\n")
+    reported = (1, [("VIM201", 2)])
+
+    def found() -> tuple[int, list[tuple[str, int]]]:
+        code, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+        return code, [(d["code"], d["location"]["row"]) for d in json.loads(out)]
+
+    (repo / "run.sh").write_text(launch.replace("question", "input"))  # a list in row 1
+    assert found() == reported
+    (repo / "run.sh").write_text(launch + "    --eval-prompt-data aime data/aime.jsonl\n")
+    assert found() == reported
+    (repo / "run.sh").write_text(launch.replace("data/train", "$DATA/train"))
+    assert found() == reported
+    (repo / "run.sh").write_text(launch.replace("--input-key ", "--input-key="))
+    assert _run(capsys, types_cache, "rm.py")[:2] == (0, "All checks passed!\n")
+    # the data changes under an unchanged launch: a message list now (the result cache too)
+    rows[1]["question"] = [{"role": "user", "content": "2+2?"}]  # type: ignore[assignment]
+    (repo / "data" / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert found() == reported
+
+
+def test_launch_values_are_read_from_scripts_and_configs(tmp_path: Path) -> None:
+    from vime_lint.typecheck.launch_data import _value
+
+    assert _value("vime train --prompt-data d.jsonl --x 1\n", "--prompt-data") == "d.jsonl"
+    assert _value("vime train --prompt-data='d.jsonl@[0:10]'\n", "--prompt-data") \
+        == "d.jsonl@[0:10]"
+    assert _value("train:\n  prompt_data: data/d.jsonl\n", "--prompt-data") == "data/d.jsonl"
+    assert _value("--prompt-data ${D}/d.jsonl\n", "--prompt-data") is None
+    assert _value("--prompt-data a.jsonl\n--prompt-data b.jsonl\n", "--prompt-data") is None
+    assert _value("--prompt-data-dir x\n", "--prompt-data") is None
