@@ -166,12 +166,17 @@ def test_sigkill_of_the_driver_leaves_no_process(tiny_model_dir: Path, tmp_path:
 def test_sigterm_to_the_group_during_a_step_checkpoints_and_leaves_no_process(
         tiny_model_dir: Path, tmp_path: Path) -> None:
     """``kill -TERM -PGID`` (a scheduler, ``make``): the driver gets it once, Ray and the
-    engine not at all, so the run stops after its step with a checkpoint and exit 143."""
+    engine not at all, so the run stops after its step with a checkpoint and exit 143. The
+    driver is in a session of its own, so the group is the supervisor alone and this is also
+    ``kill PID`` of ``vime train`` (tests/e2e/test_train_cli.py's signal test runs Ctrl-C)."""
     proc, run_id, ckpt = _train(tiny_model_dir, tmp_path)
     try:
         _first_step(proc, tmp_path)
         family = _tree(proc.pid) | _marked(run_id)
         assert _engine_in(family)
+        # the supervisor alone in its group: this SIGTERM is `kill PID` of vime train too
+        in_group = {p for p in family - {proc.pid} if _pgid(p) == proc.pid}
+        assert not in_group, _describe(in_group)
         os.killpg(proc.pid, signal.SIGTERM)
         t0 = time.monotonic()
         _, stderr = proc.communicate(timeout=120)
@@ -180,7 +185,7 @@ def test_sigterm_to_the_group_during_a_step_checkpoints_and_leaves_no_process(
         assert "vime train: terminated" in stderr and "saved a checkpoint of step" in stderr
         assert "Traceback" not in stderr and "Failed to connect to GCS" not in stderr
         step = int((ckpt / "latest_checkpointed_iteration.txt").read_text())
-        assert (ckpt / f"iter_{step:07d}").is_dir()
+        assert step >= 0 and (ckpt / f"iter_{step:07d}").is_dir()
         _assert_nothing_left(run_id, family)
     finally:
         _kill_all(proc, run_id)
@@ -206,6 +211,13 @@ def test_sigterm_during_start_up_exits_within_10_s(tiny_model_dir: Path,
         _assert_nothing_left(run_id, family)
     finally:
         _kill_all(proc, run_id)
+
+
+def _pgid(pid: int) -> int:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return -1
 
 
 def _ppid(pid: int) -> int:

@@ -133,25 +133,6 @@ def grpo_on_session_engine(model: Path, engine: object, tmp_path: Path, n_prompt
     return proc, run_dir
 
 
-def test_grpo_run_syncs_weights_into_the_engine(tiny_model_dir: Path, vllm_server: object,
-                                                tmp_path: Path) -> None:
-    """GRPO through `vime train` (Ray actors) on the session engine, with eval every step."""
-    proc, run_dir = grpo_on_session_engine(
-        tiny_model_dir, vllm_server, tmp_path, 8, "--num-rollout", "2",
-        "--eval-prompt-data", "toy", str(tmp_path / "prompts.jsonl"), "--eval-interval", "1")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    records = metrics(run_dir)
-    train = [r for r in records if "train/loss" in r]
-    assert [r["rollout_id"] for r in train] == [0, 1]
-    assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
-    assert all("eval/toy" in r for r in records)
-    # the engine tags its tokens with the version synced before each step: one per step
-    assert all(r["rollout/staleness/max"] == 0.0 for r in train)
-    assert "rollout/staleness/lag_max" not in train[0]   # synchronous: nothing to bound
-    versions = sorted(p.name for p in (run_dir / "weights").iterdir())
-    assert versions == ["v000001", "v000002"]
-
-
 def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path,
                                                             vllm_server: object,
                                                             tmp_path: Path) -> None:
@@ -225,23 +206,31 @@ def test_grpo_run_with_network_engines(tiny_model_dir: Path, tmp_path: Path,
             assert key not in path.read_text(errors="replace"), path
 
 
-def test_grpo_with_two_trainer_ranks(tiny_model_dir: Path, vllm_server: object,
-                                     tmp_path: Path) -> None:
-    """--actor-num-gpus-per-node 2 on the CPU: two trainer ranks (Ray actors, gloo, FSDP2)
-    train two GRPO steps, rank 0 writes the weights the engine reloads and a checkpoint that a
-    one-rank trainer loads."""
+def test_grpo_with_two_trainer_ranks_syncs_weights_into_the_engine(
+        tiny_model_dir: Path, vllm_server: object, tmp_path: Path) -> None:
+    """GRPO through `vime train` (Ray actors) on the session engine, with eval every step, and
+    --actor-num-gpus-per-node 2 on the CPU: two trainer ranks (Ray actors, gloo, FSDP2) train
+    two GRPO steps, rank 0 writes the weights the engine reloads before each step and a
+    checkpoint that a one-rank trainer loads. (One run for both: a one-rank GRPO run through
+    `vime train` syncs weights the same way, and several tests here and the demo's run one.)"""
     from vime.backends.trainer import Trainer
     from vime.config import parse_args
 
     ckpt = tmp_path / "ckpt"
     proc, run_dir = grpo_on_session_engine(
         tiny_model_dir, vllm_server, tmp_path, 8, "--num-rollout", "2",
-        "--actor-num-gpus-per-node", "2", "--balance-data", "--save", str(ckpt))
+        "--actor-num-gpus-per-node", "2", "--balance-data", "--save", str(ckpt),
+        "--eval-prompt-data", "toy", str(tmp_path / "prompts.jsonl"), "--eval-interval", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    train = [r for r in metrics(run_dir) if "train/loss" in r]
+    records = metrics(run_dir)
+    train = [r for r in records if "train/loss" in r]
     assert [r["rollout_id"] for r in train] == [0, 1]
     assert all(r["train/num_steps"] == 1.0 for r in train)
     assert all(float(r["perf/weight_sync_time"]) > 0 for r in train)  # type: ignore[arg-type]
+    assert all("eval/toy" in r for r in records)
+    # the engine tags its tokens with the version synced before each step: one per step
+    assert all(r["rollout/staleness/max"] == 0.0 for r in train)
+    assert "rollout/staleness/lag_max" not in train[0]   # synchronous: nothing to bound
     assert sorted(p.name for p in (run_dir / "weights").iterdir()) == ["v000001", "v000002"]
     assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "1"
     one = Trainer(parse_args(["--hf-checkpoint", str(tiny_model_dir), "--rollout-batch-size",
@@ -250,12 +239,15 @@ def test_grpo_with_two_trainer_ranks(tiny_model_dir: Path, vllm_server: object,
     assert one.global_step == 2
 
 
-@pytest.mark.parametrize(("signame", "status", "said"), [("SIGINT", 130, "interrupted"),
-                                                          ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize(("signame", "status", "said"), [("SIGINT", 130, "interrupted")])
 def test_a_signal_saves_a_checkpoint_and_leaves_no_engine_behind(
         tiny_model_dir: Path, tmp_path: Path, signame: str, status: int, said: str) -> None:
-    """Ctrl-C or ``kill`` mid-run: a checkpoint of the last finished step, no vLLM process left
-    (Ray's own SIGTERM handler used to exit at once and orphan vLLM's EngineCore)."""
+    """Ctrl-C mid-run: a checkpoint of the last finished step, no vLLM process left (Ray's own
+    SIGTERM handler used to exit at once and orphan vLLM's EngineCore). ``kill`` (SIGTERM) is
+    the same run in tests/e2e/test_engine_lifetime.py: the driver runs in a session of its own
+    (vime.supervisor), so a SIGTERM to the supervisor's process group, as that test sends it,
+    reaches the supervisor alone, exactly as one to its pid; that test asserts what this one
+    did for SIGTERM (exit 143, "terminated", the checkpoint, no process of the run left)."""
     import signal
     import time
 
