@@ -50,8 +50,9 @@ def engine_failure(exc: BaseException) -> BaseException | None:
     """The engine error in ``exc``'s chain (``exc`` itself, its ``__cause__`` or
     ``__context__``): vime's :class:`vime.utils.http_utils.HTTPError` or
     :class:`vime.ray.engine_control.EngineRegistrationError`; None when there is none."""
-    kinds = tuple(getattr(sys.modules[m], name) for m, name in _ENGINE_ERRORS
-                  if m in sys.modules and hasattr(sys.modules[m], name))
+    kinds: tuple[type[BaseException], ...] = tuple(
+        getattr(sys.modules[m], name) for m, name in _ENGINE_ERRORS
+        if m in sys.modules and hasattr(sys.modules[m], name))
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
