@@ -750,7 +750,9 @@ _ALL: tuple[Invariant, ...] = (
          "Re-generating finished samples, or recycling aborted groups with stale tokens, trains "
          "on corrupted sequences.",
          "aborted groups recycled with stale tokens",
-         "{problem}", "return the sample (or a non-empty list of samples) you were given, grown",
+         "{problem}", "return the sample (or a non-empty list of samples) you were given, "
+         "grown; before the next turn of a multi-turn generate, set sample.status = "
+         "Sample.Status.PENDING (generate ends each turn COMPLETED or TRUNCATED)",
          boundaries=("B2",)),
     _inv("VIM141", "runtime", "warning", "reward-preset-by-generate",
          "Generate does not pre-set the reward while a reward model is configured.",
