@@ -1042,7 +1042,9 @@ _ALL: tuple[Invariant, ...] = (
          "in `metrics` breaks the metric log.",
          "field set to the wrong type",
          "{context}: {fix}; mypy: {detail}",
-         "store the field's type (`Sample.Status.COMPLETED`, a float metric per key)"),
+         "store a value of the field's declared type, which the finding names (a Python "
+         "float for `reward`, a `Sample.Status` member for `status`, one float per key of "
+         "`metrics`)"),
     _inv("VIM203", "static", "warning", "hook-annotation-conflict",
          "A hook's own annotation agrees with the contract's type (equal or narrower).",
          "vime passes and expects the contract's types whatever the annotation says: a "
