@@ -17,8 +17,9 @@ runs four times a second; one that has held the loop for :data:`BLOCKED_AGENT_SE
   the loop cannot accept) answered by the thread with HTTP 503, ``x-should-retry: false`` (the
   OpenAI SDK does not retry it) and :func:`blocked_message` as the error, so the client raises
   at once with the fix in its text;
-- is marked (``blocked_for``): the agent's generate step then raises that message, whatever
-  the agent did with the client's error.
+- when a connection was answered so, is marked (``blocked_for``): the agent's generate step
+  then raises that message, whatever the agent did with the client's error. A run that holds
+  the loop while no call waits (a slow synchronous computation) is only warned about.
 
 Later runs of an agent found blocking count as blocking after :data:`SEEN_BLOCKING_SECS`.
 
@@ -153,9 +154,11 @@ class BlockWatch:
     def __init__(self, sock: socket.socket, limit: float = BLOCKED_AGENT_SECS) -> None:
         self.sock = sock
         self.limit = float(limit)
-        #: Agents found blocking once: their later runs count as blocking after
-        #: :data:`SEEN_BLOCKING_SECS` (the same client blocks again), warned about once.
+        #: Agents found blocking a call once: their later runs count as blocking after
+        #: :data:`SEEN_BLOCKING_SECS` (the same client blocks again).
         self.blocking_paths: set[str] = set()
+        #: Agents warned about (once each).
+        self.warned: set[str] = set()
         self._runs: dict[int, tuple[TrackedRun, str]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -195,8 +198,9 @@ class BlockWatch:
                 if since is None or now - since < limit:
                     continue
                 message = blocked_message(path, now - since)
-                if path not in self.blocking_paths:
-                    self.blocking_paths.add(path)
+                if path not in self.warned:
+                    self.warned.add(path)
                     print(f"vime: warning: {message}", file=sys.stderr, flush=True)
-                run.blocked_for = now - since
-                answer_pending(self.sock, message)
+                if answer_pending(self.sock, message):   # a call the loop could not serve
+                    run.blocked_for = now - since
+                    self.blocking_paths.add(path)

@@ -109,3 +109,29 @@ def test_an_agent_that_awaits_is_never_marked_and_cancellation_reaches_it() -> N
         sock.close()
     assert value == "done" and run.blocked_for == 0.0 and not watch.blocking_paths
     assert seen == ["cancelled"]
+
+
+def test_a_long_stretch_with_no_call_waiting_is_warned_about_not_failed(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import time
+
+    sock = _listening()
+    watch = BlockWatch(sock, limit=0.2)
+
+    async def slow_tool_agent() -> str:
+        time.sleep(0.8)          # a synchronous computation: no call to the endpoint waits
+        return "done"
+
+    async def main() -> tuple[str, TrackedRun]:
+        run = TrackedRun(slow_tool_agent())
+        with watch.watching(run, "slow.agent"):
+            return await run, run
+
+    try:
+        value, run = asyncio.run(main())
+    finally:
+        watch.close()
+        sock.close()
+    assert value == "done" and run.blocked_for == 0.0 and not watch.blocking_paths
+    assert "vime: warning: --agent-function-path slow.agent held the event loop" in \
+        capsys.readouterr().err
