@@ -189,7 +189,8 @@ def run(args: Namespace) -> int:
     from vime.utils.logging_utils import MetricsLog, TrainProgress, print_summary
 
     os.makedirs(args.run_dir, exist_ok=True)
-    log, t_run = MetricsLog(args.run_dir), time.perf_counter()
+    # one clock for the progress line's elapsed and the summary's time: since the run began
+    log, t_run = MetricsLog(args.run_dir), time.monotonic()
     manager = trainer = None
     try:
         trackers = Trackers.from_args(args)   # --use-wandb / --use-tensorboard / --use-trackio
@@ -245,7 +246,9 @@ def run(args: Namespace) -> int:
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
         stop_reason = ""
         _PHASE["loop"] = True
-        with TrainProgress.for_args(args, total=args.num_rollout, start=start) as progress:
+        t_loop = time.monotonic()
+        with TrainProgress.for_args(args, total=args.num_rollout, start=start,
+                                    run_started=t_run) as progress:
             for rollout_id in range(start, args.num_rollout):
                 if STOP_REQUEST:
                     break
@@ -296,8 +299,9 @@ def run(args: Namespace) -> int:
             _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
                      log=log, unlogged=unlogged)
             return _stop_status(terminated)
-        print_summary(log.records, args.run_dir, wall_time=time.perf_counter() - t_run,
-                      loss_type=args.loss_type, watch=[args.early_stop_metric or ""])
+        print_summary(log.records, args.run_dir, wall_time=time.monotonic() - t_run,
+                      loss_type=args.loss_type, watch=[args.early_stop_metric or ""],
+                      startup=t_loop - t_run)
         return 0
     except Exception as exc:
         return _report_error(args, exc)

@@ -18,7 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     out = tmp_path / "demo"
-    env = dict(os.environ, COLUMNS="120")
+    # as `make demo` runs it: the shell has no VIME_ENGINE_API_KEY (the conftest sets one
+    # for the engines the tests start); every stage must carry its own engine's key
+    env = {k: v for k, v in os.environ.items() if k != "VIME_ENGINE_API_KEY"}
+    env["COLUMNS"] = "120"
     proc = subprocess.run([sys.executable, "-m", "vime.demo", "--quick", "--control",
                            "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

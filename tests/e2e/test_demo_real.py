@@ -29,7 +29,10 @@ def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "demo_real"
     shutil.copytree(real_model_dir, out / "model")     # converted already: the stamp matches
     (out / "model" / VERIFIED).unlink(missing_ok=True)  # the demo verifies it itself
-    env = dict(os.environ, COLUMNS="120")
+    # as `make demo` runs it: the shell has no VIME_ENGINE_API_KEY (the conftest sets one
+    # for the engines the tests start); every stage must carry its own engine's key
+    env = {k: v for k, v in os.environ.items() if k != "VIME_ENGINE_API_KEY"}
+    env["COLUMNS"] = "120"
     proc = subprocess.run([sys.executable, "-m", "vime.demo", "--model", "smollm2-135m-instruct",
                            "--quick", "--skip-control", "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

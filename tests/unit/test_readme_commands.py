@@ -88,7 +88,8 @@ def test_run_blocks_work_as_printed(clone: Path) -> None:
             (clone / marker.split(" ", 1)[1].strip()).write_text(body)
         elif marker == "run":
             assert not re.search(r"(?:^|[;&|]\s*)(vime|vime-lint) ", body, re.M), body
-            venv_calls += len(re.findall(r"(?:^|[;&|]\s*)\.venv/bin/[\w-]+ ", body, re.M))
+            venv_calls += len(re.findall(r"(?:^|[;&|]\s*)(?:[A-Z_]+=\S+ )*\.venv/bin/[\w-]+ ",
+                                         body, re.M))
             proc = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=clone, env=env,
                                   capture_output=True, text=True, timeout=300)
             assert proc.returncode == 0, f"$ {body}\n{proc.stdout}\n{proc.stderr}"

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vime.agent.assemble import Segment, context_rewrites, segment_calls, status_of_finish
+from vime.agent.blocking import BlockWatch, TrackedRun, blocked_message
 from vime.agent.calls import CallServer
 from vime.agent.render import RequestError, render_text
 from vime.agent.server import EndpointServer, create_app
@@ -75,6 +76,8 @@ class Endpoint:
         self.calls = CallServer(args, tokenizer, stop_ids=stop, tool_parser=parser)
         app = create_app(self.calls, self.store, self._run_params)
         self.server = EndpointServer(app, port=int(arg(args, "agent_endpoint_port") or 0))
+        #: Inline agent runs that hold the loop (vime.agent.blocking); set once it listens.
+        self.watch: BlockWatch | None = None
 
     def pick_for_token_check(self) -> bool:
         """Whether this trajectory is one of the 1 in ``--check-token-boundaries N`` compared
@@ -124,6 +127,8 @@ async def get_endpoint(args: Namespace) -> Endpoint:
             state = await get_state(args)
             endpoint = Endpoint(args, state.tokenizer)
             await endpoint.server.start()
+            assert endpoint.server.sock is not None
+            endpoint.watch = BlockWatch(endpoint.server.sock)
             _ENDPOINTS[id(args)] = endpoint
     return endpoint
 
@@ -302,7 +307,9 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
 
     Raises:
         ContractError: VIM185 (what run returned), VIM186 (no call reached the endpoint).
-        RuntimeError: the agent raised (chained; in subprocess mode its traceback).
+        RuntimeError: the agent raised (chained; in subprocess mode its traceback), or an
+            inline agent held the event loop :data:`vime.agent.blocking.BLOCKED_AGENT_SECS`
+            (a synchronous client: :func:`vime.agent.blocking.blocked_message`).
     """
     from vime.rollout.vllm.state import get_state
     from vime.utils.misc import load_function
@@ -314,16 +321,28 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     session = endpoint.open(sample, sampling_params)
     base_url = endpoint.server.base_url(session.key)
     kwargs = optional_kwargs(fn, HOOKS["agent_function_path"], evaluation=evaluation)
+    tracked: TrackedRun | None = None
     try:
         if arg(args, "agent_function_mode") == "subprocess":
             result = await _run_subprocess(path, args, sample, base_url, session.key, kwargs)
         else:
-            result = await fn(args, sample, base_url, session.key, **kwargs)
+            coro = fn(args, sample, base_url, session.key, **kwargs)
+            if asyncio.iscoroutine(coro) and endpoint.watch is not None:
+                # a synchronous client in the agent holds the loop the endpoint runs on:
+                # found after BLOCKED_AGENT_SECS, its call answered with the fix, raised below
+                tracked = TrackedRun(coro)
+                with endpoint.watch.watching(tracked, path):
+                    result = await tracked
+            else:
+                result = await coro
     except Exception as exc:
         endpoint.close(session)
         if state.aborted:
             sample.status = Sample.Status.ABORTED
             return sample
+        if tracked is not None and tracked.blocked_for:
+            raise RuntimeError(f"{blocked_message(path, tracked.blocked_for)} (sample index="
+                               f"{sample.index}{agent_line(fn, exc)})") from exc
         raise RuntimeError(f"--agent-function-path {path} raised on sample index="
                            f"{sample.index}{agent_line(fn, exc)}: {type(exc).__name__}: "
                            f"{exc}") from exc
@@ -335,6 +354,9 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
     if state.aborted:
         sample.status = Sample.Status.ABORTED
         return sample
+    if tracked is not None and tracked.blocked_for:   # the agent caught its client's error
+        raise RuntimeError(f"{blocked_message(path, tracked.blocked_for)} (sample index="
+                           f"{sample.index})")
     rid = state.rollout_id
     rt.check_agent_result(result, args, hook_path=path, rollout_id=rid, index=sample.index,
                           calls=len(session.calls), in_flight=in_flight)

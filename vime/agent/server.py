@@ -166,6 +166,8 @@ class EndpointServer:
         self.app = app
         self.requested_port = int(port)
         self.port = 0
+        #: The listening socket (after :meth:`start`).
+        self.sock: socket.socket | None = None
         self._server: Any = None
         self._task: asyncio.Task[Any] | None = None
 
@@ -182,6 +184,7 @@ class EndpointServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", self.requested_port))
         self.port = int(sock.getsockname()[1])
+        self.sock = sock
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
                                 timeout_keep_alive=30)
         self._server = uvicorn.Server(config)

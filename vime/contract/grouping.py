@@ -55,15 +55,35 @@ class FindingGroup:
             return first.format()
         count = len(self.findings)
         lines = [f"{first.id} {first.severity}: {first.where} {first.message}".rstrip()]
-        shown = [v.where for v in self.findings[1:1 + SHOWN_LOCATIONS]]
-        rest = count - 1 - len(shown)
-        lines.append(f"  {count} findings at {field_pattern(first.where)}: also "
-                     f"{', '.join(shown)}" + (f" and {rest} more" if rest else ""))
+        lines.append(f"  {count} findings at {self._others()}")
         if first.context:
             lines.append(f"  in {first.context}")
         if first.fix:
             lines.append(f"  fix: {first.fix}")
         return "\n".join(lines)
+
+
+    def _others(self) -> str:
+        """The group's site and the next locations, each named once: ``samples[*][*].reward:
+        also samples[0][1].reward (index=1), ... and N more`` where positions differ;
+        ``generate input: also index=0, ...`` where only the sample differs; the site alone
+        where the locations are the same."""
+        site = field_pattern(self.first.where)
+        rest = self.findings[1:]
+        if "[*]" in site:
+            names = [v.where for v in rest]
+        else:   # one site: the sample indices are what differs
+            found = _SAMPLE_INDEX_RE.search(self.first.where)
+            first = found.group(0) if found else None
+            names = list(dict.fromkeys(m.group(0).strip(" ()") for v in rest
+                                       if (m := _SAMPLE_INDEX_RE.search(v.where))
+                                       and m.group(0) != first))
+        if not names:
+            return (f"{site}: the first is shown, --max-violations {len(self.findings)} "
+                    "lists each")
+        shown = names[:SHOWN_LOCATIONS]
+        more = len(names) - len(shown)
+        return f"{site}: also {', '.join(shown)}" + (f" and {more} more" if more else "")
 
 
 def group_findings(findings: Sequence[Violation]) -> list[FindingGroup]:

@@ -750,7 +750,9 @@ _ALL: tuple[Invariant, ...] = (
          "Re-generating finished samples, or recycling aborted groups with stale tokens, trains "
          "on corrupted sequences.",
          "aborted groups recycled with stale tokens",
-         "{problem}", "return the sample (or a non-empty list of samples) you were given, grown",
+         "{problem}", "return the sample (or a non-empty list of samples) you were given, "
+         "grown; before the next turn of a multi-turn generate, set sample.status = "
+         "Sample.Status.PENDING (generate ends each turn COMPLETED or TRUNCATED)",
          boundaries=("B2",)),
     _inv("VIM141", "runtime", "warning", "reward-preset-by-generate",
          "Generate does not pre-set the reward while a reward model is configured.",
@@ -1040,7 +1042,9 @@ _ALL: tuple[Invariant, ...] = (
          "in `metrics` breaks the metric log.",
          "field set to the wrong type",
          "{context}: {fix}; mypy: {detail}",
-         "store the field's type (`Sample.Status.COMPLETED`, a float metric per key)"),
+         "store a value of the field's declared type, which the finding names (a Python "
+         "float for `reward`, a `Sample.Status` member for `status`, one float per key of "
+         "`metrics`)"),
     _inv("VIM203", "static", "warning", "hook-annotation-conflict",
          "A hook's own annotation agrees with the contract's type (equal or narrower).",
          "vime passes and expects the contract's types whatever the annotation says: a "

@@ -191,8 +191,11 @@ class TrainProgress:
     In a terminal: a rich bar (steps, elapsed, ETA) updated every step. Otherwise (a log file,
     CI, ``nohup``): one plain line, ``vime train: step 12/60 (20%)  elapsed 1:02  ETA 4:08
     loss 0.1420  ...``, after the first step, then at most every ``interval`` seconds, and after
-    the last one. ETA = mean time per step since the first finished step (which carries the
-    start-up; until a second one, since the start) x steps left. For a policy loss the line
+    the last one. ``elapsed`` counts from ``run_started`` (``vime train`` passes the moment the
+    run began, so Ray, the engines, the model load and the eval before training are in it, as
+    in the summary's time: :func:`print_summary`), else from this object's creation. ETA =
+    mean time per step since the first finished step (which carries the start-up; until a
+    second one, since this object's creation) x steps left. For a policy loss the line
     shows the gradient norm too (``grad``), and the first line whose loss is ~0 says once why
     that is expected (:data:`ZERO_LOSS_NOTE`).
 
@@ -204,7 +207,8 @@ class TrainProgress:
 
     def __init__(self, total: int, start: int = 0, *, console: Any = None,
                  loss_type: str = "policy_loss", watch: Sequence[str] = (),
-                 interval: float = 30.0, clock: Any = time.monotonic) -> None:
+                 interval: float = 30.0, clock: Any = time.monotonic,
+                 run_started: float | None = None) -> None:
         from rich.console import Console
 
         self.console = console or Console(stderr=True)
@@ -212,6 +216,8 @@ class TrainProgress:
         self.loss_type, self.watch = loss_type, tuple(w for w in watch if w)
         self.interval, self.clock = float(interval), clock
         self.started = clock()
+        #: ``clock()`` when the run began: the origin of ``elapsed``.
+        self.run_started = self.started if run_started is None else float(run_started)
         self.last_line: float | None = None
         #: (steps done, clock) at the first finished step: the ETA's origin after it
         self.first: tuple[int, float] | None = None
@@ -235,14 +241,20 @@ class TrainProgress:
                                      TextColumn("{task.fields[info]}"), console=self.console,
                                      transient=False)
             self.task = self.progress.add_task("train", total=total, completed=start, info="")
+            if clock is time.monotonic:   # rich's clock: its elapsed counts from the same origin
+                for task in self.progress.tasks:
+                    task.start_time = self.run_started
 
     @classmethod
-    def for_args(cls, args: Namespace, total: int, start: int = 0) -> TrainProgress:
+    def for_args(cls, args: Namespace, total: int, start: int = 0,
+                 run_started: float | None = None) -> TrainProgress:
         """A progress display for a run of ``args``: its ``--loss-type``,
-        ``--early-stop-metric`` and ``--progress-interval-secs``."""
+        ``--early-stop-metric`` and ``--progress-interval-secs``; ``run_started``: the
+        ``time.monotonic()`` the run began at (the origin of ``elapsed``)."""
         return cls(total, start, loss_type=str(arg(args, "loss_type")),
                    watch=[arg(args, "early_stop_metric") or ""],
-                   interval=float(arg(args, "progress_interval_secs")))
+                   interval=float(arg(args, "progress_interval_secs")),
+                   run_started=run_started)
 
     def __enter__(self) -> TrainProgress:
         if self.progress is not None:
@@ -257,14 +269,14 @@ class TrainProgress:
         """The plain progress line after ``rollout_id`` is done."""
         done = rollout_id + 1
         now = self.clock()
-        elapsed = now - self.started
+        elapsed = now - self.run_started
         if self.first is None:
             self.first = (done, now)
         first_done, first_time = self.first
         if done > first_done:   # the first step carries the start-up (engines, model load)
             per_step = (now - first_time) / (done - first_done)
         else:
-            per_step = elapsed / max(1, done - self.start)
+            per_step = (now - self.started) / max(1, done - self.start)
         eta = per_step * max(0, self.total - done)
         percent = 100.0 * done / self.total if self.total else 100.0
         text = (f"vime train: step {done}/{self.total} ({percent:.0f}%)  elapsed "
@@ -294,9 +306,14 @@ class TrainProgress:
 
 def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,
                   console: Any = None, wall_time: float | None = None,
-                  loss_type: str = "policy_loss", watch: Sequence[str] = ()) -> None:
+                  loss_type: str = "policy_loss", watch: Sequence[str] = (),
+                  startup: float | None = None) -> None:
     """Print a table: steps run, first/last reward (not for ``sft_loss``: the SFT rollout's
-    reward is a placeholder) and loss, each ``watch`` metric, step time, run folder."""
+    reward is a placeholder) and loss, each ``watch`` metric, step time, run folder.
+
+    ``wall_time``: seconds since the run began (the progress line's ``elapsed`` counts from
+    the same moment); ``startup``: the part of it before the first step (Ray, the engines,
+    the model, the eval before training), shown when given."""
     from rich.console import Console
     from rich.table import Table
 
@@ -320,5 +337,7 @@ def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,
     console.print(table)
     tail = f"{len(train)} rollout step(s)"
     if wall_time is not None:
-        tail += f" in {wall_time:.1f} s"
+        tail += f" in {wall_time:.1f} s ({_clock(wall_time)} since the run began"
+        tail += (f", {startup:.1f} s of it start-up before the first step)"
+                 if startup is not None else ")")
     console.print(f"{tail}; metrics: {Path(run_dir) / METRICS_FILE}")

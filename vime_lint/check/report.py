@@ -1,7 +1,8 @@
 """The ``vime-lint check`` report: one row per runtime invariant, the findings, the verdict.
 
-Exit status: 0 clean; 1 any finding (errors and warnings alike) or a hook that raised while it
-ran (an error in the user's code, as ``vime train`` exits 1 on it).
+Exit status: 0 clean; 1 any finding (errors and warnings alike), a hook that raised while it
+ran (an error in the user's code, as ``vime train`` exits 1 on it), or an engine that failed
+while a hook used it (``engine failure``: an HTTP error, no answer; not the user's code).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ class Report:
     #: User code that raised while the dry run ran it: one message each (the hook, the
     #: exception, the user's file and line).
     crashes: list[str] = field(default_factory=list)
+    #: The engine failed while a hook used it (``vime_lint.check.calls.EngineFailure``): one
+    #: message each, reported apart from :attr:`crashes` (not an error in the user's code).
+    engine_failures: list[str] = field(default_factory=list)
 
     def add_failures(self, samples: Sequence[Sample]) -> None:
         """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
@@ -84,15 +88,18 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
         for (hook, kind), n in report.failures.most_common():
             print(f"  {hook}/{kind}: {n} sample(s), e.g. {report.failure_examples[(hook, kind)]}",
                   file=out)
-    if report.crashes:
+    if report.crashes or report.engine_failures:
         print("", file=out)
     for crash in report.crashes:
         print(f"error: {crash}", file=out)
+    for failure in report.engine_failures:
+        print(f"error: {failure}", file=out)
     for note in report.notes:
         print(f"note: {note}", file=out)
-    errors = sum(v.severity == "error" for v in report.findings) + len(report.crashes)
-    warns = len(report.findings) + len(report.crashes) - errors
-    bad = report.findings or report.crashes
+    stopped = len(report.crashes) + len(report.engine_failures)
+    errors = sum(v.severity == "error" for v in report.findings) + stopped
+    warns = len(report.findings) + stopped - errors
+    bad = report.findings or report.crashes or report.engine_failures
     verdict = "clean" if not bad else f"{errors} error(s), {warns} warning(s)"
     print(f"{PROG}: {verdict}", file=out)
     return 1 if bad else 0

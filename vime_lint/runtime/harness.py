@@ -16,8 +16,9 @@ Usage::
     vime-lint check --agent-function-path my_pkg.agent.run   # the default rollout, the agent
     python -m vime_lint.runtime.harness --rollout-function-path my_pkg.rollout.generate_rollout
 
-Exit status: 0 clean; 1 any finding (errors and warnings alike) or a hook that raised while it
-ran (an error in the user's code, reported with its file and line); 2 bad arguments or hooks
+Exit status: 0 clean; 1 any finding (errors and warnings alike), a hook that raised while it
+ran (an error in the user's code, reported with its file and line) or an engine that failed
+while a hook used it (reported as an engine failure); 2 bad arguments or hooks
 that cannot be loaded (a message, never a traceback).
 
 See ``docs/contract.md`` §6b.

@@ -378,11 +378,11 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
              context: str, detail: str, severity: Severity | None = None) -> Finding:
     rule = rule_for(code)
     inv = INVARIANTS[code]
+    fix = _fix(code, context, detail)   # this field's, this type's fix (``help:`` shows it too)
     return Finding(code=code, slug=rule.slug(), severity=severity or inv.severity,
-                   message=inv.render(context=context, fix=_fix(code, context, detail),
-                                      detail=detail),
+                   message=inv.render(context=context, fix=fix, detail=detail),
                    path=path, line=line, col=col, end_line=end_line, end_col=end_col,
-                   fix_hint=inv.fix)
+                   fix_hint=fix)
 
 
 def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:

@@ -39,3 +39,21 @@ def test_group_reward_definition_and_links() -> None:
 def test_linked_example_files_exist() -> None:
     for target in re.findall(r"\]\((\.\./\.\./\.\./examples/[^)]+)\)", DOC.read_text()):
         assert (DOC.parent / target).resolve().exists(), target
+
+
+def test_what_a_sample_needs_matches_the_checks() -> None:
+    """The guide calls a missing reward an error and a status left PENDING a warning: so do
+    the runtime checks (VIM110, VIM111)."""
+    from vime.contract.checks.locations import Loc
+    from vime.contract.checks.sample import check_vim111
+    from vime.contract.checks.settings import CheckSettings
+    from vime.utils.types import Sample
+
+    text = _text()
+    assert "`response_length` and `reward` (errors: VIM105-VIM110)" in text
+    assert "one left at its default PENDING is a warning (VIM111;" in text
+    (pending,) = check_vim111(Sample(index=0), Loc("samples[0][0]", 0), CheckSettings(), "train")
+    assert (pending.id, pending.severity) == ("VIM111", "warning")
+    (bad,) = check_vim111(Sample(index=0, status="completed"), Loc("samples[0][0]", 0),
+                          CheckSettings(), "train")
+    assert bad.severity == "error"

@@ -487,6 +487,18 @@ def test_messages_lead_with_the_contract_and_the_fix_then_mypy(checked: Any) -> 
     assert mypy.startswith("Incompatible return value type (got \"Tensor\"")
 
 
+def test_the_help_line_is_the_fix_of_this_field_and_type(checked: Any) -> None:
+    """`help:` gives the finding's own fix: a reward stored as text is told to store a float,
+    not about `Sample.Status` or metrics (the rule's general text)."""
+    outcome, *_ = checked
+    found = {f.line: f for f in _findings(outcome, "helper_annotated_sample.py")}
+    assert found[8].fix_hint.startswith("store a Python float"), found[8].fix_hint
+    assert "Sample.Status" not in found[8].fix_hint and "metric" not in found[8].fix_hint
+    (status,) = [f for f in _findings(outcome, next(n for n in CASES if "`sample.status` is"
+                                                     in str(CASES[n][1])))]
+    assert "Sample.Status" in status.fix_hint
+
+
 def test_a_wider_user_annotation_gives_way_to_the_contract(
         checked: tuple[TypesOutcome, Path, dict[str, str], dict[str, str]]) -> None:
     """`sample: Sample | None` is wider than the contract's `Sample`: the body is checked with

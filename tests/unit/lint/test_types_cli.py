@@ -44,9 +44,11 @@ def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
     assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
                                "Any]]` (Sample.prompt): narrow it first: ")
     assert '; mypy: Item "list[dict[str, Any]]" of ' in lines[0]
-    assert lines[1].startswith("  help: narrow the value first")   # the fix, as in `rollout`
+    # the finding's own fix, as in `rollout` (not the rule's general text)
+    assert lines[1] == ("  help: narrow it first: `if isinstance(sample.prompt, str): ...` "
+                        "(else a message list)")
     assert lines[2].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")
-    assert lines[3].startswith("  help: ")
+    assert lines[3] == "  help: store a member of `Sample.Status` (`Sample.Status.COMPLETED`)"
     assert lines[4] == "Found 2 finding(s): 2 error(s), 0 warning(s)."
     _, out, _ = _run(capsys, types_cache, "rm.py", "--no-show-fixes")
     assert [line.split()[1] for line in out.splitlines()] == ["VIM201", "VIM202", "2"]

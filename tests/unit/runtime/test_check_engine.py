@@ -51,3 +51,28 @@ def test_vllm_engine_needs_a_model(capsys: pytest.CaptureFixture[str]) -> None:
                  "--dry-run-engine", "vllm"])
     assert code == 2
     assert "--dry-run-engine vllm needs --hf-checkpoint" in capsys.readouterr().err
+
+
+def test_an_engine_failure_is_reported_as_one_not_as_the_hooks_error(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # a generate whose engine answers 401 (what a missing API key gets): the report says the
+    # engine failed, not that the hook has a bug at vime's http_utils line
+    (tmp_path / "keyless_gen.py").write_text(
+        "from vime.utils.http_utils import HTTPError\n\n\n"
+        "async def generate(args, sample, sampling_params):\n"
+        "    raise HTTPError('GET http://127.0.0.1:1/openapi.json returned HTTP 401: no key',\n"
+        "                    url='http://127.0.0.1:1/openapi.json', status=401)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+                 "--custom-generate-function-path", "keyless_gen.generate",
+                 "--rm-type", "math", "--label-key", "label", "--no-probe"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert ("error: engine failure while --custom-generate-function-path `keyless_gen.generate`"
+            " ran: HTTPError: GET http://127.0.0.1:1/openapi.json returned HTTP 401") in out, out
+    assert "the engine wants an API key the request did not carry" in out
+    assert "not an error in the hook's code" in out
+    assert "raised HTTPError" not in out and "http_utils.py" not in out
+    assert "stopped where the engine failed" in out
+    assert out.rstrip().splitlines()[-1].startswith("vime-lint check: ")
+    assert "0 error(s)" not in out.rstrip().splitlines()[-1]

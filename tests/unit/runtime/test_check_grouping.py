@@ -108,3 +108,20 @@ def test_reward_fix_follows_the_failure(value: object, key: str | None, expected
                                         absent: str) -> None:
     fix = reward_fix(value, key)
     assert expected in fix and absent not in fix
+
+
+def test_a_group_at_one_site_names_the_site_once() -> None:
+    # the same site, other samples: the samples are named, not the site again
+    found = [Violation("VIM140", "error", "generate input", "has status COMPLETED"),
+             Violation("VIM140", "error", "generate input (index=0)", "has status COMPLETED"),
+             Violation("VIM140", "error", "generate input (index=3)", "has status COMPLETED")]
+    (group,) = group_findings(found)
+    assert group.format().splitlines()[1] == "  3 findings at generate input: also index=0, index=3"
+    # the same site and sample twice: nothing to list beyond the first
+    same = [Violation("VIM140", "error", "generate input (index=2)", "has status COMPLETED"),
+            Violation("VIM140", "error", "generate input (index=2)", "is None")]
+    (group,) = group_findings(same)
+    line = group.format().splitlines()[1]
+    assert line == ("  2 findings at generate input: the first is shown, --max-violations 2 "
+                    "lists each")
+    assert "also" not in line

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -325,3 +327,21 @@ def test_shipped_openai_agent_dry_runs_in_the_default_mode(
     assert "0 error(s)" in out.splitlines()[-1] and "Traceback" not in err
     if code == 1:   # the stand-in's scripted answers may all miss the labels: the report says so
         assert "score the stand-in's scripted answers" in out
+
+
+@pytest.mark.parametrize("agent", ["sync_openai_agent", "swallowing_sync_agent"])
+def test_agent_with_a_synchronous_client_fails_fast_naming_the_fix(agent: str) -> None:
+    # a subprocess with a deadline: before the fix this hung past the SDK's 10-minute timeout
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root / "tests" / "fixtures" / "runtime_hooks"), str(root)]))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "vime_lint", "check", "--agent-function-path",
+                           f"vime_ref_agents.{agent}"], cwd=root, env=env, text=True,
+                          capture_output=True, timeout=240)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert f"--agent-function-path vime_ref_agents.{agent} held the event loop" in proc.stdout
+    assert "openai.AsyncOpenAI" in proc.stdout and "--agent-function-mode subprocess" in out
+    assert "vime: warning: --agent-function-path" in proc.stderr   # said while it happens
+    assert time.monotonic() - started < 180, out

@@ -320,3 +320,14 @@ def test_async_reward_end_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
                    rollout_id=3, index=3)
     assert "VIM150 error: reward function result (index=3) is None" in text
     assert "reward function `vime_ref_broken.reward_none` (--custom-rm-path) step 3" in text
+
+
+def test_vim140_rule_text_names_the_next_turn_fix() -> None:
+    # `vime-lint rule VIM140` (the invariant's own fix) says what the finding says
+    from vime.contract.invariants import INVARIANTS
+
+    assert ("before the next turn of a multi-turn generate, set sample.status = "
+            "Sample.Status.PENDING") in INVARIANTS["VIM140"].fix
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "en" / "get_started" /
+           "customization.md").read_text()
+    assert "before the next turn set `sample.status =\n  Sample.Status.PENDING`" in doc

@@ -153,6 +153,27 @@ def test_vim108_rejects_short_loss_mask() -> None:
     assert "append_response_tokens" in str(err)
 
 
+def test_vim108_fix_follows_which_side_is_wrong() -> None:
+    # response_length never set: the fix is to set it, not to extend the mask
+    groups = make_groups()
+    groups[1][2].loss_mask = [1, 1, 1]
+    groups[1][2].response_length = 0
+    found = findings(train_output(groups))
+    (unset,) = only(found, "VIM108")
+    assert unset.message.endswith("has 3 entries, expected response_length=0")
+    assert unset.fix.startswith("set sample.response_length to the number of response tokens "
+                                "(the mask has 3)")
+    assert "extend loss_mask" not in unset.fix
+    (lp,) = only(found, "VIM109")   # the log-probs: the same case, the same fix
+    assert lp.fix.startswith("set sample.response_length to the number of response tokens")
+    # a mask longer than the response: extending it is no fix either
+    groups = make_groups()
+    groups[0][1].loss_mask = [1, 1, 1, 1]
+    (long,) = only(findings(train_output(groups)), "VIM108")
+    assert long.fix.startswith("give loss_mask one entry per response token")
+    assert "extend loss_mask" not in long.fix
+
+
 def test_vim108_rejects_non_binary_value() -> None:
     groups = make_groups()
     groups[0][0].loss_mask = [1, 2, 1]

@@ -121,3 +121,25 @@ def test_no_note_for_a_nonzero_policy_loss_or_sft() -> None:
                                  loss_type=loss_type, clock=Clock())
         progress.advance(0, {"train/loss": loss})
         assert len(out.getvalue().splitlines()) == 1, out.getvalue()
+
+
+def test_elapsed_and_the_summary_count_from_the_same_start() -> None:
+    # the run began 200 s before the first step (Ray, engines, model, eval before training):
+    # the progress line's elapsed and the summary's time both include it; the ETA does not
+    out, clock = io.StringIO(), Clock()
+    run_started = clock.now
+    clock.now += 200.0
+    progress = TrainProgress(4, 0, console=Console(file=out), interval=0, clock=clock,
+                             run_started=run_started)
+    for step in range(4):
+        clock.now += 10.0
+        progress.advance(step, {})
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "vime train: step 1/4 (25%)  elapsed 3:30  ETA 0:30"
+    assert lines[-1] == "vime train: step 4/4 (100%)  elapsed 4:00  ETA 0:00"
+    summary = io.StringIO()
+    print_summary([{"rollout_id": i, "train/loss": 0.1} for i in range(4)], "runs/x",
+                  console=Console(file=summary, width=200), wall_time=clock.now - run_started,
+                  startup=200.0)
+    assert ("4 rollout step(s) in 240.0 s (4:00 since the run began, 200.0 s of it start-up "
+            "before the first step)") in summary.getvalue()

@@ -324,8 +324,18 @@ def check_vim108(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
                               "list[int] of 0/1 or None")]
     rl = sample.response_length
     if isinstance(rl, int) and len(mask) != rl:
+        if rl < 1:   # response_length never set (the default 0): the mask is not the problem
+            fix = (f"set sample.response_length to the number of response tokens (the mask has "
+                   f"{len(mask)}), or grow the sample with Sample.append_response_tokens(), "
+                   "which sets both")
+        elif len(mask) > rl:
+            fix = ("give loss_mask one entry per response token, or fix response_length if it "
+                   "is the one that is short (Sample.append_response_tokens() keeps both in "
+                   "step)")
+        else:
+            fix = None   # the invariant's: extend loss_mask for every appended token
         return [inv.violation(where, problem=f"has {len(mask)} entries, expected "
-                              f"response_length={rl}")]
+                              f"response_length={rl}", fix=fix)]
     if not _mask_ok(mask):
         for i, m in enumerate(mask):
             if type(m) not in _MASK_TYPES or m not in (0, 1):
@@ -401,8 +411,11 @@ def check_vim109(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
                               "or None")]
     rl = sample.response_length
     if isinstance(rl, int) and len(lp) != rl:
+        fix = (f"set sample.response_length to the number of response tokens (the log-probs "
+               f"have {len(lp)}), or grow the sample with Sample.append_response_tokens(), "
+               "which sets both") if rl < 1 else None
         return [inv.violation(where, problem=f"has {len(lp)} entries, expected "
-                              f"response_length={rl}")]
+                              f"response_length={rl}", fix=fix)]
     if not lp:
         return []
     severity: Severity = "error" if s.logprobs_consumed else "warning"
