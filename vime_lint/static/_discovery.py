@@ -32,7 +32,7 @@ from vime_lint.static._model import HookBinding
 
 __all__ = [
     "FORWARDED_ARGS", "LaunchConfig", "Target", "bind_targets", "config_targets",
-    "scan_launch_files",
+    "scan_launch_files", "strip_comments",
 ]
 
 #: Marker in a launch file's flags: the script forwards its own arguments (``"$@"``, ``$*``),
@@ -100,6 +100,34 @@ def _walk(root: Path, exclude: Sequence[str]) -> Iterable[Path]:
                 yield p
 
 
+#: Suffixes whose ``#`` (at a line's start or after whitespace, outside quotes) starts a comment.
+_HASH_COMMENTS = frozenset({".sh", ".bash", ".zsh", ".yaml", ".yml", ".toml"})
+
+
+def strip_comments(text: str, suffix: str) -> str:
+    """``text`` with its ``#`` comments blanked (shell, YAML, TOML; JSON has none), line
+    breaks kept so line numbers stay: a ``--group-rm`` or a ``--custom-rm-path x.y`` written in
+    a comment is not a launch flag. A ``#`` inside quotes or glued to a word (``$#``,
+    ``a#b``) is kept, as the shell and YAML read it."""
+    if suffix not in _HASH_COMMENTS or "#" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "#" not in line:
+            continue
+        quote = ""
+        for j, ch in enumerate(line):
+            if quote:
+                if ch == quote and (quote == "'" or line[j - 1] != "\\"):
+                    quote = ""
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#" and (j == 0 or line[j - 1] in " \t"):
+                lines[i] = line[:j]
+                break
+    return "\n".join(lines)
+
+
 def _file_flags(text: str) -> frozenset[str]:
     flags = {f"--{m.group('name')}" for m in _FLAG.finditer(text)}
     flags |= {"--" + m.group("name").replace("_", "-") for m in _KEY.finditer(text)}
@@ -135,7 +163,7 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
         try:
             if p.stat().st_size > MAX_SCAN_BYTES:
                 continue
-            text = p.read_text(encoding="utf-8", errors="replace")
+            text = strip_comments(p.read_text(encoding="utf-8", errors="replace"), p.suffix)
         except OSError:
             continue
         scanned += 1

@@ -196,3 +196,41 @@ def test_vim018_message_and_helper_loop() -> None:
                 " inside a loop encodes generated text again")]
     # The same helper not reached from a rollout/generate hook is left alone.
     assert _messages(src.replace("async def generate", "async def unrelated"), "VIM018") == []
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("run.sh", "# old: --custom-rm-path pkg.rm --group-rm\npython train.py --x 1\n"),
+    ("run.sh", "python train.py --x 1  # --custom-rm-path pkg.rm --group-rm\n"),
+    ("launch.toml", "# custom_rm_path = 'pkg.rm'\n# --group-rm\nx = 1\n"),
+    ("launch.toml", "x = 1  # --custom-rm-path pkg.rm, --group-rm\n"),
+    ("launch.yaml", "x: 1\n  # custom-rm-path: pkg.rm\n# group_rm: true\n"),
+])
+def test_flags_and_hooks_in_comments_are_not_launch_flags(tmp_path: Path, name: str,
+                                                          text: str) -> None:
+    (tmp_path / name).write_text(text)
+    launch = scan_launch_files(tmp_path, ())
+    assert launch.targets == ()
+    assert "--group-rm" not in launch.flags and "--custom-rm-path" not in launch.flags
+
+
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("run.sh", "# header\n# more\npython t.py --custom-rm-path pkg.rm  # the reward\n", 3),
+    ("run.sh", 'echo "#1" $#\npython t.py --custom-rm-path "pkg.rm" --group-rm\n', 2),
+    ("launch.toml", "# a comment\nflag = '#hash'  # note\ncustom_rm_path = \"pkg.rm\"\n", 3),
+    ("launch.yaml", "# a comment\nname: 'a # b'\ncustom-rm-path: pkg.rm # the reward\n", 3),
+])
+def test_real_values_beside_comments_are_read_with_their_lines(tmp_path: Path, name: str,
+                                                               text: str, line: int) -> None:
+    (tmp_path / name).write_text(text)
+    launch = scan_launch_files(tmp_path, ())
+    assert [(t.dotted, t.source.split(" ")[0]) for t in launch.targets] == [
+        ("pkg.rm", f"{name}:{line}")]
+    assert "--custom-rm-path" in launch.flags
+
+
+def test_hashes_in_quotes_and_words_are_not_comments() -> None:
+    from vime_lint.static._discovery import strip_comments
+
+    text = "a='x # y' b=\"p#q\" c=$# d=${#arr} # gone\n# all gone\nk = 1"
+    assert strip_comments(text, ".sh") == "a='x # y' b=\"p#q\" c=$# d=${#arr} \n\nk = 1"
+    assert strip_comments('{"a": "# --group-rm"}', ".json") == '{"a": "# --group-rm"}'
