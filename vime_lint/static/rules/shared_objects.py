@@ -54,6 +54,17 @@ def _frame(node: cst.CSTNode, semantic: Semantic) -> _Frame:
                   any(s.attr == "rollout_id" for s in facts.attr_stores))
 
 
+def _target_names(target: cst.BaseExpression) -> set[str]:
+    """The names a ``for`` target binds: ``x``, ``i, (p, lp)``, ``*rest``."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {n for el in target.elements for n in _target_names(el.value)}
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
 def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> cst.Name | None:
     """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
@@ -137,6 +148,15 @@ class SharedSampleObject(SampleTracker):
               "        s.tokens = s.tokens + [1]\n"),
         Valid("def f(group, masks):\n    for i, s in enumerate(group):\n"
               "        s.loss_mask = masks[i]\n"),
+        # a comprehension's own targets are new on each pass, however they are unpacked
+        Valid(SAMPLE_IMPORT + "def f(lps):\n"
+              "    return [Sample(rollout_log_probs=lp) for lp in lps]\n"),
+        Valid(SAMPLE_IMPORT + "def f(rows):\n    return [Sample(tokens=p + r, "
+              "rollout_log_probs=lp)\n            for i, (p, r, lp) in enumerate(rows)]\n"),
+        Valid(SAMPLE_IMPORT + "def f(groups):\n    return {k: Sample(metadata=m) for k, *_, m "
+              "in groups}\n"),
+        Valid(SAMPLE_IMPORT + "def f(rows):\n    return [Sample(loss_mask=m) for r in rows "
+              "for m in r.masks]\n"),
     ]
     INVALID = [
         Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
@@ -147,6 +167,9 @@ class SharedSampleObject(SampleTracker):
                 "def f(prompts, template):\n"
                 "    return [S(prompt=p, metadata=template) for p in prompts]\n",
                 line=3, col=24),
+        Invalid(SAMPLE_IMPORT + "def f(rows, lp):\n"
+                "    return [Sample(rollout_log_probs=lp) for i, (p, r) in enumerate(rows)]\n",
+                line=3, col=19),
         Invalid(SAMPLE_IMPORT + "def f(sample, n):\n    out = []\n    for i in range(n):\n"
                 "        new = Sample(prompt=sample.prompt)\n        new.tokens = sample.tokens\n"
                 "        out.append(new)\n    return out\n", line=6, col=8),
@@ -229,7 +252,14 @@ class SharedSampleObject(SampleTracker):
 
     def _comp(self, node: cst.CSTNode, for_in: cst.CompFor) -> None:
         self._comprehension(for_in)
-        self.loops[-1].append(_frame(node, self.context.semantic))
+        frame = _frame(node, self.context.semantic)
+        # the comprehension's own targets (``for i, (p, lp) in ...``) are bound on each pass
+        targets: set[str] = set()
+        cur: cst.CompFor | None = for_in
+        while cur is not None:
+            targets |= _target_names(cur.target)
+            cur = cur.inner_for_in
+        self.loops[-1].append(_Frame(frame.names | targets, frame.sets_rollout_id))
 
     def _leave_comp(self) -> None:
         self.loops[-1].pop()
