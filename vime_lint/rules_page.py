@@ -1,6 +1,6 @@
 """``docs/rules.md``, assembled: the rollout rules (each one's section from
-``vime_lint.static.rules._docs``), the type checks (``vime_lint.typecheck.docs``), the chat
-template checks, and the static invariants without a rule yet.
+``vime_lint.static.rules._docs``), the type checks (``vime_lint.typecheck.docs``), the reward
+probes, the chat template checks, and the static invariants without a rule yet.
 
 Usage::
 
@@ -41,6 +41,27 @@ def _template_section() -> list[str]:
     return lines
 
 
+def _probe_section() -> list[str]:
+    """``vime-lint check``'s reward probes (scope ``probe``): what each expects, why, the fix,
+    in the order of the probe table (``vime_lint.check.probes.PROBES``)."""
+    invs = [i for i in INVARIANTS.values() if i.scope == "probe" and i.status != "removed"]
+    if not invs:
+        return []
+    lines = ["## Reward probes (`vime-lint check`)", "",
+             "Whenever a checked launch has a reward (`--custom-rm-path`, `--rm-type`, "
+             "`--group-rm`), `vime-lint check` calls it on responses built from each label "
+             "(the answer in common renderings, another row's answer, no answer, the prompt "
+             "echoed, gold cut short, two answers, decorated gold, an unparseable label) and "
+             "reports the expectations it breaks, naming the reward's `def`, the two responses "
+             "and their rewards (docs/contract.md §6d). `--no-probe` turns them off, "
+             "`--probe-max-calls N` bounds them, `--probe-responses-path PKG.MOD.FN` adds "
+             "renderings of your own.", ""]
+    for inv in invs:
+        lines += [f"### {inv.id} `{inv.slug}`", "", f"{inv.title} (severity {inv.severity})", "",
+                  f"**Why:** {inv.rationale}", "", f"**Fix:** {inv.fix}", ""]
+    return lines
+
+
 def rules_page() -> str:
     """``docs/rules.md``: every rule, then the static invariants without a rule yet."""
     lines = [
@@ -73,6 +94,7 @@ def rules_page() -> str:
     for r in ALL_RULES:
         lines.append(rule_markdown(r))
     lines.append(types_section())
+    lines += _probe_section()
     lines += _template_section()
     if pending:
         lines += ["## Static invariants without a rule yet", ""]

@@ -139,3 +139,17 @@ def test_eval_config_upstream_path_is_the_same_object() -> None:
     from vime.utils.eval_config import EvalDatasetConfig as upstream_path
 
     assert upstream_path is defined
+
+
+def test_rules_page_has_a_section_for_every_static_probe_and_template_id() -> None:
+    """docs/rules.md explains every id a vime-lint command reports (static, probe, template):
+    a section of its own, or a line of the static ids without a rule yet."""
+    from vime.contract import INVARIANTS
+
+    page = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
+    headings = set(re.findall(r"^#{2,3} (VIM\d{3}) ", page, re.MULTILINE))
+    pending = set(re.findall(r"^- (VIM\d{3}) ", page, re.MULTILINE))
+    missing = [i.id for i in INVARIANTS.values()
+               if i.scope in ("static", "probe", "template") and i.status != "removed"
+               and i.id not in headings | pending]
+    assert not missing, f"docs/rules.md has no section for {missing}: run scripts/document_rules.py"
