@@ -152,3 +152,69 @@ def test_parallel_workers_give_the_serial_results_in_order(tmp_path: Path,
     assert calls == [len(serial.results)]
     assert [(r.path, r.findings) for r in parallel.results] == \
         [(r.path, r.findings) for r in serial.results]
+
+
+def test_a_new_vime_lint_version_or_linter_code_is_a_miss(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Results made by another vime-lint (its version, or its rules' code) are never reused:
+    a rule fixed in an upgrade must show on files whose bytes did not change."""
+    from vime_lint.static import _cache
+
+    (tmp_path / "a.py").write_text(BAD)
+    run(_settings(tmp_path))
+    first = {p.name for p in _entries(tmp_path)}
+    key = ResultCache.key(BAD.encode(), "a.py", "config")
+    monkeypatch.setattr(_cache, "_CODE", "another linter's code")   # the rules were edited
+    assert ResultCache.key(BAD.encode(), "a.py", "config") != key
+    run(_settings(tmp_path))
+    second = {p.name for p in _entries(tmp_path)}
+    assert len(second - first) == 1          # a new entry: the old one was not served
+    monkeypatch.setattr(_cache, "__version__", "999.0")
+    other_version = ResultCache.key(BAD.encode(), "a.py", "config")
+    monkeypatch.setattr(_cache, "_CODE", None)
+    assert other_version != key
+    run(_settings(tmp_path))
+    assert len({p.name for p in _entries(tmp_path)} - second) == 1
+
+
+def test_hook_bindings_of_pyproject_are_part_of_the_key(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """A file linted before ``[tool.vime_lint] hooks`` bound one of its functions is linted
+    again as that hook once bound (not served from the unbound entry)."""
+    from vime_lint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    project = "[project]\nname = 'x'\n[tool.vime_lint.hooks]\n'--custom-rm-path' = 'rm.{}'\n"
+    (tmp_path / "pyproject.toml").write_text(project.format("good"))   # the same flags twice
+    (tmp_path / "rm.py").write_text("def score(args, sample, extra):\n    return 1.0\n\n\n"
+                                    "async def good(args, sample, **kwargs):\n    return 1.0\n")
+    assert main(["rollout", "rm.py"]) == 0
+    capsys.readouterr()
+    (tmp_path / "pyproject.toml").write_text(project.format("score"))
+    code = main(["rollout", "rm.py"])
+    out = capsys.readouterr().out
+    assert code == 1 and "VIM004" in out, out   # the bound reward's signature is checked
+
+
+def test_parallel_linting_runs_in_worker_processes(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enough files are linted in forked workers, not silently in this process."""
+    import os
+
+    for i in range(_runner.PARALLEL_MIN_FILES + 8):
+        (tmp_path / f"m{i:02d}.py").write_text(f"x = {i}\n")
+    pids = tmp_path / "pids"
+    real = _runner._Job.run
+
+    def recording(job: _runner._Job) -> Any:
+        with pids.open("a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(job)
+
+    monkeypatch.setattr(_runner._Job, "run", recording)
+    run(_settings(tmp_path, cache=False, jobs=2))
+    seen = pids.read_text().split()
+    assert len(seen) == _runner.PARALLEL_MIN_FILES + 8
+    assert str(os.getpid()) not in seen, "linted in this process: the workers never ran"
