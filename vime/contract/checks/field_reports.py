@@ -117,8 +117,7 @@ def check_vim170(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
     """VIM170 (warning): a COMPLETED sample whose ``response_length`` is exactly
     ``--rollout-max-response-len``, unless its last token is a stop token (the tokenizer's EOS
     id when known, or one of ``--rollout-stop-token-ids``): the model then stopped on the last
-    token of its budget, which the real-model recipe's SmolLM2-135M-Instruct does at its
-    32-token budget."""
+    token of its budget, as the real-model recipe's SmolLM2-135M-Instruct can."""
     budget = s.max_response_len
     rl = sample.response_length
     if (budget is None or type(rl) is not int or rl != budget
