@@ -794,16 +794,17 @@ _ALL: tuple[Invariant, ...] = (
          "reason `length`); left COMPLETED, its `truncated` flag is 0, so overlong filtering and "
          "penalties silently skip it and the cut answer is rewarded as finished "
          "(NVIDIA-NeMo/RL#4042, NVIDIA-NeMo/RL#3837, NovaSky-AI/SkyRL#111). A model that emits "
-         "its end token exactly at the budget is COMPLETED legitimately, hence a warning; when the "
-         "tokenizer is known (the rollout manager reads it from --hf-checkpoint), a sample "
-         "whose last token is its EOS id is not reported.",
+         "its end token exactly at the budget is COMPLETED legitimately, hence a warning; a sample "
+         "whose last token is a stop token (the tokenizer's EOS id, which the rollout manager "
+         "and vime-lint check read from --hf-checkpoint, or one of --rollout-stop-token-ids) "
+         "is not reported.",
          "status not set from finish reason",
          "is COMPLETED but response_length={rl} equals --rollout-max-response-len={budget}: the "
          "engine most likely stopped on the budget, so the status should be TRUNCATED (the "
          "truncated flag and overlong filtering read it)",
          "set status from the finish reason (`length` -> Sample.Status.TRUNCATED; "
          "append_response_tokens(meta_info=...) does it); a last token equal to the tokenizer's "
-         "EOS id is not reported (when the checker knows the tokenizer)",
+         "EOS id (known with --hf-checkpoint) or in --rollout-stop-token-ids is not reported",
          boundaries=("B5",), twins=("VIM009",)),
     _inv("VIM171", "runtime", "warning", "no-group-signal",
          "Not every group of the batch has identical rewards (while the batch's rewards differ).",

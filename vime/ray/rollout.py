@@ -39,6 +39,7 @@ import ray
 
 from vime.config import arg
 from vime.contract.checks.enforced import awaitable_result_problems, require
+from vime.contract.checks.field_reports import record_tokenizer_facts
 from vime.contract.errors import show_logged_warnings_once
 from vime.contract.hooks import ENGINE_FREE_ROLLOUTS, HOOKS
 from vime.data.batch_builder import BatchBuilder, flatten_samples
@@ -127,31 +128,6 @@ def _contract_check(output: Any, args: Namespace, *, evaluation: bool, hook_path
     return list(found), time.perf_counter() - start
 
 
-def _record_tokenizer_facts(args: Namespace) -> None:
-    """Set ``args.bos_token_id`` / ``args.eos_token_text`` from the ``--hf-checkpoint`` tokenizer
-    for the runtime contract check (VIM176 doubled BOS, VIM177 EOS text in responses, the latter
-    only with ``--rollout-skip-special-tokens``); values already on ``args`` are kept. Nothing happens with ``--contract-check off``, without
-    ``--hf-checkpoint`` or when no tokenizer loads from it (those two checks are then skipped;
-    the rollout reports the tokenizer problem itself when it needs one)."""
-    path = arg(args, "hf_checkpoint")
-    if arg(args, "contract_check") == "off" or not path:
-        return
-    from vime.contract.checks.field_reports import tokenizer_facts
-    from vime.utils.data import load_tokenizer
-
-    try:
-        facts = tokenizer_facts(load_tokenizer(path))
-    except Exception:  # an optional check must not stop the manager
-        return
-    if not arg(args, "rollout_skip_special_tokens"):
-        # The built-in generate keeps special tokens in ``response`` on purpose then (rewards
-        # read them), so EOS text there is no mistake: VIM177 applies to runs that skip them.
-        facts.pop("eos_token_text", None)
-    for name, value in facts.items():
-        if getattr(args, name, None) is None:
-            setattr(args, name, value)
-
-
 def _call_logger(fn: Any, dest: str, *call_args: Any) -> bool:
     result = fn(*call_args)
     require(awaitable_result_problems(result, HOOKS[dest].arg, dotted_name(fn)))
@@ -177,7 +153,7 @@ class RolloutManagerCore:
         self.hooks = load_hooks(args)
         for message in inert_hook_warnings(args):
             warnings.warn(message, UserWarning, stacklevel=2)
-        _record_tokenizer_facts(args)
+        record_tokenizer_facts(args)
         self.generate_rollout = self.hooks["rollout_function_path"]
         self.eval_rollout = self.hooks.get("eval_function_path", self.generate_rollout)
         self.rollout_hook_path = args.rollout_function_path

@@ -26,6 +26,7 @@ from vime.contract.checks.boundaries import (
     observed_boundaries,
 )
 from vime.contract.checks.failures import is_failed
+from vime.contract.checks.field_reports import record_tokenizer_facts
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
@@ -72,6 +73,9 @@ class DryRun:
     def __init__(self, ns: argparse.Namespace, args: argparse.Namespace) -> None:
         self.ns = ns
         self.args = args
+        # the tokenizer's BOS/EOS facts on args, as the rollout manager puts them in training
+        # (VIM170, VIM176, VIM177 read them)
+        record_tokenizer_facts(self.args)
         self.settings = CheckSettings.from_args(self.args)
         self.report = Report()
         self.hooks: dict[str, Any] = {}

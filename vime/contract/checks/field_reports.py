@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from vime.config import arg
 from vime.contract.checks.batch import OutputInfo
 from vime.contract.checks.locations import Loc
 from vime.contract.checks.sample import Stage, mask_looks_inverted
@@ -45,6 +46,7 @@ __all__ = [
     "FIELD_SAMPLE_CHECKS",
     "PLACEHOLDER_RUN",
     "check_field_reports",
+    "record_tokenizer_facts",
     "tokenizer_facts",
 ]
 
@@ -70,12 +72,42 @@ def tokenizer_facts(tokenizer: Any) -> dict[str, Any]:
             "eos_token_text": eos if isinstance(eos, str) and eos else None}
 
 
-def _ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
-    """True when the tokenizer's EOS id is known and is the sample's last token: the engine
-    stopped on it, whatever the response length."""
+def record_tokenizer_facts(args: Any) -> None:
+    """Set ``args.bos_token_id`` / ``args.eos_token_id`` / ``args.eos_token_text`` from the
+    ``--hf-checkpoint`` tokenizer for the runtime contract check (VIM176 doubled BOS, VIM170
+    a sample stopped on EOS at the budget, VIM177 EOS text in responses, the latter only with
+    ``--rollout-skip-special-tokens``); values already on ``args`` are kept. Called by the
+    rollout manager in training and by ``vime-lint check`` before it reads its settings, so
+    both check with the same facts. Nothing happens with ``--contract-check off``, without
+    ``--hf-checkpoint`` or when no tokenizer loads from it (those checks then skip what
+    needs the tokenizer; the rollout reports the tokenizer problem itself when it needs one)."""
+    path = arg(args, "hf_checkpoint")
+    if arg(args, "contract_check") == "off" or not path:
+        return
+    from vime.utils.data import load_tokenizer
+
+    try:
+        facts = tokenizer_facts(load_tokenizer(path))
+    except Exception:  # an optional check must not stop the caller
+        return
+    if not arg(args, "rollout_skip_special_tokens"):
+        # The built-in generate keeps special tokens in ``response`` on purpose then (rewards
+        # read them), so EOS text there is no mistake: VIM177 applies to runs that skip them.
+        facts.pop("eos_token_text", None)
+    for name, value in facts.items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
+
+
+def _ends_on_stop_token(sample: Sample, s: CheckSettings) -> bool:
+    """True when the sample's last token is one the engine stops on: the tokenizer's EOS id
+    (when known) or one of ``--rollout-stop-token-ids``. The engine then stopped on it (finish
+    reason ``stop``), whatever the response length."""
     tokens = sample.tokens
-    return (s.eos_token_id is not None and type(tokens) is list and bool(tokens)
-            and tokens[-1] == s.eos_token_id)
+    if type(tokens) is not list or not tokens:
+        return False
+    last = tokens[-1]
+    return (s.eos_token_id is not None and last == s.eos_token_id) or last in s.stop_token_ids
 
 
 # ---- per sample -----------------------------------------------------------------------------
@@ -83,13 +115,13 @@ def _ends_with_eos(sample: Sample, s: CheckSettings) -> bool:
 
 def check_vim170(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> list[Violation]:
     """VIM170 (warning): a COMPLETED sample whose ``response_length`` is exactly
-    ``--rollout-max-response-len``, unless its last token is the EOS token (known from the
-    tokenizer: the model stopped on the last token of its budget, which the real-model recipe's
-    SmolLM2-135M-Instruct did in its first runs at a 40-token budget)."""
+    ``--rollout-max-response-len``, unless its last token is a stop token (the tokenizer's EOS
+    id when known, or one of ``--rollout-stop-token-ids``): the model then stopped on the last
+    token of its budget, as the real-model recipe's SmolLM2-135M-Instruct can."""
     budget = s.max_response_len
     rl = sample.response_length
     if (budget is None or type(rl) is not int or rl != budget
-            or sample.status is not Sample.Status.COMPLETED or _ends_with_eos(sample, s)):
+            or sample.status is not Sample.Status.COMPLETED or _ends_on_stop_token(sample, s)):
         return []
     return [INVARIANTS["VIM170"].violation(loc.at("status"), rl=rl, budget=budget)]
 

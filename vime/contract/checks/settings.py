@@ -135,6 +135,8 @@ class CheckSettings:
     bos_token_id: int | None = None
     eos_token_id: int | None = None
     eos_token_text: str | None = None
+    #: ``--rollout-stop-token-ids``: more ids the engine stops on (VIM170).
+    stop_token_ids: tuple[int, ...] = ()
 
     @property
     def logprobs_consumed(self) -> bool:
@@ -194,6 +196,8 @@ class CheckSettings:
             bos_token_id=_non_negative(getattr(args, "bos_token_id", None)),
             eos_token_id=_non_negative(getattr(args, "eos_token_id", None)),
             eos_token_text=_text(getattr(args, "eos_token_text", None)),
+            stop_token_ids=tuple(i for i in arg(args, "rollout_stop_token_ids") or ()
+                                 if _non_negative(i) is not None),
         )
 
     def eval_key(self) -> str | None:
