@@ -361,6 +361,7 @@ class _NoCallEndpoint:
     """The agent endpoint's surface ``agent.generate`` uses, with no model call recorded."""
 
     server = SimpleNamespace(base_url=lambda key: "http://127.0.0.1:1/v1")
+    watch = None   # no watch for agents that hold the loop (vime.agent.blocking)
 
     def open(self, sample: Sample, params: Any) -> _Session:
         return _Session()
