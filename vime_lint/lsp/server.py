@@ -2,8 +2,8 @@
 
 What it answers:
 
-- diagnostics of ``vime-lint rollout`` when a document opens and after each change (debounced
-  by :data:`DEBOUNCE_SECONDS`), with ``vime-lint types``' VIM2xx added when it is saved (mypy;
+- diagnostics of ``vime-lint rollout`` when a document opens and after each change (at once
+  after a quiet spell, debounced by :data:`DEBOUNCE_SECONDS` inside a burst: :func:`lint_delay`), with ``vime-lint types``' VIM2xx added when it is saved (mypy;
   off with ``--no-types``); ids link to their section of docs/rules.md;
 - code actions: each finding's own fix, "fix all vime-lint findings" (what ``--fix`` writes),
   and ``# noqa: VIMxxx`` for the finding's line;
@@ -17,6 +17,7 @@ of the document (the command would exit 2), never as a crash of the server.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from lsprotocol import types
@@ -28,7 +29,7 @@ from vime_lint.lsp.convert import SOURCE, diagnostic, fix_edits, hover_text, noq
 from vime_lint.lsp.documents import DocumentLinter
 from vime_lint.static._model import Finding
 
-__all__ = ["DEBOUNCE_SECONDS", "VimeLanguageServer", "build_server", "main"]
+__all__ = ["DEBOUNCE_SECONDS", "VimeLanguageServer", "build_server", "lint_delay", "main"]
 
 #: Seconds of quiet after a change before the document is linted again.
 DEBOUNCE_SECONDS = 0.1
@@ -46,6 +47,8 @@ class VimeLanguageServer(LanguageServer):
         self.findings: dict[str, list[Finding]] = {}
         self.type_findings: dict[str, list[Finding]] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
+        #: uri -> when its last change arrived (monotonic seconds), for :func:`lint_delay`
+        self.last_change: dict[str, float] = {}
 
 
 def _path(uri: str) -> Path:
@@ -85,12 +88,25 @@ def publish(ls: VimeLanguageServer, uri: str) -> None:
         uri=uri, version=doc.version, diagnostics=diagnostics))
 
 
+def lint_delay(last_change: float | None, now: float) -> float:
+    """Seconds to wait before linting after a change at ``now`` (monotonic seconds): none
+    after a quiet spell (no change in the last :data:`DEBOUNCE_SECONDS`), so a single edit's
+    diagnostics wait for no timer; :data:`DEBOUNCE_SECONDS` inside a burst of edits, so the
+    burst is linted once more, on its last text, when the typing pauses."""
+    if last_change is None or now - last_change > DEBOUNCE_SECONDS:
+        return 0.0
+    return DEBOUNCE_SECONDS
+
+
 def _schedule(ls: VimeLanguageServer, uri: str) -> None:
     old = ls.pending.pop(uri, None)
     if old is not None:
         old.cancel()
+    now = time.monotonic()
+    delay = lint_delay(ls.last_change.get(uri), now)
+    ls.last_change[uri] = now
     loop = asyncio.get_running_loop()
-    ls.pending[uri] = loop.call_later(DEBOUNCE_SECONDS, _run_pending, ls, uri)
+    ls.pending[uri] = loop.call_later(delay, _run_pending, ls, uri)
 
 
 def _run_pending(ls: VimeLanguageServer, uri: str) -> None:

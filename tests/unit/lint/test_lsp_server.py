@@ -230,3 +230,46 @@ def test_a_warm_linter_reuses_the_result_of_an_unchanged_text(project: Path) -> 
     assert "VIM007" not in [f.code for f in linter.lint(path, BROKEN).findings]
     linter.forget(path)
     assert not [k for k in linter.last if k[0] == path]
+
+
+def test_lint_delay_is_none_after_a_quiet_spell_and_the_debounce_in_a_burst() -> None:
+    from vime_lint.lsp.server import DEBOUNCE_SECONDS, lint_delay
+
+    assert lint_delay(None, 10.0) == 0.0                           # the first change
+    assert lint_delay(10.0, 10.0 + DEBOUNCE_SECONDS + 0.01) == 0.0  # after a pause
+    assert lint_delay(10.0, 10.0 + DEBOUNCE_SECONDS / 2) == DEBOUNCE_SECONDS  # inside a burst
+
+
+def test_a_single_change_is_linted_at_once_and_a_burst_on_its_last_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server's scheduling on a real event loop: one edit after a pause is linted without
+    waiting for the debounce; a burst of edits is linted on its first and its last text."""
+    import time
+    from types import SimpleNamespace
+
+    from vime_lint.lsp import server as srv
+
+    ls = srv.VimeLanguageServer(types_on_save=False)
+    texts = {"uri": "v0"}
+    linted: list[tuple[str, float]] = []
+    monkeypatch.setattr(srv, "publish", lambda ls_, uri: linted.append((texts[uri],
+                                                                         time.monotonic())))
+    monkeypatch.setattr(ls, "_workspace", SimpleNamespace(text_documents=texts), raising=False)
+    monkeypatch.setattr(type(ls), "workspace", property(lambda self: self._workspace))
+    gap = srv.DEBOUNCE_SECONDS
+
+    async def edits() -> None:
+        start = time.monotonic()
+        srv._schedule(ls, "uri")                  # a single edit, nothing before it
+        await asyncio.sleep(gap / 4)
+        assert [t for t, _ in linted] == ["v0"]   # linted before the debounce elapsed
+        assert linted[0][1] - start < gap
+        await asyncio.sleep(gap * 2)              # a quiet spell, then a burst of 5 edits
+        for i in range(1, 6):
+            texts["uri"] = f"v{i}"
+            srv._schedule(ls, "uri")
+            await asyncio.sleep(gap / 10)
+        await asyncio.sleep(gap * 3)
+
+    asyncio.run(edits())
+    assert [t for t, _ in linted] == ["v0", "v1", "v5"], linted
