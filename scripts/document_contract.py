@@ -575,8 +575,11 @@ def _section6() -> list[str]:
     scores above both an empty and a wrong answer, the reward's format is unknown: that is
     said once, and `--probe-responses-path PKG.MOD.FN` (`(args, sample) -> [(name, text)]`)
     gives it. `--no-probe` turns the probes off, `--probe-max-calls N` (default 200) bounds
-    them, `--rm-timeout` bounds each call. The responses and expectations are one table,
-    `vime_lint/check/probes.py`.""")
+    them, `--rm-timeout` bounds each call. With `--dynamic-sampling-filter-path` the filter is
+    probed too (VIM308, VIM309): called once on each of four groups of four samples (mixed 0/1
+    rewards, distinct continuous rewards, all equal, equal up to 1e-9 of float noise), it must
+    keep the first two and treat the last two alike. The responses, groups and expectations
+    are one table, `vime_lint/check/probes.py`.""")
     lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
                     ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))
                      for i in probes))

@@ -1121,6 +1121,25 @@ _ALL: tuple[Invariant, ...] = (
          "reward by position",
          "{problem}", "compute each sample's reward from that sample (and the group's "
          "statistics), never from its position"),
+    _inv("VIM308", "probe", "error", "probe-filter-keeps-signal",
+         "A dynamic sampling filter keeps groups whose rewards differ (mixed 0/1 rewards, "
+         "distinct continuous rewards).",
+         "A filter that drops the groups with a learning signal leaves GRPO only groups whose "
+         "advantages are all zero (or starves the batch: the rollout keeps generating to replace "
+         "every dropped group). An error for mixed 0/1 rewards; a warning when only continuous "
+         "rewards are dropped (a filter written for 0/1 rewards).",
+         "filter drops signal",
+         "{problem}", "keep a group when the spread of its rewards is above a small tolerance "
+         "(vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std)"),
+    _inv("VIM309", "probe", "warning", "probe-filter-float-noise",
+         "A dynamic sampling filter that drops groups of equal rewards also drops them when the "
+         "rewards differ only by float noise.",
+         "Rewards computed in floating point (a mean of per-test scores, a length penalty) are "
+         "equal up to about 1e-9; a filter testing `std == 0.0` exactly keeps such groups, whose "
+         "advantages are noise amplified by the normalisation.",
+         "exact float comparison",
+         "{problem}", "compare the spread with a tolerance (`pstdev(rewards) > 1e-6`), as "
+         "vime.rollout.filter_hub.dynamic_sampling_filters.STD_EPS does"),
     # ---- 6e: chat templates (vime-lint template MODEL_DIR; vime_lint/template.py) ----------
     _inv("VIM350", "template", "warning", "template-prefix-stable",
          "Each turn's rendering is a prefix of the rendering of the conversation one message "

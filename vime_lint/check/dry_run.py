@@ -466,12 +466,28 @@ class DryRun:
             outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra)
         except ContractError as exc:
             raise HarnessError(str(exc)) from None
-        from vime_lint.check.probes import PROBES
+        from vime_lint.check.probes import FILTER_PROBES, PROBES
 
         # an id counts as checked only when some prompt was judged (else it stays "not run")
         self.report.add(outcome.findings, [p.id for p in PROBES
-                                           if outcome.judged and (p.id != "VIM307"
-                                                                  or args.group_rm)])
+                                           if outcome.judged and p.id not in FILTER_PROBES
+                                           and (p.id != "VIM307" or args.group_rm)])
+        self.report.notes.extend(outcome.notes)
+
+    def probe_filter(self) -> None:
+        """The dynamic sampling filter's probes (VIM308, VIM309;
+        :func:`vime_lint.check.probe_run.run_filter_probes`) when the launch has
+        ``--dynamic-sampling-filter-path`` and ``--no-probe`` is not given."""
+        if not getattr(self.ns, "probe", True) or not self.args.dynamic_sampling_filter_path:
+            return
+        from vime_lint.check.probe_run import run_filter_probes
+        from vime_lint.check.probes import FILTER_PROBES
+
+        try:
+            outcome = run_filter_probes(self.args)
+        except ContractError as exc:
+            raise HarnessError(str(exc)) from None
+        self.report.add(outcome.findings, list(FILTER_PROBES) if outcome.judged else [])
         self.report.notes.extend(outcome.notes)
 
     def run(self) -> Report:
@@ -509,6 +525,7 @@ class DryRun:
                 "rewards (VIM117, VIM171) can come from them; --hf-checkpoint MODEL runs a real "
                 "engine")
         self.probe_reward()
+        self.probe_filter()
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

@@ -39,7 +39,8 @@ from vime_lint.check.probes import (
     wrong_label,
 )
 
-__all__ = ["DEFAULT_MAX_CALLS", "ProbeOutcome", "reward_scalar", "reward_where", "run_probes"]
+__all__ = ["DEFAULT_MAX_CALLS", "ProbeOutcome", "reward_scalar", "reward_where", "run_filter_probes",
+           "run_probes"]
 
 #: Default ``--probe-max-calls``: about seven prompts' worth of probes.
 DEFAULT_MAX_CALLS = 200
@@ -254,4 +255,60 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
             "--probe-responses-path PKG.MOD.FN ((args, sample) -> [(name, text)])")
     out.notes.append(f"reward probes: {where} called {caller.calls} time(s) on "
                      f"{probed} prompt(s) (--no-probe turns them off)")
+    return out
+
+
+def _filter_where(path: str, fn: Callable[..., Any]) -> str:
+    try:
+        return (f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}: {path} "
+                "(--dynamic-sampling-filter-path)")
+    except (OSError, TypeError):
+        return f"{path} (--dynamic-sampling-filter-path)"
+
+
+def run_filter_probes(args: argparse.Namespace) -> ProbeOutcome:
+    """Probe ``--dynamic-sampling-filter-path`` (VIM308, VIM309) on the groups of
+    :data:`vime_lint.check.probes.FILTER_GROUPS`: four COMPLETED samples each, their rewards
+    stored as the rollout stores them (``{--reward-key: value}`` when the launch has a reward
+    key), the filter called as the default rollout calls it (``filter(args, group)``, once per
+    group). A group the filter raises on or answers without a ``DynamicFilterOutput`` is not
+    judged (the dry run's own call of the filter reports those, VIM160).
+
+    Returns:
+        :class:`ProbeOutcome` with ``calls`` filter calls and ``judged`` 1 when every group got
+        a decision.
+
+    Raises:
+        vime.contract.errors.ContractError: the filter cannot be loaded (VIM100).
+    """
+    from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+    from vime.utils.misc import load_function
+    from vime.utils.types import Sample
+    from vime_lint.check.probes import FILTER_GROUPS, judge_filter
+
+    path = str(args.dynamic_sampling_filter_path)
+    fn = load_function(path, hook="dynamic_sampling_filter_path")
+    key = getattr(args, "reward_key", None)
+    out = ProbeOutcome()
+    kept: dict[str, bool | None] = {}
+    for g, (name, rewards) in enumerate(FILTER_GROUPS.items()):
+        group = [Sample(index=4 * g + i, group_index=g, prompt="What is 2+3?", label="5",
+                        tokens=[1, 2, 3, 4], response="5", response_length=2,
+                        status=Sample.Status.COMPLETED, metadata={},
+                        reward={key: r} if key else r) for i, r in enumerate(rewards)]
+        out.calls += 1
+        try:
+            decision = fn(args, group)
+        except Exception:  # noqa: BLE001 - the dry run's call of the filter reports it
+            decision = None
+        kept[name] = decision.keep if isinstance(decision, DynamicFilterOutput) else None
+    out.judged = int(None not in kept.values())
+    where = _filter_where(path, fn)
+    for pid, problem, error in judge_filter(kept):
+        out.findings.append(INVARIANTS[pid].violation(
+            where, problem=problem, severity=None if error else "warning"))
+    decided = ", ".join(f"{n}: {'kept' if k else 'dropped' if k is False else 'no decision'}"
+                        for n, k in kept.items())
+    out.notes.append(f"filter probes: {path} on {len(kept)} groups ({decided}) "
+                     "(--no-probe turns them off)")
     return out

@@ -8,7 +8,9 @@ Usage::
 
 No reward is called here (:mod:`vime_lint.check.probe_run` does that): this module builds the
 responses from each label and decides, from the rewards they got, which expectation fails.
-Each expectation is one entry of :data:`PROBES` with its contract id (``VIM300``-``VIM307``).
+Each expectation is one entry of :data:`PROBES` with its contract id (``VIM300``-``VIM309``;
+VIM308 and VIM309 probe ``--dynamic-sampling-filter-path`` on the groups of
+:data:`FILTER_GROUPS`, judged by :func:`judge_filter`).
 
 The responses of a row (``{answer}`` is the label, ``{wrong}`` another row's label):
 
@@ -28,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["NO_ANSWER", "PROBES", "Probe", "ProbeRow", "RENDERINGS", "UNPARSEABLE_LABEL",
-           "judge", "responses_for", "wrong_label"]
+__all__ = ["FILTER_GROUPS", "FILTER_PROBES", "NO_ANSWER", "PROBES", "Probe", "ProbeRow",
+           "RENDERINGS", "UNPARSEABLE_LABEL", "judge", "judge_filter", "responses_for",
+           "wrong_label"]
 
 #: How a model may write its final answer; ``{x}`` is the answer.
 RENDERINGS: dict[str, str] = {
@@ -71,7 +74,41 @@ PROBES: tuple[Probe, ...] = (
     Probe("VIM305", "an unparseable label never gives gold's score"),
     Probe("VIM306", "no answer does not score above a wrong answer"),
     Probe("VIM307", "a group reward follows its samples when the group is permuted"),
+    Probe("VIM308", "a dynamic sampling filter keeps groups whose rewards differ"),
+    Probe("VIM309", "a filter that drops equal rewards drops them up to float noise too"),
 )
+#: The ids of the dynamic-sampling filter's probes (the others probe the reward).
+FILTER_PROBES = ("VIM308", "VIM309")
+
+#: The groups a dynamic sampling filter is probed with: name -> rewards of one group.
+FILTER_GROUPS: dict[str, tuple[float, ...]] = {
+    "mixed 0/1": (1.0, 0.0, 1.0, 0.0),
+    "distinct continuous": (0.1, 0.4, 0.7, 0.9),
+    "all equal": (0.5, 0.5, 0.5, 0.5),
+    "equal up to float noise": (0.5, 0.5 + 1e-9, 0.5 - 1e-9, 0.5),
+}
+
+
+def judge_filter(kept: Mapping[str, bool | None]) -> list[tuple[str, str, bool]]:
+    """The expectations a dynamic sampling filter breaks, from whether it kept each group of
+    :data:`FILTER_GROUPS` (None: it raised or returned no ``DynamicFilterOutput``):
+    ``[(probe id, problem in words, is an error)]``."""
+    out: list[tuple[str, str, bool]] = []
+
+    def group(name: str) -> str:
+        return f"{name} rewards {list(FILTER_GROUPS[name])}"
+
+    if kept.get("mixed 0/1") is False:
+        out.append(("VIM308", f"the group with {group('mixed 0/1')} is dropped: the groups "
+                              "that carry a learning signal are thrown away", True))
+    elif kept.get("distinct continuous") is False:
+        out.append(("VIM308", f"the group with {group('distinct continuous')} is dropped: "
+                              "every group with continuous rewards would be", False))
+    if kept.get("all equal") is False and kept.get("equal up to float noise") is True:
+        out.append(("VIM309", f"the group with {group('all equal')} is dropped, the one with "
+                              f"{group('equal up to float noise')} is kept: the spread is "
+                              "compared exactly", False))
+    return out
 
 
 def wrong_label(row: ProbeRow, rows: Sequence[ProbeRow]) -> str:

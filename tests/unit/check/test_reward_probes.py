@@ -88,7 +88,8 @@ def test_builtin_rewards_pass(rm_type: str) -> None:
 
 def test_every_probe_has_a_failing_case_here() -> None:
     covered = {"VIM300", "VIM301", "VIM302", "VIM303", "VIM304", "VIM305", "VIM306", "VIM307"}
-    assert {p.id for p in PROBES} == covered
+    filters = {"VIM308", "VIM309"}      # the filter probes' failing cases: test_filter_probes
+    assert {p.id for p in PROBES} == covered | filters
 
 
 def test_the_budget_is_respected_and_said() -> None:
