@@ -578,8 +578,11 @@ def _section6() -> list[str]:
     them, `--rm-timeout` bounds each call. With `--dynamic-sampling-filter-path` the filter is
     probed too (VIM308, VIM309): called once on each of four groups of four samples (mixed 0/1
     rewards, distinct continuous rewards, all equal, equal up to 1e-9 of float noise), it must
-    keep the first two and treat the last two alike. The responses, groups and expectations
-    are one table, `vime_lint/check/probes.py`.""")
+    keep the first two and treat the last two alike. The probe samples note what the reward
+    reads that is still unset at reward time (VIM310): a `Sample` field filled later
+    (`reward`, `teacher_log_probs`, ...) or a `metadata` key the rows (`--metadata-key`) do
+    not carry. The responses, groups and expectations are one table,
+    `vime_lint/check/probes.py`.""")
     lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
                     ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))
                      for i in probes))

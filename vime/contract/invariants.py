@@ -1140,6 +1140,16 @@ _ALL: tuple[Invariant, ...] = (
          "exact float comparison",
          "{problem}", "compare the spread with a tolerance (`pstdev(rewards) > 1e-6`), as "
          "vime.rollout.filter_hub.dynamic_sampling_filters.STD_EPS does"),
+    _inv("VIM310", "probe", "warning", "probe-reads-unset-field",
+         "A reward reads only what the rollout has set at reward time: no `Sample` field that "
+         "is still unset (`reward`, `teacher_log_probs`, ...) and no `metadata` key the "
+         "prompt rows do not carry.",
+         "Such a read gives None, a default or a KeyError on every sample: the reward silently "
+         "scores something else than intended (a `.get` default for every row), or raises.",
+         "reads unset field",
+         "{problem}", "read the field where it is set (the data row's metadata through "
+         "--metadata-key, the label, the response), or set it before the reward runs (a "
+         "custom generate)"),
     # ---- 6e: chat templates (vime-lint template MODEL_DIR; vime_lint/template.py) ----------
     _inv("VIM350", "template", "warning", "template-prefix-stable",
          "Each turn's rendering is a prefix of the rendering of the conversation one message "

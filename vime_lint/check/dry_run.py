@@ -450,10 +450,12 @@ class DryRun:
         from vime_lint.check.probes import ProbeRow
         from vime_lint.check.synthetic import load_prompts, synthetic_prompts
 
-        prompts = (load_prompts(args.prompt_data, args.input_key, args.label_key)
+        prompts = (load_prompts(args.prompt_data, args.input_key, args.label_key,
+                                args.metadata_key)
                    if args.prompt_data and args.label_key else synthetic_prompts(8))
-        rows = [ProbeRow(p if isinstance(p, str) else str(p), str(label))
-                for p, label, _ in prompts[:6] if label is not None]
+        rows = [ProbeRow(p if isinstance(p, str) else str(p), str(label),
+                         meta if isinstance(meta, dict) else None)
+                for p, label, meta in prompts[:6] if label is not None]
         extra = None
         if self.ns.probe_responses_path:
             from vime.utils.misc import load_function

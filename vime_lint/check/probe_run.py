@@ -20,8 +20,10 @@ import argparse
 import asyncio
 import inspect
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vime.contract.errors import Severity, Violation
@@ -40,7 +42,7 @@ from vime_lint.check.probes import (
 )
 
 __all__ = ["DEFAULT_MAX_CALLS", "ProbeOutcome", "reward_scalar", "reward_where", "run_filter_probes",
-           "run_probes"]
+           "run_probes", "unset_reads_problem"]
 
 #: Default ``--probe-max-calls``: about seven prompts' worth of probes.
 DEFAULT_MAX_CALLS = 200
@@ -95,22 +97,89 @@ class _Budget(Exception):
     """The call budget is spent."""
 
 
+#: ``Sample`` fields still unset (None) when the rollout calls the reward: the reward's own
+#: output, and what the trainer or later stages fill in.
+UNSET_AT_REWARD = frozenset({"reward", "teacher_log_probs", "train_metadata",
+                             "rollout_topk_token_ids", "rollout_topk_log_probs",
+                             "rollout_routed_experts"})
+#: vime's and vime-lint's own code (their reads are not the reward's).
+_OWN_CODE = tuple(str(Path(__file__).resolve().parents[2] / pkg) + "/"
+                  for pkg in ("vime", "vime_lint"))
+
+
+@dataclass
+class UnsetReads:
+    """What a reward read that the rollout had not set (VIM310): field names, metadata keys."""
+
+    fields: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+
+
+def _from_user_code(depth: int = 2) -> bool:
+    """True when the caller ``depth`` frames up is not vime's or vime-lint's own code."""
+    return not sys._getframe(depth).f_code.co_filename.startswith(_OWN_CODE)
+
+
+class _RecordingMetadata(dict):  # type: ignore[type-arg]
+    """A sample's metadata that notes the keys read (``m[k]``, ``m.get(k)``) it does not hold."""
+
+    reads: UnsetReads
+
+    def __getitem__(self, key: Any) -> Any:
+        if key not in self and _from_user_code():
+            self.reads.keys.add(str(key))
+        return super().__getitem__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key not in self and _from_user_code():
+            self.reads.keys.add(str(key))
+        return super().get(key, default)
+
+
+_SAMPLE_CLASS: type | None = None
+
+
+def _probe_sample_class() -> type:
+    """A ``Sample`` subclass whose reads of :data:`UNSET_AT_REWARD` fields, while None and from
+    the user's code, are noted in its class attribute ``reads``."""
+    global _SAMPLE_CLASS
+    if _SAMPLE_CLASS is None:
+        from vime.utils.types import Sample
+
+        class ProbeSample(Sample):
+            reads = UnsetReads()
+
+            def __getattribute__(self, name: str) -> Any:
+                value = object.__getattribute__(self, name)
+                if name in UNSET_AT_REWARD and value is None and _from_user_code():
+                    type(self).reads.fields.add(name)
+                return value
+
+        _SAMPLE_CLASS = ProbeSample
+    return _SAMPLE_CLASS
+
+
 class _Caller:
     def __init__(self, args: argparse.Namespace, max_calls: int) -> None:
         self.args = args
         self.max_calls = max_calls
         self.calls = 0
         self.timeout = getattr(args, "rm_timeout", None)
+        self.reads = UnsetReads()
 
     def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
         from vime.utils.types import Sample
         from vime_lint.check.synthetic import encode
 
+        cls = _probe_sample_class()
+        cls.reads = self.reads   # type: ignore[attr-defined]
+        metadata = _RecordingMetadata(row.metadata or {})
+        metadata.reads = self.reads
         prompt_ids, response_ids = encode(row.prompt), encode(text, limit=512) if text else []
-        return Sample(index=index, group_index=0, prompt=row.prompt, label=label,
-                      tokens=prompt_ids + response_ids, response=text,
-                      response_length=len(response_ids), status=Sample.Status(status),
-                      metadata={})
+        return cls(index=index, group_index=0, prompt=row.prompt, label=label,
+                   tokens=prompt_ids + response_ids, response=text,
+                   response_length=len(response_ids), status=Sample.Status(status),
+                   metadata=metadata)
 
     def _spend(self, n: int = 1) -> None:
         if self.calls + n > self.max_calls:
@@ -242,6 +311,9 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     from vime.rollout.failures import fail_sample
 
     tolerated = fail_sample(args)
+    unset = unset_reads_problem(caller.reads, args)
+    if unset is not None:
+        found["VIM310"] = unset
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
         severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None
@@ -256,6 +328,21 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     out.notes.append(f"reward probes: {where} called {caller.calls} time(s) on "
                      f"{probed} prompt(s) (--no-probe turns them off)")
     return out
+
+
+def unset_reads_problem(reads: UnsetReads, args: argparse.Namespace) -> str | None:
+    """VIM310's problem in words for what a reward read unset, or None when it read nothing
+    unset."""
+    parts = [f"sample.{name} (None until {'the reward returns' if name == 'reward' else 'later'})"
+             for name in sorted(reads.fields)]
+    if reads.keys:
+        key = getattr(args, "metadata_key", "metadata")
+        parts.append(", ".join(f"sample.metadata[{k!r}]" for k in sorted(reads.keys))
+                     + f" (not in the rows' metadata, read from their {key!r} field by "
+                     "--metadata-key)")
+    if not parts:
+        return None
+    return "the reward reads " + "; ".join(parts) + ", unset when the rollout calls it"
 
 
 def _filter_where(path: str, fn: Callable[..., Any]) -> str:

@@ -8,7 +8,7 @@ Usage::
 
 No reward is called here (:mod:`vime_lint.check.probe_run` does that): this module builds the
 responses from each label and decides, from the rewards they got, which expectation fails.
-Each expectation is one entry of :data:`PROBES` with its contract id (``VIM300``-``VIM309``;
+Each expectation is one entry of :data:`PROBES` with its contract id (``VIM300``-``VIM310``;
 VIM308 and VIM309 probe ``--dynamic-sampling-filter-path`` on the groups of
 :data:`FILTER_GROUPS`, judged by :func:`judge_filter`).
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["FILTER_GROUPS", "FILTER_PROBES", "NO_ANSWER", "PROBES", "Probe", "ProbeRow",
            "RENDERINGS", "UNPARSEABLE_LABEL", "judge", "judge_filter", "responses_for",
@@ -50,10 +51,12 @@ UNPARSEABLE_LABEL = "???"
 
 @dataclass(frozen=True)
 class ProbeRow:
-    """One prompt and its label (from ``--prompt-data`` or the synthetic prompts)."""
+    """One prompt and its label (from ``--prompt-data`` or the synthetic prompts), with the
+    row's metadata (``--metadata-key``) as the data source gives it to the sample."""
 
     prompt: str
     label: str
+    metadata: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("VIM307", "a group reward follows its samples when the group is permuted"),
     Probe("VIM308", "a dynamic sampling filter keeps groups whose rewards differ"),
     Probe("VIM309", "a filter that drops equal rewards drops them up to float noise too"),
+    Probe("VIM310", "the reward reads no field or metadata key unset at reward time"),
 )
 #: The ids of the dynamic-sampling filter's probes (the others probe the reward).
 FILTER_PROBES = ("VIM308", "VIM309")

@@ -134,3 +134,27 @@ def json_renderings(args, sample):            # --probe-responses-path for json_
     import json
 
     return [("json", json.dumps({"answer": sample.label}))]
+
+
+async def reads_previous_reward(args, sample, **kwargs):
+    """Adds to a reward the sample does not have yet (None until the reward returns)."""
+    base = sample.reward or 0.0
+    return base + (1.0 if sample.response.strip().endswith(sample.label) else 0.0)
+
+
+async def reads_missing_metadata(args, sample, **kwargs):
+    """Reads the answer from a metadata key the rows do not carry: every row scores 0."""
+    answer = sample.metadata.get("answer", "")
+    return 1.0 if answer and answer in sample.response else 0.0
+
+
+async def reads_row_metadata(args, sample, **kwargs):
+    """Near-miss: a metadata key the rows carry (--prompt-data with a metadata field)."""
+    scale = 1.0 if sample.metadata["source"] == "gsm8k" else 0.5
+    return scale if sample.response.strip().endswith(sample.label) else 0.0
+
+
+async def optional_metadata_present(args, sample, **kwargs):
+    """Near-miss: checks membership before reading."""
+    bonus = sample.metadata["bonus"] if "bonus" in sample.metadata else 0.0
+    return bonus + (1.0 if sample.response.strip().endswith(sample.label) else 0.0)

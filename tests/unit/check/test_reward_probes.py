@@ -88,6 +88,7 @@ def test_builtin_rewards_pass(rm_type: str) -> None:
 
 def test_every_probe_has_a_failing_case_here() -> None:
     covered = {"VIM300", "VIM301", "VIM302", "VIM303", "VIM304", "VIM305", "VIM306", "VIM307"}
+    covered.add("VIM310")               # test_a_reward_that_reads_what_is_unset_...
     filters = {"VIM308", "VIM309"}      # the filter probes' failing cases: test_filter_probes
     assert {p.id for p in PROBES} == covered | filters
 
@@ -155,3 +156,39 @@ def test_an_unjudged_reward_is_not_run_not_pass(capsys: pytest.CaptureFixture[st
           "probe_rewards.json_only_format"])
     out = capsys.readouterr().out
     assert re.search(r"^VIM300\s+probe-gold-above-wrong\s+not run$", out, re.M), out
+
+
+def test_a_reward_that_reads_what_is_unset_at_reward_time_is_named() -> None:
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.reads_previous_reward")
+    assert ids == {"VIM310"}, texts
+    assert "sample.reward (None until the reward returns)" in texts[0]
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.reads_missing_metadata")
+    assert "VIM310" in ids, texts
+    vim310 = next(t for t in texts if "VIM310" in t)
+    assert "sample.metadata['answer'] (not in the rows' metadata" in vim310
+    assert "--metadata-key" in vim310 and "probe_rewards.py:" in vim310
+
+
+def test_metadata_the_rows_carry_is_no_unset_read() -> None:
+    rows = [ProbeRow(r.prompt, r.label, {"source": "gsm8k"}) for r in ROWS]
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+                                       "probe_rewards.reads_row_metadata"]))
+    out = run_probes(args, rows, max_calls=400)
+    assert [v.id for v in out.findings] == [], [v.format() for v in out.findings]
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.optional_metadata_present")
+    assert ids == set(), texts
+
+
+def test_the_check_passes_the_rows_metadata_to_the_probes(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    from vime_lint.runtime.harness import main
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(f'{{"input": "What is {a}+1?", "label": "{a + 1}", '
+                            f'"metadata": {{"source": "gsm8k"}}}}\n' for a in range(4)))
+    main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+          "probe_rewards.reads_row_metadata", "--prompt-data", str(data), "--label-key",
+          "label"])
+    out = capsys.readouterr().out
+    assert "VIM310  probe-reads-unset-field       pass" in out, out
