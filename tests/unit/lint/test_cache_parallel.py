@@ -27,16 +27,20 @@ def _entries(root: Path) -> list[Path]:
     return [p for p in (root / CACHE_DIR / "rollout").rglob("*") if p.is_file()]
 
 
-def test_unchanged_files_come_from_the_cache_and_edits_invalidate(tmp_path: Path) -> None:
+def test_unchanged_files_come_from_the_cache_and_edits_invalidate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.py").write_text(BAD)
     (tmp_path / "b.py").write_text("x = 1\n")
     first = run(_settings(tmp_path))
     assert len(_entries(tmp_path)) == 2
     assert (tmp_path / CACHE_DIR / "CACHEDIR.TAG").is_file()
     # The second run reads the entries back and gives the same findings.
+    real = _runner._Job.run
+    _no_lint(monkeypatch)
     second = run(_settings(tmp_path))
     assert [f.code for r in second.results for f in r.findings] == \
         [f.code for r in first.results for f in r.findings]
+    monkeypatch.setattr(_runner._Job, "run", real)
     (tmp_path / "a.py").write_text(BAD.replace("evaluation)", "evaluation=False)"))
     third = run(_settings(tmp_path))
     assert all(f.code != "VIM001" for r in third.results for f in r.findings)
@@ -124,13 +128,26 @@ def test_foreign_or_mistyped_entries_are_misses_and_rewritten(
     assert json.loads(entry.read_text()) == good
 
 
-def test_entries_round_trip_every_finding_field(tmp_path: Path) -> None:
+def _no_lint(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, linting a file fails the test: every result must come from the cache."""
+    def refuse(job: _runner._Job) -> Any:
+        raise AssertionError(f"{job} was linted again: its cache entry was not used")
+
+    monkeypatch.setattr(_runner._Job, "run", refuse)
+
+
+def test_entries_round_trip_every_finding_field(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     src = "def generate_rollout(args, rollout_id, data_buffer, evaluation=False):\n" \
           "    sample.status = 'truncated'\n    return []\n"
     (tmp_path / "a.py").write_text(src)
+    (tmp_path / "c.py").write_text(BAD)
     first = run(_settings(tmp_path))
     assert any(f.edits for r in first.results for f in r.findings)  # fixes are cached too
+    _no_lint(monkeypatch)
     second = run(_settings(tmp_path))
+    assert [(r.path, r.findings, r.source) for r in second.results] == \
+        [(r.path, r.findings, r.source) for r in first.results]
     assert [(r.path, r.findings, r.source) for r in second.results] == \
         [(r.path, r.findings, r.source) for r in first.results]
 
