@@ -5,7 +5,7 @@ like LibCST's ``CodeRange``; the output formats add 1 to columns.
 
 Usage::
 
-    Finding(code="VIM007", slug="status-string-assignment", severity="error",
+    Finding(code="VIM007", slug="stale-status-api", severity="error",
             message="...", path="r.py", line=3, col=4, end_line=3, end_col=30)
 
 The shape follows Fixit's ``LintViolation`` and Ruff's JSON output.
@@ -45,7 +45,7 @@ class Finding:
 
     #: The invariant id, ``"VIM###"``.
     code: str
-    #: The rule's slug (``"status-string-assignment"``).
+    #: The rule's slug (``"stale-status-api"``, the invariant's).
     slug: str
     #: ``"error"`` or ``"warning"``.
     severity: Severity

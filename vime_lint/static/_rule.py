@@ -232,7 +232,14 @@ class Rule(cst.BatchableCSTVisitor):
 
     @classmethod
     def slug(cls) -> str:
-        """The kebab-case rule name from the class name (``status-string-assignment``)."""
+        """The rule's one name: its invariant's slug in ``vime.contract`` (``stale-status-api``),
+        in every output format, ``--select`` and the docs."""
+        return cls.INVARIANT.slug
+
+    @classmethod
+    def class_slug(cls) -> str:
+        """The kebab-case class name (``status-string``): a former name, still accepted by
+        ``vime-lint rule``."""
         return _kebab(cls.__name__)
 
     @classmethod

@@ -235,3 +235,46 @@ def test_parallel_linting_runs_in_worker_processes(tmp_path: Path,
     seen = pids.read_text().split()
     assert len(seen) == _runner.PARALLEL_MIN_FILES + 8
     assert str(os.getpid()) not in seen, "linted in this process: the workers never ran"
+
+
+def test_the_code_fingerprint_follows_every_python_file_of_the_linter(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edited rule (any .py file of vime_lint/static or vime/contract) changes the key."""
+    import os
+
+    import vime.contract
+    import vime_lint.static
+    from vime_lint.static import _cache
+
+    static, contract = tmp_path / "static", tmp_path / "contract"
+    for folder in (static, contract / "checks"):
+        folder.mkdir(parents=True)
+    (static / "rule.py").write_text("x = 1\n")
+    (contract / "checks" / "deep.py").write_text("y = 1\n")
+    monkeypatch.setattr(vime_lint.static, "__path__", [str(static)])
+    monkeypatch.setattr(vime.contract, "__path__", [str(contract)])
+
+    def fingerprint() -> str:
+        monkeypatch.setattr(_cache, "_CODE", None)
+        return _cache.code_fingerprint()
+
+    first = fingerprint()
+    assert fingerprint() == first
+    (static / "notes.txt").write_text("not code")            # not a .py file: same code
+    assert fingerprint() == first
+    (contract / "checks" / "deep.py").write_text("y = 22\n")  # a nested module edited
+    second = fingerprint()
+    assert second != first
+    stamp = (static / "rule.py").stat().st_mtime_ns + 10**9
+    os.utime(static / "rule.py", ns=(stamp, stamp))          # touched (same size)
+    assert fingerprint() != second
+
+
+def test_the_cache_folder_is_ignored_by_git_and_counts_hits(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(BAD)
+    run(_settings(tmp_path))
+    assert (tmp_path / CACHE_DIR / ".gitignore").read_text().splitlines()[-1] == "*"
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    assert (cache.hits, cache.misses) == (0, 0)
+    entry = _entries(tmp_path)[0]
+    assert cache.get(entry.name) is not None and (cache.hits, cache.misses) == (1, 0)

@@ -116,7 +116,7 @@ def test_diagnostic_fix_and_clean_shutdown(project: Path) -> None:
         assert (status.range.start.line, status.range.start.character) == (7, 12)
         assert status.severity == types.DiagnosticSeverity.Error and status.source == "vime-lint"
         assert status.code_description is not None
-        assert status.code_description.href.endswith("#vim007-status-string")
+        assert status.code_description.href.endswith("#vim007-stale-status-api")
         assert "fix:" in status.message
 
         actions = await session.client.text_document_code_action_async(types.CodeActionParams(

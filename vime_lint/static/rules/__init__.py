@@ -33,9 +33,11 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(_collect(), key=lambda r: (r.co
 
 
 def rules_for_code(code: str) -> list[type[Rule]]:
-    """The rules whose code or slug is ``code`` (case-insensitive), e.g. ``"VIM001"``; for an
+    """The rules whose code or slug (or former, class-derived name) is ``code``
+    (case-insensitive), e.g. ``"VIM001"``; for an
     old code that several rules shared (``"VIM007"``), the rule of that code and those that
     had it."""
     c = code.strip()
     return [r for r in ALL_RULES
-            if r.code() == c.upper() or r.slug() == c.lower() or c.upper() in r.ALIASES]
+            if r.code() == c.upper() or c.lower() in (r.slug(), r.class_slug())
+            or c.upper() in r.ALIASES]
