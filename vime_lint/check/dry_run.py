@@ -464,8 +464,14 @@ class DryRun:
                 extra = load_function(self.ns.probe_responses_path)
             except ContractError as exc:
                 raise HarnessError(f"--probe-responses-path: {exc}") from None
+        from vime.contract.hooks import HOOKS
+
+        own_rollout = (args.rollout_function_path != HOOKS["rollout_function_path"].default
+                       or bool(args.custom_generate_function_path)
+                       or bool(getattr(args, "agent_function_path", None)))
         try:
-            outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra)
+            outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra,
+                                 metadata_from_hooks=own_rollout)
         except ContractError as exc:
             raise HarnessError(str(exc)) from None
         from vime_lint.check.probes import FILTER_PROBES, PROBES

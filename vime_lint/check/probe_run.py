@@ -264,8 +264,8 @@ def _group_probe(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow]
 
 def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                max_calls: int = DEFAULT_MAX_CALLS,
-               extra: Callable[[argparse.Namespace, Any], Sequence[tuple[str, str]]] | None = None
-               ) -> ProbeOutcome:
+               extra: Callable[[argparse.Namespace, Any], Sequence[tuple[str, str]]] | None = None,
+               metadata_from_hooks: bool = False) -> ProbeOutcome:
     """Probe the reward ``args`` names (``--custom-rm-path`` or ``--rm-type``; per group with
     ``--group-rm``) on ``rows``.
 
@@ -275,6 +275,8 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
         max_calls: the most reward computations (a group of four counts four).
         extra: ``--probe-responses-path``: ``(args, sample) -> [(name, text)]``, more
             renderings of the answer to try as gold.
+        metadata_from_hooks: the launch's own rollout function, custom generate or agent may
+            set ``metadata`` keys the prompt rows lack, so reading one is a note, not VIM310.
 
     Returns:
         :class:`ProbeOutcome`: one finding per probe id and row at most (the first row that
@@ -311,6 +313,11 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     from vime.rollout.failures import fail_sample
 
     tolerated = fail_sample(args)
+    if metadata_from_hooks and caller.reads.keys:
+        out.notes.append("reward probes: the reward reads " + ", ".join(
+            f"sample.metadata[{k!r}]" for k in sorted(caller.reads.keys)) + ", which the prompt "
+            "rows do not carry; this launch's own rollout, generate or agent may set it")
+        caller.reads.keys.clear()
     unset = unset_reads_problem(caller.reads, args)
     if unset is not None:
         found["VIM310"] = unset

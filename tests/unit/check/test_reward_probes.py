@@ -192,3 +192,16 @@ def test_the_check_passes_the_rows_metadata_to_the_probes(tmp_path: Path,
           "label"])
     out = capsys.readouterr().out
     assert "VIM310  probe-reads-unset-field       pass" in out, out
+
+
+def test_metadata_a_launch_hook_may_set_is_a_note_not_a_finding() -> None:
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
+                                       "probe_rewards.reads_missing_metadata"]))
+    out = run_probes(args, ROWS, max_calls=400, metadata_from_hooks=True)
+    assert "VIM310" not in {v.id for v in out.findings}
+    assert any("sample.metadata['answer']" in n and "may set it" in n for n in out.notes)
+    # a field that is unset at reward time whatever the hooks do is still named
+    out = run_probes(make_args(parse_check_args([
+        "--rollout-function-path", ROLLOUT, "--custom-rm-path",
+        "probe_rewards.reads_previous_reward"])), ROWS, max_calls=400, metadata_from_hooks=True)
+    assert "VIM310" in {v.id for v in out.findings}
