@@ -568,7 +568,6 @@ def test_types_in_a_project_folder_that_cannot_be_written(
         repo: Path, tmp_path_factory: pytest.TempPathFactory,
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """mypy's cache goes to the user's cache folder, said in one line (was a traceback)."""
-    pytest.importorskip("mypy")
     from vime_lint.typecheck.command import mypy_cache_dir, user_cache_dir
 
     home = tmp_path_factory.mktemp("xdg")
@@ -594,7 +593,6 @@ def test_types_in_a_project_folder_that_cannot_be_written(
 def test_types_skips_a_file_over_the_limits_with_vim092(repo: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """`vime-lint types` applies the guards of `rollout` before LibCST and mypy."""
-    pytest.importorskip("mypy")
     (repo / "rm.py").write_text("async def reward_func(args, sample, **kwargs):\n"
                                 "    return " + "[" * 150 + "]" * 150 + "\n")
     code, out, err = _run(capsys, "types", "rm.py", "--cache-dir", str(repo / "c"))
