@@ -64,3 +64,31 @@ def test_a_path_key_that_disagrees_with_the_bearer_key_is_a_401() -> None:
     statuses, ran, mine, other = _statuses([(p, b) for p, b, _ in CASES])
     assert statuses == [s for _, _, s in CASES]
     assert ran == [mine, mine, mine]   # the refused requests ran nothing, for no session
+
+
+def test_the_endpoint_listens_on_127_0_0_1_only() -> None:
+    """Bound to 127.0.0.1, not every interface: the listening socket's address is 127.0.0.1
+    and another address of this host (127.0.0.2, loopback on Linux, which a 0.0.0.0 bind
+    would answer) refuses the connection."""
+    import socket
+
+    async def go() -> tuple[list[tuple[str, int]], bool, bool]:
+        server = EndpointServer(create_app(_Calls(), SessionStore(), lambda s: {}))  # type: ignore[arg-type]
+        await server.start()
+        try:
+            names = [s.getsockname()[:2] for srv in server._server.servers for s in srv.sockets]
+
+            def reaches(host: str) -> bool:
+                try:
+                    socket.create_connection((host, server.port), timeout=2).close()
+                except OSError:
+                    return False
+                return True
+            return names, await asyncio.to_thread(reaches, "127.0.0.1"), \
+                await asyncio.to_thread(reaches, "127.0.0.2")
+        finally:
+            await server.stop()
+
+    names, local, other = asyncio.run(go())
+    assert names and all(host == "127.0.0.1" for host, _ in names), names
+    assert local and not other
