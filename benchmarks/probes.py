@@ -2,7 +2,8 @@
 
 Runs :func:`vime_lint.check.probe_run.run_probes` on 16 synthetic prompts with vime's math
 reward (``--rm-type math``) and with a custom reward module, in this process, with a budget
-large enough for every probe, and prints the calls made and the wall time of each.
+large enough for every probe, then the ``--dynamic-sampling-filter-path`` probes on the
+built-in filter, and prints the calls made and the wall time of each.
 
 Usage::
 
@@ -15,7 +16,7 @@ import argparse
 import time
 
 from vime_lint.check.arguments import make_args, parse_check_args
-from vime_lint.check.probe_run import run_probes
+from vime_lint.check.probe_run import run_filter_probes, run_probes
 from vime_lint.check.probes import ProbeRow
 from vime_lint.check.synthetic import synthetic_prompts
 
@@ -34,6 +35,14 @@ def main() -> None:
         took = time.perf_counter() - start
         print(f"{' '.join(reward)}: {len(rows)} prompts, {out.calls} reward calls, "
               f"{len(out.findings)} finding(s), {took:.2f} s")
+    path = "vime.rollout.filter_hub.dynamic_sampling_filters.check_reward_nonzero_std"
+    args = make_args(parse_check_args(["--rollout-function-path",
+                                       "vime.rollout.sft_rollout.generate_rollout",
+                                       "--dynamic-sampling-filter-path", path]))
+    start = time.perf_counter()
+    out = run_filter_probes(args)
+    print(f"--dynamic-sampling-filter-path {path}: {out.calls} filter calls, "
+          f"{len(out.findings)} finding(s), {time.perf_counter() - start:.3f} s")
 
 
 if __name__ == "__main__":
