@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import multiprocessing as mp
 import os
+import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -147,7 +148,8 @@ def _run_job(i: int) -> LintResult:
 
 def _lint_all(jobs: list[_Job], processes: int | None) -> list[LintResult]:
     """Lint ``jobs`` in order: in parallel worker processes (fork, one per core) when there
-    are enough of them and the platform forks, else in this process."""
+    are enough of them and the platform forks, else in this process (when the workers cannot
+    start or die, in this process too, with a note on stderr)."""
     n = processes if processes is not None else (os.cpu_count() or 1)
     n = min(n, max(1, len(jobs) // 8))
     if n <= 1 or len(jobs) < PARALLEL_MIN_FILES or "fork" not in mp.get_all_start_methods():
@@ -158,7 +160,10 @@ def _lint_all(jobs: list[_Job], processes: int | None) -> list[LintResult]:
         with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("fork")) as pool:
             return list(pool.map(_run_job, range(len(jobs)),
                                  chunksize=max(1, len(jobs) // (n * 4))))
-    except (OSError, BrokenProcessPool):
+    except (OSError, BrokenProcessPool) as exc:
+        # said, not silent: the results are the same, only slower
+        print(f"vime-lint: note: parallel linting failed ({type(exc).__name__}: {exc}); "
+              f"linting the {len(jobs)} files in this process", file=sys.stderr)
         return [j.run() for j in jobs]
     finally:
         _WORK = []

@@ -278,3 +278,21 @@ def test_the_cache_folder_is_ignored_by_git_and_counts_hits(tmp_path: Path) -> N
     assert (cache.hits, cache.misses) == (0, 0)
     entry = _entries(tmp_path)[0]
     assert cache.get(entry.name) is not None and (cache.hits, cache.misses) == (1, 0)
+
+
+def test_a_failed_worker_pool_is_said_and_the_results_stay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(_runner.PARALLEL_MIN_FILES + 8):
+        (tmp_path / f"m{i:02d}.py").write_text(BAD if i % 3 == 0 else f"x = {i}\n")
+    serial = run(_settings(tmp_path, cache=False, jobs=1))
+
+    class NoPool:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            raise OSError("no semaphores here")
+
+    monkeypatch.setattr(_runner, "ProcessPoolExecutor", NoPool)
+    out = run(_settings(tmp_path, cache=False, jobs=2))
+    assert [(r.path, r.findings) for r in out.results] == \
+        [(r.path, r.findings) for r in serial.results]
+    assert "parallel linting failed (OSError: no semaphores here)" in capsys.readouterr().err
