@@ -466,9 +466,10 @@ class DryRun:
                 raise HarnessError(f"--probe-responses-path: {exc}") from None
         from vime.contract.hooks import HOOKS
 
+        # the user's own hooks (the dry run's stand-in generate is not one)
         own_rollout = (args.rollout_function_path != HOOKS["rollout_function_path"].default
-                       or bool(args.custom_generate_function_path)
-                       or bool(getattr(args, "agent_function_path", None)))
+                       or "custom_generate_function_path" in self.hooks
+                       or "agent_function_path" in self.hooks)
         try:
             outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra,
                                  metadata_from_hooks=own_rollout)

@@ -205,3 +205,14 @@ def test_metadata_a_launch_hook_may_set_is_a_note_not_a_finding() -> None:
         "--rollout-function-path", ROLLOUT, "--custom-rm-path",
         "probe_rewards.reads_previous_reward"])), ROWS, max_calls=400, metadata_from_hooks=True)
     assert "VIM310" in {v.id for v in out.findings}
+
+
+def test_the_check_names_a_metadata_key_no_row_has(capsys: pytest.CaptureFixture[str]) -> None:
+    """Through vime-lint check with vime's rollout (the dry run's stand-in generate is not the
+    user's, so the key cannot come from a hook of the launch)."""
+    from vime_lint.runtime.harness import main
+
+    main(["--custom-rm-path", "probe_rewards.reads_missing_metadata", "--label-key", "label"])
+    out = capsys.readouterr().out
+    assert "VIM310  probe-reads-unset-field       WARN (1 warning(s))" in out, out
+    assert "sample.metadata['answer'] (not in the rows' metadata" in out
