@@ -599,7 +599,8 @@ def _section6() -> list[str]:
     conversation, the message and the first differing character or token with both
     renderings, and says what the built-in generate and the agent endpoint do about it; exit
     codes as `vime-lint rollout`. At run time, VIM194 compares agent trajectories with the
-    template's rendering of their messages (`--check-token-boundaries N`). The checks are
+    template's rendering of their messages, and a custom multi-turn generate's inserted turns
+    with the template's framing of a turn (`--check-token-boundaries N`). The checks are
     `vime_lint/template.py`.""")
     lines += _table(("Id", "Severity", "Expectation", "Failure kind"),
                     ((f"`{i.id}`", i.severity, _cell(i.title), _cell(i.bug_kind))

@@ -34,7 +34,8 @@ def _template_section() -> list[str]:
              "template of a model or tokenizer folder and reports where it breaks multi-turn "
              "training, with what vime's built-in generate and agent endpoint do about it "
              "(docs/contract.md §6e). At run time VIM194 compares agent trajectories with the "
-             "template's rendering (`--check-token-boundaries N`).", ""]
+             "template's rendering, and a custom multi-turn generate's inserted turns with the "
+             "template's framing of a turn (`--check-token-boundaries N`).", ""]
     for inv in invs:
         lines += [f"### {inv.id} `{inv.slug}`", "", f"{inv.title} (severity {inv.severity})", "",
                   f"**Why:** {inv.rationale}", "", f"**Fix:** {inv.fix}", ""]

@@ -36,8 +36,9 @@ __all__ = [
 ]
 
 PROG = "vime train"
-#: ``--check-token-boundaries`` default: 1 in 16 agent trajectories is compared with the chat
-#: template's rendering (VIM194; benchmarks/token_boundaries.py measures the cost).
+#: ``--check-token-boundaries`` default: 1 in 16 agent trajectories (and custom multi-turn
+#: generate samples) is compared with the chat template (VIM194; benchmarks/token_boundaries.py
+#: measures the cost).
 DEFAULT_TOKEN_BOUNDARY_CHECK = 16
 VLLM_PASSTHROUGH_PREFIX = "--vllm-"
 #: The exit statuses of ``vime train`` (its --help epilog; vime/train.py).
@@ -328,8 +329,9 @@ def _add_debug_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--check-token-boundaries", type=int, default=DEFAULT_TOKEN_BOUNDARY_CHECK,
                    metavar="N",
                    help="Compare 1 in N agent trajectories with the chat template's rendering "
-                        "of their messages outside the generated spans (VIM194, a warning); "
-                        "0 turns it off.")
+                        "of their messages outside the generated spans, and 1 in N custom "
+                        "multi-turn generate samples' inserted turns with the template's framing "
+                        "of a turn (VIM194, a warning); 0 turns it off.")
     g.add_argument("--custom-config-path", type=str, default=None,
                    help="YAML whose keys are set on args as they are (for user hooks).")
 

@@ -131,13 +131,15 @@ def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPat
     else:
         stages.append(StageResult("check", skipped=True) if ns.skip_lint else
                       stage_check(paths, recipe, scale))
+    # a check that found errors in the recipe's hooks makes the training stages pointless:
+    # they are skipped, as the tiny demo skips GRPO after a failed SFT
+    why = "set-up failed" if not ready else "check failed" if not stages[-1].ok else ""
     for control in (False, True):
         name = "control" if control else "GRPO"
         if control and ns.skip_control:
             stages.append(StageResult(name, skipped=True))
-        elif ns.skip_grpo or not ready:
-            stages.append(StageResult(name, skipped=True,
-                                      detail="" if ns.skip_grpo else "set-up failed"))
+        elif ns.skip_grpo or why:
+            stages.append(StageResult(name, skipped=True, detail="" if ns.skip_grpo else why))
         else:
             stages.append(stage_grpo(paths, scale, control=control, configs=recipe.configs,
                                      sft=False))

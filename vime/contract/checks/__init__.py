@@ -12,7 +12,8 @@ Usage::
     findings, seconds = run_checks(out, args, evaluation=False, hook_path=path, rollout_id=7)
 
 Boundaries (docs/contract.md §6b): B1/B5/B6 ``validate_rollout_output`` / ``run_checks``;
-B2 ``check_generate_result``, ``check_agent_result``, ``check_token_boundaries``; B3 ``check_reward_result``,
+B2 ``check_generate_result``, ``check_agent_result``, ``check_token_boundaries``,
+``check_generated_turns_result``; B3 ``check_reward_result``,
 ``check_batch_reward_result``; B4 ``check_group_rewards``, ``check_dynamic_filter_result``, ``check_buffer_filter_result``,
 ``check_sample_hook_result``, ``check_reward_post_process_result``, ``check_convert_result``,
 ``check_sync_hook_result``. ``vime-lint check`` is ``vime_lint.runtime.harness.main``.
@@ -28,6 +29,7 @@ from vime.contract.checks.boundaries import (
     check_convert_result,
     check_dynamic_filter_result,
     check_generate_result,
+    check_generated_turns_result,
     check_group_rewards,
     check_reward_post_process_result,
     check_reward_result,
@@ -56,6 +58,7 @@ __all__ = [
     "check_reward_result",
     "check_sample_hook_result",
     "check_sync_hook_result",
+    "check_generated_turns_result",
     "check_token_boundaries",
     "collect_rollout_output",
     "run_checks",

@@ -24,7 +24,7 @@ from typing import Any
 
 from vime.contract.checks import hook_results as hc
 from vime.contract.checks.agent import agent_result_problems
-from vime.contract.checks.chat import check_vim194
+from vime.contract.checks.chat import check_generated_turns, check_vim194
 from vime.contract.checks.checker import with_context
 from vime.contract.checks.policy import enforce, should_check_settings
 from vime.contract.checks.settings import CheckContext, CheckSettings
@@ -48,6 +48,7 @@ __all__ = [
     "check_reward_result",
     "check_sample_hook_result",
     "check_sync_hook_result",
+    "check_generated_turns_result",
     "check_token_boundaries",
     "observed_boundaries",
 ]
@@ -143,6 +144,14 @@ def _token_boundaries(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
     return [f for f in found if f is not None]
 
 
+def _generated_turns(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
+                     tokenizer: Any = None, framing: Any = None) -> list[Violation]:
+    found = (check_generated_turns(tokenizer, tokens, loss_mask=mask, response_length=length,
+                                   framing=framing, where=where)
+             for where, tokens, mask, length in v[0])
+    return [f for f in found if f is not None]
+
+
 _B2_IDS = ("VIM105", "VIM106", "VIM107", "VIM108", "VIM109", "VIM110", "VIM111", "VIM115",
            "VIM140", "VIM141")
 
@@ -171,6 +180,8 @@ HOOK_BOUNDARIES: Mapping[str, HookBoundary] = MappingProxyType({b.name: b for b 
                  _agent),
     HookBoundary("token_boundaries", "agent_function_path", "B2", ("VIM194",),
                  _token_boundaries),
+    HookBoundary("generated_turns_result", "custom_generate_function_path", "B2", ("VIM194",),
+                 _generated_turns),
 )})
 
 
@@ -342,3 +353,15 @@ def check_token_boundaries(trajectories: Sequence[tuple[str, Sequence[int],
     :func:`vime.contract.checks.chat.check_vim194`). See :func:`check_boundary`."""
     return check_boundary("token_boundaries", trajectories, args=args, hook_path=hook_path,
                           rollout_id=rollout_id, tokenizer=tokenizer)
+
+
+def check_generated_turns_result(samples: Sequence[tuple[str, Sequence[int], Sequence[int], int]],
+                                 tokenizer: Any, framing: Any, args: Any, *,
+                                 hook_path: str | None = None,
+                                 rollout_id: int | None = None) -> list[Violation]:
+    """B2, on the custom multi-turn generate samples ``--check-token-boundaries N`` picks: each
+    ``(where, tokens, loss_mask, response_length)`` against the chat template's
+    :class:`~vime.contract.checks.chat.TurnFraming` ``framing`` (VIM194, a warning; see
+    :func:`vime.contract.checks.chat.check_generated_turns`). See :func:`check_boundary`."""
+    return check_boundary("generated_turns_result", samples, args=args, hook_path=hook_path,
+                          rollout_id=rollout_id, tokenizer=tokenizer, framing=framing)

@@ -21,13 +21,16 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 
-__all__ = ["check_vim194", "first_difference"]
+__all__ = ["TURN_ROLES", "TurnFraming", "check_generated_turns", "check_vim194",
+           "first_difference", "generated_spans", "turn_framing"]
 
 _SHOW = 6  # tokens shown on each side of a difference
 
@@ -109,3 +112,134 @@ def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple
                 f"({expected[at:at + _SHOW]}); the policy is trained on a sequence it will "
                 "not see when the conversation is rendered at once"))
     return missing
+
+
+# ---- custom multi-turn generate samples (no messages): the template's framing of a turn ----
+
+#: Stand-in texts whose rendering shows what the template puts around a turn.
+_REPLY, _TURN, _ASK = "\x02vime-reply\x03", "\x02vime-turn\x03", "\x02vime-ask\x03"
+#: Roles a generate's inserted turn may have (an environment answer, a tool result).
+TURN_ROLES = ("user", "tool")
+
+
+@dataclass(frozen=True)
+class TurnFraming:
+    """What a chat template renders between two assistant replies, learnt once from its own
+    rendering of stand-in messages (:func:`turn_framing`).
+
+    ``generation_prompt`` opens an assistant reply (ChatML: ``"<|im_start|>assistant\\n"``);
+    ``between[role]`` is ``(before, after)``: the text after a reply's content and before a
+    ``role`` turn's content, and the text after that content up to the next reply (the
+    generation prompt included).
+    """
+
+    generation_prompt: str
+    between: Mapping[str, tuple[str, str]]
+
+
+def turn_framing(tokenizer: Any, template_kwargs: Mapping[str, Any] | None = None
+                 ) -> TurnFraming | None:
+    """The chat template's :class:`TurnFraming`, from ``apply_chat_template`` on
+    ``[user, assistant, ROLE]`` with the generation prompt, for each role of
+    :data:`TURN_ROLES` the template renders; None when it has no template, renders no
+    generation prompt, or renders neither role."""
+    kwargs = dict(template_kwargs or {})
+
+    def render(messages: list[dict[str, str]], prompt: bool) -> str | None:
+        try:
+            return str(tokenizer.apply_chat_template(messages, tokenize=False,
+                                                     add_generation_prompt=prompt, **kwargs))
+        except Exception:  # noqa: BLE001 - no template, or one that refuses this order
+            return None
+
+    ask = [{"role": "user", "content": _ASK}]
+    with_prompt, without = render(ask, True), render(ask, False)
+    if with_prompt is None or without is None or not with_prompt.startswith(without):
+        return None
+    generation_prompt = with_prompt[len(without):]
+    if not generation_prompt.strip():
+        return None
+    between: dict[str, tuple[str, str]] = {}
+    for role in TURN_ROLES:
+        text = render([*ask, {"role": "assistant", "content": _REPLY},
+                       {"role": role, "content": _TURN}], True)
+        if text is None or text.count(_REPLY) != 1 or text.count(_TURN) != 1:
+            continue
+        after_reply = text[text.index(_REPLY) + len(_REPLY):]
+        before, _, after = after_reply.partition(_TURN)
+        if after.endswith(generation_prompt):
+            between[role] = (before, after)
+    return TurnFraming(generation_prompt, MappingProxyType(between)) if between else None
+
+
+def generated_spans(loss_mask: Sequence[int], response_start: int) -> list[tuple[int, int]]:
+    """The ``[start, end)`` token ranges (in ``Sample.tokens``) where ``loss_mask`` is 1: the
+    spans the engine generated in a multi-turn sample."""
+    spans: list[tuple[int, int]] = []
+    for i, m in enumerate(loss_mask):
+        if not m:
+            continue
+        at = response_start + i
+        if spans and spans[-1][1] == at:
+            spans[-1] = (spans[-1][0], at + 1)
+        else:
+            spans.append((at, at + 1))
+    return spans
+
+
+def _frames(reply: str, inserted: str, before: str, after: str) -> bool:
+    """Whether ``reply + inserted`` is ``content + before + TURN + after``, where the reply may
+    itself end with the start of ``before`` (an end-of-turn token the engine generated)."""
+    joined = reply + inserted
+    for at in range(max(0, len(reply) - len(before)), len(reply) + 1):
+        if joined.startswith(before, at):
+            return len(joined) - len(after) >= at + len(before) and joined.endswith(after)
+    return False
+
+
+def check_generated_turns(tokenizer: Any, tokens: Sequence[int], *,
+                          loss_mask: Sequence[int], response_length: int, framing: TurnFraming,
+                          where: str) -> Violation | None:
+    """VIM194 on a custom multi-turn generate's sample, which carries no messages: every stretch
+    of tokens the generate inserted between two generated spans (``loss_mask`` 0 between 1s)
+    that opens a new reply (it holds the generation prompt) must be what the template renders
+    there: the end of the reply, a ``user`` or ``tool`` turn, the generation prompt
+    (:class:`TurnFraming`), encoded as the tokenizer encodes that text. A stretch without the
+    generation prompt continues the same reply (a tool result inside one assistant turn, as in
+    search-R1-style generates) and is not compared.
+
+    Args:
+        tokens: ``Sample.tokens`` (prompt, then ``response_length`` response tokens).
+        loss_mask: ``Sample.loss_mask`` (``response_length`` entries).
+        where: the sample, for the message.
+    """
+    start = len(tokens) - response_length
+    spans = generated_spans(loss_mask, start)
+    inv = INVARIANTS["VIM194"]
+    marker = framing.generation_prompt.strip()
+    for turn, ((s0, e0), (s1, _)) in enumerate(zip(spans, spans[1:], strict=False), start=1):
+        inserted_ids = list(tokens[e0:s1])
+        inserted = str(tokenizer.decode(inserted_ids, skip_special_tokens=False))
+        if marker not in inserted:
+            continue
+        reply = str(tokenizer.decode(list(tokens[s0:e0]), skip_special_tokens=False))
+        if not any(_frames(reply, inserted, b, a) for b, a in framing.between.values()):
+            role, (before, after) = next(iter(framing.between.items()))
+            return inv.violation(where, problem=(
+                f"inserts a turn the chat template does not render at token {e0} (after reply "
+                f"{turn}, tokens {s0}-{e0 - 1}): the sample has {inserted[:80]!r} there, the "
+                f"template renders {before!r} after a reply, then the {role} turn, then "
+                f"{after!r} (tried: {', '.join(framing.between)}); the policy is trained on "
+                "turn boundaries it will not see when the conversation is rendered at once"))
+        expected = _encode_all(tokenizer, [inserted])[0]
+        at = first_difference(inserted_ids, expected)
+        if at is not None:
+            return inv.violation(where, problem=(
+                f"differs from the tokenizer's encoding of its own text at token {e0 + at} "
+                f"(the turn inserted after reply {turn}): the sample has "
+                f"{_decode(tokenizer, inserted_ids[at:at + _SHOW])} "
+                f"({inserted_ids[at:at + _SHOW]}), encoding that text gives "
+                f"{_decode(tokenizer, expected[at:at + _SHOW])} ({expected[at:at + _SHOW]}); "
+                "the policy is trained on tokens it will not see when the conversation is "
+                "rendered at once"))
+    return None

@@ -35,6 +35,7 @@ from vime.rollout.vllm.hook_calls import (
     snapshot_sample,
 )
 from vime.rollout.vllm.state import RolloutState, get_state
+from vime.rollout.vllm.turns import check_generated_turns
 from vime.rollout.vllm_protocol import make_sampling_params
 from vime.utils.types import Sample
 
@@ -184,6 +185,9 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
     rt.check_generate_result(status_in, result, args,
                              hook_path=None if fn is generate else fn_path,
                              rollout_id=state.rollout_id, in_response_length=length_in)
+    if fn is not generate:   # the built-in generate is one turn
+        check_generated_turns(state, args, result, hook_path=fn_path,
+                              rollout_id=state.rollout_id)
     leaves = result if isinstance(result, list) else [result]
     leaves = [await _run_sample_hooks(state, args, s, evaluation) for s in leaves]
     result = leaves if isinstance(result, list) else leaves[0]

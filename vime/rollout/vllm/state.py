@@ -61,6 +61,12 @@ class RolloutState:
         self.engine_retries = 0
         self.gen_clock = BusyClock()
         self.rm_clock = BusyClock()
+        #: Custom multi-turn generate samples seen, and the chat template's framing of a turn
+        #: once learnt (``vime.rollout.vllm.turns``; None: not comparable), for
+        #: --check-token-boundaries.
+        self.turn_samples = 0
+        self.turn_framing: Any = None
+        self.turn_framing_learnt = False
         self._register_lock = asyncio.Lock()
 
     @property
