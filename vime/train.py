@@ -143,9 +143,38 @@ class _Remote:
         ray.kill(self.actor)
 
 
+def _trainer_first(args: Namespace, *, gpu_engines: bool) -> bool:
+    """Whether :func:`_start` creates the trainer before it waits for the rollout manager
+    (whose engines start in its constructor), so that the trainer's start (torch, the model)
+    and the engines' start run at the same time.
+
+    Args:
+        args: the run's arguments (``--single-process``, ``--debug-rollout-only``,
+            ``--num-rollout``, ``--train-device``).
+        gpu_engines: the manager starts engines that take GPUs (vLLM's GPU build, not
+            ``--rollout-external-engine-addrs``).
+
+    Returns:
+        False (the manager first, as before) in process (nothing runs concurrently there),
+        without a trainer, when ``--num-rollout`` is not given (the trainer's step count needs
+        the manager's ``num_rollouts_per_epoch``), and for a GPU trainer next to GPU engines:
+        both then wait for the same GPUs, and with too few of them the engines placed first
+        leave the trainer ranks' placement group to time out with a message naming the
+        resources, where the other order would leave the engines waiting with none. True
+        otherwise: the trainer's cores (:func:`vime.ray.cores.core_split`) and its actor's
+        environment are computed from ``args`` alone, the same in either order.
+    """
+    if args.single_process or args.debug_rollout_only or args.num_rollout is None:
+        return False
+    return not (gpu_engines and str(arg(args, "train_device")).startswith("cuda"))
+
+
 def _start(args: Namespace) -> tuple[Any, Any]:
-    """The rollout manager and the trainer, in process or as Ray actors."""
+    """The rollout manager and the trainer, in process or as Ray actors; the trainer is
+    created before the manager's engines are up when :func:`_trainer_first` says so, and
+    stopped again (its actor killed) when the manager then fails to start."""
     from vime.backends.trainer import Trainer
+    from vime.ray.cores import is_vllm_cpu
     from vime.ray.rollout import RolloutManagerCore, create_rollout_manager, needs_engines
     from vime.ray.trainer_actor import create_trainer_actor
     from vime.ray.trainer_group import create_trainer_group, num_trainer_ranks
@@ -160,24 +189,37 @@ def _start(args: Namespace) -> tuple[Any, Any]:
             # environment is their node's, not this shell's (vime.ray.cores decides by it)
             args.ray_address = init_ray(args)
             _stop_after_this_step()
+
+    def remote_trainer(total: int) -> Any:
+        if num_trainer_ranks(args) > 1:   # --actor-num-nodes x --actor-num-gpus-per-node
+            return create_trainer_group(args, total_steps=total)
+        return _Remote(create_trainer_actor(args, total_steps=total))
+
     manager: _Local | _Remote
+    trainer: Any = None
     if args.single_process:
         manager = _Local(RolloutManagerCore(args))
     else:
         manager = _Remote(create_rollout_manager(args))
-        manager.call("ping")
+        gpu_engines = (needs_engines(args) and not arg(args, "rollout_external_engine_addrs")
+                       and not is_vllm_cpu())
+        if _trainer_first(args, gpu_engines=gpu_engines):
+            trainer = remote_trainer(args.num_rollout * args.num_steps_per_rollout)
+        try:
+            manager.call("ping")
+        except BaseException:
+            if trainer is not None:   # no leaked trainer actor or ranks' placement group
+                trainer.close(timeout=0)
+            raise
     if args.num_rollout is None:
         args.num_rollout = args.num_epoch * manager.call("num_rollouts_per_epoch")
     total = args.num_rollout * args.num_steps_per_rollout
-    if args.debug_rollout_only:
-        return manager, None
-    trainer: Any
+    if args.debug_rollout_only or trainer is not None:
+        return manager, trainer
     if args.single_process:
         trainer = _Local(Trainer(args, total_steps=total))
-    elif num_trainer_ranks(args) > 1:   # --actor-num-nodes x --actor-num-gpus-per-node
-        trainer = create_trainer_group(args, total_steps=total)
     else:
-        trainer = _Remote(create_trainer_actor(args, total_steps=total))
+        trainer = remote_trainer(total)
     return manager, trainer
 
 
