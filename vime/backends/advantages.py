@@ -4,6 +4,7 @@ Usage::
 
     adv = estimator_advantages(args, rewards, loss_masks)      # list[Tensor], (R_i,) each
     adv = discounted_returns(token_rewards, gamma=1.0)          # one sample's G_t, (R,)
+    view = custom_advantage_data(data, loss_masks, device)      # a custom estimator's input
 
 The trainer (``vime.backends.trainer``) calls :func:`estimator_advantages` once per rollout step,
 after the log probs, unless ``--custom-advantage-function-path`` sets them instead
@@ -31,13 +32,15 @@ from __future__ import annotations
 
 from argparse import Namespace
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
+from vime.backends.batching import float_tensors
 from vime.config import arg
 from vime.contract.estimators import BROADCAST_ESTIMATORS, ESTIMATORS
 
-__all__ = ["discounted_returns", "estimator_advantages", "masked_whiten"]
+__all__ = ["custom_advantage_data", "discounted_returns", "estimator_advantages", "masked_whiten"]
 
 
 _EPS = 1e-8
@@ -104,3 +107,33 @@ def estimator_advantages(args: Namespace, rewards: Sequence[float],
             returns.append(discounted_returns(token_rewards, gamma))
         per_token = returns
     return masked_whiten(per_token, [m.float() for m in loss_masks])
+
+
+def custom_advantage_data(data: dict[str, Any], masks: list[torch.Tensor],
+                          device: torch.device | str) -> dict[str, Any]:
+    """What ``--custom-advantage-function-path`` receives (docs/en/training.md): a shallow copy
+    of the converted columns ``data``, with the per-token ones as ``(R_i,)`` float32 tensors
+    on ``device`` under upstream's names.
+
+    Args:
+        data: ``BatchBuilder.convert`` columns with ``old_log_probs`` (the trainer's or the
+            rollout's), and ``rollout_log_probs``/``ref_log_probs``/``train_log_probs`` where
+            present (``list[list[float]]``, one value per response token).
+        masks: the loss masks as ``(R_i,)`` tensors (kept as ``loss_masks``).
+
+    Returns:
+        The columns with ``log_probs`` (from ``old_log_probs``, which is dropped), the other
+        log probs as tensors, ``kl`` (zeros, ``(R_i,)``), ``total_lengths`` (tokens per
+        sample) and ``rewards`` as floats; ``data`` itself is not changed.
+    """
+    view = dict(data)
+    view["loss_masks"] = masks
+    view["log_probs"] = float_tensors(data["old_log_probs"], device)
+    for key in ("rollout_log_probs", "ref_log_probs", "train_log_probs"):
+        if key in data:
+            view[key] = float_tensors(data[key], device)
+    view["kl"] = [torch.zeros_like(m) for m in masks]
+    view["total_lengths"] = [len(t) for t in data["tokens"]]
+    view["rewards"] = [float(r) for r in data["rewards"]]
+    view.pop("old_log_probs", None)
+    return view

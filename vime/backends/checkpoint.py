@@ -14,6 +14,10 @@ Usage::
     it = latest_iteration(args.load)          # None when nothing was saved
     path = iteration_dir(args.save, rollout_id)
     mark_complete(args.save, rollout_id)
+    save_trainer_state(args.save, rollout_id, model=m, optimizer=o, scheduler=s,
+                       global_step=n, dp=dp, hf_checkpoint=args.hf_checkpoint)  # Trainer.save
+    n = load_trainer_state(args.load, rollout_id, model=m, optimizer=o, scheduler=s,
+                           dp=dp, device=device)                                # Trainer.load
 
 Every file is written atomically (:func:`atomic_torch_save`, :func:`publish_files`: a temporary
 name in the same folder, fsync, rename, fsync of the folder), and the iteration is marked
@@ -36,16 +40,27 @@ import random
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["AHEAD_FILE", "LATEST_FILE", "UnsafeCheckpointError", "atomic_torch_save",
-           "fsync_dir", "get_rng_state", "iteration_dir", "latest_iteration",
-           "load_ahead_rollout", "load_state", "mark_complete", "publish_files",
-           "save_ahead_rollout", "set_rng_state"]
+if TYPE_CHECKING:
+    import torch
+
+    from vime.backends.parallel import DataParallel
+
+__all__ = ["AHEAD_FILE", "LATEST_FILE", "TOKENIZER_FILES", "TRAINER_STATE_FILE",
+           "UnsafeCheckpointError", "atomic_torch_save", "copy_tokenizer_files", "fsync_dir",
+           "get_rng_state", "iteration_dir", "latest_iteration", "load_ahead_rollout",
+           "load_state", "load_trainer_state", "mark_complete", "publish_files",
+           "save_ahead_rollout", "save_trainer_state", "set_rng_state"]
 
 LATEST_FILE = "latest_checkpointed_iteration.txt"
 #: The rollout an overlapped run (``--async-rollout``) had generated ahead when it saved.
 AHEAD_FILE = "ahead_rollout.pt"
+#: Optimiser, scheduler, optimiser step and RNG states, next to ``model/`` in an iteration.
+TRAINER_STATE_FILE = "trainer_state.pt"
+#: The files of ``--hf-checkpoint`` that :func:`copy_tokenizer_files` copies into ``model/``.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                   "chat_template.jinja", "generation_config.json", "vocab.json", "merges.txt")
 
 
 def iteration_dir(root: str | os.PathLike[str], rollout_id: int) -> Path:
@@ -252,3 +267,90 @@ def load_ahead_rollout(root: str | os.PathLike[str],
         raise ValueError(f"{path}: expected an ahead rollout with rollout_id, data and "
                          f"metrics, found {keys}")
     return int(state["rollout_id"]), state["data"], dict(state["metrics"])
+
+
+def copy_tokenizer_files(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Copy the :data:`TOKENIZER_FILES` of ``src`` into the staging folder ``dst`` (each save
+    copies them again, so a file cut short by a kill is replaced by the next save); a file that
+    ``save_pretrained`` already wrote there (``generation_config.json``) is kept."""
+    src, dst = Path(src), Path(dst)
+    for name in TOKENIZER_FILES:
+        if (src / name).is_file() and not (dst / name).exists():
+            shutil.copy2(src / name, dst / name)
+
+
+def save_trainer_state(root: str | os.PathLike[str], rollout_id: int, *, model: Any,
+                       optimizer: torch.optim.Optimizer, scheduler: Any, global_step: int,
+                       dp: DataParallel, hf_checkpoint: str | os.PathLike[str]) -> Path:
+    """Write ``root/iter_<rollout_id>``: ``model/`` (``save_pretrained`` weights and config, the
+    tokenizer files of ``hf_checkpoint``) and :data:`TRAINER_STATE_FILE` (``optimizer``,
+    ``scheduler`` state dicts, ``global_step``, :func:`get_rng_state`); returns the folder.
+
+    The model is written into a sibling staging folder, then each file fsynced and renamed into
+    ``model/`` (:func:`publish_files`). With several ranks (``dp.sharded``) every rank calls
+    this: the full tensors are gathered on rank 0, which writes the one-rank layout (a
+    checkpoint resumes with any rank count), and all ranks meet at a barrier before returning.
+    The iteration is not marked complete here (:func:`mark_complete`).
+    """
+    target = iteration_dir(root, rollout_id)
+    model_dir = target / "model"
+    staging = target / f".model.tmp-{os.getpid()}"
+    if not dp.sharded:
+        staging.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(staging))
+        optimizer_state = optimizer.state_dict()
+    else:
+        state = dp.full_model_state(model)
+        optimizer_state = dp.full_optimizer_state(model, optimizer)
+        if dp.rank == 0:
+            if model.config.tie_word_embeddings:
+                state.pop("lm_head.weight", None)
+            staging.mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(str(staging), state_dict=state)
+    if dp.rank == 0:
+        copy_tokenizer_files(hf_checkpoint, staging)
+        publish_files(staging, model_dir)
+        atomic_torch_save({"optimizer": optimizer_state, "scheduler": scheduler.state_dict(),
+                           "global_step": int(global_step), "rng": get_rng_state()},
+                          target / TRAINER_STATE_FILE)
+    dp.barrier()
+    return target
+
+
+def load_trainer_state(load_dir: str | os.PathLike[str], rollout_id: int, *, model: Any,
+                       optimizer: torch.optim.Optimizer, scheduler: Any, dp: DataParallel,
+                       device: torch.device) -> int:
+    """Restore what :func:`save_trainer_state` wrote for ``rollout_id`` under ``load_dir`` into
+    ``model``, ``optimizer``, ``scheduler`` and the RNGs (:func:`set_rng_state`); returns the
+    saved optimiser step (``global_step``). A sharded model (``dp.sharded``) reads the tensors
+    on the CPU and each rank keeps its shard; otherwise they are read onto ``device``.
+
+    Raises:
+        FileNotFoundError: the iteration folder or its files are missing (names the path).
+        ValueError: the weights do not fit the model (names the file, up to five missing and
+            five unexpected keys; a tied ``lm_head.weight`` is not missing).
+        UnsafeCheckpointError: :data:`TRAINER_STATE_FILE` holds more than plain data
+            (:func:`load_state`).
+    """
+    from safetensors.torch import load_file
+
+    target = iteration_dir(load_dir, rollout_id)
+    weights = target / "model" / "model.safetensors"
+    state_path = target / TRAINER_STATE_FILE
+    for path in (weights, state_path):
+        if not path.is_file():
+            raise FileNotFoundError(f"--load {load_dir}: checkpoint file {path} is missing")
+    state = load_file(str(weights), device="cpu" if dp.sharded else str(device))
+    missing, unexpected = dp.load_model_state(model, state)
+    missing = [k for k in missing if k != "lm_head.weight"
+               or not model.config.tie_word_embeddings]
+    if missing or unexpected:
+        raise ValueError(f"--load {load_dir}: {weights} does not fit the model: missing "
+                         f"{missing[:5]}, unexpected {unexpected[:5]}")
+    if model.config.tie_word_embeddings and not dp.sharded:
+        model.tie_weights()
+    trainer_state = load_state(state_path, map_location="cpu" if dp.sharded else device)
+    dp.load_optimizer_state(model, optimizer, trainer_state["optimizer"])
+    scheduler.load_state_dict(trainer_state["scheduler"])
+    set_rng_state(trainer_state["rng"])
+    return int(trainer_state["global_step"])

@@ -28,29 +28,24 @@ Devices: ``--train-device cpu`` (fp32) or ``cuda`` (one GPU per rank, fp32 weigh
 every step (``vime.backends.parallel``; docs/en/training.md, "Trainer ranks").
 
 Each micro-batch's loss path (built-in ``policy_loss``/``sft_loss``, or the batch a custom loss
-receives) is in ``vime.backends.loss_paths``, the formulas in ``vime.backends.losses``.
+receives) is in ``vime.backends.loss_paths``, the formulas in ``vime.backends.losses``; the
+forward pass and log probs in ``vime.backends.log_probs``; the checkpoint files that ``save`` and
+``load`` write and read in ``vime.backends.checkpoint``.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from argparse import Namespace
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from vime.backends import checkpoint as ckpt
-from vime.backends.advantages import estimator_advantages
-from vime.backends.batching import (
-    PaddedBatch,
-    float_tensors,
-    gather_response,
-    micro_batches,
-    pad_batch,
-)
+from vime.backends.advantages import custom_advantage_data, estimator_advantages
+from vime.backends.batching import PaddedBatch, float_tensors, micro_batches
+from vime.backends.log_probs import compute_log_probs, forward, response_log_probs
 from vime.backends.loss_paths import (
     LossSettings,
     PgReducer,
@@ -59,7 +54,6 @@ from vime.backends.loss_paths import (
     builtin_loss,
     custom_loss_batch,
 )
-from vime.backends.losses import argmax_hits, entropy_from_logits, token_log_probs
 from vime.backends.optim import build_optimizer, build_scheduler
 from vime.backends.parallel import DataParallel
 from vime.backends.tis import mismatch_metrics, vanilla_tis_function
@@ -162,77 +156,25 @@ class Trainer:
         #: Seconds per phase of the current ``train`` call (its ``perf/train_*_time``).
         self._phase: dict[str, float] = {}
 
-    # ---- forward helpers ---------------------------------------------------------------------
+    # ---- forward and log probs ---------------------------------------------------------------
 
     def _forward(self, model: torch.nn.Module, tokens: Sequence[Sequence[int]]
                  ) -> tuple[PaddedBatch, torch.Tensor]:
         """The right-padded batch and the model's ``(B, T, V)`` logits on it."""
-        batch = pad_batch(tokens, pad_id=self.pad_id, side="right", device=self.device)
-        logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                       position_ids=batch.position_ids).logits
-        return batch, logits
+        return forward(model, tokens, pad_id=self.pad_id, device=self.device)
 
-    def _response_log_probs(self, model: torch.nn.Module, tokens: Sequence[Sequence[int]],
-                            response_lengths: Sequence[int], *, with_stats: bool = False
-                            ) -> tuple[torch.Tensor, torch.Tensor,
-                                       tuple[torch.Tensor, torch.Tensor] | None]:
-        """``(log_probs, valid, stats)``, each ``(B, R_max)``, response tokens left-aligned;
-        ``stats`` (``with_stats``) is ``(entropy, argmax_hits)`` (see ``losses``)."""
-        batch, logits = self._forward(model, tokens)
-        temperature = float(arg(self.args, "rollout_temperature"))
-        lp, valid = gather_response(token_log_probs(logits, batch.input_ids, temperature),
-                                    batch, response_lengths)
-        if not with_stats:
-            return lp, valid, None
-        ent, _ = gather_response(entropy_from_logits(logits, temperature), batch,
-                                 response_lengths)  # with grad: --entropy-coef
-        with torch.no_grad():
-            hits, _ = gather_response(argmax_hits(logits, batch.input_ids), batch,
-                                      response_lengths)
-        return lp, valid, (ent, hits)
-
-    @torch.no_grad()
     def compute_log_probs(self, tokens: Sequence[Sequence[int]], response_lengths: Sequence[int],
                           *, micro_batch_size: int = 8, reference: bool = False
                           ) -> list[list[float]]:
-        """Log probs of each sample's response tokens under the current (or reference) model.
-
-        Args:
-            tokens: ``list[list[int]]`` prompt + response ids.
-            response_lengths: response tokens per sample.
-
-        Returns:
-            ``list[list[float]]``, ``response_lengths[i]`` natural-log probs for sample ``i``
-            (at ``--rollout-temperature``).
-        """
+        """Log probs of each sample's response tokens under the current (or reference) model:
+        ``list[list[float]]``, ``response_lengths[i]`` natural-log probs for sample ``i`` at
+        ``--rollout-temperature`` (``vime.backends.log_probs.compute_log_probs``)."""
         model = self.ref_model if reference else self.model
         assert model is not None
-        was_training = model.training
-        model.eval()
-        # each rank scores its share; the sharded model's ranks run equally many forwards
-        mine = self.dp.share(len(tokens))
-        out: dict[int, list[float]] = {}
-        try:
-            chunks = micro_batches([len(tokens[i]) for i in mine],
-                                   micro_batch_size=micro_batch_size)
-            # agreed before any forward: FSDP2's all-gathers must pair up across ranks
-            passes = self.dp.pad_count(len(chunks))
-            for pos in chunks:
-                rows = [mine[k] for k in pos]
-                lp, _, _ = self._response_log_probs(model, [tokens[i] for i in rows],
-                                                    [response_lengths[i] for i in rows])
-                out.update({i: lp[k, :response_lengths[i]].tolist() for k, i in enumerate(rows)})
-            for _ in range(passes - len(chunks)):
-                self._forward(model, [[self.pad_id]])
-        finally:
-            model.train(was_training)
-        if self.dp.sharded:
-            for part in self.dp.gather(out):
-                out.update(part)
-        return [out[i] for i in range(len(tokens))]
-
-    def _tensors(self, rows: Sequence[Sequence[float]]) -> list[torch.Tensor]:
-        return float_tensors(rows, self.device)
+        return compute_log_probs(model, tokens, response_lengths, dp=self.dp,
+                                 pad_id=self.pad_id, device=self.device,
+                                 temperature=float(arg(self.args, "rollout_temperature")),
+                                 micro_batch_size=micro_batch_size)
 
     # ---- training ----------------------------------------------------------------------------
 
@@ -314,28 +256,13 @@ class Trainer:
             out[f"perf/train_{phase}_time"] = seconds
         return out
 
-    def _rollout_data(self, data: dict[str, Any], masks: list[torch.Tensor]) -> dict[str, Any]:
-        """What ``--custom-advantage-function-path`` receives (docs/en/training.md): the
-        converted columns, with the per-token ones as ``(R_i,)`` float32 tensors on the
-        trainer's device under upstream's names."""
-        view = dict(data)
-        view["loss_masks"] = masks
-        view["log_probs"] = self._tensors(data["old_log_probs"])
-        for key in ("rollout_log_probs", "ref_log_probs", "train_log_probs"):
-            if key in data:
-                view[key] = self._tensors(data[key])
-        view["kl"] = [torch.zeros_like(m) for m in masks]
-        view["total_lengths"] = [len(t) for t in data["tokens"]]
-        view["rewards"] = [float(r) for r in data["rewards"]]
-        view.pop("old_log_probs", None)
-        return view
-
     def _rollout_advantages(self, rollout_id: int, data: dict[str, Any]) -> None:
         """Set ``data["advantages"]`` (and ``["returns"]``), ``list[list[float]]`` one value
         per response token, for the whole rollout step."""
-        masks = self._tensors(data["loss_masks"])
+        masks = float_tensors(data["loss_masks"], self.device)
         if self.hooks.has("custom_advantage_function_path"):
-            adv, ret = self.hooks.advantages(self.args, self._rollout_data(data, masks),
+            adv, ret = self.hooks.advantages(self.args,
+                                             custom_advantage_data(data, masks, self.device),
                                              list(data["response_lengths"]), rollout_id)
         else:
             adv = estimator_advantages(self.args, data["rewards"], masks)
@@ -419,7 +346,9 @@ class Trainer:
                                           rollout_id)
             return loss, stats, set(stats)
         rlens = [step["response_lengths"][i] for i in rows]
-        lp, valid, extra = self._response_log_probs(self.model, tokens, rlens, with_stats=True)
+        lp, valid, extra = response_log_probs(
+            self.model, tokens, rlens, pad_id=self.pad_id, device=self.device,
+            temperature=float(arg(self.args, "rollout_temperature")), with_stats=True)
         assert extra is not None
         tis: TisFunction | None = None
         if self.use_tis or (self.mismatch and self.hooks.has("custom_tis_function_path")):
@@ -478,65 +407,24 @@ class Trainer:
         root = save_dir or arg(self.args, "save")
         if not root:
             raise ValueError("Trainer.save: no checkpoint folder; pass --save DIR")
-        target = ckpt.iteration_dir(root, rollout_id)
-        model_dir = target / "model"
-        # written into a sibling folder, then each file fsynced and renamed into model/
-        staging = target / f".model.tmp-{os.getpid()}"
-        if not self.dp.sharded:
-            staging.mkdir(parents=True, exist_ok=True)
-            self.model.save_pretrained(str(staging))
-            optimizer_state = self.optimizer.state_dict()
-        else:
-            # full tensors gathered on rank 0, which writes the one-rank layout: a checkpoint
-            # resumes with any rank count
-            state = self.dp.full_model_state(self.model)
-            optimizer_state = self.dp.full_optimizer_state(self.model, self.optimizer)
-            if self.dp.rank == 0:
-                if self.model.config.tie_word_embeddings:
-                    state.pop("lm_head.weight", None)
-                staging.mkdir(parents=True, exist_ok=True)
-                self.model.save_pretrained(str(staging), state_dict=state)
-        if self.dp.rank == 0:
-            _copy_tokenizer_files(Path(self.args.hf_checkpoint), staging)
-            ckpt.publish_files(staging, model_dir)
-            ckpt.atomic_torch_save({"optimizer": optimizer_state,
-                                    "scheduler": self.scheduler.state_dict(),
-                                    "global_step": self.global_step,
-                                    "rng": ckpt.get_rng_state()}, target / "trainer_state.pt")
-        self.dp.barrier()
-        return str(target)
+        return str(ckpt.save_trainer_state(
+            root, rollout_id, model=self.model, optimizer=self.optimizer,
+            scheduler=self.scheduler, global_step=self.global_step, dp=self.dp,
+            hf_checkpoint=self.args.hf_checkpoint))
 
     def load(self, load_dir: str, rollout_id: int) -> None:
-        """Restore what :meth:`save` wrote for ``rollout_id`` under ``load_dir``.
+        """Restore what :meth:`save` wrote for ``rollout_id`` under ``load_dir``
+        (``vime.backends.checkpoint.load_trainer_state``).
 
         Raises:
             FileNotFoundError: the iteration folder or its files are missing (names the path).
+            ValueError: the weights do not fit the model.
             UnsafeCheckpointError: ``trainer_state.pt`` holds more than plain data
                 (``vime.backends.checkpoint.load_state``).
         """
-        from safetensors.torch import load_file
-
-        target = ckpt.iteration_dir(load_dir, rollout_id)
-        weights = target / "model" / "model.safetensors"
-        state_path = target / "trainer_state.pt"
-        for path in (weights, state_path):
-            if not path.is_file():
-                raise FileNotFoundError(f"--load {load_dir}: checkpoint file {path} is missing")
-        state = load_file(str(weights), device="cpu" if self.dp.sharded else str(self.device))
-        missing, unexpected = self.dp.load_model_state(self.model, state)
-        missing = [k for k in missing if k != "lm_head.weight"
-                   or not self.model.config.tie_word_embeddings]
-        if missing or unexpected:
-            raise ValueError(f"--load {load_dir}: {weights} does not fit the model: missing "
-                             f"{missing[:5]}, unexpected {unexpected[:5]}")
-        if self.model.config.tie_word_embeddings and not self.dp.sharded:
-            self.model.tie_weights()
-        trainer_state = ckpt.load_state(state_path, map_location="cpu" if self.dp.sharded
-                                        else self.device)
-        self.dp.load_optimizer_state(self.model, self.optimizer, trainer_state["optimizer"])
-        self.scheduler.load_state_dict(trainer_state["scheduler"])
-        self.global_step = int(trainer_state["global_step"])
-        ckpt.set_rng_state(trainer_state["rng"])
+        self.global_step = ckpt.load_trainer_state(
+            load_dir, rollout_id, model=self.model, optimizer=self.optimizer,
+            scheduler=self.scheduler, dp=self.dp, device=self.device)
 
     def ping(self) -> bool:
         """True (lets a caller wait until the actor has built the model)."""
@@ -547,15 +435,3 @@ def _scalar(value: torch.Tensor) -> float:
     """A 0-d tensor as a float; a DTensor (a sharded model's norm) is gathered first."""
     full = getattr(value, "full_tensor", None)
     return float(full() if callable(full) else value)
-
-
-def _copy_tokenizer_files(src: Path, dst: Path) -> None:
-    """Copy the tokenizer files of ``src`` into the staging folder ``dst`` (each save copies them
-    again, so a file cut short by a kill is replaced by the next save); a file that
-    ``save_pretrained`` already wrote there (``generation_config.json``) is kept."""
-    import shutil
-
-    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                 "chat_template.jinja", "generation_config.json", "vocab.json", "merges.txt"):
-        if (src / name).is_file() and not (dst / name).exists():
-            shutil.copy2(src / name, dst / name)

@@ -6,6 +6,10 @@ the file and line it came from: the dry run reports it as an error in the user's
 status 1); raised while loading, it is exit status 2. An exception that comes from the engine
 (an HTTP error status, no answer, a missing route: :func:`engine_failure`) is an
 :class:`EngineFailure` instead, reported as what it is, not as a mistake in the hook.
+
+Every hook call of the dry run is built from the contract (:func:`contract_arguments`, from
+the hook's ``HookSpec`` in ``vime.contract.hooks``): a change of a hook's parameters there
+changes what the dry run passes, as it changes what the runtime's call site must pass.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from typing import Any
 
 from vime.contract.checks.settings import CheckContext
 from vime.contract.errors import ContractError, ContractWarning, Violation
-from vime.contract.hooks import HOOKS
+from vime.contract.hooks import HOOKS, HookSpec
+from vime.contract.signature import optional_kwargs
 
-__all__ = ["EngineFailure", "HarnessError", "StageFindings", "call_hook", "contract_findings",
-           "engine_failure", "hook_label", "in_context", "raised_at", "warning_findings"]
+__all__ = ["EngineFailure", "HarnessError", "StageFindings", "call_by_contract", "call_hook",
+           "contract_arguments", "contract_findings", "engine_failure", "hook_label",
+           "in_context", "raised_at", "warning_findings"]
 
 _ID_RE = re.compile(r"\bVIM\d{3}\b")
 
@@ -122,6 +128,48 @@ def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
+
+
+def contract_arguments(spec: HookSpec, fn: Callable[..., Any], args: Any,
+                       **inputs: Any) -> tuple[list[Any], dict[str, Any]]:
+    """``(positional, keywords)`` that the runtime's call site passes ``fn`` as hook ``spec``.
+
+    ``spec.params`` in order, positionally except those in ``spec.keyword_passed`` (by
+    keyword): ``args`` is ``args``, each other one the value of that name in ``inputs``; then
+    the ``spec.optional_kwargs`` given in ``inputs`` that ``fn`` accepts (``optional_kwargs``).
+
+    Raises:
+        KeyError: a name of ``spec.params`` (other than ``args``) has no value in ``inputs``
+            (the message names the hook, the name and the parameters).
+        ValueError: a name in ``inputs`` is neither a parameter nor an optional keyword of
+            ``spec`` (a caller's typo, or a parameter the contract no longer has).
+    """
+    unknown = sorted(set(inputs) - set(spec.params) - set(spec.optional_kwargs))
+    if unknown:
+        raise ValueError(f"{spec.arg}: {unknown} are neither parameters {list(spec.params)} nor "
+                         f"optional keywords {list(spec.optional_kwargs)} of this hook")
+    missing = [p for p in spec.params if p != "args" and p not in inputs]
+    if missing:
+        raise KeyError(f"{spec.arg}: no value for its parameters {missing} (the contract's "
+                       f"parameters are {list(spec.params)})")
+    values = {p: args if p == "args" else inputs[p] for p in spec.params}
+    positional = [values[p] for p in spec.positional]
+    keywords = {p: values[p] for p in spec.params if p in spec.keyword_passed}
+    keywords.update(optional_kwargs(fn, spec, **{k: v for k, v in inputs.items()
+                                                 if k in spec.optional_kwargs}))
+    return positional, keywords
+
+
+def call_by_contract(label: str, spec: HookSpec, fn: Callable[..., Any], args: Any,
+                     **inputs: Any) -> Any:
+    """:func:`call_hook` with the arguments of :func:`contract_arguments`.
+
+    Raises:
+        StageFindings, EngineFailure, HarnessError: the hook raised (:func:`call_hook`).
+        KeyError, ValueError: ``inputs`` do not fit ``spec`` (:func:`contract_arguments`).
+    """
+    positional, keywords = contract_arguments(spec, fn, args, **inputs)
+    return call_hook(label, fn, *positional, **keywords)
 
 
 def hook_label(dest: str, path: str) -> str:

@@ -2,10 +2,15 @@
 
 Each hook result goes through the same check as in training (``boundary_problems`` of
 ``vime.contract.checks.boundaries.HOOK_BOUNDARIES``), and the report marks that boundary's
-invariant ids as exercised; the B4 hooks' calls are built from the same table (their
-``HookBoundary.inputs`` and ``HOOKS[hook].params``, :meth:`DryRun._call_checked`). The train and
-eval outputs go through ``collect_rollout_output`` (B5, B6). Generation the user's code asks of vime (``--custom-generate-function-path`` unset)
-is served by a deterministic built-in generator (:mod:`vime_lint.check.synthetic`).
+invariant ids as exercised. Every hook call is built from the contract's ``HookSpec``
+(``HOOKS[hook].params``, ``vime_lint.check.calls.call_by_contract``): the generate step's
+(``--custom-generate-function-path``, and the agent's and vime's built-in generate standing in
+for it), the reward's (``hook_spec("custom_rm_path", group_rm=...)``), the rollout function's,
+the data source's, and the B4 hooks', whose check values come from the same table
+(``HookBoundary.inputs``, :meth:`DryRun._call_checked`).
+The train and eval outputs go through ``collect_rollout_output`` (B5, B6). Generation the user's
+code asks of vime (``--custom-generate-function-path`` unset) is served by a deterministic
+built-in generator (:mod:`vime_lint.check.synthetic`).
 """
 
 from __future__ import annotations
@@ -30,14 +35,13 @@ from vime.contract.checks.field_reports import record_tokenizer_facts
 from vime.contract.checks.rollout_output import collect_rollout_output
 from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
-from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS
+from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS, hook_spec
 from vime.contract.invariants import INVARIANTS
-from vime.contract.signature import optional_kwargs
 from vime_lint.check.calls import (
     EngineFailure,
     HarnessError,
     StageFindings,
-    call_hook,
+    call_by_contract,
     contract_findings,
     hook_label,
     in_context,
@@ -101,19 +105,16 @@ class DryRun:
 
         The call comes from the contract: ``HOOKS[hook].params`` in order (``args`` is the dry
         run's, each other one the value of that name in ``inputs``), plus those of the hook's
-        optional keywords in ``inputs`` that it accepts; the check's values are the result and
-        the inputs that ``HOOK_BOUNDARIES[name].inputs`` names.
+        optional keywords in ``inputs`` that it accepts (``call_by_contract``); the check's
+        values are the result and the inputs that ``HOOK_BOUNDARIES[name].inputs`` names.
 
         Raises:
             StageFindings, HarnessError: the hook raised (see ``call_hook``).
         """
         bound = HOOK_BOUNDARIES[name]
-        spec = HOOKS[bound.hook]
         assert bound.inputs is not None, f"{name}: no inputs recorded in HOOK_BOUNDARIES"
-        positional = [self.args if p == "args" else inputs[p] for p in spec.params]
-        kwargs = optional_kwargs(fn, spec, **{k: v for k, v in inputs.items()
-                                             if k in spec.optional_kwargs})
-        result = call_hook(hook_label(bound.hook, path), fn, *positional, **kwargs)
+        result = call_by_contract(hook_label(bound.hook, path), HOOKS[bound.hook], fn,
+                                  self.args, **inputs)
         return self._check(name, bound.hook, path, result, *(inputs[k] for k in bound.inputs))
 
     # -- loading --
@@ -198,7 +199,6 @@ class DryRun:
                 continue
             path, fn = hook
             status, rl = sample.status, sample.response_length
-            kwargs = optional_kwargs(fn, HOOKS[dest], evaluation=False)
             if path == _AGENT_GENERATE:
                 label = hook_label("agent_function_path", self.hooks["agent_function_path"][0])
             elif dest not in self.hooks:   # not the user's: the default rollout's generate step
@@ -206,8 +206,11 @@ class DryRun:
             else:
                 label = hook_label(dest, path)
             try:
-                result = call_hook(label, fn, self.args, sample, self._sampling_params(),
-                                   **kwargs)
+                # the agent's generate step and vime's built-in one stand in for this hook:
+                # each is called as the contract calls --custom-generate-function-path
+                result = call_by_contract(label, HOOKS[dest], fn, self.args, sample=sample,
+                                          sampling_params=self._sampling_params(),
+                                          evaluation=False)
             except EngineFailure:   # not the hook's failure: never a FAILED sample
                 raise
             except HarnessError as exc:
@@ -253,15 +256,18 @@ class DryRun:
             return
         path, fn = hook
         label = hook_label(dest, path)
+        # the call's parameters from the contract: (args, sample), or (args, samples) under
+        # --group-rm (vime.contract.hooks.GROUP_RM_SPEC)
+        spec = hook_spec(dest, group_rm=bool(self.ns.group_rm))
         if self.ns.group_rm:
-            result = call_hook(label, fn, self.args, samples)
+            result = call_by_contract(label, spec, fn, self.args, samples=samples)
             found = self._check("batch_reward_result", dest, path, result, samples)
             values = list(result) if not found and isinstance(result, (list, tuple)) else []
         else:
             values = []
             for s in samples:
                 try:
-                    value = call_hook(label, fn, self.args, s)
+                    value = call_by_contract(label, spec, fn, self.args, sample=s)
                 except HarnessError as exc:
                     if not self._fail_sample(s, "reward", exc, path=label):
                         raise
@@ -317,7 +323,8 @@ class DryRun:
         if hook is None:
             return SyntheticDataSource(self.args)
         path, cls = hook
-        return call_hook(hook_label("data_source_path", path), cls, self.args)
+        return call_by_contract(hook_label("data_source_path", path), HOOKS["data_source_path"],
+                                cls, self.args)
 
     def _rollout(self, evaluation: bool) -> Any:
         from vime.rollout.base_types import call_rollout_fn, check_vim101
@@ -329,7 +336,8 @@ class DryRun:
             return None
         path, fn = hook
         source = self._data_source()
-        raw = call_hook(hook_label(dest, path), fn, self.args, 0, source, evaluation=evaluation)
+        raw = call_by_contract(hook_label(dest, path), HOOKS[dest], fn, self.args, rollout_id=0,
+                               data_source=source, evaluation=evaluation)
         ids = ["VIM101", *_ids("B6" if evaluation else "B5"), "VIM119"]
         # a legacy bare list/dict: VIM101's warning (call_rollout_fn wraps it)
         found: list[Violation] = [v for v in check_vim101(raw, evaluation=evaluation, name=path,
