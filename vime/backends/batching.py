@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["PaddedBatch", "float_tensors", "gather_response", "micro_batches", "pad_batch",
-           "pad_per_token"]
+__all__ = ["PaddedBatch", "ResponseIndex", "float_tensors", "gather_response", "micro_batches",
+           "pad_batch", "pad_per_token", "response_index", "scatter_response"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,61 @@ def pad_batch(tokens: Sequence[Sequence[int]], *, pad_id: int = 0, side: str = "
     return PaddedBatch(ids.to(device), mask.to(device), position_ids.to(device), lengths, side)
 
 
+@dataclass(frozen=True)
+class ResponseIndex:
+    """Where each response token's next-token values sit in a :class:`PaddedBatch`.
+
+    ``rows[k]``, ``cols[k]``: the ``(B, T - 1)`` next-token column of the ``k``-th response
+    token (``logits[rows[k], cols[k]]`` predicts ``input_ids[rows[k], cols[k] + 1]``);
+    ``out_cols[k]``: its column in the ``(B, R_max)`` left-aligned result. ``first_col`` is
+    ``min(cols)``: logits before it are never read (the prompts).
+    """
+
+    rows: torch.Tensor
+    cols: torch.Tensor
+    out_cols: torch.Tensor
+    shape: tuple[int, int]
+
+    @property
+    def first_col(self) -> int:
+        return int(self.cols.min())
+
+
+def response_index(batch: PaddedBatch, response_lengths: Sequence[int]) -> ResponseIndex:
+    """The :class:`ResponseIndex` of ``response_lengths`` (tokens at the end of each row,
+    ``1 <= r <= length - 1``) in ``batch``.
+
+    Raises:
+        ValueError: a response length is < 1 or leaves no prompt token (names the row).
+    """
+    width = batch.input_ids.shape[1]
+    rows: list[int] = []
+    cols: list[int] = []
+    out_cols: list[int] = []
+    for i, (n, r) in enumerate(zip(batch.lengths, response_lengths, strict=True)):
+        if r < 1 or r > n - 1:
+            raise ValueError(f"row {i}: response_length={r} must be in [1, len(tokens) - 1 = "
+                             f"{n - 1}] (the first token has no log prob)")
+        end = (width if batch.side == "left" else n) - 2  # token_lp column of the last token
+        rows += [i] * r
+        cols += range(end - r + 1, end + 1)
+        out_cols += range(r)
+    device = batch.input_ids.device
+    return ResponseIndex(torch.tensor(rows, device=device), torch.tensor(cols, device=device),
+                         torch.tensor(out_cols, device=device),
+                         (len(response_lengths), max(response_lengths)))
+
+
+def scatter_response(values: torch.Tensor, index: ResponseIndex
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(out, valid)``, each ``(B, R_max)``: the per-response-token ``values`` (``(N,)``, in
+    :class:`ResponseIndex` order) left-aligned per row, and the float mask of real columns."""
+    out = values.new_zeros(index.shape).index_put((index.rows, index.out_cols), values)
+    valid = values.new_zeros(index.shape)
+    valid[index.rows, index.out_cols] = 1.0
+    return out, valid
+
+
 def gather_response(token_lp: torch.Tensor, batch: PaddedBatch,
                     response_lengths: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Pick each row's response-token values out of next-token values.
@@ -76,28 +131,8 @@ def gather_response(token_lp: torch.Tensor, batch: PaddedBatch,
     Raises:
         ValueError: a response length is < 1 or leaves no prompt token (names the row).
     """
-    width = batch.input_ids.shape[1]
-    r_max = max(response_lengths)
-    rows, cols, out_rows, out_cols = [], [], [], []
-    for i, (n, r) in enumerate(zip(batch.lengths, response_lengths, strict=True)):
-        if r < 1 or r > n - 1:
-            raise ValueError(f"row {i}: response_length={r} must be in [1, len(tokens) - 1 = "
-                             f"{n - 1}] (the first token has no log prob)")
-        end = (width if batch.side == "left" else n) - 2  # token_lp column of the last token
-        for j in range(r):
-            rows.append(i)
-            cols.append(end - r + 1 + j)
-            out_rows.append(i)
-            out_cols.append(j)
-    values = token_lp.new_zeros((len(response_lengths), r_max))
-    valid = token_lp.new_zeros((len(response_lengths), r_max))
-    idx_r = torch.tensor(rows, device=token_lp.device)
-    idx_c = torch.tensor(cols, device=token_lp.device)
-    o_r = torch.tensor(out_rows, device=token_lp.device)
-    o_c = torch.tensor(out_cols, device=token_lp.device)
-    values = values.index_put((o_r, o_c), token_lp[idx_r, idx_c])
-    valid[o_r, o_c] = 1.0
-    return values, valid
+    index = response_index(batch, response_lengths)
+    return scatter_response(token_lp[index.rows, index.cols], index)
 
 
 def pad_per_token(rows: Sequence[Sequence[float]], width: int, *,

@@ -19,15 +19,23 @@ mode is put back as it was by :func:`compute_log_probs`).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
-from vime.backends.batching import PaddedBatch, gather_response, micro_batches, pad_batch
-from vime.backends.losses import argmax_hits, entropy_from_logits, token_log_probs
+from vime.backends.batching import (
+    PaddedBatch,
+    micro_batches,
+    pad_batch,
+    response_index,
+    scatter_response,
+)
+from vime.backends.losses import response_token_stats
 from vime.backends.parallel import DataParallel
 
-__all__ = ["compute_log_probs", "forward", "response_log_probs"]
+__all__ = ["compute_log_probs", "forward", "keeps_logits", "response_log_probs"]
 
 
 def forward(model: torch.nn.Module, tokens: Sequence[Sequence[int]], *, pad_id: int,
@@ -47,23 +55,38 @@ def response_log_probs(model: torch.nn.Module, tokens: Sequence[Sequence[int]],
                                   tuple[torch.Tensor, torch.Tensor] | None]:
     """``(log_probs, valid, stats)`` of each row's last ``response_lengths[i]`` tokens.
 
+    Only the response tokens' logits are normalised (``losses.response_token_stats``), and a
+    model that takes ``logits_to_keep`` computes its output head from the first response
+    position of the micro-batch on: the prompts' logits are never needed. The values equal
+    the whole-batch computation's (``token_log_probs``, ``entropy_from_logits``,
+    ``argmax_hits``) token for token.
+
     Returns:
-        ``log_probs`` and ``valid`` (bool), each ``(B, R_max)``, the response tokens
+        ``log_probs`` and ``valid`` (float 0/1), each ``(B, R_max)``, the response tokens
         left-aligned (``valid`` False past a row's response); ``stats`` (``with_stats``, else
         None) is ``(entropy, argmax_hits)``, each ``(B, R_max)``: the entropy with grad (for
         ``--entropy-coef``), the hits (1.0 where the argmax is the token) without.
     """
-    batch, logits = forward(model, tokens, pad_id=pad_id, device=device)
-    lp, valid = gather_response(token_log_probs(logits, batch.input_ids, temperature),
-                                batch, response_lengths)
-    if not with_stats:
-        return lp, valid, None
-    ent, _ = gather_response(entropy_from_logits(logits, temperature), batch,
-                             response_lengths)  # with grad: --entropy-coef
-    with torch.no_grad():
-        hits, _ = gather_response(argmax_hits(logits, batch.input_ids), batch,
-                                  response_lengths)
-    return lp, valid, (ent, hits)
+    batch = pad_batch(tokens, pad_id=pad_id, side="right", device=device)
+    index = response_index(batch, response_lengths)
+    kwargs: dict[str, Any] = {}
+    if keeps_logits(model):   # the output head from the first response position on
+        kwargs["logits_to_keep"] = batch.input_ids.shape[1] - index.first_col
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                   position_ids=batch.position_ids, **kwargs).logits
+    lp, ent, hits = response_token_stats(logits, batch.input_ids, index,
+                                         temperature=temperature, with_stats=with_stats)
+    lp_out, valid = scatter_response(lp, index)
+    if ent is None or hits is None:
+        return lp_out, valid, None
+    return lp_out, valid, (scatter_response(ent, index)[0],  # with grad: --entropy-coef
+                           scatter_response(hits, index)[0])
+
+
+def keeps_logits(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s forward takes ``logits_to_keep`` (Hugging Face causal LMs since
+    transformers 4.45: the output head runs on the last N positions only)."""
+    return "logits_to_keep" in inspect.signature(type(model).forward).parameters
 
 
 @torch.no_grad()

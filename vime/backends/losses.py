@@ -22,13 +22,16 @@ the "k3" KL estimator from J. Schulman, "Approximating KL divergence" (2020).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+if TYPE_CHECKING:
+    from vime.backends.batching import ResponseIndex
+
 __all__ = ["argmax_hits", "entropy_from_logits", "from_flat", "greedy_match", "kl_k3",
            "pg_token_losses", "policy_loss", "reduce_sample_mean", "response_log_probs",
-           "sft_loss", "to_flat", "token_log_probs"]
+           "response_token_stats", "sft_loss", "to_flat", "token_log_probs"]
 
 
 def token_log_probs(logits: torch.Tensor, input_ids: torch.Tensor,
@@ -253,3 +256,39 @@ def sft_loss(log_probs: torch.Tensor, mask: torch.Tensor, denom: torch.Tensor,
     with torch.no_grad():
         token_nll = float((-log_probs * mask).sum() / mask.sum().clamp(min=1))
     return loss, {"sft_loss": float(loss.detach()), "sft_token_nll": token_nll}
+
+
+def response_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, index: ResponseIndex,
+                         *, temperature: float = 1.0, with_stats: bool = False
+                         ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Log prob, entropy and greedy hit of each response token, computed on the response
+    tokens' logits only (the prompt's are never normalised).
+
+    Args:
+        logits: ``(B, W, V)``: the model's logits for the last ``W`` positions of the padded
+            batch (``W = T`` for all of them; fewer with ``logits_to_keep``), so next-token
+            column ``c`` of :class:`~vime.backends.batching.ResponseIndex` is
+            ``logits[:, c - (T - W)]``.
+        input_ids: ``(B, T)`` long.
+        index: where the response tokens are (:func:`vime.backends.batching.response_index`).
+        temperature: divides the logits (> 0), as :func:`token_log_probs`.
+        with_stats: also return the entropy (nats, with grad) and the greedy hits (0/1).
+
+    Returns:
+        ``(log_probs, entropy, hits)``, each ``(N,)`` in ``index`` order (``N`` response
+        tokens; entropy and hits None without ``with_stats``). Equal, token for token, to
+        :func:`token_log_probs`, :func:`entropy_from_logits` and :func:`argmax_hits` on the
+        whole batch picked at ``index``.
+    """
+    offset = input_ids.shape[1] - logits.shape[1]
+    picked = logits[index.rows, index.cols - offset].float()          # (N, V)
+    scaled = picked / temperature if temperature != 1.0 else picked
+    logp = torch.log_softmax(scaled, dim=-1)
+    targets = input_ids[index.rows, index.cols + 1]
+    lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    if not with_stats:
+        return lp, None, None
+    entropy = -(logp.exp() * logp).sum(-1)
+    with torch.no_grad():
+        hits = (picked.argmax(-1) == targets).float()
+    return lp, entropy, hits

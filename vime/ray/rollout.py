@@ -293,11 +293,13 @@ class RolloutManagerCore:
             get = getattr(self.data_source, "training_prompts", None)
             prompts = get() if callable(get) else None
             keys = self._training_prompt_keys = frozenset(map(prompt_key, prompts or []))
-        from vime.contract.checks.evaluation import check_vim131
+        from vime.contract.checks.evaluation import check_vim131, eval_prompt_keys
         from vime.contract.checks.policy import enforce
         from vime.contract.checks.settings import CheckContext
 
         found = check_vim131(output.data, keys)
+        if found:   # which cause: the rollout's eval branch, or an eval file of training prompts
+            found = check_vim131(output.data, keys, eval_prompt_keys(self.data_source))
         if found:
             hook = "eval_function_path" if arg(self.args, "eval_function_path") \
                 else "rollout_function_path"

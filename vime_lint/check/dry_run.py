@@ -230,8 +230,10 @@ class DryRun:
     def run_hooks(self) -> None:
         """B2-B4: generate, sample hooks, reward, dynamic filter, buffer filter."""
         source = SyntheticDataSource(self.args)
-        self.report.notes.append("dry run: user hooks ran on the CPU against a synthetic data "
-                                 "source; " + (self.engine_note or "no engine was contacted"))
+        data = (f"the prompts of --prompt-data {self.args.prompt_data}"
+                if getattr(self.args, "prompt_data", None) else "synthetic arithmetic prompts")
+        self.report.notes.append(f"dry run: user hooks ran on the CPU on {data} (an in-memory "
+                                 "data source); " + (self.engine_note or "no engine was contacted"))
         if "custom_generate_function_path" not in self.hooks and not self.engine_note:
             self.report.notes.append("generation is served by the built-in deterministic "
                                      f"generator ({DRY_RUN_GENERATE})")
@@ -355,11 +357,11 @@ class DryRun:
         if evaluation and getattr(self.args, "eval_datasets", None):
             # VIM131: not the training prompts (checked when eval sets are given: without
             # them the dry run's eval step has nothing held out to compare with)
-            from vime.contract.checks.evaluation import check_vim131, prompt_key
+            from vime.contract.checks.evaluation import check_vim131, eval_prompt_keys, prompt_key
 
             get = getattr(source, "training_prompts", None)
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
-            found += check_vim131(getattr(out, "data", None), keys)
+            found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
         self.report.add(in_context(found, dest, path), ids)
         self._save_samples(out, evaluation)
         return out

@@ -44,6 +44,13 @@ from vime_lint.check.probes import (
 __all__ = ["DEFAULT_MAX_CALLS", "ProbeOutcome", "reward_scalar", "reward_where", "run_filter_probes",
            "run_probes", "unset_reads_problem"]
 
+#: VIM303 when even the label's own answer raises: the reward fails on every response, so the
+#: error is a bug in it (a misspelt ``args.``/``sample.`` name, a missing import), not a kind
+#: of response it does not handle.
+GOLD_RAISED = "the label's own answer"
+GOLD_RAISED_FIX = ("the reward raised on the label's own answer, so it raises on every "
+                   "response: fix the error it names, then run `vime-lint check` again")
+
 #: Default ``--probe-max-calls``: about seven prompts' worth of probes.
 DEFAULT_MAX_CALLS = 200
 
@@ -232,8 +239,8 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
     errors = {f"gold ({k})": e for k, (v, e) in rendered.items() if e is not None}
     lowest = min((v for v in floor if v is not None), default=None)
     if not scored or lowest is None or max(scored.values()) <= lowest:
-        return ([("VIM303", f"label {row.label!r}: gold ({k}) raised {e}")
-                 for k, e in list(errors.items())[:1]], False)
+        return ([("VIM303", f"label {row.label!r}: {GOLD_RAISED} ({k[len('gold ('):-1]}) "
+                            f"raised {e}") for k, e in list(errors.items())[:1]], False)
     gold_kind = max(scored, key=lambda k: (scored[k], k == "bare"))
     texts = responses_for(row, rows, gold_kind, extra)
     scores: dict[str, float | None] = {"gold": scored[gold_kind]}
@@ -324,8 +331,9 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
         severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None
+        fix = GOLD_RAISED_FIX if pid == "VIM303" and GOLD_RAISED in problem else None
         out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
-                                                      severity=severity))
+                                                      severity=severity, fix=fix))
     if unjudged:
         out.notes.append(
             f"reward probes: for {unjudged} of {probed} prompt(s) no rendering of the label "

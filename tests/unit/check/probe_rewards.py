@@ -158,3 +158,7 @@ async def optional_metadata_present(args, sample, **kwargs):
     """Near-miss: checks membership before reading."""
     bonus = sample.metadata["bonus"] if "bonus" in sample.metadata else 0.0
     return bonus + (1.0 if sample.response.strip().endswith(sample.label) else 0.0)
+
+
+async def misspelt_option(args, sample):    # VIM303 on the gold answer itself: a typo in args.
+    return float(sample.response.strip() == sample.label) + args.format_bonsu

@@ -216,3 +216,13 @@ def test_the_check_names_a_metadata_key_no_row_has(capsys: pytest.CaptureFixture
     out = capsys.readouterr().out
     assert "VIM310  probe-reads-unset-field       WARN (1 warning(s))" in out, out
     assert "sample.metadata['answer'] (not in the rows' metadata" in out
+
+
+def test_a_reward_that_raises_even_on_gold_is_told_to_fix_its_error() -> None:
+    # raising on every response is a bug in the reward, not an answer it does not handle
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.misspelt_option")
+    assert ids == {"VIM303"}, texts
+    assert "the label's own answer (bare) raised AttributeError" in texts[0]
+    assert "fix the error it names" in texts[0] and "instead of raising" not in texts[0]
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.raises_without_number")
+    assert ids == {"VIM303"} and "instead of raising" in texts[0], texts

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vime.contract.checks.evaluation import check_vim131, prompt_key
+from vime.contract.checks.evaluation import check_vim131, eval_prompt_keys, prompt_key
 from vime.rollout.data_source import RolloutDataSourceWithBuffer
 from vime.utils.arguments import parse_args
 from vime.utils.types import Sample
@@ -86,3 +86,27 @@ def test_vim131_passes_on_the_eval_view_and_on_mixed_or_unknown_prompts(tmp_path
     assert check_vim131({"x": _entry(["train 0"])}, frozenset()) == []   # unknown: no finding
     chat = [{"role": "user", "content": "hi"}]
     assert prompt_key(chat) == prompt_key([{"content": "hi", "role": "user"}])
+
+
+def test_vim131_names_an_eval_file_that_is_the_training_file(tmp_path: Path) -> None:
+    # the eval branch is right (it evaluates on eval_datasets()), the eval file is not
+    train = _jsonl(tmp_path / "train.jsonl", "train ", 5)
+    args = parse_args(["--rollout-batch-size", "2", "--prompt-data", str(train),
+                       "--label-key", "label", "--eval-prompt-data", "held", str(train),
+                       "--rm-type", "math"], training=False)
+    ds = RolloutDataSourceWithBuffer(args)
+    keys = frozenset(map(prompt_key, ds.training_prompts() or []))
+    held = ds.eval_datasets()["held"]
+    view = {"held": {"rewards": [0.0] * len(held), "truncated": [False] * len(held),
+                     "samples": held}}
+    found = check_vim131(view, keys, eval_prompt_keys(ds))
+    assert [v.id for v in found] == ["VIM131"]
+    assert "the eval dataset 'held' itself holds only training prompts" in found[0].message
+    assert found[0].fix.startswith("give eval dataset 'held' (--eval-prompt-data / "
+                                   "--eval-config) a file of held-out prompts")
+    assert "get_samples" not in found[0].fix
+    # a rollout that evaluates on get_samples(...) with a real held-out file keeps the old fix
+    ds = RolloutDataSourceWithBuffer(_args(tmp_path))
+    keys = frozenset(map(prompt_key, ds.training_prompts() or []))
+    found = check_vim131({"held": _entry(["train 0", "train 1"])}, keys, eval_prompt_keys(ds))
+    assert "data_source.eval_datasets()" in found[0].fix

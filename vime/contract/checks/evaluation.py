@@ -16,7 +16,7 @@ See ``docs/contract.md`` §3 (eval data) and §6b.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from vime.contract.checks.settings import CheckSettings
@@ -28,7 +28,7 @@ from vime.contract.invariants import INVARIANTS
 from vime.contract.reward import reward_fix
 from vime.utils.types import Sample
 
-__all__ = ["check_eval_data", "check_vim131", "prompt_key"]
+__all__ = ["check_eval_data", "check_vim131", "eval_prompt_keys", "prompt_key"]
 
 
 
@@ -111,10 +111,31 @@ def prompt_key(prompt: Any) -> str:
     return json.dumps(prompt, sort_keys=True, default=str)
 
 
-def check_vim131(data: Any, training_prompts: Collection[str]) -> list[Violation]:
+def eval_prompt_keys(data_source: Any) -> dict[str, frozenset[str]]:
+    """``{name: prompt keys}`` of the eval datasets ``data_source.eval_datasets()`` serves
+    (:func:`prompt_key` of each sample's prompt); ``{}`` when the source has none or they
+    cannot be read (the eval step reports that itself)."""
+    get = getattr(data_source, "eval_datasets", None)
+    try:
+        sets = get() if callable(get) else {}
+    except Exception:  # noqa: BLE001 - an unreadable eval file is reported where it is read
+        return {}
+    if not isinstance(sets, dict):
+        return {}
+    return {str(name): frozenset(prompt_key(getattr(x, "prompt", None)) for x in samples)
+            for name, samples in sets.items() if isinstance(samples, list)}
+
+
+def check_vim131(data: Any, training_prompts: Collection[str],
+                 eval_prompts: Mapping[str, Collection[str]] | None = None) -> list[Violation]:
     """VIM131 (warning): one finding per eval dataset of ``data`` whose every sample's prompt
     (:func:`prompt_key`) is among ``training_prompts`` (the keys of ``--prompt-data``'s prompts);
-    ``[]`` when ``training_prompts`` is empty or ``data`` is not a dict of entries."""
+    ``[]`` when ``training_prompts`` is empty or ``data`` is not a dict of entries.
+
+    ``eval_prompts`` (:func:`eval_prompt_keys`) tells the two causes apart: when the
+    configured eval dataset of that name is itself made of training prompts, the eval file is
+    the training file (or part of it), and the finding says so instead of blaming the rollout.
+    """
     if not training_prompts or not isinstance(data, dict):
         return []
     out = []
@@ -123,8 +144,19 @@ def check_vim131(data: Any, training_prompts: Collection[str]) -> list[Violation
         if not isinstance(samples, list) or not samples:
             continue
         keys = [prompt_key(getattr(x, "prompt", None)) for x in samples]
-        if all(k in training_prompts for k in keys):
-            out.append(INVARIANTS["VIM131"].violation(f"data[{name!r}]['samples']", problem=(
+        if not all(k in training_prompts for k in keys):
+            continue
+        inv = INVARIANTS["VIM131"]
+        configured = (eval_prompts or {}).get(str(name))
+        if configured and all(k in training_prompts for k in configured):
+            out.append(inv.violation(f"data[{name!r}]['samples']", problem=(
                 f"are {len(samples)} samples whose prompts are all training prompts "
-                "(--prompt-data): this eval measures the training set")))
+                f"(--prompt-data): the eval dataset {name!r} itself holds only training "
+                "prompts, so this eval measures the training set"),
+                fix=f"give eval dataset {name!r} (--eval-prompt-data / --eval-config) a file of "
+                    "held-out prompts, not the training file or a part of it"))
+            continue
+        out.append(inv.violation(f"data[{name!r}]['samples']", problem=(
+            f"are {len(samples)} samples whose prompts are all training prompts "
+            "(--prompt-data): this eval measures the training set")))
     return out
