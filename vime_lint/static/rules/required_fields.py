@@ -109,6 +109,13 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "meta_info={'finish_reason': 'stop'})\n"
               "    s.reward = run(async_rm(args, s))\n"
               "    return RolloutFnTrainOutput(samples=[[s]])\n"),
+        # Every field set, returned through vime's finalize_rollout_groups.
+        Valid(_HEAD + "import vime.rollout.base_types as bt\n" + _SIG +
+              "    groups = data_source.get_samples(2)\n    for g in groups:\n        for s in g:\n"
+              "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
+              "meta_info={'finish_reason': 'stop'})\n"
+              "            s.reward = 1.0\n"
+              "    return bt.finalize_rollout_groups(args, rollout_id, groups)\n"),
         # Untouched samples of a data source (a replay buffer may hold complete ones).
         Valid(_HEAD + _SIG + "    return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"),
         # Handed to an imported environment: it may set them; not reported.
@@ -156,6 +163,14 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
                 "            s.status = Sample.Status.COMPLETED\n"
                 "    return RolloutFnTrainOutput(samples=groups)\n", line=9, col=11),
+        # ... returned through vime's finalize_rollout_groups (the guide's return).
+        Invalid(_HEAD + "from vime.rollout.base_types import finalize_rollout_groups\n" + _SIG
+                + "    groups = data_source.get_samples(2)\n"
+                "    for g in groups:\n        for s in g:\n"
+                "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
+                "            s.status = Sample.Status.COMPLETED\n"
+                "    return finalize_rollout_groups(args, rollout_id, groups)\n",
+                line=10, col=11),
         # Built with Sample(...) keywords and a helper, but no tokens or response_length.
         Invalid(_HEAD + "def _score(s):\n    s.reward = 1.0\n    s.status = Sample.Status.COMPLETED\n"
                 + _SIG + "    out = []\n    for row in ['a', 'b']:\n"

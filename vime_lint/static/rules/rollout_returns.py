@@ -24,6 +24,8 @@ __all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_
 TRAIN_OUT = "RolloutFnTrainOutput"
 EVAL_OUT = "RolloutFnEvalOutput"
 BASE_TYPES = "vime.rollout.base_types"
+#: ``vime.rollout.base_types.finalize_rollout_groups``: returns a ``RolloutFnTrainOutput``.
+FINALIZE = "finalize_rollout_groups"
 
 _IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
 
@@ -49,7 +51,8 @@ def kind_of(expr: cst.BaseExpression | None, semantic: Semantic) -> str | None:
     if isinstance(expr, (cst.Dict, cst.DictComp)):
         return "a bare dict"
     if isinstance(expr, cst.Call):
-        if semantic.refers_to(expr.func, TRAIN_OUT):
+        # vime's finalize_rollout_groups(args, rollout_id, groups) builds the train output
+        if semantic.refers_to(expr.func, TRAIN_OUT) or semantic.refers_to(expr.func, FINALIZE):
             return TRAIN_OUT
         if semantic.refers_to(expr.func, EVAL_OUT):
             return EVAL_OUT
