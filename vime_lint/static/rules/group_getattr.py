@@ -32,7 +32,9 @@ class _GroupTracker(FunctionTracker):
         self.comp_groups: list[dict[str, str]] = []
 
     def flow(self) -> GroupFlow | None:
-        fn = self.current
+        """The flow of the innermost enclosing ``def`` (inside a lambda too: the flow knows
+        the lambda's parameters)."""
+        fn = next((f for f in reversed(self.functions) if f is not None), None)
         return group_flow(fn, self.context) if fn is not None else None
 
     def group_of(self, expr: cst.BaseExpression) -> str | None:
