@@ -15,13 +15,31 @@ The flow follows values, not spellings:
   ``list``/``sorted``/``reversed``/``tuple``, filters and comprehensions whose element is a
   group (``[g for g in groups if ...]``, ``[await generate_and_rm_group(...) for ...]``);
 - the module's own functions: a call of a helper whose every return holds one is one, and a
-  parameter of a helper that every call in the module passes one holds one (two calls deep).
+  parameter of a helper that every invocation in the module gives a list of groups (or one
+  group) holds one (two calls deep). Invocations are those of
+  :mod:`vime_lint.static.analysis._invocations`: ``helper(x)``; ``self.method(x)`` (the
+  method's ``self`` left out; a method counts only when every ``x.method`` of the module is
+  such a call); ``functools.partial(helper, ...)`` called at once or bound to a name that is
+  only called (a partial that leaves the function counts with its own arguments alone); a
+  ``map``/``filter`` callback or ``key=`` of ``sorted``/``min``/``max``/``.sort``, given each
+  element (one group of a list of groups);
+- lambdas of the function: a parameter that every invocation gives one holds one
+  (``sorted(groups, key=lambda g: ...)``, ``score = lambda gs: ...; score(groups)``), a call
+  of a name bound to a lambda is what its body is (``fetch = lambda n: ds.get_samples(n)``),
+  and a lambda's parameters shadow the function's names;
+- attributes of the instance in a method: ``self.x`` holds one when every write of ``.x`` in
+  the module is through ``self`` in the methods of the same class and gives it one (``None``
+  and ``[]`` count as not set yet; ``+=``, ``.extend`` and ``.append`` as for local names).
+
+A hook that is a method (``__call__`` of a bound instance) has its contract positions counted
+after ``self``.
 
 Usage::
 
     semantic.group_positions = lambda fn: ...     # hook parameters typed list[list[Sample]]
     flow = GroupFlow.of(fn, semantic)               # cached per function
     flow.group_source(expr)      # "`data_source.get_samples(...)`" when expr holds a group
+    flow.holding(expr)           # ("groups", source), ("group", source) or None
     flow.comprehension_groups(comp)   # {"g": source} for the targets of a comprehension
 """
 

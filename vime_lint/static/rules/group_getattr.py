@@ -138,10 +138,14 @@ class GroupUsedAsSample(_GroupTracker):
     and the hook parameters the contract's Protocols type ``list[list[Sample]]`` (by position,
     whatever they are called: the sample filter's ``groups``, ``all_groups``, the buffer
     filter's ``buffer``) through local names (also built up with ``+=``, ``.extend`` and
-    ``.append`` of groups), ``await``, slices, filters and comprehensions, helpers of the
-    module that return one and helper parameters every call passes one, to their elements
-    (``for x in ...``, ``enumerate``, comprehensions, ``groups[i]``) and to
-    ``generate_and_rm_group(...)``'s own value (one group), and reports a Sample attribute read or set on such an element (``x.reward = ...``,
+    ``.append`` of groups), ``self`` attributes that only the class's methods set,
+    ``await``, slices, filters and comprehensions, helpers and methods of the module that
+    return one and their parameters that every call gives one (also through
+    ``functools.partial``, ``map`` and ``key=`` callbacks), lambdas (``sorted(groups,
+    key=lambda g: ...)``, a name bound to a lambda), to their elements (``for x in ...``,
+    ``enumerate``, comprehensions, ``groups[i]``, a callback's parameter) and to
+    ``generate_and_rm_group(...)``'s own value (one group), and reports a Sample attribute
+    read or set on such an element (``x.reward = ...``,
     ``x.tokens``, ``x.append_response_tokens(...)``, ``getattr(x, "status", None)``), whatever
     the loop variable is called. List methods (``group.append``, ``group.index(...)``) are
     fine, and so is an element rebound to a sample (``(sample,) = sample``). A ``getattr``
