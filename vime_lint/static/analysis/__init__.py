@@ -114,6 +114,7 @@ class Semantic:
         self._invocations: dict[int, Invocations] = {}
         self._invoked: dict[int, list[Invocation]] | None = None
         self._resolved_attrs: dict[int, int] = {}
+        self._resolved_names: set[int] = set()
         self._attributes: ModuleAttributes | None = None
         self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
         #: Positions of ``fn``'s parameters the contract types ``list[list[Sample]]`` (a hook's:
@@ -385,6 +386,7 @@ class Semantic:
                         self._invoked.setdefault(id(inv.callee), []).append(inv)
                 for target in found.resolved_attrs.values():
                     self._resolved_attrs[id(target)] = self._resolved_attrs.get(id(target), 0) + 1
+                self._resolved_names |= found.resolved_names
         return self._invoked.get(id(fn), [])
 
     def group_arguments(self, fn: cst.FunctionDef, depth: int) -> dict[int, tuple[str, str]]:
@@ -392,13 +394,16 @@ class Semantic:
         (direct, ``self.method(...)``, through ``functools.partial``, a ``map``/``key=``
         callback) gives a list of groups (``"groups"``) or one group (``"group"``): position ->
         (kind, how the argument is one). A method counts only when every ``x.name`` of the
-        module is one of those invocations (no caller the module does not show)."""
+        module is one of those invocations (no caller the module does not show), a function
+        only when every read of its name is (not also handed on where the module does not show
+        what it is given)."""
         sites = self._invoked_by(fn)
         if not sites:
             return {}
-        if self.owner(fn) is not None and is_bound_method(fn) \
-                and self._resolved_attrs.get(id(fn), 0) != self.attributes.refs.get(
-                    fn.name.value, 0):
+        if self.owner(fn) is not None and is_bound_method(fn):
+            if self._resolved_attrs.get(id(fn), 0) != self.attributes.refs.get(fn.name.value, 0):
+                return {}
+        elif any(id(node) not in self._resolved_names for node in self._name_reads(fn)):
             return {}
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
         out: dict[int, tuple[str, str]] = {}
@@ -416,6 +421,14 @@ class Semantic:
                 kind, source = found[0] or ("", "")
                 out[i] = (kind, f"{source}, passed to `{fn.name.value}`")
         return out
+
+    def _name_reads(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+        """The nodes that read the name ``fn``'s ``def`` binds (its scope's references)."""
+        scope = self._scopes.get(fn)
+        if scope is None:
+            return []
+        return [access.node for a in scope.assignments[fn.name.value] if a.node is fn
+                for access in a.references]
 
     def group_attribute(self, cls: cst.ClassDef, attr: str, depth: int) -> tuple[str, str] | None:
         """``(kind, source)`` when ``self.attr`` holds a list of groups (``"groups"``) or a

@@ -130,6 +130,8 @@ class _Finder:
         self.escaped: set[int] = set()
         #: ``x.method`` attributes resolved to a function: id(attribute) -> the function.
         self.resolved_attrs: dict[int, FunctionNode] = {}
+        #: Names resolved to a function of the module (called, partial'd, a callback): ids.
+        self.resolved_names: set[int] = set()
 
     def _is_partial(self, call: cst.Call) -> bool:
         return bool(call.args) and "functools.partial" in self.semantic.qualified(call.func)
@@ -166,6 +168,8 @@ class _Finder:
             bound = isinstance(func, cst.Attribute) and is_bound_method(target)
             if isinstance(func, cst.Attribute):
                 self.resolved_attrs[id(func)] = target
+            else:
+                self.resolved_names.add(id(func))
             return _Target(target, bound=bound)
         return None
 
@@ -255,6 +259,8 @@ class Invocations:
     escaped: frozenset[int]
     #: ``self.method`` attributes resolved to a method of the module: id(attribute) -> method.
     resolved_attrs: dict[int, FunctionNode]
+    #: Ids of the ``Name`` nodes resolved to a function of the module.
+    resolved_names: frozenset[int]
     finder: _Finder
 
     def callable_of(self, func: cst.BaseExpression) -> FunctionNode | None:
@@ -268,7 +274,8 @@ def invocations(semantic: Semantic, fn: cst.FunctionDef,
     """The invocations ``fn``'s body (its lambdas included) shows: see the module docstring."""
     finder = _Finder(semantic, fn, owner)
     found = finder.run()
-    return Invocations(found, frozenset(finder.escaped), dict(finder.resolved_attrs), finder)
+    return Invocations(found, frozenset(finder.escaped), dict(finder.resolved_attrs),
+                       frozenset(finder.resolved_names), finder)
 
 
 @dataclass(frozen=True, slots=True)

@@ -278,6 +278,15 @@ class GroupUsedAsSample(_GroupTracker):
               '    for g in data_source.get_samples(4):\n'
               '        _tag(g[0])\n'
               '        _tag(g)\n'),
+        # A helper also handed on (to a pool) where the module does not show what it gets.
+        Valid('def _tag(sample):\n'
+              "    sample.metadata['k'] = 1\n"
+              'def generate_rollout(args, rollout_id, data_source, pool, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              '    for g in groups:\n'
+              '        _tag(g)\n'
+              '    pool.map(_tag, [s for g in groups for s in g])\n'
+              '    return groups\n'),
         # A class hook's `__call__`: the contract's positions leave `self` out (`args` is args).
         Valid('class Filter:\n'
               '    def __call__(self, args, groups):\n'
