@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import Scope
+from libcst.metadata import Assignment, Scope
 
 from vime_lint.static.analysis._bindings import (
     HookTarget,
@@ -427,8 +427,8 @@ class Semantic:
         scope = self._scopes.get(fn)
         if scope is None:
             return []
-        return [access.node for a in scope.assignments[fn.name.value] if a.node is fn
-                for access in a.references]
+        return [access.node for a in scope.assignments[fn.name.value]
+                if isinstance(a, Assignment) and a.node is fn for access in a.references]
 
     def group_attribute(self, cls: cst.ClassDef, attr: str, depth: int) -> tuple[str, str] | None:
         """``(kind, source)`` when ``self.attr`` holds a list of groups (``"groups"``) or a
