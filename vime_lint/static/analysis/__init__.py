@@ -414,7 +414,7 @@ class Semantic:
                 if arg is None:
                     found.append(None)
                     break
-                found.append(self.group_flow(inv.caller, depth + 1).holding(arg.value, arg.each))
+                found.append(self.group_flow(inv.caller, depth + 1).argument(arg, inv.comps))
                 if found[-1] is None:
                     break
             if found and all(found) and len({f[0] for f in found if f}) == 1:

@@ -53,7 +53,7 @@ import libcst as cst
 
 from vime.contract import HOOKS, SAMPLE_FIELD_NAMES, protocols
 from vime_lint.static._cst import code_of
-from vime_lint.static.analysis._invocations import is_bound_method, lambdas_of
+from vime_lint.static.analysis._invocations import Arg, is_bound_method, lambdas_of
 
 if TYPE_CHECKING:
     from vime_lint.static.analysis import Semantic
@@ -306,6 +306,35 @@ class GroupFlow:
         group = self.group_source(e)
         return ("group", group) if group else None
 
+    def argument(self, arg: Arg, comps: tuple[cst.CompFor, ...] = ()) -> tuple[str, str] | None:
+        """What an invocation's argument holds (:meth:`holding`), read where the call is:
+        inside the comprehensions ``comps`` (outermost first), whose targets shadow the
+        function's names (an argument that reads one counts only when it is that target and
+        the target iterates a list of groups)."""
+        bound: set[str] = set()
+        for comp in comps:
+            cur: cst.CompFor | None = comp
+            while cur is not None:
+                bound |= _names(cur.target)
+                cur = cur.inner_for_in
+        if bound:
+            walker = _NameNodes()
+            arg.value.visit(walker)
+            if any(n.value in bound and not self._lambda_bound(n)[0] for n in walker.found):
+                if arg.each or not isinstance(arg.value, cst.Name):
+                    return None
+                scopes: list[dict[str, str]] = []
+                for comp in comps:
+                    self._local_groups.append({k: v for d in scopes for k, v in d.items()})
+                    try:
+                        scopes.append(self.comprehension_groups(comp))
+                    finally:
+                        self._local_groups.pop()
+                merged = {k: v for d in scopes for k, v in d.items()}
+                source = merged.get(arg.value.value)
+                return ("group", source) if source else None
+        return self.holding(arg.value, arg.each)
+
     def _lambda_of(self, name: cst.Name) -> cst.Lambda | None:
         """The innermost lambda of ``fn`` whose body reads ``name`` (the node), else None."""
         if self._name_lambda is None:
@@ -348,7 +377,7 @@ class GroupFlow:
                     held: list[tuple[str, str] | None] = []
                     for inv in sites:
                         arg = inv.argument(i, name)
-                        held.append(self.holding(arg.value, arg.each) if arg else None)
+                        held.append(self.argument(arg, inv.comps) if arg else None)
                         if held[-1] is None:
                             break
                     if all(held) and len({h[0] for h in held if h}) == 1 and held[0]:

@@ -64,6 +64,9 @@ class Invocation:
     starred: bool = False
     #: False for a partial that leaves the function: only its own positional arguments are known.
     complete: bool = True
+    #: The comprehensions around the call (outermost first): their targets shadow the names
+    #: of the function.
+    comps: tuple[cst.CompFor, ...] = ()
 
     def argument(self, index: int, name: str) -> Arg | None:
         """What the callee's positional parameter ``index`` (``name``; the instance counts as
@@ -132,6 +135,8 @@ class _Finder:
         self.resolved_attrs: dict[int, FunctionNode] = {}
         #: Names resolved to a function of the module (called, partial'd, a callback): ids.
         self.resolved_names: set[int] = set()
+        #: The comprehensions around the call being read (see :attr:`Invocation.comps`).
+        self.comps: tuple[cst.CompFor, ...] = ()
 
     def _is_partial(self, call: cst.Call) -> bool:
         return bool(call.args) and "functools.partial" in self.semantic.qualified(call.func)
@@ -178,7 +183,8 @@ class _Finder:
         if target.via is not None:
             self.consumed[target.via] = self.consumed.get(target.via, 0) + 1
         return Invocation(self.fn, target.callee, target.positional + args,
-                          target.keywords + keywords, target.bound, target.starred or starred)
+                          target.keywords + keywords, target.bound, target.starred or starred,
+                          comps=self.comps)
 
     def of_call(self, call: cst.Call) -> Iterator[Invocation]:
         target = self.resolve(call.func)
@@ -215,7 +221,11 @@ class _Finder:
         for lam in lambdas_of(self.semantic, self.fn):
             sites += self.semantic.facts(lam).calls
         for site in sites:
+            self.comps = tuple(p.for_in for p in reversed(site.parents)
+                               if isinstance(p, (cst.ListComp, cst.SetComp, cst.GeneratorExp,
+                                                 cst.DictComp)))
             out += self.of_call(site.node)
+        self.comps = ()
         # A bound partial whose name is also used otherwise, or a partial that is never
         # consumed here: an invocation with only its own arguments.
         for site in sites:

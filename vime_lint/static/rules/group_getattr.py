@@ -287,6 +287,14 @@ class GroupUsedAsSample(_GroupTracker):
               '        _tag(g)\n'
               '    pool.map(_tag, [s for g in groups for s in g])\n'
               '    return groups\n'),
+        # A comprehension target that shadows a group's name of the function.
+        Valid('def _score(g):\n'
+              '    return g.reward\n'
+              'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              '    for g in groups:\n'
+              '        pass\n'
+              '    return [_score(g) for grp in groups for g in grp]\n'),
         # A class hook's `__call__`: the contract's positions leave `self` out (`args` is args).
         Valid('class Filter:\n'
               '    def __call__(self, args, groups):\n'
@@ -468,6 +476,16 @@ class GroupUsedAsSample(_GroupTracker):
                 '    for sample in data_source.get_samples(4):\n'
                 '        _tag(sample)\n',
                 line=2, col=4),
+        # A method given each group of a comprehension (under asyncio.gather).
+        Invalid('import asyncio\n'
+                'class Rollout:\n'
+                '    async def _run(self, sample):\n'
+                '        sample.status = None\n'
+                '    async def __call__(self, args, rollout_id, data_source, evaluation=False):\n'
+                '        groups = data_source.get_samples(4)\n'
+                '        await asyncio.gather(*[self._run(g) for g in groups])\n'
+                '        return groups\n',
+                line=4, col=8),
         # A class sample filter: `groups` is the contract's list of groups, after `self`.
         Invalid('class Filter:\n'
                 '    def __call__(self, args, groups):\n'
