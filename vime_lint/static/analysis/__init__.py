@@ -117,8 +117,9 @@ class Semantic:
         self._resolved_names: set[int] = set()
         self._attributes: ModuleAttributes | None = None
         self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
-        #: Positions of ``fn``'s parameters the contract types ``list[list[Sample]]`` (a hook's:
-        #: set by the rules, which know the launch's hook bindings).
+        #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
+        #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
+        #: launch's hook bindings).
         self.group_positions: Callable[[cst.FunctionDef], frozenset[int]] = \
             lambda fn: frozenset()
 

@@ -31,8 +31,9 @@ The flow follows values, not spellings:
   the module is through ``self`` in the methods of the same class and gives it one (``None``
   and ``[]`` count as not set yet; ``+=``, ``.extend`` and ``.append`` as for local names).
 
-A hook that is a method (``__call__`` of a bound instance) has its contract positions counted
-after ``self``.
+``semantic.group_positions(fn)`` gives positions in ``fn``'s own parameter list (a hook's
+``__call__`` counts ``self``; :func:`vime_lint.static.rules._groups.group_flow` maps the
+contract's positions through the hook's binding: ``self`` and a partial's arguments).
 
 Usage::
 
@@ -167,9 +168,8 @@ class GroupFlow:
         self._lambda_holdings: dict[int, dict[str, tuple[str, str]]] = {}
         self._pending: set[int] = set()
         positional = _positional(fn)
-        offset = 1 if bound else 0  # the contract's positions leave `self` out
-        given = {i + offset: ("groups", f"the `{positional[i + offset]}` parameter ({GROUPS_TYPE})")
-                 for i in semantic.group_positions(fn) if i + offset < len(positional)}
+        given = {i: ("groups", f"the `{positional[i]}` parameter ({GROUPS_TYPE})")
+                 for i in semantic.group_positions(fn) if i < len(positional)}
         if depth < _MAX_DEPTH:
             for i, held in semantic.group_arguments(fn, depth).items():
                 given.setdefault(i, held)

@@ -486,6 +486,13 @@ class GroupUsedAsSample(_GroupTracker):
                 '        await asyncio.gather(*[self._run(g) for g in groups])\n'
                 '        return groups\n',
                 line=4, col=8),
+        # A sample filter bound through functools.partial: `groups` is after the partial's own.
+        Invalid('from functools import partial\n'
+                'def _filter(cfg, args, groups):\n'
+                '    for s in groups:\n'
+                '        s.remove_sample = cfg\n'
+                'rollout_sample_filter = partial(_filter, True)\n',
+                line=4, col=8),
         # A class sample filter: `groups` is the contract's list of groups, after `self`.
         Invalid('class Filter:\n'
                 '    def __call__(self, args, groups):\n'
