@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
-from libcst.metadata import Scope
+from libcst.metadata import Assignment, Scope
 
 from vime_lint.static.analysis._bindings import (
     HookTarget,
@@ -59,18 +59,35 @@ from vime_lint.static.analysis._groups import (
     GroupFlow,
     group_params,
 )
+from vime_lint.static.analysis._invocations import (
+    AttrWrite,
+    Invocation,
+    Invocations,
+    ModuleAttributes,
+    invocations,
+    is_bound_method,
+    module_attributes,
+)
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
-    "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream",
+    "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream",
     "spelled",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
 
 _MAX_CLOSURE = 64
+
+
+def _blank(e: cst.BaseExpression) -> bool:
+    """``None``, ``[]`` or ``list()``: an attribute not set to anything yet."""
+    return (isinstance(e, cst.Name) and e.value == "None") or (
+        isinstance(e, cst.List) and not e.elements) or (
+        isinstance(e, cst.Call) and not e.args and isinstance(e.func, cst.Name)
+        and e.func.value == "list")
 
 
 class Semantic:
@@ -93,9 +110,16 @@ class Semantic:
         self._scopes = scopes
         self._group_flows: dict[tuple[int, int], GroupFlow] = {}
         self._callers: list[FunctionNode] | None = None
-        self._call_sites: dict[int, list[tuple[FunctionNode, cst.Call]]] | None = None
-        #: Positions of ``fn``'s parameters the contract types ``list[list[Sample]]`` (a hook's:
-        #: set by the rules, which know the launch's hook bindings).
+        self._owners: dict[int, cst.ClassDef] = {}
+        self._invocations: dict[int, Invocations] = {}
+        self._invoked: dict[int, list[Invocation]] | None = None
+        self._resolved_attrs: dict[int, int] = {}
+        self._resolved_names: set[int] = set()
+        self._attributes: ModuleAttributes | None = None
+        self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
+        #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
+        #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
+        #: launch's hook bindings).
         self.group_positions: Callable[[cst.FunctionDef], frozenset[int]] = \
             lambda fn: frozenset()
 
@@ -197,7 +221,11 @@ class Semantic:
         """The module's own function ``call`` calls: a nested ``def`` of ``within``, a
         module-level ``def`` (also through an alias or a ``__call__`` instance), or
         ``self.method`` of ``owner``; else None."""
-        func = call.func
+        return self.callee_of(call.func, within, owner)
+
+    def callee_of(self, func: cst.BaseExpression, within: FunctionNode | None = None,
+                  owner: cst.ClassDef | None = None) -> cst.FunctionDef | None:
+        """The module's own function that calling ``func`` runs (see :meth:`callee`)."""
         if isinstance(func, cst.Name):
             if within is not None:
                 nested = self.facts(within).nested.get(func.value)
@@ -316,7 +344,10 @@ class Semantic:
                 if isinstance(stmt, cst.FunctionDef):
                     out.append(stmt)
                 elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
-                    out += [s for s in stmt.body.body if isinstance(s, cst.FunctionDef)]
+                    for s in stmt.body.body:
+                        if isinstance(s, cst.FunctionDef):
+                            out.append(s)
+                            self._owners[id(s)] = stmt
             i = 0
             while i < len(out) and len(out) < 4 * _MAX_CLOSURE:
                 out += self.facts(out[i]).nested.values()
@@ -324,43 +355,139 @@ class Semantic:
             self._callers = out
         return self._callers
 
-    def group_arguments(self, fn: cst.FunctionDef, depth: int) -> dict[int, str]:
-        """Positions of ``fn``'s parameters that every call of ``fn`` in the module passes a
-        list of groups (by position or by keyword): position -> how the argument is one."""
-        if self._call_sites is None:
-            self._call_sites = {}
+    def owner(self, fn: FunctionNode) -> cst.ClassDef | None:
+        """The module-level class whose body defines ``fn`` (a method), else None."""
+        self.functions()
+        return self._owners.get(id(fn))
+
+    def invocations(self, fn: cst.FunctionDef) -> Invocations:
+        """Where ``fn``'s body (its lambdas included) invokes the module's own functions and
+        lambdas (see :mod:`vime_lint.static.analysis._invocations`), walked once."""
+        hit = self._invocations.get(id(fn))
+        if hit is None:
+            hit = self._invocations[id(fn)] = invocations(self, fn, self.owner(fn))
+        return hit
+
+    @property
+    def attributes(self) -> ModuleAttributes:
+        """Every ``x.name`` of the module, counted by name, and every write of one."""
+        if self._attributes is None:
+            self._attributes = module_attributes(self.module)
+        return self._attributes
+
+    def _invoked_by(self, fn: FunctionNode) -> list[Invocation]:
+        if self._invoked is None:
+            self._invoked = {}
             for caller in self.functions():
                 if not isinstance(caller, cst.FunctionDef):
                     continue
-                for site in self.facts(caller).calls:
-                    target = self.callee(site.node, caller)
-                    if target is not None and target is not caller:
-                        self._call_sites.setdefault(id(target), []).append((caller, site.node))
-        sites = self._call_sites.get(id(fn), [])
+                found = self.invocations(caller)
+                for inv in found.found:
+                    if inv.callee is not caller:
+                        self._invoked.setdefault(id(inv.callee), []).append(inv)
+                for target in found.resolved_attrs.values():
+                    self._resolved_attrs[id(target)] = self._resolved_attrs.get(id(target), 0) + 1
+                self._resolved_names |= found.resolved_names
+        return self._invoked.get(id(fn), [])
+
+    def group_arguments(self, fn: cst.FunctionDef, depth: int) -> dict[int, tuple[str, str]]:
+        """Positions of ``fn``'s parameters that every invocation of ``fn`` in the module
+        (direct, ``self.method(...)``, through ``functools.partial``, a ``map``/``key=``
+        callback) gives a list of groups (``"groups"``) or one group (``"group"``): position ->
+        (kind, how the argument is one). A method counts only when every ``x.name`` of the
+        module is one of those invocations (no caller the module does not show), a function
+        only when every read of its name is (not also handed on where the module does not show
+        what it is given)."""
+        sites = self._invoked_by(fn)
         if not sites:
             return {}
+        if self.owner(fn) is not None and is_bound_method(fn):
+            if self._resolved_attrs.get(id(fn), 0) != self.attributes.refs.get(fn.name.value, 0):
+                return {}
+        elif any(id(node) not in self._resolved_names for node in self._name_reads(fn)):
+            return {}
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        out: dict[int, str] = {}
+        out: dict[int, tuple[str, str]] = {}
         for i, name in enumerate(params):
-            found: list[str | None] = []
-            for caller, call in sites:
-                arg = None
-                positional = [a for a in call.args if a.keyword is None]
-                if any(a.star for a in call.args):
+            found: list[tuple[str, str] | None] = []
+            for inv in sites:
+                arg = inv.argument(i, name)
+                if arg is None:
                     found.append(None)
                     break
-                if i < len(positional):
-                    arg = positional[i].value
-                else:
-                    arg = next((a.value for a in call.args if a.keyword is not None
-                                and a.keyword.value == name), None)
-                if arg is None or not isinstance(caller, cst.FunctionDef):
-                    found.append(None)
+                found.append(self.group_flow(inv.caller, depth + 1).argument(arg, inv.comps))
+                if found[-1] is None:
                     break
-                found.append(self.group_flow(caller, depth + 1).groups_source(arg))
-            if found and all(found):
-                out[i] = f"{found[0]}, passed to `{fn.name.value}`"
+            if found and all(found) and len({f[0] for f in found if f}) == 1:
+                kind, source = found[0] or ("", "")
+                out[i] = (kind, f"{source}, passed to `{fn.name.value}`")
         return out
+
+    def _name_reads(self, fn: cst.FunctionDef) -> list[cst.CSTNode]:
+        """The nodes that read the name ``fn``'s ``def`` binds (its scope's references)."""
+        scope = self._scopes.get(fn)
+        if scope is None:
+            return []
+        return [access.node for a in scope.assignments[fn.name.value]
+                if isinstance(a, Assignment) and a.node is fn for access in a.references]
+
+    def group_attribute(self, cls: cst.ClassDef, attr: str, depth: int) -> tuple[str, str] | None:
+        """``(kind, source)`` when ``self.attr`` holds a list of groups (``"groups"``) or a
+        group (``"group"``) in the methods of ``cls``: every write of ``.attr`` in the module
+        is one through ``self`` in a method of ``cls`` and gives it one (``None`` and ``[]``
+        count as not set yet; ``+=``, ``.extend`` and ``.append`` as for local names), and no
+        class-level value other than those."""
+        key = (id(cls), attr, depth)
+        if key in self._group_attributes:
+            return self._group_attributes[key]
+        self._group_attributes[key] = None
+        found = self._group_attribute(cls, attr, depth)
+        self._group_attributes[key] = found
+        return found
+
+    def _group_attribute(self, cls: cst.ClassDef, attr: str,
+                         depth: int) -> tuple[str, str] | None:
+        writes = self.attributes.writes.get(attr, [])
+        if not writes or not isinstance(cls.body, cst.IndentedBlock):
+            return None
+        for stmt in cls.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) \
+                        else [small.target] if isinstance(small, cst.AnnAssign) else []
+                    value = getattr(small, "value", None)
+                    if any(isinstance(t, cst.Name) and t.value == attr for t in targets) \
+                            and value is not None and not _blank(value):
+                        return None
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.name.value == attr:
+                return None
+        kinds: list[tuple[str, str | None]] = []
+        for w in writes:
+            fn = w.fn
+            if not isinstance(fn, cst.FunctionDef) or self.owner(fn) is not cls \
+                    or not is_bound_method(fn) or w.kind == "other" or w.value is None:
+                return None
+            params = (*fn.params.posonly_params, *fn.params.params)
+            if not params or not isinstance(w.obj, cst.Name) or w.obj.value != params[0].name.value:
+                return None
+            flow = self.group_flow(fn, depth)
+            if w.kind == "store" and _blank(w.value):
+                kinds.append(("blank", None))
+            elif w.kind == "add":
+                kinds.append(("add", flow.group_source(w.value)))
+            elif w.kind == "grow":
+                kinds.append(("groups", flow.groups_source(w.value)))
+            else:
+                held = flow.holding(w.value)
+                kinds.append(held if held is not None else ("none", None))
+        sources = [s for k, s in kinds if k != "blank"]
+        if not sources or not all(sources):
+            return None
+        if all(k in ("blank", "groups", "add") for k, _ in kinds):
+            return "groups", f"`self.{attr}`, set to {sources[0]}"
+        if all(k in ("blank", "group") for k, _ in kinds):
+            return "group", f"`self.{attr}`, set to {sources[0]}"
+        return None
 
     # ---- in-place writes ---------------------------------------------------------------------
 

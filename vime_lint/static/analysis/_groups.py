@@ -15,13 +15,32 @@ The flow follows values, not spellings:
   ``list``/``sorted``/``reversed``/``tuple``, filters and comprehensions whose element is a
   group (``[g for g in groups if ...]``, ``[await generate_and_rm_group(...) for ...]``);
 - the module's own functions: a call of a helper whose every return holds one is one, and a
-  parameter of a helper that every call in the module passes one holds one (two calls deep).
+  parameter of a helper that every invocation in the module gives a list of groups (or one
+  group) holds one (two calls deep). Invocations are those of
+  :mod:`vime_lint.static.analysis._invocations`: ``helper(x)``; ``self.method(x)`` (the
+  method's ``self`` left out; a method counts only when every ``x.method`` of the module is
+  such a call); ``functools.partial(helper, ...)`` called at once or bound to a name that is
+  only called (a partial that leaves the function counts with its own arguments alone); a
+  ``map``/``filter`` callback or ``key=`` of ``sorted``/``min``/``max``/``.sort``, given each
+  element (one group of a list of groups);
+- lambdas of the function: a parameter that every invocation gives one holds one
+  (``sorted(groups, key=lambda g: ...)``, ``score = lambda gs: ...; score(groups)``), a call
+  of a name bound to a lambda is what its body is (``fetch = lambda n: ds.get_samples(n)``),
+  and a lambda's parameters shadow the function's names;
+- attributes of the instance in a method: ``self.x`` holds one when every write of ``.x`` in
+  the module is through ``self`` in the methods of the same class and gives it one (``None``
+  and ``[]`` count as not set yet; ``+=``, ``.extend`` and ``.append`` as for local names).
+
+``semantic.group_positions(fn)`` gives positions in ``fn``'s own parameter list (a hook's
+``__call__`` counts ``self``; :func:`vime_lint.static.rules._groups.group_flow` maps the
+contract's positions through the hook's binding: ``self`` and a partial's arguments).
 
 Usage::
 
     semantic.group_positions = lambda fn: ...     # hook parameters typed list[list[Sample]]
     flow = GroupFlow.of(fn, semantic)               # cached per function
     flow.group_source(expr)      # "`data_source.get_samples(...)`" when expr holds a group
+    flow.holding(expr)           # ("groups", source), ("group", source) or None
     flow.comprehension_groups(comp)   # {"g": source} for the targets of a comprehension
 """
 
@@ -35,6 +54,7 @@ import libcst as cst
 
 from vime.contract import HOOKS, SAMPLE_FIELD_NAMES, protocols
 from vime_lint.static._cst import code_of
+from vime_lint.static.analysis._invocations import Arg, is_bound_method, lambdas_of
 
 if TYPE_CHECKING:
     from vime_lint.static.analysis import Semantic
@@ -99,6 +119,24 @@ def _names(target: cst.BaseExpression) -> set[str]:
     return set()
 
 
+class _NameNodes(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node)
+
+
+def _lambda_param_names(lam: cst.Lambda) -> set[str]:
+    p = lam.params
+    out = {x.name.value for x in (*p.posonly_params, *p.params, *p.kwonly_params)}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.add(star.name.value)
+    return out
+
+
 def _empty(e: cst.BaseExpression) -> bool:
     """``[]`` or ``list()``: a collection that starts empty."""
     if isinstance(e, cst.List):
@@ -120,16 +158,25 @@ class GroupFlow:
         self.groups: dict[str, str] = {}
         #: Names that hold one group (name -> source).
         self.group_names: dict[str, str] = {}
+        #: The class ``fn`` is a method of (its first parameter is the instance), else None.
+        self.owner = semantic.owner(fn)
+        bound = self.owner is not None and is_bound_method(fn)
+        self._self = fn.params.params[0].name.value if bound and fn.params.params else None
+        #: Lambdas of ``fn``: which one each ``Name`` node is read in, and around each lambda.
+        self._name_lambda: dict[int, cst.Lambda] | None = None
+        self._lambda_parent: dict[int, cst.Lambda] = {}
+        self._lambda_holdings: dict[int, dict[str, tuple[str, str]]] = {}
+        self._pending: set[int] = set()
         positional = _positional(fn)
-        given = {i: f"the `{positional[i]}` parameter ({GROUPS_TYPE})"
+        given = {i: ("groups", f"the `{positional[i]}` parameter ({GROUPS_TYPE})")
                  for i in semantic.group_positions(fn) if i < len(positional)}
         if depth < _MAX_DEPTH:
-            for i, source in semantic.group_arguments(fn, depth).items():
-                given.setdefault(i, source)
-        for i, source in given.items():
+            for i, held in semantic.group_arguments(fn, depth).items():
+                given.setdefault(i, held)
+        for i, (kind, source) in given.items():
             p = positional[i]
             if len(facts.values.get(p, [None])) == 1 and facts.values.get(p, [None])[0] is None:
-                self.groups[p] = source
+                (self.groups if kind == "groups" else self.group_names)[p] = source
         self._train_outputs: set[str] = {
             name for name, values in facts.values.items()
             if values and all(isinstance(v, cst.Call) and self._is_train_output(v)
@@ -222,13 +269,134 @@ class GroupFlow:
             q.startswith("vime.") and q.endswith("." + _GROUP_CALL)
             for q in self.semantic.qualified(e.func))
 
-    def _helper(self, call: cst.Call) -> GroupFlow | None:
-        if self.depth >= _MAX_DEPTH:
-            return None
-        target = self.semantic.callee(call, self.fn)
-        if target is None or target is self.fn:
+    def _helper(self, call: cst.Call) -> GroupFlow | cst.Lambda | None:
+        """The flow of the module's function ``call`` runs (directly, ``self.method``, a
+        partial), or the lambda it runs; None when not known or too deep."""
+        target = self.semantic.invocations(self.fn).callable_of(call.func)
+        if isinstance(target, cst.Lambda):
+            return target
+        if target is None or target is self.fn or self.depth >= _MAX_DEPTH:
             return None
         return self.semantic.group_flow(target, self.depth + 1)
+
+    def _called(self, call: cst.Call, kind: str) -> str | None:
+        """How the value of ``call`` (a helper's, a lambda's) holds ``kind``, else None."""
+        helper = self._helper(call)
+        if isinstance(helper, cst.Lambda):
+            if id(helper) in self._pending:
+                return None
+            self._pending.add(id(helper))
+            try:
+                found = (self.groups_source if kind == "groups" else self.group_source)(
+                    helper.body)
+            finally:
+                self._pending.discard(id(helper))
+            return f"`{code_of(call.func)}(...)`, which returns {found}" if found else None
+        return self._returns(helper, kind) if helper is not None else None
+
+    def holding(self, e: cst.BaseExpression, each: bool = False) -> tuple[str, str] | None:
+        """``("groups", source)`` when ``e`` holds a list of groups, ``("group", source)`` when
+        one group; with ``each``, what each element of ``e`` holds (a group of a list of
+        groups); else None."""
+        source = self.groups_source(e)
+        if each:
+            return ("group", f"an element of {source}") if source else None
+        if source:
+            return "groups", source
+        group = self.group_source(e)
+        return ("group", group) if group else None
+
+    def argument(self, arg: Arg, comps: tuple[cst.CompFor, ...] = ()) -> tuple[str, str] | None:
+        """What an invocation's argument holds (:meth:`holding`), read where the call is:
+        inside the comprehensions ``comps`` (outermost first), whose targets shadow the
+        function's names (an argument that reads one counts only when it is that target and
+        the target iterates a list of groups)."""
+        bound: set[str] = set()
+        for comp in comps:
+            cur: cst.CompFor | None = comp
+            while cur is not None:
+                bound |= _names(cur.target)
+                cur = cur.inner_for_in
+        if bound:
+            walker = _NameNodes()
+            arg.value.visit(walker)
+            if any(n.value in bound and not self._lambda_bound(n)[0] for n in walker.found):
+                if arg.each or not isinstance(arg.value, cst.Name):
+                    return None
+                scopes: list[dict[str, str]] = []
+                for comp in comps:
+                    self._local_groups.append({k: v for d in scopes for k, v in d.items()})
+                    try:
+                        scopes.append(self.comprehension_groups(comp))
+                    finally:
+                        self._local_groups.pop()
+                merged = {k: v for d in scopes for k, v in d.items()}
+                source = merged.get(arg.value.value)
+                return ("group", source) if source else None
+        return self.holding(arg.value, arg.each)
+
+    def _lambda_of(self, name: cst.Name) -> cst.Lambda | None:
+        """The innermost lambda of ``fn`` whose body reads ``name`` (the node), else None."""
+        if self._name_lambda is None:
+            self._name_lambda = {}
+            for lam in lambdas_of(self.semantic, self.fn):
+                for inner in self.semantic.facts(lam).lambdas:
+                    self._lambda_parent[id(inner)] = lam
+                walker = _NameNodes()
+                lam.body.visit(walker)
+                for n in walker.found:
+                    self._name_lambda[id(n)] = lam
+        return self._name_lambda.get(id(name))
+
+    def _lambda_bound(self, name: cst.Name) -> tuple[bool, tuple[str, str] | None]:
+        """(True, what it holds) when ``name`` is a parameter of a lambda around it."""
+        lam = self._lambda_of(name)
+        while lam is not None:
+            if name.value in _lambda_param_names(lam):
+                return True, self.lambda_params(lam).get(name.value)
+            lam = self._lambda_parent.get(id(lam))
+        return False, None
+
+    def lambda_params(self, lam: cst.Lambda) -> dict[str, tuple[str, str]]:
+        """Parameters of a lambda of ``fn`` that every invocation gives a list of groups or a
+        group (``sorted(groups, key=lambda g: ...)``, ``map``/``filter``, a name bound to the
+        lambda and called): name -> (kind, source)."""
+        hit = self._lambda_holdings.get(id(lam))
+        if hit is not None:
+            return hit
+        if id(lam) in self._pending:
+            return {}
+        found = self.semantic.invocations(self.fn)
+        sites = [inv for inv in found.found if inv.callee is lam]
+        out: dict[str, tuple[str, str]] = {}
+        if sites and id(lam) not in found.escaped:
+            self._pending.add(id(lam))
+            try:
+                params = [p.name.value for p in (*lam.params.posonly_params, *lam.params.params)]
+                for i, name in enumerate(params):
+                    held: list[tuple[str, str] | None] = []
+                    for inv in sites:
+                        arg = inv.argument(i, name)
+                        held.append(self.argument(arg, inv.comps) if arg else None)
+                        if held[-1] is None:
+                            break
+                    if all(held) and len({h[0] for h in held if h}) == 1 and held[0]:
+                        out[name] = held[0]
+            finally:
+                self._pending.discard(id(lam))
+        self._lambda_holdings[id(lam)] = out
+        return out
+
+    def _attribute(self, e: cst.BaseExpression, kind: str) -> str | None:
+        """How ``self.x`` (``x`` an attribute the class's methods set) holds ``kind``."""
+        if self._self is None or self.owner is None or self.depth >= _MAX_DEPTH \
+                or not isinstance(e, cst.Attribute) or not isinstance(e.value, cst.Name) \
+                or e.value.value != self._self:
+            return None
+        if self._lambda_bound(e.value)[0]:
+            return None
+        held = self.semantic.group_attribute(self.owner, e.attr.value, self.depth + 1)
+        return held[1] if held is not None and held[0] == kind else None
 
     def _returns(self, flow: GroupFlow, kind: str) -> str | None:
         facts = self.semantic.facts(flow.fn)
@@ -255,10 +423,14 @@ class GroupFlow:
                 if self._coroutines_of_groups(arg):
                     return f"`asyncio.gather` over `{_GROUP_CALL}(...)`"
                 return None
-            helper = self._helper(e)
-            return self._returns(helper, "groups") if helper is not None else None
+            return self._called(e, "groups")
         if isinstance(e, cst.Name):
+            bound, held = self._lambda_bound(e)
+            if bound:
+                return held[1] if held is not None and held[0] == "groups" else None
             return self.groups.get(e.value)
+        if isinstance(e, cst.Attribute) and e.attr.value != "samples":
+            return self._attribute(e, "groups")
         if isinstance(e, cst.Attribute) and e.attr.value == "samples":
             inner = e.value
             if (isinstance(inner, cst.Name) and inner.value in self._train_outputs) or (
@@ -309,12 +481,16 @@ class GroupFlow:
             for scope in reversed(self._local_groups):
                 if e.value in scope:
                     return scope[e.value]
+            bound, held = self._lambda_bound(e)
+            if bound:
+                return held[1] if held is not None and held[0] == "group" else None
             return self.group_names.get(e.value)
         if isinstance(e, cst.Call):
             if self._is_group_call(e):
                 return f"the group `{_GROUP_CALL}(...)` returns"
-            helper = self._helper(e)
-            return self._returns(helper, "group") if helper is not None else None
+            return self._called(e, "group")
+        if isinstance(e, cst.Attribute):
+            return self._attribute(e, "group")
         return self._indexed(e)
 
     def comprehension_groups(self, comp: cst.CompFor) -> dict[str, str]:

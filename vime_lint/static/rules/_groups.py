@@ -24,7 +24,15 @@ def group_flow(fn: cst.FunctionDef, context: FileContext) -> GroupFlow:
 
     def positions(node: cst.FunctionDef) -> frozenset[int]:
         hit = context.hook_target(node)
-        return group_params(hit[0].spec.dest) if hit is not None else frozenset()
+        if hit is None:
+            return frozenset()
+        # The contract's positions are those of vime's call: after `self` and a partial's
+        # own arguments (the target's params), mapped to the `def`'s own parameters by name.
+        called = [p.name for p in hit[1].params
+                  if p.kind in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD")]
+        own = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        return frozenset(own.index(called[i]) for i in group_params(hit[0].spec.dest)
+                         if i < len(called) and called[i] in own)
 
     semantic.group_positions = positions
     return semantic.group_flow(fn)

@@ -32,7 +32,9 @@ class _GroupTracker(FunctionTracker):
         self.comp_groups: list[dict[str, str]] = []
 
     def flow(self) -> GroupFlow | None:
-        fn = self.current
+        """The flow of the innermost enclosing ``def`` (inside a lambda too: the flow knows
+        the lambda's parameters)."""
+        fn = next((f for f in reversed(self.functions) if f is not None), None)
         return group_flow(fn, self.context) if fn is not None else None
 
     def group_of(self, expr: cst.BaseExpression) -> str | None:
@@ -109,8 +111,14 @@ class GetattrOnGroupElement(_GroupTracker):
     """
 
     INVARIANT = INVARIANTS["VIM013"]
-    VALID = [Valid("getattr(s, 'status')\n"), Valid("getattr(s, 'name', None)\n")]
+    VALID = [Valid("getattr(s, 'status')\n"), Valid("getattr(s, 'name', None)\n"),
+             # A known group (here a key= lambda's parameter): VIM028 reports it instead.
+             Valid("def f(ds):\n"
+                   "    return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))\n")]
     INVALID = [Invalid("x = getattr(s, 'status', None)\n", line=1, col=4),
+               Invalid("def f(samples):\n"
+                       "    return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))\n",
+                       line=2, col=41),
                Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5)]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -130,10 +138,14 @@ class GroupUsedAsSample(_GroupTracker):
     and the hook parameters the contract's Protocols type ``list[list[Sample]]`` (by position,
     whatever they are called: the sample filter's ``groups``, ``all_groups``, the buffer
     filter's ``buffer``) through local names (also built up with ``+=``, ``.extend`` and
-    ``.append`` of groups), ``await``, slices, filters and comprehensions, helpers of the
-    module that return one and helper parameters every call passes one, to their elements
-    (``for x in ...``, ``enumerate``, comprehensions, ``groups[i]``) and to
-    ``generate_and_rm_group(...)``'s own value (one group), and reports a Sample attribute read or set on such an element (``x.reward = ...``,
+    ``.append`` of groups), ``self`` attributes that only the class's methods set,
+    ``await``, slices, filters and comprehensions, helpers and methods of the module that
+    return one and their parameters that every call gives one (also through
+    ``functools.partial``, ``map`` and ``key=`` callbacks), lambdas (``sorted(groups,
+    key=lambda g: ...)``, a name bound to a lambda), to their elements (``for x in ...``,
+    ``enumerate``, comprehensions, ``groups[i]``, a callback's parameter) and to
+    ``generate_and_rm_group(...)``'s own value (one group), and reports a Sample attribute
+    read or set on such an element (``x.reward = ...``,
     ``x.tokens``, ``x.append_response_tokens(...)``, ``getattr(x, "status", None)``), whatever
     the loop variable is called. List methods (``group.append``, ``group.index(...)``) are
     fine, and so is an element rebound to a sample (``(sample,) = sample``). A ``getattr``
@@ -216,6 +228,81 @@ class GroupUsedAsSample(_GroupTracker):
               'async def run(args, group, sp):\n'
               '    scored = await generate_and_rm_group(args, group, sp)\n'
               '    return [s.reward for s in scored]\n'),
+        # A method the module also calls on another object: its parameter may get anything.
+        Valid('class Rollout:\n'
+              '    def _fill(self, batch):\n'
+              '        for sample in batch:\n'
+              "            sample.metadata['k'] = 1\n"
+              '    def run(self, ds):\n'
+              '        self._fill(ds.get_samples(2))\n'
+              'def other(r, samples):\n'
+              '    r._fill(samples)\n'),
+        # An attribute set to groups here and to samples elsewhere; one set to the flat samples.
+        Valid('class Holder:\n'
+              '    def load(self, ds):\n'
+              '        self.items = ds.get_samples(2)\n'
+              '    def tag(self):\n'
+              '        for s in self.items:\n'
+              '            s.reward = 1\n'
+              'def f(h, samples):\n'
+              '    h.items = samples\n'),
+        Valid('class Rollout:\n'
+              '    def load(self, ds):\n'
+              '        self.samples = [s for g in ds.get_samples(2) for s in g]\n'
+              '    def tag(self):\n'
+              '        for s in self.samples:\n'
+              '            s.reward = 1.0\n'),
+        # A partial that also leaves the function (given other values there).
+        Valid('from functools import partial\n'
+              'def _tag(batch, key):\n'
+              '    for sample in batch:\n'
+              "        sample.metadata[key] = 1\n"
+              'def generate_rollout(args, rollout_id, data_source, executor, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              "    tag = partial(_tag, key='k')\n"
+              '    tag(groups)\n'
+              '    executor.submit(tag, [s for g in groups for s in g])\n'
+              '    return groups\n'),
+        # Lambdas over the samples of a group; a lambda parameter shadows a group's name.
+        Valid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              '    return [sorted(g, key=lambda s: s.reward) for g in groups]\n'),
+        Valid('def generate_rollout(args, rollout_id, data_source, samples, evaluation=False):\n'
+              '    for g in data_source.get_samples(4):\n'
+              '        pass\n'
+              '    return list(map(lambda g: g.reward, samples))\n'),
+        # A helper given a group in one call and a sample in another.
+        Valid('def _tag(x):\n'
+              "    x.metadata['k'] = 1\n"
+              'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+              '    for g in data_source.get_samples(4):\n'
+              '        _tag(g[0])\n'
+              '        _tag(g)\n'),
+        # A helper also handed on (to a pool) where the module does not show what it gets.
+        Valid('def _tag(sample):\n'
+              "    sample.metadata['k'] = 1\n"
+              'def generate_rollout(args, rollout_id, data_source, pool, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              '    for g in groups:\n'
+              '        _tag(g)\n'
+              '    pool.map(_tag, [s for g in groups for s in g])\n'
+              '    return groups\n'),
+        # A comprehension target that shadows a group's name of the function.
+        Valid('def _score(g):\n'
+              '    return g.reward\n'
+              'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+              '    groups = data_source.get_samples(4)\n'
+              '    for g in groups:\n'
+              '        pass\n'
+              '    return [_score(g) for grp in groups for g in grp]\n'),
+        # A class hook's `__call__`: the contract's positions leave `self` out (`args` is args).
+        Valid('class Filter:\n'
+              '    def __call__(self, args, groups):\n'
+              '        key = args.metadata\n'
+              '        for g in groups:\n'
+              '            for s in g:\n'
+              '                s.remove_sample = key is None\n'
+              'rollout_sample_filter = Filter()\n'),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
@@ -295,6 +382,124 @@ class GroupUsedAsSample(_GroupTracker):
                 '        for s in picked:\n'
                 '            s.response_length = 0\n',
                 line=8, col=12),
+        # An attribute the class's methods set to groups (None first), read in another method.
+        Invalid('class Rollout:\n'
+                '    def __init__(self, data_source):\n'
+                '        self.data_source = data_source\n'
+                '        self.groups = None\n'
+                '    def __call__(self, args, rollout_id, evaluation=False):\n'
+                '        self.groups = self.data_source.get_samples(2)\n'
+                '        for s in self.groups:\n'
+                '            s.reward = 0.0\n',
+                line=8, col=12),
+        Invalid('class Rollout:\n'
+                '    def __init__(self):\n'
+                '        self.pending = []\n'
+                '    def fill(self, ds):\n'
+                '        self.pending += ds.get_samples(1)\n'
+                '    def drain(self):\n'
+                '        return [s.response for s in self.pending]\n',
+                line=7, col=16),
+        # Groups passed to a method (`self._fill`), and returned by one (`self._fetch`).
+        Invalid('class Rollout:\n'
+                '    def _fill(self, batch, key):\n'
+                '        for sample in batch:\n'
+                '            sample.metadata[key] = 1\n'
+                '    def __call__(self, args, rollout_id, data_source, evaluation=False):\n'
+                '        groups = data_source.get_samples(4)\n'
+                "        self._fill(groups, 'k')\n"
+                '        return groups\n',
+                line=4, col=12),
+        Invalid('class Rollout:\n'
+                '    def _fetch(self, ds):\n'
+                '        return ds.get_samples(4)\n'
+                '    def run(self, ds):\n'
+                '        for s in self._fetch(ds):\n'
+                '            s.status = None\n',
+                line=6, col=12),
+        # Through functools.partial: bound to a name, given to map (each group), returning groups.
+        Invalid('import functools\n'
+                'def _tag(key, batch):\n'
+                '    for sample in batch:\n'
+                '        sample.metadata[key] = 1\n'
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                "    tag = functools.partial(_tag, 'k')\n"
+                '    tag(groups)\n'
+                '    return groups\n',
+                line=4, col=8),
+        Invalid('from functools import partial\n'
+                'def _score(scale, sample):\n'
+                '    sample.reward = scale\n'
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                '    list(map(partial(_score, 1.0), groups))\n'
+                '    return groups\n',
+                line=3, col=4),
+        Invalid('from functools import partial\n'
+                'def _fetch(ds, n):\n'
+                '    return ds.get_samples(n)\n'
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    fetch = partial(_fetch, data_source)\n'
+                '    for s in fetch(4):\n'
+                '        s.reward = 0\n',
+                line=7, col=8),
+        # Lambdas: a key= or filter callback gets each group; a lambda given or returning groups.
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                '    return sorted(groups, key=lambda s: s.reward)\n',
+                line=3, col=40),
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                "    best = max(groups, key=lambda g: getattr(g, 'reward', 0.0))\n"
+                '    return best\n',
+                line=3, col=37),
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                '    groups.sort(key=lambda s: s.reward)\n'
+                '    return list(filter(lambda s: s.status is None, groups))\n',
+                line=4, col=33),
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    groups = data_source.get_samples(4)\n'
+                '    total = lambda gs: sum(s.reward for s in gs)\n'
+                '    return total(groups)\n',
+                line=3, col=27),
+        Invalid('def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    fetch = lambda n: data_source.get_samples(n)\n'
+                '    for s in fetch(2):\n'
+                '        s.reward = 1\n',
+                line=4, col=8),
+        # A helper every call gives one group (the loop variable named as a sample).
+        Invalid('def _tag(sample):\n'
+                "    sample.metadata['k'] = 1\n"
+                'def generate_rollout(args, rollout_id, data_source, evaluation=False):\n'
+                '    for sample in data_source.get_samples(4):\n'
+                '        _tag(sample)\n',
+                line=2, col=4),
+        # A method given each group of a comprehension (under asyncio.gather).
+        Invalid('import asyncio\n'
+                'class Rollout:\n'
+                '    async def _run(self, sample):\n'
+                '        sample.status = None\n'
+                '    async def __call__(self, args, rollout_id, data_source, evaluation=False):\n'
+                '        groups = data_source.get_samples(4)\n'
+                '        await asyncio.gather(*[self._run(g) for g in groups])\n'
+                '        return groups\n',
+                line=4, col=8),
+        # A sample filter bound through functools.partial: `groups` is after the partial's own.
+        Invalid('from functools import partial\n'
+                'def _filter(cfg, args, groups):\n'
+                '    for s in groups:\n'
+                '        s.remove_sample = cfg\n'
+                'rollout_sample_filter = partial(_filter, True)\n',
+                line=4, col=8),
+        # A class sample filter: `groups` is the contract's list of groups, after `self`.
+        Invalid('class Filter:\n'
+                '    def __call__(self, args, groups):\n'
+                '        for s in groups:\n'
+                '            s.remove_sample = True\n'
+                'rollout_sample_filter = Filter()\n',
+                line=4, col=12),
     ]
 
     def __init__(self, context: FileContext) -> None:
