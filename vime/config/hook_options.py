@@ -64,6 +64,18 @@ def _signature(action: argparse.Action) -> tuple[Any, ...]:
             repr(action.default), repr(action.choices), action.nargs, action.required)
 
 
+def _show_default(action: argparse.Action) -> None:
+    """Say a declared option's default in ``--help`` (as argparse's
+    ``ArgumentDefaultsHelpFormatter`` does), unless its help already does or it has none."""
+    if not action.option_strings or action.default in (None, argparse.SUPPRESS) \
+            or action.help == argparse.SUPPRESS or "%(default)" in (action.help or ""):
+        return
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):  # noqa: SLF001
+        return
+    action.help = f"{action.help} (default: %(default)s)" if action.help \
+        else "default: %(default)s"
+
+
 def hook_paths(argv: Sequence[str], config: dict[str, Any] | None) -> list[tuple[str, str]]:
     """``(hook argument, dotted path)`` of every hook given on the command line, else in the
     ``--config`` document (a mapping of argument names to values), in order."""
@@ -163,6 +175,7 @@ def _add(parser: argparse.ArgumentParser,
                         f"({option.signature}); declare it the same way in both or rename one")
             if any(flag in declared for flag in action.option_strings):
                 continue   # the same option from another module: shared
+            _show_default(action)
             group._add_action(action)  # noqa: SLF001 - argparse has no public move
             for flag in action.option_strings:
                 declared[flag] = option

@@ -108,6 +108,9 @@ def test_help_lists_them_under_the_module(hooks: Path, capsys: pytest.CaptureFix
     assert "options of hookopts.judge (declared by its add_arguments; the module of " \
            "--custom-rm-path)" in out
     assert "--judge-url" in out
+    # each declared default is said, as a user of the module needs it
+    assert "--format-bonus FORMAT_BONUS" in out and "default: 0.1" in out
+    assert "default: strict" in out
 
 
 def test_an_option_declared_alike_by_two_modules_is_shared(hooks: Path) -> None:
