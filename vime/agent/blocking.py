@@ -53,9 +53,13 @@ SEEN_BLOCKING_SECS = 1.0
 
 
 def blocked_message(path: str, seconds: float) -> str:
-    """The error for an agent ``path`` that held the loop ``seconds`` (names the fix)."""
+    """The error for an agent ``path`` that held the loop ``seconds`` (names the fix); under
+    :data:`BLOCKED_AGENT_SECS` it says why (the agent was found blocking before)."""
+    again = (f", stopped after {SEEN_BLOCKING_SECS:.0f} s because an earlier run of it already "
+             f"blocked for {BLOCKED_AGENT_SECS:.0f} s") if seconds < BLOCKED_AGENT_SECS else ""
     return (f"--agent-function-path {path} held the event loop that serves vime's agent "
-            f"endpoint for {seconds:.0f} s without yielding (--agent-function-mode inline): a "
+            f"endpoint for {seconds:.0f} s without yielding{again} "
+            "(--agent-function-mode inline): a "
             "synchronous client (openai.OpenAI, httpx.Client, requests) blocks the loop that "
             "would answer it, so its calls can never be served. Use openai.AsyncOpenAI / "
             "httpx.AsyncClient and await the calls, or run the agent with "

@@ -536,13 +536,23 @@ class DryRun:
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
-        if "stand-in" in self.engine_note and any(v.id in ("VIM117", "VIM171")
-                                                  for v in self.report.findings):
-            self.report.notes.append(
-                "the rewards above score the stand-in's scripted answers ("
-                + " / ".join(repr(r) for r in STAND_IN_REPLIES) + "), not a model's: constant "
-                "rewards (VIM117, VIM171) can come from them; --hf-checkpoint MODEL runs a real "
-                "engine")
+        constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
+        if "stand-in" in self.engine_note and constant:
+            replies = " / ".join(repr(r) for r in STAND_IN_REPLIES)
+            if getattr(self.args, "prompt_data", None):
+                # the scripted answers cannot match the labels of the user's own rows, so
+                # equal rewards say nothing about the reward (the reward probes judge it)
+                dropped = {id(v) for v in constant}
+                self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
+                self.report.notes.append(
+                    f"constant rewards (VIM117, VIM171) not judged: the rewards score the "
+                    f"stand-in's scripted answers ({replies}), not a model's, against the labels "
+                    "of --prompt-data; --hf-checkpoint MODEL runs a real engine")
+            else:
+                self.report.notes.append(
+                    f"the rewards above score the stand-in's scripted answers ({replies}), not "
+                    "a model's: constant rewards (VIM117, VIM171) can come from them; "
+                    "--hf-checkpoint MODEL runs a real engine")
         self.probe_reward()
         self.probe_filter()
         if self.ns.rollout_external_engine_addrs and not self.engine_note:

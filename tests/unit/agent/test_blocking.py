@@ -70,7 +70,11 @@ def test_the_answer_carries_the_message_and_no_retry() -> None:
     assert message.startswith("--agent-function-path my.agent held the event loop")
     assert "openai.AsyncOpenAI" in message and "--agent-function-mode subprocess" in message
     assert blocked_message("x", 12).startswith("--agent-function-path x held the event loop "
-                                               "that serves vime's agent endpoint for 12 s")
+                                               "that serves vime's agent endpoint for 12 s "
+                                               "without yielding (--agent-function-mode")
+    # a later run of an agent already found blocking is stopped sooner, and says so
+    assert "for 1 s without yielding, stopped after 1 s because an earlier run of it already " \
+           "blocked for 10 s (" in blocked_message("x", 1.2)
 
 
 def test_an_agent_that_awaits_is_never_marked_and_cancellation_reaches_it() -> None:

@@ -329,6 +329,21 @@ def test_shipped_openai_agent_dry_runs_in_the_default_mode(
         assert "score the stand-in's scripted answers" in out
 
 
+def test_a_correct_agent_on_the_users_rows_is_clean_with_the_stand_in(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the stand-in's scripted answers cannot match the labels of the user's own rows: equal
+    # rewards are not judged (a note says why), so a correct agent can be clean
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(f'{{"input": "What is {i} + {i}?", "label": "{2 * i}"}}\n'
+                            for i in range(3, 9)))
+    code, out, _ = _run(capsys, "--agent-function-path", "examples.openai_agent.run_agent",
+                        "--prompt-data", str(rows), "--label-key", "label")
+    assert code == 0, out
+    assert "VIM117 warning" not in out and "VIM171 warning" not in out
+    assert "constant rewards (VIM117, VIM171) not judged" in out
+    assert f"on the prompts of --prompt-data {rows}" in out
+
+
 @pytest.mark.parametrize("agent", ["sync_openai_agent", "swallowing_sync_agent"])
 def test_agent_with_a_synchronous_client_fails_fast_naming_the_fix(agent: str) -> None:
     # a subprocess with a deadline: before the fix this hung past the SDK's 10-minute timeout
