@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,8 +131,9 @@ def _cmd_rules(out: TextIO) -> int:
         # fix: `--fix` applies it; fix*: only `--unsafe-fixes` does (it may change behaviour)
         fix = "fix " if "safe" in kinds.split(", ") else "fix*" if kinds != "none" else "    "
         out.write(f"{r.code()}  {r.slug():<28} {inv.severity:<7} {fix}  {inv.title}\n")
-    out.write("(fix: `vime-lint rollout --fix` or `--diff` applies its fix; fix*: only with "
-              "`--unsafe-fixes`, the fix may change what the code does)\n")
+    out.write("(fix: `vime-lint rollout --fix` or `--diff` applies its fix to the shapes it "
+              "has one for, not to every finding; fix*: only with `--unsafe-fixes`, the fix "
+              "may change what the code does)\n")
     out.write("\nload-time and runtime ids (`vime train`, `vime-lint check`; "
               "`vime-lint rule ID` explains one):\n")
     for inv in INVARIANTS.values():
@@ -228,6 +230,10 @@ def _cmd_rollout(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 out.writelines(difflib.unified_diff(
                     r.source.splitlines(keepends=True), r.fixed_source.splitlines(keepends=True),
                     fromfile=r.path, tofile=r.path))
+        left = sum(len(r.findings) for r in outcome.results)   # after the diff's fixes
+        if left:   # a diff shows only what it fixes: never silent about the rest
+            print(f"vime-lint: {left} finding(s) remain that the diff does not fix; run "
+                  "without --diff to see them", file=err)
     elif stdin is not None and fix:
         for r in outcome.results:
             if r.path == (ns.stdin_filename or "-"):
@@ -302,7 +308,18 @@ def _show_hooks(outcome: object, out: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``vime-lint``; return the exit code (0 clean, 1 findings, 2 errors)."""
+    """Run ``vime-lint``; return the exit code (0 clean, 1 findings, 2 errors). Output cut
+    short by the reader (``vime-lint rule VIM036 | head``) ends quietly with 1."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Python's advice: point stdout at devnull so the flush at exit does not raise again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "check":
         return _cmd_check(args[1:])
@@ -318,10 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
     if ns.command == "rollout":
-        try:
-            return _cmd_rollout(ns, sys.stdout, sys.stderr)
-        except BrokenPipeError:  # `vime-lint rollout . | head`
-            return 1
+        return _cmd_rollout(ns, sys.stdout, sys.stderr)
     if ns.command == "types":
         from vime_lint.typecheck.command import run_command
 

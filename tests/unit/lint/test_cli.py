@@ -601,3 +601,26 @@ def test_types_skips_a_file_over_the_limits_with_vim092(repo: Path,
                           "depth"), out
     # mypy never ran: the folder holds at most the result cache's entry, no mypy cache
     assert {q.name for q in (repo / "c").glob("*")} <= {"vime-lint-results"}
+
+
+@pytest.mark.parametrize("argv", [["rule", "VIM036"], ["rules"]])
+def test_output_cut_short_by_the_reader_ends_quietly(argv: list[str]) -> None:
+    # `vime-lint rule VIM036 | head`: a reader that is gone before the first write (`true`
+    # exits at once) makes every write fail with EPIPE; no traceback, exit 1
+    proc = subprocess.run(["bash", "-c", f"{sys.executable} -m vime_lint {' '.join(argv)} "
+                           "| true; echo ${PIPESTATUS[0]} >&2"],
+                          capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "1"
+
+
+def test_a_diff_says_what_it_leaves_unfixed(tmp_path: Path) -> None:
+    # VIM001 has a fix for renamed parameters, not for a missing one or `async def`
+    path = tmp_path / "m1.py"
+    path.write_text("async def generate_rollout(args, data_source, evaluation=False):\n"
+                    "    return None\n")
+    proc = subprocess.run([sys.executable, "-m", "vime_lint", "rollout", "--diff", str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout == ""
+    assert "finding(s) remain that the diff does not fix; run without --diff to see them" \
+        in proc.stderr
