@@ -512,8 +512,10 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                 code, ctx = "VIM204", f"{ctx}, {strict}"
             elif (mode := _legacy_return(fn, m.message)) is not None:
                 legacy = True
-                ctx += (", a legacy form: vime wraps it with a DeprecationWarning on the "
-                        f"{mode} path")
+                other = "train" if mode == "eval" else "eval"
+                ctx += (f", a legacy form on the {mode} path only: vime wraps it there with a "
+                        f"DeprecationWarning; returned on the {other} path it is an error at "
+                        "run time (VIM101)")
         else:
             call = _contract_call(nodes, m.line, m.col) if m.code in _FIELD_CODES else None
             target = _assigned_field(nodes) if m.code == "assignment" else None

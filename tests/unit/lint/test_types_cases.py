@@ -443,8 +443,9 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
     outcome, *_ = checked
     (f,) = _findings(outcome, "rollout_returns_list.py")
     assert f.severity == "warning", f
-    assert ("a legacy form: vime wraps it with a DeprecationWarning on the train path: wrap "
-            "the groups") in f.message, f.message
+    assert ("a legacy form on the train path only: vime wraps it there with a "
+            "DeprecationWarning; returned on the eval path it is an error at run time (VIM101): "
+            "wrap the groups") in f.message, f.message
     (f,) = _findings(outcome, "reward_tensor.py")
     assert f.severity == "error"
 
