@@ -151,6 +151,34 @@ def test_sessions_drop_calls_after_close_and_measure_the_response_so_far() -> No
     assert len(s.calls) == 1
 
 
+def test_session_keys_carry_the_index_and_32_random_hex_digits() -> None:
+    import re
+
+    store = SessionStore()
+    s = store.open(index=7, router_key="route-7")
+    anonymous = store.open()
+    assert re.fullmatch(r"vime-7-[0-9a-f]{32}", s.key), s.key
+    assert re.fullmatch(r"vime-x-[0-9a-f]{32}", anonymous.key), anonymous.key
+    assert (s.index, s.router_key) == (7, "route-7")
+    assert (anonymous.index, anonymous.router_key) == (None, None)
+    assert len(store) == 2 and store.open(index=7).key != s.key   # never the same key twice
+
+
+def test_a_session_keeps_each_calls_turns_and_counts_every_drop() -> None:
+    s = SessionStore().open(index=0)
+    call = CallRecord((1,), (2,), (-0.1,), "stop")
+    chat = ChatTurn(({"role": "user", "content": "q"},), {"role": "assistant", "content": "a"},
+                    (1,), (2,))
+    text = ("Q:", " 4", (1,), (2,))
+    assert s.record(call) and (s.chat_turns, s.text_turns) == ([], [])
+    assert s.record(call, chat=chat) and s.chat_turns == [chat] and s.text_turns == []
+    assert s.record(call, text=text) and s.chat_turns == [chat] and s.text_turns == [text]
+    s.closed = True
+    assert not s.record(call, chat=chat) and not s.record(call, text=text)
+    assert s.dropped == 2 and len(s.calls) == 3
+    assert (s.chat_turns, s.text_turns) == ([chat], [text])
+
+
 def test_hermes_tool_parser_turns_text_into_openai_tool_calls(tok: Any) -> None:
     parser = load_tool_parser("hermes", tok)
     text = '<tool_call>{"name": "calculator", "arguments": {"expression": "2+3"}}</tool_call>'

@@ -296,3 +296,176 @@ def test_a_failed_worker_pool_is_said_and_the_results_stay(
     assert [(r.path, r.findings) for r in out.results] == \
         [(r.path, r.findings) for r in serial.results]
     assert "parallel linting failed (OSError: no semaphores here)" in capsys.readouterr().err
+
+
+# ---- ResultCache and the entry format on exact values ------------------------------------------
+
+
+def _finding(**kw: Any) -> Any:
+    from vime_lint.static._model import Edit, Finding
+
+    base = dict(code="VIM001", slug="rollout-function-signature", severity="error",
+                message="m", path="a.py", line=1, col=2, end_line=3, end_col=4, fix_hint="h",
+                fix_title="t", fix_safe=True, edits=(Edit("x", 1, 0, 1, 5),))
+    return Finding(**{**base, **kw})
+
+
+def _result(*findings: Any) -> Any:
+    from vime_lint.static._model import LintResult
+
+    return LintResult("a.py", tuple(findings), source="ignored")
+
+
+def test_the_key_frames_each_part_with_its_length() -> None:
+    """sha256 over (version, code fingerprint, configuration, reported name, bytes), each
+    preceded by its length as 8 little-endian bytes: no two splits of the same text collide."""
+    import hashlib
+
+    from vime_lint.static import _cache
+
+    h = hashlib.sha256()
+    for part in (_cache.__version__.encode(), _cache.code_fingerprint().encode(), b"cfg",
+                 b"a.py", b"x = 1\n"):
+        h.update(len(part).to_bytes(8, "little") + part)
+    assert ResultCache.key(b"x = 1\n", "a.py", "cfg") == h.hexdigest()
+    assert ResultCache.key(b"", "a.pycfg", "") != ResultCache.key(b"", "a.py", "cfg")
+
+
+def test_the_code_fingerprint_digests_path_size_and_mtime(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    import hashlib
+
+    import vime.contract
+    import vime_lint.static
+    from vime_lint.static import _cache
+
+    (tmp_path / "s").mkdir()
+    (tmp_path / "c").mkdir()
+    files = [tmp_path / "s" / "b.py", tmp_path / "c" / "a.py"]
+    for f in files:
+        f.write_text("x = 1\n")
+    (tmp_path / "s" / "a.py").symlink_to(tmp_path / "gone.py")   # unreadable: left out
+    monkeypatch.setattr(vime_lint.static, "__path__", [str(tmp_path / "s")])
+    monkeypatch.setattr(vime.contract, "__path__", [str(tmp_path / "c")])
+    monkeypatch.setattr(_cache, "_CODE", None)
+    h = hashlib.sha256()
+    for f in files:
+        st = f.stat()
+        h.update(f"{f}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    assert _cache.code_fingerprint() == h.hexdigest()
+    (tmp_path / "s" / "b.py").write_text("changed\n")
+    assert _cache.code_fingerprint() == h.hexdigest()      # computed once per process
+
+
+def test_entries_are_laid_out_by_version_and_key_prefix(tmp_path: Path) -> None:
+    from vime_lint import __version__
+    from vime_lint.static import _cache
+
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    assert cache.base == tmp_path / CACHE_DIR
+    assert cache.dir == tmp_path / CACHE_DIR / "rollout" / __version__
+    one, two = "ab" + "1" * 62, "ab" + "2" * 62       # the same two-character folder
+    cache.put(one, _result(_finding()))
+    cache.put(two, _result())
+    folder = tmp_path / CACHE_DIR / "rollout" / __version__ / "ab"
+    assert sorted(p.name for p in folder.iterdir()) == [one, two]   # no temporary file left
+    assert json.loads((folder / one).read_text()) == {
+        "schema": SCHEMA, "key": one, "result": _cache.result_to_json(_result(_finding()))}
+    assert (tmp_path / CACHE_DIR / "CACHEDIR.TAG").read_text() == (
+        "Signature: 8a477f597d28d172789f06886806bc55\n# vime-lint's cache (CACHEDIR.TAG)\n")
+    assert (tmp_path / CACHE_DIR / ".gitignore").read_text() == "# vime-lint's cache\n*\n"
+    # files already there are left as they are
+    (tmp_path / CACHE_DIR / ".gitignore").write_text("mine\n")
+    ResultCache(tmp_path / CACHE_DIR).put("cd" + "3" * 62, _result())
+    assert (tmp_path / CACHE_DIR / ".gitignore").read_text() == "mine\n"
+
+
+def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
+    (tmp_path / CACHE_DIR).write_text("a file where the folder would be")
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    cache.put("ab" + "1" * 62, _result())          # no error
+    assert cache.get("ab" + "1" * 62) is None and cache.misses == 1
+
+
+def test_hits_and_misses_count_every_lookup_and_the_source_is_the_callers(tmp_path: Path
+                                                                          ) -> None:
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "ef" + "0" * 62
+    assert cache.get(key) is None and cache.get(key) is None
+    cache.put(key, _result(_finding()))
+    first, second = cache.get(key, source="text now"), cache.get(key)
+    assert (cache.hits, cache.misses) == (2, 2)
+    assert first is not None and second is not None
+    assert first.findings == (_finding(),) and first.path == "a.py"
+    assert (first.source, second.source) == ("text now", "")
+
+
+@pytest.mark.parametrize("content", [
+    b"\xff\xfe not utf-8",                      # UnicodeDecodeError (a ValueError)
+    b"[" * 100_000 + b"]" * 100_000,            # RecursionError while decoding
+    b'{"schema": "vime-lint-result/1", "key": "KEY", "result": {"path": "a.py", '
+    b'"findings": [{"edits": []}]}}',           # KeyError: a finding without fields
+    b'{"schema": "vime-lint-result/1", "key": "KEY", "result": {"path": 1, "findings": []}}',
+])
+def test_unreadable_entries_are_misses_of_every_kind(tmp_path: Path, content: bytes) -> None:
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "12" + "3" * 62
+    (cache.dir / key[:2]).mkdir(parents=True)
+    (cache.dir / key[:2] / key).write_bytes(content.replace(b"KEY", key.encode()))
+    assert cache.get(key) is None and (cache.hits, cache.misses) == (0, 1)
+
+
+def test_entries_over_the_size_limit_are_not_read(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime_lint.static import _cache
+
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "45" + "6" * 62
+    cache.put(key, _result())
+    entry = cache.dir / key[:2] / key
+    size = len(entry.read_bytes())
+    monkeypatch.setattr(_cache, "_MAX_ENTRY", size)
+    assert cache.get(key) is not None                       # exactly the limit: read
+    entry.write_bytes(b" " + entry.read_bytes())            # one byte over (still valid JSON)
+    assert cache.get(key) is None
+    assert json.loads(entry.read_bytes())["key"] == key
+
+
+def test_result_from_json_checks_every_field() -> None:
+    from vime_lint.static._cache import result_from_json, result_to_json
+    from vime_lint.static._model import LintResult
+
+    good = result_to_json(_result(_finding()))
+    assert good == {"path": "a.py", "findings": [{
+        "code": "VIM001", "slug": "rollout-function-signature", "severity": "error",
+        "message": "m", "path": "a.py", "fix_hint": "h", "fix_title": "t", "line": 1,
+        "col": 2, "end_line": 3, "end_col": 4, "fix_safe": True,
+        "edits": [{"content": "x", "line": 1, "col": 0, "end_line": 1, "end_col": 5}]}]}
+    back = result_from_json(json.loads(json.dumps(good)), "src")
+    assert back == LintResult("a.py", (_finding(),), source="src")
+    assert result_from_json(good).source == ""
+    warning = {**good, "findings": [{**good["findings"][0], "severity": "warning"}]}
+    assert result_from_json(warning).findings[0].severity == "warning"
+
+    def broken(**change: Any) -> dict[str, Any]:
+        return {**good, "findings": [{**good["findings"][0], **change}]}
+
+    edit = good["findings"][0]["edits"][0]
+    cases = [
+        ([], TypeError, "not a result"), ({"findings": None}, TypeError, "not a result"),
+        ({"path": "a.py", "findings": [3]}, TypeError, "not a finding"),
+        (broken(edits=None), TypeError, "not a finding"),
+        (broken(severity="info"), ValueError, "severity 'info'"),
+        (broken(line=True), TypeError, "line: bool, expected int"),
+        (broken(message=None), TypeError, "message: NoneType, expected str"),
+        (broken(fix_safe=1), TypeError, "fix_safe: int, expected bool"),
+        (broken(edits=["x"]), TypeError, "not an edit"),
+        (broken(edits=[{**edit, "end_col": 1.0}]), TypeError, "end_col: float, expected int"),
+        (broken(edits=[{**edit, "content": 0}]), TypeError, "content: int, expected str"),
+        ({**good, "path": None}, TypeError, "path: NoneType, expected str"),
+    ]
+    for data, error, message in cases:
+        with pytest.raises(error) as info:
+            result_from_json(data)
+        assert str(info.value) == message, data

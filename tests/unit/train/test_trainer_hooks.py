@@ -463,3 +463,97 @@ def test_new_estimators_train(small_model: Path, estimator: str) -> None:
                        "cispo" else 0.2)
     assert math.isfinite(out["train/loss"]) and out["train/grad_norm"] > 0
     assert trainer.global_step == 1
+
+
+# ---- vime.backends.tis on hand-computed values (no model) --------------------------------------
+
+
+def test_vanilla_tis_weights_each_token_by_its_truncated_ratio() -> None:
+    from vime.backends.tis import vanilla_tis_function
+
+    train = [torch.tensor([-1.0, -2.0], dtype=torch.float64, requires_grad=True),
+             torch.tensor([-0.5, 10.0, -10.0], dtype=torch.float64, requires_grad=True)]
+    rollout = [torch.tensor([-1.5, -1.0], dtype=torch.float64),
+               torch.tensor([-0.5, -20.0, 20.0], dtype=torch.float64)]
+    masks = [torch.tensor([1.0, 1.0]), torch.tensor([1.0, 0.0, 1.0])]
+    pg = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], dtype=torch.float64, requires_grad=True)
+    out, out_masks, metrics = vanilla_tis_function(
+        args=Namespace(tis_clip=2.0, tis_clip_low=0.5), pg_loss=pg, train_log_probs=train,
+        rollout_log_probs=rollout, loss_masks=masks, total_lengths=[5, 6],
+        response_lengths=[2, 3])
+    # log ratios 0.5, -1, 0, 30 and -30; the last two are clamped to +-20 before exp
+    ratio = [math.exp(0.5), math.exp(-1.0), 1.0, math.exp(20.0), math.exp(-20.0)]
+    weights = [math.exp(0.5), 0.5, 1.0, 2.0, 0.5]
+    assert metrics["tis"].tolist() == pytest.approx(ratio, rel=1e-12)
+    assert out.tolist() == pytest.approx([i * w for i, w in enumerate(weights, 1)], rel=1e-12)
+    assert metrics["tis_clipfrac"].tolist() == [0.0, 1.0, 0.0, 1.0, 1.0]
+    assert metrics["tis_clipfrac"].dtype == torch.float32
+    assert metrics["tis_abs"].tolist() == pytest.approx([abs(r - 1.0) for r in ratio], rel=1e-12)
+    assert set(metrics) == {"tis", "tis_clipfrac", "tis_abs"}
+    assert isinstance(out_masks, list) and all(a is b for a, b in zip(out_masks, masks,
+                                                                       strict=True))
+    # the weight is a constant of the step: no gradient flows into the trainer's log probs
+    assert not metrics["tis"].requires_grad
+    out.sum().backward()
+    assert pg.grad is not None and pg.grad.tolist() == pytest.approx(weights, rel=1e-12)
+    assert all(t.grad is None for t in train)
+
+
+def test_vanilla_tis_reads_its_bounds_from_the_args() -> None:
+    from vime.backends.tis import vanilla_tis_function
+
+    def weights(low: float, high: float) -> list[float]:
+        lps = [torch.tensor([0.0, math.log(3.0), math.log(0.25)])]
+        out, _, _ = vanilla_tis_function(
+            args=Namespace(tis_clip=high, tis_clip_low=low), pg_loss=torch.ones(3),
+            train_log_probs=lps, rollout_log_probs=[torch.zeros(3)],
+            loss_masks=[torch.ones(3)])
+        return out.tolist()
+
+    assert weights(0.0, 10.0) == pytest.approx([1.0, 3.0, 0.25], rel=1e-6)
+    assert weights(0.5, 2.0) == pytest.approx([1.0, 2.0, 0.5], rel=1e-6)
+    assert weights(1.0, 1.0) == pytest.approx([1.0, 1.0, 1.0], rel=1e-6)
+
+
+def test_mismatch_metrics_on_hand_computed_values() -> None:
+    from vime.backends.tis import MISMATCH_METRICS, mismatch_metrics
+
+    train = [[-1.0, -2.0, -3.0], [-0.5]]
+    rollout = [[-1.5, -1.0, -9.0], [-0.7]]
+    masks = [[1, 1, 0], [1]]                      # the third token is not trained on
+    d = [-1.0 - -1.5, -2.0 - -1.0, -0.5 - -0.7]   # 0.5, -1.0, 0.2
+    out = mismatch_metrics(train, rollout, masks, clip_low=0.5, clip_high=1.5)
+    assert tuple(out) == MISMATCH_METRICS
+    assert out["mismatch_logprob_abs_diff"] == pytest.approx(sum(map(abs, d)) / 3, rel=1e-12)
+    assert out["mismatch_kl_k3"] == pytest.approx(
+        sum(math.exp(x) - 1 - x for x in d) / 3, rel=1e-12)
+    # exp(0.5) = 1.65 > 1.5 and exp(-1) = 0.37 < 0.5 are outside; exp(0.2) = 1.22 is not
+    assert out["mismatch_ratio_outside_clip"] == pytest.approx(2 / 3, rel=1e-12)
+    assert all(type(v) is float for v in out.values())
+    # the bounds themselves are inside; only a trained token counts
+    assert mismatch_metrics([[0.0, 5.0]], [[0.0, 0.0]], [[1, 0]], clip_low=1.0,
+                            clip_high=1.0) == dict.fromkeys(MISMATCH_METRICS, 0.0)
+    assert mismatch_metrics([[1.0]], [[1.0]], [[0]], clip_low=0.0, clip_high=2.0) == \
+        dict.fromkeys(MISMATCH_METRICS, 0.0)
+    assert mismatch_metrics([], [], [], clip_low=0.0, clip_high=2.0) == \
+        dict.fromkeys(MISMATCH_METRICS, 0.0)
+
+
+def test_mismatch_metrics_clamp_the_log_ratio_at_20() -> None:
+    from vime.backends.tis import mismatch_metrics
+
+    high, low = math.exp(20.0) * 1.5, math.exp(-20.0) / 1.5
+    # |d| = 30: the ratio is taken at exp(+-20), inside these bounds
+    out = mismatch_metrics([[30.0, -30.0]], [[0.0, 0.0]], [[1, 1]], clip_low=low,
+                           clip_high=high)
+    assert out["mismatch_ratio_outside_clip"] == 0.0
+    assert out["mismatch_logprob_abs_diff"] == 30.0
+
+
+def test_mismatch_metrics_refuse_ragged_inputs() -> None:
+    from vime.backends.tis import mismatch_metrics
+
+    with pytest.raises(ValueError):
+        mismatch_metrics([[0.0, 1.0]], [[0.0]], [[1, 1]], clip_low=0.0, clip_high=2.0)
+    with pytest.raises(ValueError):
+        mismatch_metrics([[0.0]], [[0.0]], [[1], [1]], clip_low=0.0, clip_high=2.0)
