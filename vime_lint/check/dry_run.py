@@ -544,6 +544,7 @@ class DryRun:
                 # equal rewards say nothing about the reward (the reward probes judge it)
                 dropped = {id(v) for v in constant}
                 self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
+                self.report.unjudged.update(("VIM117", "VIM171"))
                 self.report.notes.append(
                     f"constant rewards (VIM117, VIM171) not judged: the rewards score the "
                     f"stand-in's scripted answers ({replies}), not a model's, against the labels "

@@ -39,6 +39,9 @@ class Report:
     #: The engine failed while a hook used it (``vime_lint.check.calls.EngineFailure``): one
     #: message each, reported apart from :attr:`crashes` (not an error in the user's code).
     engine_failures: list[str] = field(default_factory=list)
+    #: Invariants whose check ran on data that cannot judge them (the stand-in's scripted
+    #: answers against the user's labels): shown as "not judged", never "pass".
+    unjudged: set[str] = field(default_factory=set)
 
     def add_failures(self, samples: Sequence[Sample]) -> None:
         """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
@@ -65,6 +68,8 @@ def _status(report: Report, inv_id: str) -> str:
         return f"FAIL ({errors} error(s){f', {warns} warning(s)' if warns else ''})"
     if warns:
         return f"WARN ({warns} warning(s))"
+    if inv_id in report.unjudged:
+        return "not judged"
     return "pass" if inv_id in report.checked else "not run"
 
 

@@ -341,6 +341,8 @@ def test_a_correct_agent_on_the_users_rows_is_clean_with_the_stand_in(
     assert code == 0, out
     assert "VIM117 warning" not in out and "VIM171 warning" not in out
     assert "constant rewards (VIM117, VIM171) not judged" in out
+    for inv_id in ("VIM117", "VIM171"):   # never "pass": the check could not judge them
+        assert _row(out, inv_id).endswith("not judged"), _row(out, inv_id)
     assert f"on the prompts of --prompt-data {rows}" in out
 
 
