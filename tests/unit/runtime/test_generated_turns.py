@@ -197,3 +197,19 @@ def test_the_rollout_compares_1_in_n_multi_turn_samples(
     shown = [r.getMessage() for r in caplog.records if "VIM194" in r.getMessage()]
     assert [i for i in range(4)
             if any(f"custom generate sample (index={i})" in m for m in shown)] == reported
+
+
+def test_with_the_contract_check_off_nothing_is_loaded_or_counted(tok: Any) -> None:
+    from vime.rollout.vllm.state import RolloutState
+    from vime.rollout.vllm.turns import check_generated_turns as check_in_rollout
+
+    tokens, mask, length = two_turns(tok, enc(tok, BAD))
+    sample = Sample(index=0, tokens=tokens, response_length=length, loss_mask=mask)
+    args = Namespace(contract_check="off", check_token_boundaries=1, hf_checkpoint="/nowhere")
+    state = RolloutState(args)
+    assert check_in_rollout(state, args, sample, hook_path="m.gen") == []
+    assert state.turn_samples == 0 and not state.turn_framing_learnt
+    # on, the same sample is compared (and the missing tokenizer said, not raised)
+    args.contract_check = "warn"
+    assert check_in_rollout(state, args, sample, hook_path="m.gen") == []
+    assert state.turn_samples == 1 and state.turn_framing_learnt

@@ -48,6 +48,16 @@ def _decode(tokenizer: Any, ids: Sequence[int]) -> str:
     return repr(str(tokenizer.decode(list(ids), skip_special_tokens=False)))
 
 
+def _token_difference(tokenizer: Any, actual: Sequence[int], expected: Sequence[int], at: int,
+                      head: str, other: str) -> str:
+    """VIM194's problem text for the first differing token ``at``: ``head``, the sample's
+    tokens there (decoded, then ids), ``other``, the expected ones, and why it matters."""
+    return (f"{head} {_decode(tokenizer, actual[at:at + _SHOW])} ({list(actual[at:at + _SHOW])}), "
+            f"{other} {_decode(tokenizer, expected[at:at + _SHOW])} "
+            f"({list(expected[at:at + _SHOW])}); the policy is trained on a sequence it will "
+            "not see when the conversation is rendered at once")
+
+
 def _encode_all(tokenizer: Any, pieces: Sequence[str]) -> list[list[int]]:
     """Each piece encoded without special tokens, in one batch call when the tokenizer takes
     a list (a Hugging Face tokenizer), else one by one."""
@@ -104,13 +114,11 @@ def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple
         actual = list(tokens[first:stop])
         at = first_difference(actual, expected)
         if at is not None:
-            return inv.violation(where, problem=(
+            return inv.violation(where, problem=_token_difference(
+                tokenizer, actual, expected, at,
                 f"differs from the chat template's rendering of its messages at token "
-                f"{first + at} (before turn {turn + 1}'s reply): the trajectory has "
-                f"{_decode(tokenizer, actual[at:at + _SHOW])} ({actual[at:at + _SHOW]}), the "
-                f"template renders {_decode(tokenizer, expected[at:at + _SHOW])} "
-                f"({expected[at:at + _SHOW]}); the policy is trained on a sequence it will "
-                "not see when the conversation is rendered at once"))
+                f"{first + at} (before turn {turn + 1}'s reply): the trajectory has",
+                "the template renders"))
     return missing
 
 
@@ -234,12 +242,9 @@ def check_generated_turns(tokenizer: Any, tokens: Sequence[int], *,
         expected = _encode_all(tokenizer, [inserted])[0]
         at = first_difference(inserted_ids, expected)
         if at is not None:
-            return inv.violation(where, problem=(
+            return inv.violation(where, problem=_token_difference(
+                tokenizer, inserted_ids, expected, at,
                 f"differs from the tokenizer's encoding of its own text at token {e0 + at} "
-                f"(the turn inserted after reply {turn}): the sample has "
-                f"{_decode(tokenizer, inserted_ids[at:at + _SHOW])} "
-                f"({inserted_ids[at:at + _SHOW]}), encoding that text gives "
-                f"{_decode(tokenizer, expected[at:at + _SHOW])} ({expected[at:at + _SHOW]}); "
-                "the policy is trained on tokens it will not see when the conversation is "
-                "rendered at once"))
+                f"(the turn inserted after reply {turn}): the sample has",
+                "encoding that text gives"))
     return None
