@@ -85,8 +85,17 @@ def response_log_probs(model: torch.nn.Module, tokens: Sequence[Sequence[int]],
 
 def keeps_logits(model: torch.nn.Module) -> bool:
     """Whether ``model``'s forward takes ``logits_to_keep`` (Hugging Face causal LMs since
-    transformers 4.45: the output head runs on the last N positions only)."""
-    return "logits_to_keep" in inspect.signature(type(model).forward).parameters
+    transformers 4.45: the output head runs on the last N positions only); read once per
+    model class, not on every micro-batch."""
+    cls = type(model)
+    known = _KEEPS_LOGITS.get(cls)
+    if known is None:
+        known = _KEEPS_LOGITS[cls] = "logits_to_keep" in inspect.signature(cls.forward).parameters
+    return known
+
+
+#: model class -> whether its forward takes ``logits_to_keep`` (:func:`keeps_logits`).
+_KEEPS_LOGITS: dict[type, bool] = {}
 
 
 @torch.no_grad()
