@@ -195,9 +195,8 @@ def check_source(text: str, path: str, hooks: dict[str, HookSpec], *, cache_dir:
         again = run_mypy({path: plan.text}, cache_dir=cache_dir, search_path=search_path)
         result = MypyResult(again.messages, again.status, again.stderr,
                             result.seconds + again.seconds, again.other)
-    if result.status == 2 or result.other:
-        raise RuntimeError(f"mypy failed (exit {result.status}): "
-                           f"{' | '.join(result.other)} {result.stderr}".strip())
+    if result.failure is not None:
+        raise RuntimeError(f"mypy failed (exit {result.status}): {result.failure}")
     return findings_for(path, text, plan, result.messages), result.seconds
 
 
@@ -327,9 +326,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         return TypesOutcome(skipped, problems, files=len(files))
     result = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in plans.items()},
                       cache_dir=settings.cache_dir, search_path=folders)
-    if result.status == 2 or result.other:
-        detail = " | ".join(result.other) or result.stderr.strip() or f"exit {result.status}"
-        problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {detail}"))
+    if result.failure is not None:
+        problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {result.failure}"))
     by_path: dict[str, list[MypyMessage]] = {}
     for m in result.messages:
         by_path.setdefault(m.path, []).append(m)
@@ -353,9 +351,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     if redo:
         again = run_mypy({d: absolute_imports(plan.text, r) for d, (_t, plan, r) in redo.items()},
                          cache_dir=settings.cache_dir, search_path=folders)
-        if again.status == 2 or again.other:
-            detail = " | ".join(again.other) or again.stderr.strip() or f"exit {again.status}"
-            problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {detail}"))
+        if again.failure is not None:
+            problems.append(ParseFailure("mypy", 0, 0, f"mypy failed: {again.failure}"))
         plans.update(redo)
         for d in redo:
             by_path[d] = [m for m in again.messages if m.path == d]

@@ -73,6 +73,17 @@ class MypyResult:
     #: Output lines mypy printed that are not messages about a copy (crashes, config errors).
     other: tuple[str, ...] = ()
 
+    @property
+    def failure(self) -> str | None:
+        """Why mypy did not check the copies, or ``None`` when it did: a crash or bad options
+        (exit 2), lines that are no message about a copy, or exit 1 without one error message
+        (mypy refused to start: a ``mypy_path`` folder inside site-packages, a missing file;
+        its reason is on stderr). A run that checked nothing is never reported as clean."""
+        errors = any(m.severity == "error" for m in self.messages)
+        if self.status == 0 and not self.other or self.status == 1 and errors and not self.other:
+            return None
+        return " | ".join(self.other) or self.stderr.strip() or f"mypy exited {self.status}"
+
 
 def copy_module_name(user_path: str) -> str:
     """The copy's module name: stable for a path, a valid identifier, unique per path."""
@@ -123,11 +134,29 @@ def _in_site_packages(path: Path) -> bool:
     return any(part in ("site-packages", "dist-packages") for part in path.parts)
 
 
-def mypy_search_path(extra: Sequence[Path] = ()) -> list[Path]:
-    """Directories for mypy's ``mypy_path``: the folder holding the ``vime`` package this
-    process imports (unless it is a site-packages folder, which mypy finds by itself and
-    refuses on its path), then ``extra`` (the user's project root, the file's folder)."""
-    out: list[Path] = [STUBS]
+def stubs_folder(cache_dir: Path, scratch: Path) -> Path:
+    """The folder of vime-lint's stubs to put on ``mypy_path``: :data:`STUBS` itself in a
+    checkout; in an installed vime-lint (a pre-commit hook's environment) a copy under
+    ``cache_dir`` (``scratch`` when there is no cache), since mypy refuses to start with a
+    folder inside site-packages on its path ("... is in the MYPYPATH. Please remove it")."""
+    if not _in_site_packages(STUBS):
+        return STUBS
+    target = (scratch if str(cache_dir) == os.devnull else cache_dir) / "stubs"
+    for source in STUBS.rglob("*.pyi"):
+        copy = target / source.relative_to(STUBS)
+        text = source.read_bytes()
+        if not copy.is_file() or copy.read_bytes() != text:  # stable path and mtime: mypy's
+            copy.parent.mkdir(parents=True, exist_ok=True)   # cache of the stub stays valid
+            copy.write_bytes(text)
+    return target
+
+
+def mypy_search_path(extra: Sequence[Path] = (), *, stubs: Path = STUBS) -> list[Path]:
+    """Directories for mypy's ``mypy_path``: ``stubs`` (see :func:`stubs_folder`), the folder
+    holding the ``vime`` package this process imports (unless it is a site-packages folder,
+    which mypy finds by itself and refuses on its path), then ``extra`` (the user's project
+    root, the file's folder)."""
+    out: list[Path] = [stubs]
     spec = importlib.util.find_spec("vime")
     if spec is not None and spec.origin:
         parent = Path(spec.origin).resolve().parent.parent
@@ -176,7 +205,8 @@ def run_mypy(copies: Mapping[str, str], *, cache_dir: Path,
 
     Returns:
         The messages about the copies, keyed back to the user's paths. mypy exits 0 (clean),
-        1 (errors) or 2 (a crash or bad options; its output is in ``other`` and ``stderr``).
+        1 (errors, or a refusal to start) or 2 (a crash or bad options); its other output is in
+        ``other`` and ``stderr``, and :attr:`MypyResult.failure` says whether it checked.
 
     Raises:
         ImportError: mypy is not installed (``pip install 'vime[types]'``).
@@ -197,7 +227,8 @@ def run_mypy(copies: Mapping[str, str], *, cache_dir: Path,
             by_copy[target.name] = user_path
             files.append(str(target))
         config = folder / "mypy.ini"
-        config.write_text(_config(mypy_search_path(search_path)), encoding="utf-8")
+        stubs = stubs_folder(cache_dir, folder)
+        config.write_text(_config(mypy_search_path(search_path, stubs=stubs)), encoding="utf-8")
         stdout, stderr, status = api.run(
             ["--config-file", str(config), "--cache-dir", str(cache_dir),
              "--python-executable", sys.executable, *files])
