@@ -360,9 +360,13 @@ def test_vime_train_end_to_end(tmp_path: Path) -> None:
              "vime train: error: unrecognized argument '--judge-urll'")):
         proc = _vime(tmp_path, *hook, "--num-rollout", "1", *extra)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
-    # without the hook, its option is unknown, as any other
+    # without the hook, its option is unknown, as any other; --help says where such options are
     proc = _vime(tmp_path, "train", "--num-rollout", "1", "--judge-url", "u")
     assert proc.returncode == 2 and "unrecognized argument '--judge-url'" in proc.stderr
+    proc = _vime(tmp_path, "train", "--help")
+    assert proc.returncode == 0 and "options of user_hooks" not in proc.stdout
+    assert "A hook module's own options (its add_arguments(parser)) are listed, under the " \
+           "module's name, when its --*-path is given" in " ".join(proc.stdout.split())
 
 
 def test_vime_lint_check_end_to_end(hooks: Path, capsys: pytest.CaptureFixture[str]) -> None:
