@@ -197,9 +197,11 @@ def add_hook_options(parser: argparse.ArgumentParser,
             sys.path.remove(cwd)
 
 
-def _recording(group: argparse._ArgumentGroup) -> dict[int, str]:
-    """Make ``group.add_argument`` note where each call is (``file:line``, by the action's id)."""
-    where: dict[int, str] = {}
+def _recording(group: argparse._ArgumentGroup | argparse._MutuallyExclusiveGroup,
+               where: dict[int, str] | None = None) -> dict[int, str]:
+    """Make ``group.add_argument`` (and that of each group made from it) note where each call
+    is: ``file:line`` by the action's id."""
+    where = {} if where is None else where
     add = group.add_argument
 
     def add_argument(*names: Any, **kwargs: Any) -> argparse.Action:
@@ -208,7 +210,16 @@ def _recording(group: argparse._ArgumentGroup) -> dict[int, str]:
         where[id(action)] = f"{caller.f_code.co_filename}:{caller.f_lineno}"
         return action
 
+    def making(make: Any) -> Any:
+        def made(*args: Any, **kwargs: Any) -> Any:
+            sub = make(*args, **kwargs)
+            _recording(sub, where)
+            return sub
+        return made
+
     group.add_argument = add_argument  # type: ignore[method-assign]
+    for name in ("add_argument_group", "add_mutually_exclusive_group"):
+        setattr(group, name, making(getattr(group, name)))
     return where
 
 

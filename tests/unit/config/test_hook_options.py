@@ -96,6 +96,15 @@ EXCLUSIVE = '''
     async def reward_func(args, sample):
         return float(args.strict or args.lenient)
 '''
+EXCLUSIVE_CLASH = '''
+    def add_arguments(parser):
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument("--strict", action="store_true")
+        mode.add_argument("--seed", type=int)
+
+    async def reward_func(args, sample):
+        return 0.0
+'''
 GENERATE = '''
     def add_arguments(parser):
         parser.add_argument("--tool-budget", type=int, default=3)
@@ -114,7 +123,8 @@ def hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
                        ("filter_other", FILTER_OTHER), ("clash", CLASH), ("raises", RAISES),
                        ("dest_clash", DEST_CLASH), ("same_dest", SAME_DEST),
                        ("positional", POSITIONAL), ("broken_import", BROKEN_IMPORT),
-                       ("exclusive", EXCLUSIVE), ("generate", GENERATE)):
+                       ("exclusive", EXCLUSIVE), ("exclusive_clash", EXCLUSIVE_CLASH),
+                       ("generate", GENERATE)):
         (pkg / f"{name}.py").write_text(textwrap.dedent(text))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
@@ -206,6 +216,9 @@ def test_an_option_declared_alike_by_two_modules_is_shared(hooks: Path) -> None:
     (["--custom-rm-path", "hookopts.clash.reward_func"],
      "hookopts.clash.add_arguments ({h}/clash.py:3) declares --rollout-batch-size, which is a "
      "vime option; rename it"),
+    (["--custom-rm-path", "hookopts.exclusive_clash.reward_func"],   # line of a nested group's
+     "hookopts.exclusive_clash.add_arguments ({h}/exclusive_clash.py:5) declares --seed, which "
+     "is a vime option"),
     (["--custom-rm-path", "hookopts.dest_clash.reward_func"],
      "hookopts.dest_clash.add_arguments ({h}/dest_clash.py:3) declares --my-batch with dest "
      "'rollout_batch_size', which is a vime option's (args.rollout_batch_size); give it a dest "
