@@ -501,7 +501,9 @@ def get_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, usage=f"{PROG} [--config FILE.yaml] [options]",
         description="vime: RL post-training on vLLM. Unknown --vllm-<flag> [VALUE] arguments "
-                    "are passed to the vLLM servers.",
+                    "are passed to the vLLM servers. A hook module's own options (its "
+                    "add_arguments(parser)) are listed, under the module's name, when its "
+                    "--*-path is given (on the command line or in --config).",
         epilog=EXIT_STATUS,
         allow_abbrev=False,
     )

@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "train` argument, so a launch command is checked as it is; only the hooks "
                     "given are loaded and checked, the rollout function defaulting to vime's "
                     "(vime.rollout.vllm_rollout.generate_rollout). A "
-                    "--custom-generate-function-path gets an engine (see --dry-run-engine).",
+                    "--custom-generate-function-path gets an engine (see --dry-run-engine). "
+                    "A hook module's own options (its add_arguments(parser)) are listed "
+                    "when its --*-path is given.",
         epilog="exit status: 0 clean; 1 any finding (errors and warnings alike); 2 bad "
                "arguments, or the hooks cannot be loaded (one message). A hook that raises "
                     "while it runs is a finding (status 1), as in `vime train`; so is an "

@@ -32,30 +32,56 @@ def _known() -> frozenset[str]:
 
 
 class _Declared(cst.CSTVisitor):
-    """``parser.add_argument("--flag", ..., dest=...)`` calls: dest -> (flag, call)."""
+    """``parser.add_argument("--flag", ..., dest=...)`` calls of ``add_arguments``: dest ->
+    (flag, call); ``open`` when some option is declared where the source does not say its
+    name (a flag that is not a string literal, ``**kwargs``, the parser handed to a helper)."""
 
-    def __init__(self) -> None:
+    def __init__(self, parser: str | None) -> None:
+        self.parser = parser
         self.found: dict[str, tuple[str, cst.Call]] = {}
+        self.open = False
 
     def visit_Call(self, node: cst.Call) -> None:
         if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
+            # add_arguments(parser) -> helper(parser): what the helper declares is not seen here
+            if self.parser is not None and any(
+                    isinstance(a.value, cst.Name) and a.value.value == self.parser
+                    for a in node.args):
+                self.open = True
             return
-        flags = [v for a in node.args if a.keyword is None
-                 and (v := string_value(a.value)) is not None and v.startswith("--")]
+        if any(a.star for a in node.args):
+            self.open = True
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        names = [string_value(v) for v in positional]
+        flags = [v for v in names if v is not None and v.startswith("-")]
         if not flags:
+            self.open = self.open or any(v is None for v in names)
             return
-        dest = next((string_value(a.value) for a in node.args
-                     if a.keyword is not None and a.keyword.value == "dest"), None)
-        self.found[dest or flags[0][2:].replace("-", "_")] = (flags[0], node)
+        if any(v is None for v in names):
+            self.open = True
+        dest_arg = next((a.value for a in node.args
+                         if a.keyword is not None and a.keyword.value == "dest"), None)
+        dest = string_value(dest_arg) if dest_arg is not None else None
+        if dest_arg is not None and dest is None:
+            self.open = True
+        flag = next((f for f in flags if f.startswith("--")), flags[0])
+        self.found[dest or flag.lstrip("-").replace("-", "_")] = (flag, node)
+
+
+def _declaration(module: cst.Module) -> _Declared | None:
+    """The options of the module's ``add_arguments`` (None without one)."""
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == _DECLARE:
+            params = [*stmt.params.posonly_params, *stmt.params.params]
+            visitor = _Declared(params[0].name.value if params else None)
+            stmt.visit(visitor)
+            return visitor
+    return None
 
 
 def _declared(module: cst.Module) -> dict[str, tuple[str, cst.Call]]:
-    for stmt in module.body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == _DECLARE:
-            visitor = _Declared()
-            stmt.visit(visitor)
-            return visitor.found
-    return {}
+    found = _declaration(module)
+    return found.found if found is not None else {}
 
 
 class _Reads(cst.CSTVisitor):
@@ -96,7 +122,9 @@ class UnknownArgsOption(FunctionTracker):
     option's dest nor declared by the module's ``add_arguments(parser)``. Writes are VIM016's;
     a name guarded by ``hasattr(args, ...)`` or read with a ``getattr`` default is not reported;
     each name is reported once per module (its first read). Off when a launch script or config
-    sets ``--custom-config-path``, whose keys become ``args`` attributes.
+    sets ``--custom-config-path``, whose keys become ``args`` attributes, and in a module whose
+    ``add_arguments`` declares an option the source does not name (a flag built at run time,
+    ``**kwargs``, the parser handed to a helper): any name may be one of those.
 
     ## Why is this bad?
     ``args`` holds vime's options and the options the hook modules declare; any other name
@@ -147,6 +175,22 @@ class UnknownArgsOption(FunctionTracker):
               "async def reward_func(args, sample):\n    return 1.0\n"),
         Valid("async def reward_func(args, sample):\n    return float(args.tis_mode == 'x')\n",
               options={"launch_flags": ["--custom-config-path"]}),
+        Valid("def add_arguments(parser):\n    parser.add_argument('-j', type=str)\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.j))\n"),
+        Valid("def add_arguments(parser):\n    parser.add_argument('-j', '--judge-url')\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
+        Valid("import common\n\ndef add_arguments(parser):\n"
+              "    common.add_judge_options(parser)\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
+        Valid("def add_arguments(parser):\n    for name in ('judge-url', 'judge-mode'):\n"
+              "        parser.add_argument(f'--{name}')\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
+        Valid("DEST = 'judge'\n\ndef add_arguments(parser):\n"
+              "    parser.add_argument('--url', dest=DEST)\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
+        Valid("OPTS = {'dest': 'judge'}\n\ndef add_arguments(parser):\n"
+              "    parser.add_argument('--url', **OPTS)\n\n"
+              "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n",
@@ -161,11 +205,18 @@ class UnknownArgsOption(FunctionTracker):
         Invalid("def _budget(args):\n    return getattr(args, 'tool_budget')\n\n"
                 "async def reward_func(args, sample):\n    return float(_budget(args))\n",
                 line=2, col=11),
+        Invalid("def add_arguments(group):\n    g = group.add_argument_group('judge')\n"
+                "    g.add_argument('--judge-url')\n\n"
+                "async def reward_func(args, sample):\n"
+                "    return float(bool(args.judge_url and args.judge_mode))\n",
+                line=6, col=41),
     ]
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
         self.declared: set[str] = set()
+        #: the module's ``add_arguments`` declares options the source does not name
+        self.open = False
         self.guarded: set[str] = set()
         self.writes: set[int] = set()
         #: name -> (its first read in a function taking ``args``, that function's name)
@@ -173,9 +224,13 @@ class UnknownArgsOption(FunctionTracker):
         self.known = _known()
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.declared = set(_declared(node))
+        declaration = _declaration(node)
+        self.declared = set(declaration.found) if declaration is not None else set()
+        self.open = declaration is not None and declaration.open
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        if self.open:
+            return   # any name may be one the module declares out of sight
         # A guard anywhere in the module (``hasattr(args, "x")``, a ``getattr`` default) covers
         # every read of the name, so reads are reported once the traversal has seen all guards
         # (collected by visit_Call, as _Reads does, without a walk of its own).
