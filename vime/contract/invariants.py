@@ -406,7 +406,8 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "{fix_hint}", twins=("VIM118",)),
     _inv("VIM036", "static", "error", "required-fields-never-set",
          "Samples returned by a rollout function have `tokens`, `response_length`, `reward` "
-         "and `status` set on some path; the sample a custom generate function returns has "
+         "and `status` set on some train path (`evaluation=False`); the sample a "
+         "custom generate function returns has "
          "`tokens`, `response_length` and `status`.",
          "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
          "training data (no tokens, no reward) or is dropped as pending, after the engines and "
