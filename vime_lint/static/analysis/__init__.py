@@ -41,6 +41,7 @@ from vime_lint.static.analysis._fields import (
     REQUIRED_FIELDS,
     FieldsSet,
     fields_set,
+    sample_names,
 )
 from vime_lint.static.analysis._functions import (
     AttrStore,
@@ -74,7 +75,7 @@ from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstre
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
-    "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side",
+    "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
     "spelled",
 ]
 

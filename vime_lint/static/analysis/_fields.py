@@ -36,7 +36,7 @@ from vime_lint.static.analysis._names import spelled
 if TYPE_CHECKING:
     from vime_lint.static.analysis import Semantic
 
-__all__ = ["GENERATED_FIELDS", "REQUIRED_FIELDS", "FieldsSet", "fields_set"]
+__all__ = ["GENERATED_FIELDS", "REQUIRED_FIELDS", "FieldsSet", "fields_set", "sample_names"]
 
 #: Fields every sample of a train output needs, and those a generate step sets (the contract's).
 REQUIRED_FIELDS = REQUIRED_TRAIN_FIELDS
@@ -96,7 +96,7 @@ def fields_set(semantic: Semantic, closure: Sequence[cst.FunctionDef],
     out = FieldsSet()
     for i, fn in enumerate(closure):
         facts = semantic.facts(fn)
-        held = _sample_names(semantic, fn) | (samples if i == 0 else frozenset())
+        held = sample_names(semantic, fn) | (samples if i == 0 else frozenset())
         for store in facts.attr_stores:
             if store.attr in _ALL and (i > 0 or on_side(store.side, side)):
                 out.fields.add(store.attr)
@@ -169,7 +169,7 @@ def _gets_samples(call: cst.Call, held: set[str]) -> bool:
         and func.value.value in held and func.attr.value not in _INERT_METHODS
 
 
-def _sample_names(semantic: Semantic, fn: cst.FunctionDef) -> set[str]:
+def sample_names(semantic: Semantic, fn: cst.FunctionDef) -> set[str]:
     """Local names that hold samples or groups: assigned from ``get_samples``/``Sample(...)``
     or copies and items of such names, and loop variables over them (two passes)."""
     facts = semantic.facts(fn)
