@@ -1036,11 +1036,15 @@ _ALL: tuple[Invariant, ...] = (
          "type is this error; mypy's own strictness on the user's values (annotations, "
          "`object` from untyped containers, an unnarrowed `X | None`, a third-party API's "
          "types) is VIM204, off by default, and an attribute that is no `Sample` field is "
-         "VIM031, as in `vime-lint rollout`.",
+         "VIM031, as in `vime-lint rollout`. A call of one of vime's functions (or of a "
+         "contract type's method, `data_source.get_samples(n)`) whose arguments do not fit "
+         "its parameters (a missing `rollout_id` that shifts the others, a misspelt keyword) "
+         "raises TypeError when the hook runs, and is this error too.",
          "value used as the wrong type",
          "{context}: {fix}; mypy: {detail}",
          "narrow the value first (`isinstance(sample.prompt, str)`, "
-         "`sample.get_reward_value(args)`) or convert it"),
+         "`sample.get_reward_value(args)`) or convert it; call vime's functions with the "
+         "parameters they take, in order (`finalize_rollout_groups(args, rollout_id, groups)`)"),
     _inv("VIM202", "static", "error", "contract-field-type",
          "A value stored in a field of `Sample` or of a contract output has the field's type.",
          "The conversion, the buffer and the logger read the field as its declared type: "
