@@ -301,14 +301,18 @@ _ALL: tuple[Invariant, ...] = (
          "return one kind on every path: a float everywhere, or a dict with the --reward-key "
          "key everywhere", twins=("VIM121",)),
     _inv("VIM024", "static", "error", "reward-returns-tensor",
-         "A reward function returns Python numbers, not torch tensors, numpy arrays or numpy scalars other than float64.",
+         "A reward function returns Python numbers, and a rollout or custom generate function "
+         "stores them in `sample.reward`: not strings, torch tensors, numpy arrays or numpy "
+         "scalars other than float64.",
          "A tensor or array reward fails `float()` when it holds more than one element (\"only "
          "one element tensors can be converted to Python scalars\", shibing624/MedicalGPT#120), "
          "keeps GPU memory alive across Ray and compares as a tensor in filters; numpy scalars "
-         "other than float64 (a float subclass) are not Python numbers and break json.dumps.",
+         "other than float64 (a float subclass) are not Python numbers and break json.dumps; a "
+         "string reward fails the always-on reward check (VIM110).",
          "tensor reward",
-         "reward function `{name}` returns {what} (`{code}`), not a Python number",
-         "return float(x) (x.item() for a one-element tensor or array)", twins=("VIM122",)),
+         "{hook} `{name}` {does} {what} (`{code}`), not a Python number",
+         "return float(x) (x.item() for a one-element tensor or array)",
+         twins=("VIM122", "VIM110")),
     _inv("VIM025", "static", "error", "shared-sample-objects",
          "A dict or list bound outside a loop is not assigned to a Sample field inside it without a copy.",
          "Every sample built in the loop then holds the same object: a write through one "
@@ -406,7 +410,8 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "{fix_hint}", twins=("VIM118",)),
     _inv("VIM036", "static", "error", "required-fields-never-set",
          "Samples returned by a rollout function have `tokens`, `response_length`, `reward` "
-         "and `status` set on some path; the sample a custom generate function returns has "
+         "and `status` set on some train path (`evaluation=False`); the sample a "
+         "custom generate function returns has "
          "`tokens`, `response_length` and `status`.",
          "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
          "training data (no tokens, no reward) or is dropped as pending, after the engines and "
@@ -584,7 +589,7 @@ _ALL: tuple[Invariant, ...] = (
          "None or a dict without --reward-key fails in normalisation or trains on garbage.",
          "aborted sample with reward None; dict reward without reward_key",
          "{problem}", "set a float reward, or pass --reward-key naming the dict key",
-         boundaries=("B2", "B3", "B4", "B5"), twins=("VIM010",)),
+         boundaries=("B2", "B3", "B4", "B5"), twins=("VIM010", "VIM024")),
     _inv("VIM111", "runtime", "error", "status",
          "`status` is a Sample.Status; PENDING after generation and trainable ABORTED samples warn.",
          "The status decides truncation flags, partial-rollout recycling and filters.",
@@ -1031,11 +1036,15 @@ _ALL: tuple[Invariant, ...] = (
          "type is this error; mypy's own strictness on the user's values (annotations, "
          "`object` from untyped containers, an unnarrowed `X | None`, a third-party API's "
          "types) is VIM204, off by default, and an attribute that is no `Sample` field is "
-         "VIM031, as in `vime-lint rollout`.",
+         "VIM031, as in `vime-lint rollout`. A call of one of vime's functions (or of a "
+         "contract type's method, `data_source.get_samples(n)`) whose arguments do not fit "
+         "its parameters (a missing `rollout_id` that shifts the others, a misspelt keyword) "
+         "raises TypeError when the hook runs, and is this error too.",
          "value used as the wrong type",
          "{context}: {fix}; mypy: {detail}",
          "narrow the value first (`isinstance(sample.prompt, str)`, "
-         "`sample.get_reward_value(args)`) or convert it"),
+         "`sample.get_reward_value(args)`) or convert it; call vime's functions with the "
+         "parameters they take, in order (`finalize_rollout_groups(args, rollout_id, groups)`)"),
     _inv("VIM202", "static", "error", "contract-field-type",
          "A value stored in a field of `Sample` or of a contract output has the field's type.",
          "The conversion, the buffer and the logger read the field as its declared type: "

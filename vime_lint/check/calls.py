@@ -15,6 +15,7 @@ changes what the dry run passes, as it changes what the runtime's call site must
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -29,8 +30,8 @@ from vime.contract.hooks import HOOKS, HookSpec
 from vime.contract.signature import optional_kwargs
 
 __all__ = ["EngineFailure", "HarnessError", "StageFindings", "call_by_contract", "call_hook",
-           "contract_arguments", "contract_findings", "engine_failure", "hook_label",
-           "in_context", "raised_at", "warning_findings"]
+           "contract_arguments", "contract_findings", "defined_at", "engine_failure",
+           "hook_label", "in_context", "loaded_object", "raised_at", "warning_findings"]
 
 _ID_RE = re.compile(r"\bVIM\d{3}\b")
 
@@ -170,6 +171,47 @@ def call_by_contract(label: str, spec: HookSpec, fn: Callable[..., Any], args: A
     """
     positional, keywords = contract_arguments(spec, fn, args, **inputs)
     return call_hook(label, fn, *positional, **keywords)
+
+
+def defined_at(obj: Any) -> str | None:
+    """``FILE:LINE`` of the ``def`` (or ``class``) behind hook ``obj``: a function (decorators
+    unwrapped, the line of ``def`` itself, not of its first decorator), a method, a
+    ``functools.partial``, a class, an instance's ``__call__``; None when Python cannot tell
+    (a builtin, code without a source file)."""
+    target = obj
+    for _ in range(8):
+        if isinstance(target, functools.partial):
+            target = target.func
+        elif inspect.ismethod(target):
+            target = target.__func__
+        else:
+            break
+    target = inspect.unwrap(target) if inspect.isfunction(target) else target
+    if not (inspect.isfunction(target) or inspect.isclass(target)):
+        call = next((vars(c)["__call__"] for c in type(target).__mro__
+                     if "__call__" in vars(c)), None)
+        if not inspect.isfunction(call):
+            return None
+        target = call
+    try:
+        file = inspect.getsourcefile(target)
+        lines, start = inspect.getsourcelines(target)
+    except (OSError, TypeError):
+        return None
+    if not file:
+        return None
+    for i, text in enumerate(lines):
+        if text.lstrip().startswith(("def ", "async def ", "class ")):
+            return f"{file}:{start + i}"
+    return f"{file}:{start}"
+
+
+def loaded_object(path: str) -> Any:
+    """The object ``"pkg.mod.attr"`` names when its module is already imported (a hook that
+    failed its signature check at load), else None."""
+    module_name, _, attr = path.rpartition(".")
+    module = sys.modules.get(module_name)
+    return getattr(module, attr, None) if module is not None else None
 
 
 def hook_label(dest: str, path: str) -> str:

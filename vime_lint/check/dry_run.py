@@ -43,8 +43,10 @@ from vime_lint.check.calls import (
     StageFindings,
     call_by_contract,
     contract_findings,
+    defined_at,
     hook_label,
     in_context,
+    loaded_object,
     raised_at,
     warning_findings,
 )
@@ -83,6 +85,9 @@ class DryRun:
         self.settings = CheckSettings.from_args(self.args)
         self.report = Report()
         self.hooks: dict[str, Any] = {}
+        #: ``(hook dest, dotted path)`` -> ``FILE:LINE`` of the hook's ``def`` (findings that
+        #: concern the hook lead with it, :meth:`_located`).
+        self.sources: dict[tuple[str, str], str] = {}
         #: What serves vime's built-in generate (vime_lint.check.engine), "" for none.
         self.engine_note = ""
 
@@ -157,11 +162,30 @@ class DryRun:
                         raise HarnessError(f"cannot load {spec.arg} {path!r}: "
                                            f"{type(exc).__name__}: {exc}{raised_at(exc)}") from exc
                 self.report.add(warning_findings(caught, f"{spec.arg} {path}"), ["VIM100"])
+                at = defined_at(obj if obj is not None else loaded_object(path)) \
+                    if isinstance(path, str) else None
+                if at is not None:
+                    self.sources[(spec.dest, path)] = at
                 if obj is not None:
                     loaded.append((path, obj))
             if loaded:
                 self.hooks[spec.dest] = loaded if spec.multiple else loaded[0]
         self.report.checked.add("VIM100")
+
+    def _located(self, v: Violation) -> Violation:
+        """``v`` with the ``FILE:LINE`` of the hook's ``def`` leading its context when it
+        concerns one of the user's hooks: its context names the hook (`` `pkg.mod.fn`
+        (--arg)``), or it is about the hook itself (``where`` is its dotted path, as for the
+        load-time signature check). The dotted path and argument stay in the text."""
+        for (dest, path), at in self.sources.items():
+            arg = HOOKS[dest].arg
+            if v.context:
+                if f"`{path}` ({arg})" in v.context and not v.context.startswith(at):
+                    return dataclasses.replace(v, context=f"{at}: {v.context}")
+            elif v.where in (path, f"{arg} {path}"):
+                return dataclasses.replace(
+                    v, context=f"{at}: {CheckContext.for_hook(dest, path).describe()}")
+        return v
 
     # -- B2-B4: the hooks the default rollout calls --
 
@@ -556,6 +580,7 @@ class DryRun:
                     "--hf-checkpoint MODEL runs a real engine")
         self.probe_reward()
         self.probe_filter()
+        self.report.findings = [self._located(v) for v in self.report.findings]
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -28,6 +27,7 @@ from typing import Any
 
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
+from vime_lint.check.calls import defined_at
 from vime_lint.check.probes import (
     GROUP_ORDER,
     NO_ANSWER,
@@ -92,12 +92,8 @@ def reward_where(args: argparse.Namespace) -> str:
     from vime.utils.misc import load_function
 
     fn = load_function(path, hook="custom_rm_path", group_rm=bool(getattr(args, "group_rm", 0)))
-    try:
-        file = inspect.getsourcefile(fn)
-        line = inspect.getsourcelines(fn)[1]
-    except (OSError, TypeError):
-        return f"{path} (--custom-rm-path)"
-    return f"{file}:{line}: {path} (--custom-rm-path)"
+    at = defined_at(fn)
+    return f"{at}: {path} (--custom-rm-path)" if at else f"{path} (--custom-rm-path)"
 
 
 class _Budget(Exception):
@@ -361,11 +357,9 @@ def unset_reads_problem(reads: UnsetReads, args: argparse.Namespace) -> str | No
 
 
 def _filter_where(path: str, fn: Callable[..., Any]) -> str:
-    try:
-        return (f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}: {path} "
-                "(--dynamic-sampling-filter-path)")
-    except (OSError, TypeError):
-        return f"{path} (--dynamic-sampling-filter-path)"
+    at = defined_at(fn)
+    return f"{at}: {path} (--dynamic-sampling-filter-path)" if at else \
+        f"{path} (--dynamic-sampling-filter-path)"
 
 
 def run_filter_probes(args: argparse.Namespace) -> ProbeOutcome:

@@ -59,16 +59,28 @@ class ContractTypeMisuse(Rule):
     `_score(sample)` gives `_score`'s parameter the type `Sample`). The message names the
     contract type the value came from.
 
+    A call of one of vime's functions or classes (`finalize_rollout_groups`, the default
+    `generate_rollout`, `generate`, `RolloutFnTrainOutput`) or of a contract type's method
+    (`data_source.get_samples`) whose arguments do not fit its parameters is said as that
+    call: the parameter it does not pass (and the argument that lands in its place), the
+    extra argument or the keyword it has no parameter for, vime's signature, and the call to
+    write (mypy's sentences about the call follow, in one finding).
+
     ## Example
 
     ```python
     async def reward_func(args, sample):
         text = sample.prompt.lower()    # VIM201: `sample.prompt` is `str | list[dict[str, Any]]`
         return sample.reward + 1.0      # VIM201: `sample.reward` may be a dict or None
+
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        return finalize_rollout_groups(args, groups)   # VIM201: passes no `rollout_id`
     ```
 
     Narrow first: `if isinstance(sample.prompt, str): ...`; read a reward with
-    `sample.get_reward_value(args)`.
+    `sample.get_reward_value(args)`; pass the hook's own `rollout_id`:
+    `finalize_rollout_groups(args, rollout_id, groups)`.
     """
 
     INVARIANT = INVARIANTS["VIM201"]

@@ -19,6 +19,10 @@ corrupts training; :func:`strictness` says what is mypy's own strictness instead
 - an attribute that is no ``Sample`` field is VIM031, with the severity and words of
   ``vime-lint rollout`` (a store: error for a near miss of a field's name, else a warning; not
   reported when the module reads it back; a read nothing stores: an error);
+- a call of one of vime's functions (or a contract type's method) whose arguments do not fit
+  its parameters is VIM201 at the call, said in the contract's words: what it does not pass
+  (the argument that lands in its place), vime's signature, the call to write
+  (:func:`_call_shape`; mypy's sentences about the call are merged into that one finding);
 - any other error on a contract value is VIM201;
 - mypy's own strictness (``var-annotated``, ``object`` from untyped containers, ``None`` into a
   typed local, an unnarrowed ``X | None``, an unnarrowed union of modes or fan-out, the types
@@ -34,9 +38,11 @@ Usage::
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -375,10 +381,12 @@ def _legacy_return(fn: TypedFunction, detail: str) -> str | None:
 
 
 def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: int,
-             context: str, detail: str, severity: Severity | None = None) -> Finding:
+             context: str, detail: str, severity: Severity | None = None,
+             fix: str | None = None) -> Finding:
     rule = rule_for(code)
     inv = INVARIANTS[code]
-    fix = _fix(code, context, detail)   # this field's, this type's fix (``help:`` shows it too)
+    # this field's, this type's, this call's fix (``help:`` shows it too)
+    fix = fix or _fix(code, context, detail)
     return Finding(code=code, slug=rule.slug(), severity=severity or inv.severity,
                    message=inv.render(context=context, fix=fix, detail=detail),
                    path=path, line=line, col=col, end_line=end_line, end_col=end_col,
@@ -491,6 +499,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
         missing = _NO_ATTR.search(m.message) if m.code in ("attr-defined", "union-attr") else None
         strict = strictness(m.message, m.code)
         legacy = False
+        fix: str | None = None
         if missing is not None and missing["attr"] not in SAMPLE_FIELD_NAMES:
             found = _unknown_attribute(path, index, m, missing["attr"], uses)
             if found is not None:
@@ -516,6 +525,12 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                 ctx += (f", a legacy form on the {mode} path only: vime wraps it there with a "
                         f"DeprecationWarning; returned on the {other} path it is an error at "
                         "run time (VIM101)")
+        elif (shape := _call_shape(index, fn, nodes, m)) is not None:
+            # a call of vime's function that does not fit its parameters: one finding at the
+            # call (mypy's sentences about it merged), in the contract's words
+            code, ctx, fix, node = "VIM201", *shape
+            line, col = node.lineno, node.col_offset
+            end_line, end_col = node.end_lineno or line, node.end_col_offset or col + 1
         else:
             call = _contract_call(nodes, m.line, m.col) if m.code in _FIELD_CODES else None
             target = _assigned_field(nodes) if m.code == "assignment" else None
@@ -544,10 +559,11 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
             prev = out[key]
             out[key] = _finding(code, path, line, col, end_line, end_col, ctx,
                                 prev.message.partition("; mypy: ")[2] + "; " + m.message,
-                                severity)
+                                severity, fix)
             continue
         out[key] = _finding(code, path, line, col, max(end_line, line),
-                            end_col if end_line >= line else col + 1, ctx, m.message, severity)
+                            end_col if end_line >= line else col + 1, ctx, m.message, severity,
+                            fix)
     # One finding per position: an error hides a strictness note mypy gave at the same place.
     for (line, col, code) in list(out):
         if code == "VIM204" and any((line, col, c) in out for c in ("VIM200", "VIM201",
@@ -613,3 +629,284 @@ def _spec_returns(fn: TypedFunction) -> str:
 
     assert fn.spec is not None
     return hook_types(fn.spec).returns
+
+
+# ---- calls of vime's functions with arguments that do not fit them ---------------------------
+
+#: mypy's sentences about a call's shape (``call-arg``) and the callee they name.
+_CALL_SHAPE = re.compile(
+    r'(?:Missing positional arguments? .* in call to|Too few arguments for|Too many (?:positional )?'
+    r'arguments for|Unexpected keyword argument "\w+" for|Missing named argument "\w+" for) '
+    r'"(?P<callee>\w+)"(?: of "(?P<owner>\w+)")?')
+_ARG_TYPE = re.compile(r'Argument \d+ to "(?P<callee>\w+)"(?: of "(?P<owner>\w+)")? has '
+                       r'incompatible type')
+_OVERLOAD = re.compile(r'No overload variant of "(?P<callee>\w+)"(?: of "(?P<owner>\w+)")? '
+                       r'matches')
+
+
+@dataclass(frozen=True, slots=True)
+class _Param:
+    name: str
+    default: str | None      # its text, None when required
+    keyword_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Signature:
+    #: ``module.name`` as vime spells it, and the parameters after ``self``.
+    qualified: str
+    params: tuple[_Param, ...]
+    star_args: bool
+    star_kwargs: bool
+
+    def text(self) -> str:
+        name = self.qualified.rpartition(".")[2]
+        parts: list[str] = []
+        star = False
+        for p in self.params:
+            if p.keyword_only and not star:
+                parts.append("*")
+                star = True
+            parts.append(p.name if p.default is None else f"{p.name}={p.default}")
+        return f"{name}({', '.join(parts)})"
+
+
+def _default_text(node: ast.expr) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 12 else "..."
+
+
+def _signature_of(node: ast.FunctionDef | ast.AsyncFunctionDef, qualified: str,
+                  method: bool) -> _Signature:
+    a = node.args
+    positional = [*a.posonlyargs, *a.args][1 if method else 0:]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(a.defaults)) + [
+        *a.defaults][-len(positional):] if positional else []
+    params = [_Param(p.arg, None if d is None else _default_text(d), False)
+              for p, d in zip(positional, defaults, strict=True)]
+    params += [_Param(p.arg, None if d is None else _default_text(d), True)
+               for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+    return _Signature(qualified, tuple(params), a.vararg is not None, a.kwarg is not None)
+
+
+@cache
+def _module_tree(module: str) -> ast.Module | None:
+    """The parsed source of one of vime's modules (found, not imported), else None."""
+    if not module.startswith("vime"):
+        return None
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    try:
+        return ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+@cache
+def _vime_signature(module: str, name: str, owner: str | None, depth: int = 0
+                    ) -> _Signature | None:
+    """The parameters of ``module.name`` (a method of class ``owner`` when given; a
+    dataclass's fields for a contract dataclass), following one of vime's re-exports."""
+    tree = _module_tree(module)
+    if tree is None or depth > 3:
+        return None
+    # the last `def` of a name is the implementation of its `@overload`s
+    for node in reversed(tree.body):
+        if owner is not None and isinstance(node, ast.ClassDef) and node.name == owner:
+            for sub in reversed(node.body):
+                if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef)) and sub.name == name:
+                    return _signature_of(sub, f"{module}.{owner}.{name}", True)
+            return None
+        if owner is None and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.name == name:
+            return _signature_of(node, f"{module}.{name}", False)
+        if owner is None and isinstance(node, ast.ClassDef) and node.name == name:
+            return _dataclass_signature(node, f"{module}.{name}")
+        if isinstance(node, ast.ImportFrom) and node.module and owner is None:
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    base = node.module if node.level == 0 else ".".join(
+                        [*module.split(".")[:-node.level], node.module])
+                    return _vime_signature(base, alias.name, None, depth + 1)
+    return None
+
+
+def _dataclass_signature(node: ast.ClassDef, qualified: str) -> _Signature | None:
+    """The ``__init__`` parameters of a dataclass: its annotated fields in order (a value is a
+    default; ``field(init=False)`` and ``ClassVar`` are left out); None for another class."""
+    if not any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+        return None
+    params: list[_Param] = []
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if "ClassVar" in ast.unparse(stmt.annotation):
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Call) and ast.unparse(value.func).endswith("field"):
+            kw = {k.arg: k.value for k in value.keywords}
+            init = kw.get("init")
+            if isinstance(init, ast.Constant) and init.value is False:
+                continue
+            default = kw.get("default")
+            text = _default_text(default) if default is not None else (
+                "..." if "default_factory" in kw else None)
+        else:
+            text = _default_text(value) if value is not None else None
+        params.append(_Param(stmt.target.id, text, False))
+    return _Signature(qualified, tuple(params), False, False)
+
+
+def _imported(index: _Index, func: ast.expr) -> tuple[str, str] | None:
+    """``(module, name)`` a call's function comes from through the user's imports."""
+    tree = index.tree
+    if not isinstance(tree, ast.Module):
+        return None
+    if isinstance(func, ast.Name):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if (alias.asname or alias.name) == func.id:
+                        return node.module, alias.name
+        return None
+    if isinstance(func, ast.Attribute):
+        base = ast.unparse(func.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if (alias.asname or alias.name) == base:
+                        return alias.name, func.attr
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:   # `from vime.rollout import sft_rollout`
+                    if (alias.asname or alias.name) == base:
+                        return f"{node.module}.{alias.name}", func.attr
+    return None
+
+
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _call_shape(index: _Index, fn: TypedFunction, nodes: Sequence[ast.AST],
+                m: MypyMessage) -> tuple[str, str, ast.Call] | None:
+    """``(context, fix, call)`` when mypy's message is about a call of one of vime's functions
+    (or a method of a contract type such as ``DataSource``) whose arguments do not fit its
+    parameters: one missing (a positional shift: ``finalize_rollout_groups(args, groups)``),
+    one too many, a keyword it does not take. None for anything else."""
+    pattern = {"call-arg": _CALL_SHAPE, "arg-type": _ARG_TYPE,
+               "call-overload": _OVERLOAD}.get(m.code or "")
+    hit = pattern.search(m.message) if pattern is not None else None
+    if hit is None:
+        return None
+    callee, owner = hit["callee"], hit["owner"]
+
+    def named(n: ast.AST) -> bool:
+        if not isinstance(n, ast.Call):
+            return False
+        if owner is not None:
+            return isinstance(n.func, ast.Attribute) and n.func.attr == callee
+        source = _imported(index, n.func)
+        return source is not None and source[1] == callee
+
+    call = next((n for n in reversed(nodes) if named(n)), None)
+    if not isinstance(call, ast.Call):
+        return None
+    if owner is not None:
+        module = type_sources().get(owner)
+        sig = _vime_signature(module, callee, owner) if module else None
+        where = f"{module}.{owner}"
+    else:
+        source = _imported(index, call.func)
+        sig = _vime_signature(*source, None) if source else None
+        where = source[0] if source else ""   # as the user imports it (not a re-export's)
+    if sig is None or any(isinstance(a, ast.Starred) for a in call.args) or any(
+            k.arg is None for k in call.keywords):
+        return None
+    given = [ast.unparse(a) for a in call.args]
+    keywords = [k.arg for k in call.keywords if k.arg is not None]
+    positional = [p for p in sig.params if not p.keyword_only]
+    names = {p.name for p in sig.params}
+    covered = {p.name for p in positional[:len(given)]} | set(keywords)
+    extra = given[len(positional):] if not sig.star_args else []
+    unknown = [k for k in keywords if k not in names] if not sig.star_kwargs else []
+    if not ([p for p in sig.params if p.default is None and p.name not in covered]
+            or extra or unknown):
+        return None
+    # what the code means: an argument spelled like a parameter is that parameter's value
+    # (`finalize_rollout_groups(args, groups)` gives `groups`, not `rollout_id`); the others
+    # fill the remaining positional parameters in order
+    by_name = {t for t in given if t in names}
+    spare = [t for t in given if t not in names]
+    # a keyword a letter or two off a parameter is that parameter misspelt (`metric=`)
+    renames = {k: close[0] for k in unknown
+               if (close := difflib.get_close_matches(k, sorted(names - set(keywords)), 1, 0.8))}
+    bound = set(by_name) | set(keywords) | set(renames.values())
+    for p in positional:
+        if p.name not in bound and spare:
+            bound.add(p.name)
+            spare.pop(0)
+    missing = [p for p in sig.params if p.default is None and p.name not in bound]
+    shifted = [(text, positional[i].name) for i, text in enumerate(given[:len(positional)])
+               if text in names and text != positional[i].name]
+    problems: list[str] = []
+    if missing:
+        problems.append("passes no " + ", ".join(f"`{p.name}`" for p in missing))
+    if extra:
+        problems.append(f"passes {len(given)} positional arguments where it takes "
+                        f"{len(positional)}")
+    if unknown:
+        problems.append("passes " + ", ".join(f"`{k}=`" for k in unknown)
+                        + ", which it has no parameter for")
+    shift = "; " + ", ".join(f"`{a}` lands in `{p}`" for a, p in shifted) if shifted else ""
+    context = (f"the call `{_short_call(call)}` {' and '.join(problems)}{shift}: vime's "
+               f"`{sig.text()}` ({where}) raises TypeError on it when the hook runs"
+               + _via(fn) + _reached(fn))
+    # the fix: every required parameter in its place, by name where the code has the value
+    spare = [t for t in given if t not in names]
+    args: list[str] = []
+    for p in positional:
+        if p.name in keywords or p.name in renames.values():
+            continue
+        if p.name in given:
+            args.append(p.name)
+        elif spare:
+            args.append(spare.pop(0))
+        elif p.default is None:
+            args.append(p.name)
+        else:
+            break
+    kws = [f"{ast.unparse(k)}" for k in call.keywords if k.arg in names]
+    kws += [f"{renames[k.arg]}={ast.unparse(k.value)}" for k in call.keywords
+            if k.arg in renames]
+    kws += [f"{p.name}={p.name}" for p in missing if p.keyword_only]
+    suggestion = f"{ast.unparse(call.func)}({', '.join([*args, *kws])})"
+    fix_parts: list[str] = []
+    if len(missing) == 1:
+        first = missing[0]
+        at = next((i for i, p in enumerate(positional) if p.name == first.name), None)
+        place = f" as the {_ordinal(at + 1)} argument" if at is not None and not \
+            first.keyword_only else " by keyword"
+        whose = f"the hook's own `{first.name}`" if first.name in fn.params else \
+            f"a value for `{first.name}`"
+        fix_parts.append(f"pass {whose}{place}")
+    elif missing:
+        fix_parts.append("pass a value for each of " + ", ".join(f"`{p.name}`" for p in missing))
+    if renames:
+        fix_parts.append("rename " + ", ".join(f"`{k}=` to `{v}=`" for k, v in renames.items()))
+    dropped = [k for k in unknown if k not in renames]
+    if dropped:
+        fix_parts.append("drop " + ", ".join(f"`{k}=`" for k in dropped) + " (its parameters: "
+                         + ", ".join(p.name for p in sig.params) + ")")
+    if extra and not missing:
+        fix_parts.append(f"pass only its {len(positional)} positional parameters")
+    fix = f"{' and '.join(fix_parts)}: `{suggestion}`"
+    return context, fix, call
+
+
+def _short_call(call: ast.Call, limit: int = 60) -> str:
+    text = " ".join(ast.unparse(call).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."

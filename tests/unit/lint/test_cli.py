@@ -386,7 +386,10 @@ def test_real_check_on_broken_hooks_exits_1_with_ids(tmp_path: Path) -> None:
             "response_length=2") in out
     assert "VIM111 error: samples[0][0].status (index=0) is 'completed' (str)" in out
     assert "samples[1][0].status (index=2) and 1 more" in out
-    assert "in rollout `vime_ref_broken.generate_rollout` (--rollout-function-path) step 0" in out
+    # the hook's own file and the line of its `def` lead the context, the dotted path stays
+    broken = RUNTIME_HOOKS / "vime_ref_broken.py"
+    assert (f"  in {broken}:6: rollout `vime_ref_broken.generate_rollout` "
+            "(--rollout-function-path) step 0") in out
     assert "VIM103  group-size                    pass" in out  # 2 groups of 2: right shape
     assert out.rstrip().endswith("vime-lint check: 13 error(s), 0 warning(s)")
     assert "Traceback" not in proc.stderr

@@ -103,6 +103,57 @@ def test_fan_out_segments_may_share_metadata_not_token_lists() -> None:
     assert found == [("VIM025", 9)]
 
 
+def _vim024(code: str, options: dict | None = None) -> list[tuple[int, str, str, str]]:
+    result = lint_source(code, "m.py", options_from_mapping(options or {}), rules=ALL_RULES)
+    assert result.failure is None, result.failure
+    return [(f.line, f.severity, f.message, f.fix_hint or "") for f in result.findings
+            if f.code == "VIM024"]
+
+
+def test_a_tensor_or_string_reward_stored_by_a_rollout_names_hook_field_and_fix() -> None:
+    code = ("import torch\n"
+            "from vime.rollout.base_types import RolloutFnTrainOutput\n"
+            "def _finish(s, score):\n    s.reward = str(score)\n"
+            "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    groups = data_source.get_samples(2)\n"
+            "    for g in groups:\n        for s in g:\n"
+            "            score_tensor = torch.tensor([1.0, 0.5])\n"
+            "            s.reward = score_tensor.mean()\n"
+            "            _finish(s, 1.0)\n"
+            "            if evaluation:\n                s.reward = f'{s.label}'\n"
+            "    return RolloutFnTrainOutput(samples=groups)\n")
+    found = {line: (sev, msg, fix) for line, sev, msg, fix in _vim024(code)}
+    assert sorted(found) == [4, 10, 13]
+    sev, msg, fix = found[10]
+    assert sev == "error"
+    assert msg == ("rollout function `generate_rollout` sets `s.reward` to a torch tensor "
+                   "(`score_tensor.mean()`), not a Python number")
+    assert fix == "store float(x) (x.item() for a one-element tensor or array)"
+    sev, msg, fix = found[4]
+    assert sev == "error" and msg == ("rollout function `generate_rollout` sets `s.reward` in "
+                                      "`_finish` to a string (`str(score)`), not a Python number")
+    assert fix.startswith("store a number, not a string: compare the parsed answer")
+    sev, msg, _ = found[13]
+    assert sev == "warning"
+    assert msg.endswith("only on the eval path (`if evaluation:`), whose samples are not "
+                        "converted to training data")
+
+
+def test_a_string_reward_is_an_error_in_a_generate_and_a_reward_function() -> None:
+    gen = ("async def generate(args, sample, sampling_params):\n"
+           "    sample.reward = '1'\n    return sample\n")
+    [(line, sev, msg, _)] = _vim024(gen)
+    assert (line, sev) == (2, "error")
+    assert msg.startswith("custom generate function `generate` sets `sample.reward` to a string")
+    rm = ("async def reward_func(args, sample, **kwargs):\n"
+          "    return f'{len(sample.response)}'\n")
+    [(line, sev, msg, fix)] = _vim024(rm)
+    assert (line, sev) == (2, "error")
+    assert msg == ("reward function `reward_func` returns a string (`f'{len(sample.response)}'`),"
+                   " not a Python number")
+    assert fix.startswith("return a number, not a string")
+
+
 def test_severities_follow_the_records() -> None:
     errors = {"VIM023", "VIM024", "VIM025", "VIM028", "VIM029"}
     for code in NEW:

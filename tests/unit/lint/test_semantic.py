@@ -8,6 +8,7 @@ import pytest
 
 from vime_lint.static._engine import file_context, lint_source, select_rules
 from vime_lint.static._model import LintOptions, options_from_mapping
+from vime_lint.static.analysis import fields_set
 from vime_lint.static.rules import ALL_RULES, rules_for_code
 
 pytestmark = pytest.mark.unit
@@ -135,6 +136,73 @@ def test_function_facts_hold_what_the_rules_used_to_walk_for() -> None:
     # names spelled anywhere in a function, nested scopes included (the rename fix asks)
     assert sem.mentions(fn, "data_source") and sem.mentions(fn, "reward")
     assert not sem.mentions(fn, "rollout_id")
+
+
+def test_stores_calls_and_returns_know_their_evaluation_side() -> None:
+    code = ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    s = data_source.get_samples(1)[0][0]\n"
+            "    if evaluation:\n"
+            "        s.reward = 1.0\n"
+            "        score_eval(s)\n"
+            "    elif other:\n"
+            "        s.status = 1\n"
+            "    if not evaluation: s.tokens = [1]\n"
+            "    else: setattr(s, 'response_length', 1)\n"
+            "    if evaluation is True:\n"
+            "        return eval_out(s)\n"
+            "    s.metadata['x'] = 1\n"
+            "    s.label = 'y'\n"
+            "    return train_out(s)\n"
+            "def helper(s):\n"
+            "    s.reward = 0.0\n")
+    ctx = _context(code)
+    fn = ctx.module.body[0]
+    assert isinstance(fn, cst.FunctionDef)
+    sem = ctx.semantic
+    facts = sem.facts(fn)
+    assert [(st.attr, st.side) for st in facts.attr_stores] == [
+        ("reward", "eval"), ("status", "train"), ("tokens", "train"),
+        ("response_length", "eval"), ("label", "train")]
+    calls = {c.node.func.value: c.side for c in facts.calls  # type: ignore[union-attr]
+             if isinstance(c.node.func, cst.Name)}
+    assert calls["score_eval"] == "eval" and calls["eval_out"] == "eval"
+    assert calls["train_out"] == "train"
+    assert [r.side for r in facts.returns] == ["eval", "train"]
+    # without an `if evaluation:` branch every statement is on both sides (None)
+    helper = ctx.module.body[1]
+    assert isinstance(helper, cst.FunctionDef)
+    assert [st.side for st in sem.facts(helper).attr_stores] == [None]
+
+
+def test_a_field_set_only_for_evaluation_does_not_count_for_the_train_output() -> None:
+    code = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
+            "def _score(s):\n    s.reward = 1.0\n"
+            "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    groups = data_source.get_samples(2)\n"
+            "    for g in groups:\n        for s in g:\n"
+            "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
+            "meta_info={'finish_reason': 'stop'})\n"
+            "            if evaluation:\n                _score(s)\n"
+            "    return RolloutFnTrainOutput(samples=groups)\n")
+    ctx = _context(code)
+    fn = ctx.module.body[2]
+    assert isinstance(fn, cst.FunctionDef)
+    sem = ctx.semantic
+    train = fields_set(sem, sem.closure(fn, side="train"), None, side="train")
+    evaluation = fields_set(sem, sem.closure(fn, side="eval"), None, side="eval")
+    both = fields_set(sem, sem.closure(fn), None)
+    assert "reward" not in train.fields and "reward" in evaluation.fields
+    assert "reward" in both.fields and [f.name.value for f in sem.closure(fn, side="train")] == [
+        "generate_rollout"]
+    found = [f for f in lint_source(code, "m.py", LintOptions(),
+                                    rules=rules_for_code("VIM036")).findings
+             if f.code == "VIM036"]
+    assert len(found) == 1 and found[0].line == 11, found
+    message = found[0].message
+    assert "without `reward` ever being set on the train path (evaluation=False)" in message
+    assert "`reward` is set only under `if evaluation:`, which never reaches the train output" \
+        in message
+    assert found[0].fix_hint is not None and "outside `if evaluation:`" in found[0].fix_hint
 
 
 def test_instance_class_follows_self_into_a_nested_callback() -> None:

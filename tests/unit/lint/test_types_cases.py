@@ -195,6 +195,73 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
                 sample.reward = torch.tensor(1.0)
             return RolloutFnTrainOutput(samples=samples)
         ''', [(9, "VIM202", 'has type "Tensor"')]),
+    # Calls of vime's functions whose arguments do not fit them: said in the contract's words,
+    # with the call to write, once per call (mypy's sentences about it merged).
+    "call_missing_rollout_id.py": ('''
+        from vime.rollout.base_types import finalize_rollout_groups
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(2)
+            return finalize_rollout_groups(args, groups)
+        ''', [(5, "VIM201", "the call `finalize_rollout_groups(args, groups)` passes no "
+                           "`rollout_id`; `groups` lands in `rollout_id`: vime's "
+                           "`finalize_rollout_groups(args, rollout_id, groups, metrics=None, *, "
+                           "controller=None)` (vime.rollout.base_types) raises TypeError on it "
+                           "when the hook runs: pass the hook's own `rollout_id` as the 2nd "
+                           "argument: `finalize_rollout_groups(args, rollout_id, groups)`; mypy: "
+                           'Missing positional argument "groups"')]),
+    "call_default_rollout_without_rollout_id.py": ('''
+        from vime.rollout import sft_rollout
+        from vime.rollout.vllm_rollout import generate_rollout as base_rollout
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return base_rollout(args, data_source, evaluation=True)
+            return sft_rollout.generate_rollout(args, data_source)
+        ''', [(6, "VIM201", "the call `base_rollout(args, data_source, evaluation=True)` passes "
+                           "no `rollout_id`; `data_source` lands in `rollout_id`: vime's "
+                           "`generate_rollout(args, rollout_id, data_source, evaluation=False)` "
+                           "(vime.rollout.vllm_rollout)"),
+              (7, "VIM201", "pass the hook's own `rollout_id` as the 2nd argument: "
+                            "`sft_rollout.generate_rollout(args, rollout_id, data_source)`")]),
+    "call_generate_and_a_data_source_method.py": ('''
+        import vime.rollout.vllm_rollout as vr
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        async def generate(args, sample, sampling_params):
+            sample = await vr.generate(args, sample)
+            return await vr.generate(args, sample, sampling_params, True)
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            return RolloutFnTrainOutput(samples=data_source.get_samples())
+        ''', [(5, "VIM201", "the call `vr.generate(args, sample)` passes no `sampling_params`"
+                           ": vime's `generate(args, sample, sampling_params)` "
+                           "(vime.rollout.vllm_rollout) raises TypeError on it when the hook "
+                           "runs: pass the hook's own `sampling_params` as the 3rd argument: "
+                           "`vr.generate(args, sample, sampling_params)`"),
+              (6, "VIM201", "passes 4 positional arguments where it takes 3: vime's "
+                            "`generate(args, sample, sampling_params)` (vime.rollout.vllm_rollout)"
+                            " raises TypeError on it when the hook runs: pass only its 3 "
+                            "positional parameters: `vr.generate(args, sample, sampling_params)`"),
+              (9, "VIM201", "the call `data_source.get_samples()` passes no `num_samples`: "
+                            "vime's `get_samples(num_samples)` (vime.rollout.data_source."
+                            "DataSource) raises TypeError on it when the hook runs: pass a "
+                            "value for `num_samples` as the 1st argument")]),
+    "call_with_a_misspelt_keyword.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(2)
+            if len(groups) > 1:
+                return finalize_rollout_groups(args, rollout_id, groups, metric={})
+            return RolloutFnTrainOutput(sample=groups)
+        ''', [(6, "VIM201", "passes `metric=`, which it has no parameter for: vime's "
+                           "`finalize_rollout_groups(args, rollout_id, groups, metrics=None, *, "
+                           "controller=None)` (vime.rollout.base_types) raises TypeError on it "
+                           "when the hook runs: rename `metric=` to `metrics=`: "
+                           "`finalize_rollout_groups(args, rollout_id, groups, metrics={})`"),
+              (7, "VIM201", "rename `sample=` to `samples=`: "
+                            "`RolloutFnTrainOutput(samples=groups)`")]),
 }
 
 #: Correct code that must give no finding: a wrapper of the default rollout that edits its

@@ -110,6 +110,67 @@ def test_broken_hooks_report_each_id(capsys: pytest.CaptureFixture[str]) -> None
         assert needle in out, needle
 
 
+def test_findings_about_a_hook_lead_with_the_file_and_line_of_its_def(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_broken.generate_rollout",
+                        "--custom-rm-path", "vime_ref_broken.reward_none",
+                        "--dynamic-sampling-filter-path", "vime_ref_broken.filter_returns_none",
+                        "--custom-generate-function-path", "vime_ref_broken.generate_pending")
+    assert code == 1
+    broken = FIXTURES / "vime_ref_broken.py"
+    for line, hook in ((6, "rollout `vime_ref_broken.generate_rollout` (--rollout-function-path)"),
+                       (18, "reward function `vime_ref_broken.reward_none` (--custom-rm-path)"),
+                       (23, "dynamic sampling filter `vime_ref_broken.filter_returns_none` "
+                            "(--dynamic-sampling-filter-path)"),
+                       (27, "generate function `vime_ref_broken.generate_pending` "
+                            "(--custom-generate-function-path)")):
+        assert f"\n  in {broken}:{line}: {hook} step 0 (vime-lint check dry run)\n" in out, hook
+    # every finding's context that names a hook names its file (none left with the path alone)
+    contexts = [ln for ln in out.splitlines() if ln.startswith("  in ")]
+    assert contexts and all(ln.startswith(f"  in {broken}:") for ln in contexts), contexts
+    # the reward probes say it the same way
+    assert f"VIM303 error: {broken}:18: vime_ref_broken.reward_none (--custom-rm-path)" in out
+
+
+def test_a_signature_finding_names_the_file_and_line_of_the_def(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "--rollout-function-path",
+                        "vime_ref_broken.rollout_with_bad_signature")
+    assert code == 1
+    where = (f"  in {FIXTURES / 'vime_ref_broken.py'}:35: rollout "
+             "`vime_ref_broken.rollout_with_bad_signature` (--rollout-function-path)\n")
+    assert out.count(where) == 2, out   # the error and the deprecated-name warning
+    assert "VIM100 error: vime_ref_broken.rollout_with_bad_signature does not accept" in out
+
+
+def test_defined_at_is_the_def_line_behind_decorators_partials_and_instances() -> None:
+    import functools
+
+    from vime_lint.check.calls import defined_at
+
+    def deco(fn):  # type: ignore[no-untyped-def]
+        @functools.wraps(fn)
+        def inner(*a, **k):  # type: ignore[no-untyped-def]
+            return fn(*a, **k)
+        return inner
+
+    @deco
+    def hook(args, sample):  # type: ignore[no-untyped-def]
+        return sample
+
+    class Hook:
+        def __call__(self, args, sample):  # type: ignore[no-untyped-def]
+            return sample
+
+    here = __file__
+    line = hook.__wrapped__.__code__.co_firstlineno  # type: ignore[attr-defined]
+    assert defined_at(hook) == f"{here}:{line + 1}"   # the `def`, not the `@deco` above it
+    assert defined_at(functools.partial(hook, None)) == f"{here}:{line + 1}"
+    call = Hook.__call__.__code__.co_firstlineno
+    assert defined_at(Hook()) == f"{here}:{call}"
+    assert defined_at(len) is None
+
+
 def test_prompt_data_jsonl(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = tmp_path / "prompts.jsonl"
     data.write_text("\n".join(json.dumps({"question": f"q{i}", "answer": str(i)})

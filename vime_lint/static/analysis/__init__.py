@@ -41,6 +41,7 @@ from vime_lint.static.analysis._fields import (
     REQUIRED_FIELDS,
     FieldsSet,
     fields_set,
+    sample_names,
 )
 from vime_lint.static.analysis._functions import (
     AttrStore,
@@ -52,6 +53,7 @@ from vime_lint.static.analysis._functions import (
     block_facts,
     evaluation_test,
     function_facts,
+    on_side,
 )
 from vime_lint.static.analysis._groups import (
     GROUPS_TYPE,
@@ -73,7 +75,7 @@ from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstre
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
-    "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream",
+    "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
     "spelled",
 ]
 
@@ -242,16 +244,20 @@ class Semantic:
         return None
 
     def closure(self, fn: cst.FunctionDef, owner: cst.ClassDef | None = None,
-                limit: int = _MAX_CLOSURE) -> list[cst.FunctionDef]:
+                limit: int = _MAX_CLOSURE, *, side: Side = None) -> list[cst.FunctionDef]:
         """``fn`` and the module's own functions it calls, transitively: nested ``def``s,
         module-level functions, ``self.method`` of ``owner`` (discovery order, at most
-        ``limit``)."""
+        ``limit``). With ``side`` (``"train"``/``"eval"``), only the calls of ``fn`` on that
+        ``evaluation`` path count: a helper called only under ``if evaluation:`` is not in
+        the train closure."""
         out: list[cst.FunctionDef] = [fn]
         seen = {id(fn)}
         i = 0
         while i < len(out) and len(out) < limit:
             cur = out[i]
             for site in self.facts(cur).calls:
+                if i == 0 and not on_side(site.side, side):
+                    continue
                 target = self.callee(site.node, cur, owner)
                 if target is not None and id(target) not in seen:
                     seen.add(id(target))

@@ -15,7 +15,8 @@ a name holding samples may set anything: the answer is then "unknown" and nothin
 
 Usage::
 
-    found = fields_set(semantic, semantic.closure(fn), owner)
+    found = fields_set(semantic, semantic.closure(fn, owner, side="train"), owner,
+                       side="train")
     found.fields, found.opaque, found.sources
 """
 
@@ -29,12 +30,13 @@ import libcst as cst
 
 from vime.contract.hooks import FIELD_SETTERS
 from vime.contract.sample import GENERATED_FIELDS, REQUIRED_TRAIN_FIELDS
+from vime_lint.static.analysis._functions import Side, on_side
 from vime_lint.static.analysis._names import spelled
 
 if TYPE_CHECKING:
     from vime_lint.static.analysis import Semantic
 
-__all__ = ["GENERATED_FIELDS", "REQUIRED_FIELDS", "FieldsSet", "fields_set"]
+__all__ = ["GENERATED_FIELDS", "REQUIRED_FIELDS", "FieldsSet", "fields_set", "sample_names"]
 
 #: Fields every sample of a train output needs, and those a generate step sets (the contract's).
 REQUIRED_FIELDS = REQUIRED_TRAIN_FIELDS
@@ -81,21 +83,26 @@ def _sampleish_name(name: str) -> bool:
 
 
 def fields_set(semantic: Semantic, closure: Sequence[cst.FunctionDef],
-               owner: cst.ClassDef | None, samples: frozenset[str] = frozenset()) -> FieldsSet:
+               owner: cst.ClassDef | None, samples: frozenset[str] = frozenset(),
+               side: Side = None) -> FieldsSet:
     """The required fields ``closure`` sets (see the module docstring).
 
     ``semantic`` is the file's :class:`~vime_lint.static.analysis.Semantic`; ``samples`` names
     parameters of ``closure[0]`` that hold a sample whatever they are called (a generate
-    function's second parameter).
+    function's second parameter). With ``side`` (``"train"``/``"eval"``), what ``closure[0]``
+    does only on the other ``evaluation`` path does not count (pair it with
+    ``semantic.closure(fn, owner, side=side)``).
     """
     out = FieldsSet()
     for i, fn in enumerate(closure):
         facts = semantic.facts(fn)
-        held = _sample_names(semantic, fn) | (samples if i == 0 else frozenset())
+        held = sample_names(semantic, fn) | (samples if i == 0 else frozenset())
         for store in facts.attr_stores:
-            if store.attr in _ALL:
+            if store.attr in _ALL and (i > 0 or on_side(store.side, side)):
                 out.fields.add(store.attr)
         for site in facts.calls:
+            if i == 0 and not on_side(site.side, side):
+                continue
             call = site.node
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in _GROW_IN_PLACE \
@@ -162,7 +169,7 @@ def _gets_samples(call: cst.Call, held: set[str]) -> bool:
         and func.value.value in held and func.attr.value not in _INERT_METHODS
 
 
-def _sample_names(semantic: Semantic, fn: cst.FunctionDef) -> set[str]:
+def sample_names(semantic: Semantic, fn: cst.FunctionDef) -> set[str]:
     """Local names that hold samples or groups: assigned from ``get_samples``/``Sample(...)``
     or copies and items of such names, and loop variables over them (two passes)."""
     facts = semantic.facts(fn)

@@ -3,11 +3,11 @@
 What one walk records: every ``return`` with the ``evaluation`` side it is on, ``yield``,
 whether control can fall off the end, the values assigned to each local name (parameters count
 as unknown values), ``x[k] = v`` stores, ``x.append(v)`` collections, the names read, every
-call with the chain of nodes around it (to tell ``await f()`` from ``f()`` thrown away),
-attribute stores, ``setattr`` calls and the nested ``def`` statements; also every attribute read
-and constant-key subscript with the nodes around it, string literals, binding statements,
-``await`` expressions, dict entries, ``for``/``while`` statements (with their loop depth) and
-lambdas.
+call with the chain of nodes around it (to tell ``await f()`` from ``f()`` thrown away) and
+its ``evaluation`` side, attribute stores and ``setattr`` calls (with their side) and the
+nested ``def`` statements; also every attribute read and constant-key subscript with the nodes
+around it, string literals, binding statements, ``await`` expressions, dict entries,
+``for``/``while`` statements (with their loop depth) and lambdas.
 
 Usage::
 
@@ -28,7 +28,7 @@ import libcst as cst
 from vime_lint.static._cst import body_statements, may_fall_through
 
 __all__ = ["AttrStore", "CallSite", "FunctionFacts", "ReturnPath", "Side", "SameScope",
-           "block_facts", "evaluation_test", "function_facts"]
+           "block_facts", "evaluation_test", "function_facts", "on_side"]
 
 #: The ``evaluation`` branch a return is on: ``"eval"``, ``"train"``, or None (both/unknown).
 Side = Literal["eval", "train"] | None
@@ -66,6 +66,8 @@ class CallSite:
 
     node: cst.Call
     parents: tuple[cst.CSTNode, ...]
+    #: The ``evaluation`` branch the call is on (see :class:`ReturnPath`).
+    side: Side = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,9 @@ class AttrStore:
     obj: cst.BaseExpression
     attr: str
     value: cst.BaseExpression | None
+    #: The ``evaluation`` branch the store is on: a field set only under ``if evaluation:``
+    #: is not set on the train path.
+    side: Side = None
 
 
 @dataclass(slots=True)
@@ -171,10 +176,25 @@ _IS_RECORDED: dict[type, bool] = {}
 
 
 class _Walk(cst.CSTVisitor):
-    def __init__(self, facts: FunctionFacts) -> None:
+    def __init__(self, facts: FunctionFacts, sides: dict[int, Side] | None = None) -> None:
         super().__init__()
         self.f = facts
         self.stack: list[cst.CSTNode] = []
+        #: ``id(statement)`` -> its ``evaluation`` side (empty: no ``if evaluation:``).
+        self.sides: dict[int, Side] = sides or {}
+
+    def _side(self, node: cst.CSTNode | None = None) -> Side:
+        """The ``evaluation`` side of the innermost statement around ``node`` (or the
+        walk's current position)."""
+        sides = self.sides
+        if not sides:
+            return None
+        if node is not None and id(node) in sides:
+            return sides[id(node)]
+        for n in reversed(self.stack):
+            if id(n) in sides:
+                return sides[id(n)]
+        return None
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -217,7 +237,7 @@ class _Walk(cst.CSTVisitor):
             f.dict_elements.append(node)
         elif isinstance(node, cst.Call):
             f.order[id(node)] = len(f.order)
-            f.calls.append(CallSite(node, tuple(reversed(self.stack))))
+            f.calls.append(CallSite(node, tuple(reversed(self.stack)), self._side()))
             func = node.func
             if isinstance(func, cst.Attribute) and func.attr.value in _COLLECT \
                     and isinstance(func.value, cst.Name) and node.args:
@@ -227,14 +247,15 @@ class _Walk(cst.CSTVisitor):
                 attr = node.args[1].value
                 if isinstance(attr, cst.SimpleString) and isinstance(attr.evaluated_value, str):
                     f.attr_stores.append(AttrStore(node, node.args[0].value,
-                                                   attr.evaluated_value, node.args[2].value))
+                                                   attr.evaluated_value, node.args[2].value,
+                                                   self._side()))
         elif isinstance(node, cst.Return):
-            f.returns.append(ReturnPath(node, node.value, None))
+            f.returns.append(ReturnPath(node, node.value, self._side(node)))
         elif isinstance(node, (cst.Yield)):
             f.yields = True
         elif isinstance(node, cst.Assign):
             for t in node.targets:
-                self._bind(t.target, node.value)
+                self._bind(t.target, node.value, node)
                 f.bindings.append((t.target, node.value, node))
                 if isinstance(t.target, cst.Name):
                     f.assigns.append((t.target.value, node))
@@ -243,14 +264,14 @@ class _Walk(cst.CSTVisitor):
         elif isinstance(node, cst.Raise):
             f.raises = True
         elif isinstance(node, cst.AnnAssign):
-            self._bind(node.target, node.value)
+            self._bind(node.target, node.value, node)
             if node.value is not None:
                 f.bindings.append((node.target, node.value, node))
         elif isinstance(node, cst.AugAssign):
             f.bindings.append((node.target, node.value, node))
             if isinstance(node.target, cst.Attribute):
                 f.attr_stores.append(AttrStore(node, node.target.value, node.target.attr.value,
-                                               None))
+                                               None, self._side(node)))
             elif isinstance(node.target, cst.Name) \
                     and not isinstance(node.value, (cst.List, cst.ListComp)):
                 self._bind(node.target, None)
@@ -276,20 +297,22 @@ class _Walk(cst.CSTVisitor):
         if self.stack and self.stack[-1] is original_node:
             self.stack.pop()
 
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+              stmt: cst.CSTNode | None = None) -> None:
         f = self.f
         if isinstance(target, cst.Name):
             f.values.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
-                self._bind(el.value, None)
+                self._bind(el.value, None, stmt)
         elif isinstance(target, cst.StarredElement):
-            self._bind(target.value, None)
+            self._bind(target.value, None, stmt)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) \
                 and value is not None:
             f.subscript_values.setdefault(target.value.value, []).append(value)
         elif isinstance(target, cst.Attribute):
-            f.attr_stores.append(AttrStore(target, target.value, target.attr.value, value))
+            f.attr_stores.append(AttrStore(target, target.value, target.attr.value, value,
+                                           self._side(stmt)))
 
 
 def _constant_key(node: cst.Subscript) -> str | None:
@@ -322,20 +345,35 @@ def evaluation_test(test: cst.BaseExpression) -> Side:
     return None
 
 
+def on_side(where: Side, side: Side) -> bool:
+    """True when something on the ``where`` side runs on the ``side`` path: the same side, or
+    either unknown (both paths)."""
+    return where is None or side is None or where == side
+
+
 def _other(side: Side) -> Side:
     return None if side is None else ("train" if side == "eval" else "eval")
 
 
+def _falls(suite: cst.BaseSuite | cst.If | cst.Else | None) -> bool:
+    """True when control can leave ``suite`` (an ``else``/``elif`` one; none at all) at its end."""
+    if suite is None or isinstance(suite, cst.If):
+        return True
+    return may_fall_through(suite.body if isinstance(suite, cst.Else) else suite)
+
+
 def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
-           side: Side) -> Iterator[tuple[cst.Return, Side]]:
-    """Each ``return`` under ``stmts`` with its ``evaluation`` side (an early ``if evaluation:
-    return ...`` puts the rest of the block on the other side)."""
+           side: Side) -> Iterator[tuple[cst.CSTNode, Side]]:
+    """Each statement under ``stmts`` (compound ones, lines and the small statements on them)
+    with its ``evaluation`` side: the body of ``if evaluation:`` is on ``"eval"``, its
+    ``else`` on ``"train"``; a branch that cannot fall through (``if evaluation: return
+    ...``) puts the rest of the block on the other side."""
     rest = side
     for stmt in stmts:
+        yield stmt, rest
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if isinstance(small, cst.Return):
-                    yield small, rest
+                yield small, rest
         elif isinstance(stmt, cst.If):
             branch = evaluation_test(stmt.test)
             here = rest if branch is None else branch
@@ -345,8 +383,10 @@ def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
                 yield from _sided(body_statements(stmt.orelse.body), there)
             elif isinstance(stmt.orelse, cst.If):
                 yield from _sided([stmt.orelse], there)
-            elif branch is not None and not may_fall_through(stmt.body):
-                rest = there
+            if branch is not None:
+                body_falls, else_falls = _falls(stmt.body), _falls(stmt.orelse)
+                if body_falls != else_falls:
+                    rest = here if body_falls else there
         elif isinstance(stmt, (cst.For, cst.While, cst.With)):
             yield from _sided(body_statements(stmt.body), rest)
             if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
@@ -359,6 +399,9 @@ def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
                 yield from _sided(body_statements(stmt.orelse.body), rest)
             if stmt.finalbody is not None:
                 yield from _sided(body_statements(stmt.finalbody.body), rest)
+        elif isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                yield from _sided(body_statements(case.body), rest)
 
 
 def block_facts(node: cst.CSTNode) -> FunctionFacts:
@@ -372,7 +415,12 @@ def block_facts(node: cst.CSTNode) -> FunctionFacts:
 def function_facts(fn: FunctionNode) -> FunctionFacts:
     """Walk ``fn``'s own body once (use :meth:`Semantic.facts`, which caches it per file)."""
     facts = FunctionFacts(fn)
-    walker = _Walk(facts)
+    sides: dict[int, Side] = {}
+    if isinstance(fn, cst.FunctionDef):
+        sides = {id(n): s for n, s in _sided(body_statements(fn.body), None)}
+        if not any(sides.values()):
+            sides = {}  # no ``if evaluation:`` branch: every statement is on both sides
+    walker = _Walk(facts, sides)
     fn.body.visit(walker)
     params = fn.params
     for p in (*params.posonly_params, *params.params, *params.kwonly_params):
@@ -382,7 +430,4 @@ def function_facts(fn: FunctionNode) -> FunctionFacts:
             facts.values.setdefault(star.name.value, []).append(None)
     if isinstance(fn, cst.FunctionDef):
         facts.falls_through = may_fall_through(fn.body)
-        sides = {id(r): s for r, s in _sided(body_statements(fn.body), None)}
-        facts.returns = [ReturnPath(r.node, r.value, sides.get(id(r.node)))
-                         for r in facts.returns]
     return facts

@@ -57,7 +57,9 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM021": "error: the coroutine never runs, or its object is used as the value",
     "VIM022": "warning: the mask is wrong only when the prompt is included",
     "VIM023": "error: a reward of another kind fails conversion",
-    "VIM024": "error: a tensor reward fails conversion or is trained on wrongly",
+    "VIM024": "error: a tensor or string reward fails conversion (or the always-on reward "
+              "check) or is trained on wrongly; warning: a reward stored only on the eval "
+              "path, whose samples are not converted to training data",
     "VIM025": "error: samples sharing one object that something writes into (vime does for "
               "tokens, loss_mask, rollout_log_probs and metadata) overwrite each other's data; "
               "warning: a shared object nothing writes, read by every sample alike",

@@ -27,11 +27,19 @@ _HEAD = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
 _SIG = "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
 _GEN = "async def generate(args, sample, sampling_params):\n"
 _GENERATE = "custom_generate_function_path"
+_EVAL = ("from vime.rollout.base_types import RolloutFnEvalOutput\n"
+         "def _eval_out(groups):\n"
+         "    return RolloutFnEvalOutput(data={'toy': {'rewards': [], 'truncated': [], "
+         "'samples': groups}})\n")
+#: The start of a rollout that fills every sample's tokens, length and status (not the reward).
+_FILLED = (_SIG + "    groups = data_source.get_samples(2)\n"
+           "    for g in groups:\n        for s in g:\n"
+           "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
+           "meta_info={'finish_reason': 'stop'})\n")
 
 
 class RequiredFieldsNeverSet(FunctionTracker):
-    """Samples a rollout function returns get ``tokens``, ``response_length``, ``reward`` and
-    ``status`` somewhere.
+    """A rollout's samples get ``tokens``, ``response_length``, ``reward`` and ``status``.
 
     ## What it does
     Follows the samples of a rollout function (built with ``Sample(...)``, or taken from
@@ -43,6 +51,9 @@ class RequiredFieldsNeverSet(FunctionTracker):
     Code that hands the samples to a function the module does not show (an imported
     environment, another object's method) may set them there and is not reported, nor are
     samples returned untouched from a data source (a replay buffer may hold complete ones).
+    Only the train path counts: a field set only under ``if evaluation:`` (or before an
+    early ``if evaluation: return ...``), directly or by a helper called there, is not set
+    for the ``RolloutFnTrainOutput``.
 
     For a ``--custom-generate-function-path`` function, reports a return when the sample
     (its second parameter, whatever its name, or the samples it builds) never gets
@@ -150,6 +161,27 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "async def generate(args, sample, sampling_params):\n"
               "    sample = await _generate(args, sample, sampling_params)\n"
               "    sample.metadata['kept'] = True\n    return sample\n"),
+        # The reward set on both sides of `if evaluation:`.
+        Valid(_HEAD + _FILLED + "            if evaluation:\n                s.reward = 1.0\n"
+              "            else:\n                s.reward = float(s.response == s.label)\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # ... only under `evaluation == False` (the train path).
+        Valid(_HEAD + _FILLED + "            if evaluation == False:\n"
+              "                s.reward = 1.0\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # ... after an early `if evaluation: return ...` (the rest is the train path).
+        Valid(_HEAD + _EVAL + _SIG + "    groups = data_source.get_samples(2)\n"
+              "    if evaluation:\n        return _eval_out(groups)\n"
+              "    for g in groups:\n        for s in g:\n"
+              "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
+              "meta_info={'finish_reason': 'stop'})\n"
+              "            s.reward = 1.0\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # ... by a helper called in the `else` of a one-line `if evaluation:`.
+        Valid(_HEAD + "def _score(s):\n    s.reward = 1.0\n" + _FILLED
+              + "            if evaluation: s.metadata['eval'] = True\n"
+              "            else: _score(s)\n"
+              "    return RolloutFnTrainOutput(samples=groups)\n"),
         Valid("from miles.utils.types import Sample\ndef _to_sample(res):\n"
               "    return Sample(prompt=res.prompt, tokens=res.tokens, response_length=res.n,"
               " status=res.status)\n"
@@ -171,6 +203,23 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "            s.status = Sample.Status.COMPLETED\n"
                 "    return finalize_rollout_groups(args, rollout_id, groups)\n",
                 line=10, col=11),
+        # The reward set only under `if evaluation:`: the train path never sets it.
+        Invalid(_HEAD + _FILLED + "            if evaluation:\n                s.reward = 1.0\n"
+                "    return RolloutFnTrainOutput(samples=groups)\n", line=10, col=11),
+        # ... before an early eval return: the train path after it has no reward.
+        Invalid(_HEAD + _EVAL + _FILLED + "    if evaluation:\n"
+                "        for g in groups:\n            for s in g:\n"
+                "                s.reward = 1.0\n        return _eval_out(groups)\n"
+                "    return RolloutFnTrainOutput(samples=groups)\n", line=16, col=11),
+        # ... by a helper called only on a one-line `if evaluation is True:`.
+        Invalid(_HEAD + "def _score(s):\n    s.reward = 1.0\n" + _FILLED
+                + "            if evaluation is True: _score(s)\n"
+                "    return RolloutFnTrainOutput(samples=groups)\n", line=11, col=11),
+        # ... in the `else` of `if not evaluation:` (setattr counts as a store).
+        Invalid(_HEAD + _FILLED + "            if not evaluation:\n"
+                "                s.metadata['train'] = True\n"
+                "            else:\n                setattr(s, 'reward', 1.0)\n"
+                "    return RolloutFnTrainOutput(samples=groups)\n", line=12, col=11),
         # Built with Sample(...) keywords and a helper, but no tokens or response_length.
         Invalid(_HEAD + "def _score(s):\n    s.reward = 1.0\n    s.status = Sample.Status.COMPLETED\n"
                 + _SIG + "    out = []\n    for row in ['a', 'b']:\n"
@@ -212,7 +261,9 @@ class RequiredFieldsNeverSet(FunctionTracker):
                    and any(k == TRAIN_OUT for k, _ in classify(node, r.value, sem, self.owner))]
         if not returns:
             return
-        found = fields_set(sem, sem.closure(node, self.owner), self.owner)
+        # What only the `if evaluation:` branch sets never reaches the train output.
+        found = fields_set(sem, sem.closure(node, self.owner, side="train"), self.owner,
+                           side="train")
         missing = [f for f in REQUIRED_FIELDS if f not in found.fields]
         if not found.sources or found.opaque or not missing or not (
                 found.constructed or found.fields):
@@ -220,13 +271,21 @@ class RequiredFieldsNeverSet(FunctionTracker):
         names = ", ".join(f"`{f}`" for f in missing)
         value = returns[0].value
         assert value is not None
+        eval_only = [f for f in missing if f in fields_set(
+            sem, sem.closure(node, self.owner, side="eval"), self.owner, side="eval").fields]
+        only = ", ".join(f"`{f}`" for f in eval_only)
         self.report(value, self.INVARIANT.render(
             name=binding.function,
-            problem=f"samples reach {TRAIN_OUT} here without {names} ever being set: no "
+            problem=f"samples reach {TRAIN_OUT} here without {names} ever being set"
+            + (" on the train path (evaluation=False)" if eval_only else "") + ": no "
             "attribute store, no `Sample(...)` keyword and no call that sets "
             f"{'them' if len(missing) > 1 else 'it'} (vime's generate / generate_and_rm, "
-            "rm_hub, append_response_tokens, a helper of this module given the sample)",
-            hook="rollout function"))
+            "rm_hub, append_response_tokens, a helper of this module given the sample)"
+            + (f"; {only} {'is' if len(eval_only) == 1 else 'are'} set only under "
+               "`if evaluation:`, which never reaches the train output" if eval_only else ""),
+            hook="rollout function"),
+            fix_hint=("set the field on the train path too (outside `if evaluation:`, or in "
+                      "its else branch)" if eval_only else None))
 
     def _generate(self, node: cst.FunctionDef, binding: HookBinding) -> None:
         """A custom generate function returns its sample with the generated fields set."""
