@@ -124,7 +124,7 @@ class _Stock(cst.CSTVisitor):
 
 def _sources() -> list[tuple[str, str]]:
     files = sorted([*(ROOT / "examples").rglob("*.py"), *(ROOT / "vime_lint" / "static").rglob("*.py"),
-                    *(ROOT / "tests" / "unit" / "lint" / "corpus").glob("*.py")])
+                    *(ROOT / "tests" / "unit" / "static" / "corpus").glob("*.py")])
     out = [("syntax", SYNTAX)]
     for f in files:
         text = f.read_text()

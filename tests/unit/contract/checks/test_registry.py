@@ -13,7 +13,7 @@ from vime.contract.invariants import INVARIANTS
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 RUNTIME_IDS = [i for i, inv in INVARIANTS.items() if inv.scope == "runtime"]
 
 

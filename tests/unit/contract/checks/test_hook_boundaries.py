@@ -31,7 +31,7 @@ from vime_lint.runtime import (
 pytestmark = pytest.mark.unit
 
 GEN = "my_pkg.gen.generate"
-RUNTIME_HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "runtime_hooks"
+RUNTIME_HOOKS = Path(__file__).resolve().parents[3] / "fixtures" / "runtime_hooks"
 
 
 def _raises(fn, *args, **kwargs) -> str:
@@ -328,6 +328,6 @@ def test_vim140_rule_text_names_the_next_turn_fix() -> None:
 
     assert ("before the next turn of a multi-turn generate, set sample.status = "
             "Sample.Status.PENDING") in INVARIANTS["VIM140"].fix
-    doc = (Path(__file__).resolve().parents[3] / "docs" / "en" / "get_started" /
+    doc = (Path(__file__).resolve().parents[4] / "docs" / "en" / "get_started" /
            "customization.md").read_text()
     assert "before the next turn set `sample.status =\n  Sample.Status.PENDING`" in doc

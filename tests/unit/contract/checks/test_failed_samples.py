@@ -98,7 +98,7 @@ def test_vime_lint_check_summarises_failures_per_hook(capsys, monkeypatch):
 
     from vime_lint.runtime.harness import main
 
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "runtime_hooks"
+    fixtures = Path(__file__).resolve().parents[3] / "fixtures" / "runtime_hooks"
     monkeypatch.syspath_prepend(str(fixtures))
     argv = ["--rollout-function-path", "vime_ref_good.generate_rollout",
             "--custom-rm-path", "vime_ref_failing.reward_fails_on_even",
