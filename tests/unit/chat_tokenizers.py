@@ -1,4 +1,5 @@
-"""Local tokenizers for the data tests: a byte-level BPE trained here, two chat templates.
+"""Local tokenizers for the unit tests (the fixtures of tests/unit/conftest.py, utils/,
+rollout/): a byte-level BPE trained here, two chat templates.
 
 Nothing is downloaded: the BPE is trained on a few sentences, wrapped in
 ``PreTrainedTokenizerFast`` and given a ChatML (Qwen-style) or a Llama-3-style template written

@@ -1,4 +1,4 @@
-"""A corpus of realistic rollout modules (tests/unit/lint/corpus/): each lints clean, and each
+"""A corpus of realistic rollout modules (tests/unit/static/corpus/): each lints clean, and each
 copy with one planted mistake is flagged with the right code on the right line."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """B7, the trainer hook results (VIM190-VIM193): each check with passing and failing values.
 
-The same checks run inside real training steps in tests/unit/train/test_trainer_hooks.py."""
+The same checks run inside real training steps in tests/unit/backends/test_trainer_hooks.py."""
 
 from __future__ import annotations
 
