@@ -1,266 +1,36 @@
-"""What a reward function returns: VIM011, VIM023, VIM024, VIM030.
-
-:class:`RewardReturnsNone` reports a ``--custom-rm-path`` function that can return None;
-:class:`RewardReturnKind` one that returns a number on one path and a dict on another;
-:class:`RewardReturnsTensor` one that returns a torch/numpy/jax value or a string, and a
-rollout or custom generate function that stores one in ``sample.reward``;
-:class:`SwallowedRewardFailure` one that turns a broad exception into a constant score. The
-last three read the hook's return values through
-:func:`~vime_lint.static.rules._reward_values.reward_leaves` (local names, helpers, the list of
-a batch reward function).
-
-See ``docs/contract.md`` §5 and §6a.
-"""
+"""VIM024: a reward is a Python number, not a tensor, an array or a string: what a
+``--custom-rm-path`` function returns (through
+:func:`~vime_lint.static.rules._reward_values.reward_leaves`), and what a rollout or custom
+generate function stores in ``sample.reward``."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import code_of, may_fall_through
 from vime_lint.static._model import HookBinding, Invalid, Valid
-from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static._rule import FileContext
 from vime_lint.static.analysis import sample_names
+from vime_lint.static.rules._reward_rule import (
+    EVAL_FN,
+    GENERATE,
+    STR_CALLS,
+    RewardRule,
+    short,
+    via,
+)
 from vime_lint.static.rules._reward_values import (
-    Leaf,
-    module_constants,
-    reward_functions,
     reward_leaves,
 )
 from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
-__all__ = ["RewardReturnKind", "RewardReturnsNone", "RewardReturnsTensor",
-           "SwallowedRewardFailure"]
+__all__ = ["RewardReturnsTensor"]
 
-_RM = "custom_rm_path"
-_GENERATE = "custom_generate_function_path"
-_EVAL_FN = "eval_function_path"
 _HEAD = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
          "from vime.utils.types import Sample\n")
 _SIG = "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
 _GEN = "async def generate(args, sample, sampling_params):\n"
 
-
-class RewardReturnsNone(FunctionTracker):
-    """A reward function returns a value on every path.
-
-    ## What it does
-    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, and a body that can
-    end without ``return``.
-
-    ## Why is this bad?
-    The reward lands in ``Sample.reward``; None cannot be normalised, and the step fails at
-    conversion, far from the reward function (failure kind: "reward fn returns None").
-
-    ## Example
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        if sample.response.strip() == sample.label:
-            return 1.0
-    ```
-
-    ## Use instead
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        return 1.0 if sample.response.strip() == sample.label else 0.0
-    ```
-
-    ## Fix safety
-    No fix: only the author knows the missing reward.
-    """
-
-    INVARIANT = INVARIANTS["VIM011"]
-    NEEDS_HOOKS = True
-    VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return 1.0 if sample.label else 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if sample.label:\n        return 1.0\n    else:\n        return 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    raise NotImplementedError\n"),
-    ]
-    INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if sample.label:\n        return 1.0\n", line=1, col=10),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if not sample.label:\n        return\n    return 1.0\n", line=3, col=8),
-        Invalid("async def score(args, sample, **kwargs):\n    return None\n", line=2, col=4,
-                options={"hooks": {"score": "custom_rm_path"}}),
-    ]
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        if binding is None or binding.spec.dest != "custom_rm_path":
-            return
-        facts = self.context.semantic.facts(node)
-        if facts.yields:
-            return
-        name = binding.function
-        for ret in facts.returns:
-            if ret.value is None or (isinstance(ret.value, cst.Name) and ret.value.value == "None"):
-                self.report(ret.node, self.INVARIANT.render(name=name, problem="`return None`"))
-        if may_fall_through(node.body):
-            self.report(node.name, self.INVARIANT.render(
-                name=name, problem="the body can end without `return`"))
-
-
-def _short(node: cst.CSTNode, limit: int = 40) -> str:
-    text = " ".join(code_of(node).split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _via(leaf: Leaf) -> str:
-    return f" (through `{'` -> `'.join(leaf.via)}`)" if leaf.via else ""
-
-
-class _RewardRule(FunctionTracker):
-    """A rule that looks at module-level ``--custom-rm-path`` functions (``self.reward``)."""
-
-    NEEDS_HOOKS = True
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        if binding is not None and binding.spec.dest == _RM:
-            self.reward(node, binding)
-
-    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        """Check reward function ``fn``."""
-        raise NotImplementedError
-
-
-#: Calls whose result is a number (a real, bool, or a numpy/torch number: VIM121 counts them all
-#: as numbers).
-_NUMBER_CALLS = frozenset({
-    "builtins.float", "builtins.int", "builtins.bool", "builtins.round", "builtins.len",
-    "builtins.abs", "builtins.sum", "builtins.min", "builtins.max",
-})
-_NUMBER_ROOTS = ("math.", "statistics.", "numpy.", "torch.", "jax.")
-_NUMBER_METHODS = frozenset({"item", "get_reward_value"})
-_DICT_CALLS = frozenset({"builtins.dict", "collections.OrderedDict", "collections.defaultdict",
-                         "collections.Counter"})
-_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo,
-               cst.Power)
-
-
-class RewardReturnKind(_RewardRule):
-    """Every return path of a reward function returns the same kind: number or dict.
-
-    ## What it does
-    Follows every value a ``--custom-rm-path`` function can return (through local names,
-    conditional expressions, module constants and module-level helpers such as
-    ``return compute_score(...)``; the elements of the returned list for a ``--group-rm``
-    batch function) and reports the first value of a second kind when one path returns a
-    number (a literal, ``float(...)``, arithmetic, a comparison, ``math``/``numpy``/``torch``
-    results) and another a dict (``{...}``, ``dict(...)``). Values it cannot see (parameters,
-    calls into other modules) count as neither. Runtime twin: VIM121.
-
-    ## Why is this bad?
-    A batch then mixes floats and dicts: with ``--reward-key`` the float is not subscriptable,
-    without it the dict cannot be normalised, and the per-key reward columns misalign
-    (verl-project/verl#1031, GAIR-NLP/ToRL#19; failure kind: "mixed float and dict
-    rewards").
-
-    ## Example
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        if "\\\\boxed" not in sample.response:
-            return 0.0
-        return {"score": 1.0, "format": 1.0}
-    ```
-
-    ## Use instead
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        if "\\\\boxed" not in sample.response:
-            return {"score": 0.0, "format": 0.0}
-        return {"score": 1.0, "format": 1.0}
-    ```
-
-    ## Fix safety
-    No fix: which kind to keep is the author's choice (and --reward-key follows it).
-    """
-
-    INVARIANT = INVARIANTS["VIM023"]
-    VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if not sample.response:\n        return 0\n"
-              "    return float(sample.response == sample.label)\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if not sample.response:\n        return {'score': 0.0, 'acc': 0.0}\n"
-              "    return dict(score=1.0, acc=1.0)\n"),
-        Valid("import json\nasync def reward_func(args, sample, **kwargs):\n"
-              "    body = json.loads(sample.response)\n"
-              "    return body if isinstance(body, dict) else float(body)\n"),
-        Valid("async def batched_reward_func(args, samples, **kwargs):\n"
-              "    return [float(s.label == s.response) for s in samples]\n"),
-        Valid("def score(response):\n    return {'score': float(bool(response))}\n"
-              "def helper():\n    return 1.0\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return score(sample.response)\n"),
-    ]
-    INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if '\\\\boxed' not in sample.response:\n        return 0.0\n"
-                "    return {'score': 1.0, 'format': 1.0}\n", line=4, col=11),
-        Invalid("def compute_score(response, label):\n    if response is None:\n"
-                "        return -1.0\n    result = {'score': float(response == label)}\n"
-                "    return result\n"
-                "async def custom_rm(args, sample, **kwargs):\n"
-                "    return compute_score(sample.response, sample.label)\n", line=4, col=13),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    return {'score': 1.0} if sample.label else 0.0\n", line=2, col=47),
-        Invalid("import numpy as np\nFAILED = {'score': 0.0}\n"
-                "async def score(args, sample, **kwargs):\n    if not sample.response:\n"
-                "        return FAILED\n    return np.mean([1.0, 0.5])\n", line=6, col=11,
-                options={"hooks": {"score": _RM}}),
-        Invalid("async def group_reward_func(args, samples, **kwargs):\n    rewards = []\n"
-                "    for s in samples:\n        if s.response:\n"
-                "            rewards.append({'score': 1.0})\n        else:\n"
-                "            rewards.append(0.0)\n    return rewards\n", line=7, col=27),
-    ]
-
-    def _kind(self, e: cst.BaseExpression) -> str | None:
-        if isinstance(e, (cst.Integer, cst.Float, cst.Comparison)):
-            return "number"
-        if isinstance(e, cst.Name):
-            return "number" if e.value in ("True", "False") else None
-        if isinstance(e, cst.UnaryOperation):
-            return "number" if isinstance(e.operator, cst.Not) else self._kind(e.expression)
-        if isinstance(e, (cst.Dict, cst.DictComp)):
-            return "dict"
-        if isinstance(e, cst.BinaryOperation):
-            if isinstance(e.operator, _ARITHMETIC):
-                return "number"
-            kinds = {self._kind(e.left), self._kind(e.right)}
-            return "dict" if "dict" in kinds else ("number" if "number" in kinds else None)
-        if isinstance(e, cst.Call):
-            if isinstance(e.func, cst.Attribute) and e.func.attr.value in _NUMBER_METHODS:
-                return "number"
-            names = self.qualified(e.func)
-            if names & _DICT_CALLS:
-                return "dict"
-            if names & _NUMBER_CALLS or any(n.startswith(_NUMBER_ROOTS) for n in names):
-                return "number"
-        return None
-
-    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        first: dict[str, Leaf] = {}
-        for leaf in reward_leaves(fn, binding, self.context, self.qualified):
-            kind = self._kind(leaf.value)
-            if kind is not None and kind not in first:
-                first[kind] = leaf
-                if len(first) == 2:
-                    (k1, a), (k2, b) = first.items()
-                    self.report(b.value, self.INVARIANT.render(
-                        name=binding.function,
-                        first=f"a {k1} (`{_short(a.value)}`{_via(a)})",
-                        second=f"a {k2} (`{_short(b.value)}`{_via(b)})"))
-                    return
-
-
-#: torch callables whose result is not a tensor (by qualified-name prefix).
 _TORCH_PLAIN = ("torch.is_", "torch.get_", "torch.set_", "torch.cuda.", "torch.distributed.",
                 "torch.backends.", "torch.utils.", "torch.numel", "torch.equal",
                 "torch.allclose", "torch.no_grad", "torch.inference_mode", "torch.device",
@@ -289,7 +59,7 @@ _ARRAY = "a numpy array"
 _JAX = "a jax array"
 
 
-class RewardReturnsTensor(_RewardRule):
+class RewardReturnsTensor(RewardRule):
     """A reward is a Python number, not a tensor, an array or a string.
 
     ## What it does
@@ -453,12 +223,12 @@ class RewardReturnsTensor(_RewardRule):
                 "    for g in groups:\n        for s in g:\n"
                 "            setattr(s, 'reward', str(s.label))\n"
                 "    return groups\n", line=7, col=33, severity="warning",
-                options={"hooks": {"my_eval": _EVAL_FN}}),
+                options={"hooks": {"my_eval": EVAL_FN}}),
         # A custom generate function storing a tensor, its sample parameter renamed.
         Invalid("import torch\nasync def my_generate(args, smp, sampling_params):\n"
                 "    logits = torch.zeros(2)\n"
                 "    smp.reward = torch.sigmoid(logits)[0]\n    return smp\n",
-                line=4, col=17, options={"hooks": {"my_generate": _GENERATE}}),
+                line=4, col=17, options={"hooks": {"my_generate": GENERATE}}),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -470,7 +240,7 @@ class RewardReturnsTensor(_RewardRule):
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
         if binding is not None and (binding.spec.dest in ROLLOUT_DESTS
-                                    or binding.spec.dest == _GENERATE):
+                                    or binding.spec.dest == GENERATE):
             self._stores(node, binding)
 
     def _name_kind(self, e: cst.Name, fn: cst.FunctionDef, depth: int) -> str | None:
@@ -542,7 +312,7 @@ class RewardReturnsTensor(_RewardRule):
             func = e.func
             if isinstance(func, cst.Attribute) and isinstance(func.value, _STRINGS):
                 return func.attr.value in ("format", "join")
-            return bool(self.qualified(func) & _STR_CALLS - {"builtins.type"})
+            return bool(self.qualified(func) & STR_CALLS - {"builtins.type"})
         if isinstance(e, cst.BinaryOperation) and isinstance(e.operator, cst.Modulo):
             return isinstance(e.left, _STRINGS)
         if isinstance(e, cst.Name):
@@ -569,12 +339,12 @@ class RewardReturnsTensor(_RewardRule):
                 if what is None and value is leaf.value and self._text(value, leaf.fn):
                     self.report(value, self.INVARIANT.render(
                         hook="reward function", name=binding.function, does="returns",
-                        what="a string" + _via(leaf), code=_short(value)),
+                        what="a string" + via(leaf), code=short(value)),
                         fix_hint=_TEXT_FIX.format(verb="return"))
                 elif what is not None:
                     self.report(value, self.INVARIANT.render(
                         hook="reward function", name=binding.function, does="returns",
-                        what=what + _via(leaf), code=_short(value)))
+                        what=what + via(leaf), code=short(value)))
 
     def _stores(self, node: cst.FunctionDef, binding: HookBinding) -> None:
         """Rewards a rollout or custom generate function (and its helpers) stores on samples."""
@@ -583,15 +353,15 @@ class RewardReturnsTensor(_RewardRule):
         closure = sem.closure(node, self.owner)
         train = {id(f) for f in sem.closure(node, self.owner, side="train")}
         own: frozenset[str] = frozenset()
-        if dest == _GENERATE:
+        if dest == GENERATE:
             positional = [p.name.value for p in (*node.params.posonly_params,
                                                  *node.params.params)]
             if self.owner is not None and positional and positional[0] in ("self", "cls"):
                 positional = positional[1:]
             at = binding.spec.params.index("sample")
             own = frozenset(positional[at:at + 1])
-        hook = "custom generate function" if dest == _GENERATE else (
-            "eval function" if dest == _EVAL_FN else "rollout function")
+        hook = "custom generate function" if dest == GENERATE else (
+            "eval function" if dest == EVAL_FN else "rollout function")
         for i, fn in enumerate(closure):
             facts = sem.facts(fn)
             held = sample_names(sem, fn) | (own if i == 0 else frozenset())
@@ -602,7 +372,7 @@ class RewardReturnsTensor(_RewardRule):
                     obj = obj.value
                 if store.attr == "reward" and store.value is not None \
                         and isinstance(obj, cst.Name) and obj.value in held:
-                    stores.append((store.value, f"`{_short(store.obj, 20)}.reward`",
+                    stores.append((store.value, f"`{short(store.obj, 20)}.reward`",
                                    i == 0 and store.side == "eval"))
             for site in facts.calls:
                 if sem.refers_to(site.node.func, "Sample"):
@@ -614,14 +384,14 @@ class RewardReturnsTensor(_RewardRule):
                 if what is None or id(value) in self._reported:
                     continue
                 self._reported.add(id(value))
-                eval_only = dest == _EVAL_FN or (dest != _GENERATE and (
+                eval_only = dest == EVAL_FN or (dest != GENERATE and (
                     eval_side or id(fn) not in train))
                 helper = f" in `{fn.name.value}`" if fn is not node else ""
                 note = ("; only on the eval path (`if evaluation:`), whose samples are not "
                         "converted to training data" if eval_only else "")
                 self.report(value, self.INVARIANT.render(
                     hook=hook, name=binding.function, does=f"sets {where}{helper} to",
-                    what=what, code=_short(value)) + note,
+                    what=what, code=short(value)) + note,
                     severity="warning" if eval_only else None,
                     fix_hint=(_TEXT_FIX.format(verb="store") if what == "a string" else
                               "store float(x) (x.item() for a one-element tensor or array)"))
@@ -631,154 +401,3 @@ class RewardReturnsTensor(_RewardRule):
 _STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 _TEXT_FIX = ("{verb} a number, not a string: compare the parsed answer and {verb} 1.0 / 0.0, "
              "or float(text) for a score the model wrote")
-
-
-#: Exception classes whose handler catches a failing scorer, not a wrong answer: anything
-#: (``Exception``), or the errors of HTTP clients and connections (a reward server).
-_BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
-_SCORER_ERRORS = ("httpx.", "requests.", "aiohttp.", "openai.", "urllib.error.",
-                  "builtins.ConnectionError", "builtins.ConnectionRefusedError",
-                  "builtins.ConnectionResetError")
-_STR_CALLS = frozenset({"builtins.str", "builtins.repr", "builtins.type", "builtins.format"})
-_NUMBER_CASTS = frozenset({"builtins.float", "builtins.int"})
-
-
-class SwallowedRewardFailure(_RewardRule):
-    """A reward function does not turn a broad exception into a constant score.
-
-    ## What it does
-    In a ``--custom-rm-path`` function, and in the module-level helpers whose result it
-    returns, reports an ``except`` block that catches everything (bare ``except:``,
-    ``Exception``, ``BaseException``) or the errors of an HTTP client (``httpx``,
-    ``requests``, ``aiohttp``, ``openai``, ``ConnectionError``) and then returns a constant
-    score (``return 0.0``, ``return -1``, ``return {"score": 0.0, "error": str(e)}``, a module
-    constant), or assigns one to the name the function returns. A block that re-raises is
-    fine, and so is a narrow handler (``except ValueError: return 0.0`` for an unparsable
-    answer, which is a wrong answer).
-
-    ## Why is this bad?
-    A broken scorer (a crashed verifier, an unreachable reward server, a bug in the reward
-    code) then looks exactly like a wrong answer: the step trains on zeros, the reward curve
-    sags, and nothing fails (verl-project/verl#4417, NVIDIA-NeMo/RL#2207; failure kind:
-    "scorer failure scored as a wrong answer"). This is a warning: some runs prefer to train
-    on through a flaky judge, and should say so with ``# noqa: VIM030``.
-
-    ## Example
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        try:
-            return await judge(sample.response, sample.label)
-        except Exception:
-            return 0.0
-    ```
-
-    ## Use instead
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        try:
-            answer = parse_answer(sample.response)
-        except ValueError:
-            return 0.0               # an unparsable answer is a wrong answer
-        return await judge(answer, sample.label)   # a failing judge raises
-    ```
-
-    ## Fix safety
-    No fix: whether to stop, retry or skip the sample is the author's choice.
-    """
-
-    INVARIANT = INVARIANTS["VIM030"]
-    VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        answer = int(sample.response.strip())\n    except ValueError:\n"
-              "        return 0.0\n    return float(answer == int(sample.label))\n"),
-        Valid("import logging\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        return await judge(sample)\n    except Exception:\n"
-              "        logging.exception('judge failed')\n        raise\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        return await judge(sample)\n    except Exception:\n"
-              "        return await fallback_judge(sample)\n"),
-        Valid("def parse(text):\n    try:\n        return int(text)\n    except Exception:\n"
-              "        return 0\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return float(parse(sample.response) == 4)\n"),
-    ]
-    INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        return compute(sample.response, sample.label)\n"
-                "    except Exception:\n        return 0.0\n", line=5, col=8),
-        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        score = compute(sample)\n    except:\n        score = 0.0\n"
-                "    return score\n", line=5, col=8),
-        Invalid("import httpx as hx\nURL = 'http://judge:8000/score'\n"
-                "async def call_judge(text):\n    try:\n"
-                "        async with hx.AsyncClient() as client:\n"
-                "            r = await client.post(URL, json={'text': text})\n"
-                "        return float(r.json()['score'])\n    except hx.HTTPError:\n"
-                "        return -1.0\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return await call_judge(sample.response)\n", line=9, col=8),
-        Invalid("FAILED = 0.0\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        return {'score': await judge(sample)}\n"
-                "    except (KeyError, Exception) as exc:\n"
-                "        return {'score': FAILED, 'error': str(exc)}\n", line=6, col=8),
-    ]
-
-    def _caught(self, handler: cst.ExceptHandler) -> str | None:
-        if handler.type is None:
-            return "any exception (bare `except:`)"
-        types = ([el.value for el in handler.type.elements]
-                 if isinstance(handler.type, cst.Tuple) else [handler.type])
-        for t in types:
-            names = self.qualified(t)
-            if names & _BROAD or any(n.startswith(_SCORER_ERRORS) for n in names):
-                return f"`{code_of(t)}`"
-        return None
-
-    def _constant(self, e: cst.BaseExpression | None, numeric: bool = True) -> bool:
-        if isinstance(e, (cst.Integer, cst.Float)):
-            return True
-        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
-            return self._constant(e.expression)
-        if isinstance(e, cst.Call) and len(e.args) == 1 \
-                and self.qualified(e.func) & _NUMBER_CASTS:
-            return self._constant(e.args[0].value)
-        if isinstance(e, cst.Name):
-            value = module_constants(self.context).get(e.value)
-            return value is not None and not isinstance(value, cst.Name) \
-                and self._constant(value)
-        if isinstance(e, cst.Dict) and numeric:
-            values = [el.value for el in e.elements if isinstance(el, cst.DictElement)]
-            return len(values) == len(e.elements) and any(self._constant(v) for v in values) \
-                and all(self._constant(v) or self._textual(v) for v in values)
-        return False
-
-    def _textual(self, e: cst.BaseExpression) -> bool:
-        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            return True
-        if isinstance(e, cst.Name):
-            return e.value in ("None", "True", "False")
-        return isinstance(e, cst.Call) and bool(self.qualified(e.func) & _STR_CALLS)
-
-    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        for helper, via in reward_functions(fn, binding, self.context, self.qualified):
-            sem = self.context.semantic
-            facts = sem.facts(helper)
-            returned = {r.value.value for r in facts.returns if isinstance(r.value, cst.Name)}
-            suffix = f" in `{helper.name.value}`" if via else ""
-            for tr in facts.tries:
-                for handler in tr.handlers:
-                    caught = self._caught(handler)
-                    if caught is None:
-                        continue
-                    body = sem.block(handler.body)
-                    if body.raises:
-                        continue
-                    hits: list[tuple[cst.CSTNode, cst.BaseExpression]] = [
-                        (r.node, r.value) for r in body.returns
-                        if r.value is not None and self._constant(r.value)]
-                    hits += [(a, a.value) for name, a in body.assigns
-                             if name in returned and self._constant(a.value)]
-                    for node, value in hits:
-                        self.report(node, self.INVARIANT.render(
-                            name=binding.function, value=_short(value), caught=caught,
-                            via=suffix))
