@@ -150,6 +150,26 @@ def absolute_imports(text: str, rel: str) -> str:
     return "".join(lines)
 
 
+def shadows_stdlib(folder: Path) -> bool:
+    """Whether ``folder`` holds a module named like one of the standard library's
+    (``types.py``, ``logging/__init__.py``): on mypy's search path it would be a top-level
+    module that shadows the library's, and mypy stops ("This file shadows library module").
+    Such a folder is a package reached from the project root (``from .types import ...``), not
+    a root of its own, so it is left off the search path."""
+    import sys
+
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    for entry in entries:
+        name = entry.stem if entry.suffix in (".py", ".pyi") else (
+            entry.name if (entry / "__init__.py").is_file() else "")
+        if name in sys.stdlib_module_names:
+            return True
+    return False
+
+
 def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
            ) -> dict[Path, Seeds]:
     """The helpers of the user's own modules (files under ``root``) that hooks import and
@@ -300,7 +320,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         kinds_by_display[display] = kinds
-        if resolved.parent not in folders:
+        if resolved.parent not in folders and not shadows_stdlib(resolved.parent):
             folders.append(resolved.parent)
     seeds = _seeds(plans, settings.root)
     for target, given in seeds.items():  # helpers that hooks of other modules give samples to
@@ -320,7 +340,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         seeds_by_display[display] = given
-        if target.parent not in folders:
+        if target.parent not in folders and not shadows_stdlib(target.parent):
             folders.append(target.parent)
     if not plans:
         return TypesOutcome(skipped, problems, files=len(files))

@@ -283,6 +283,25 @@ def test_a_relative_import_in_a_hook_module_is_followed(
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
 
 
+def test_a_package_module_named_like_the_stdlib_does_not_stop_mypy(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook package with its own `types.py` (reached as `.types`): the hook's folder is not
+    a root of its own there (`types` would be a top-level module shadowing the stdlib's, and
+    mypy stopped: "This file shadows library module"); the module is checked through its
+    package, and its class types the hook's helper."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "types.py").write_text(
+        "class Verdict:\n    def score(self) -> str:\n        return 'x'\n")
+    (repo / "pkg" / "rm.py").write_text(
+        "from .types import Verdict\n\n\nasync def reward_func(args, sample):\n"
+        "    return Verdict().score()\n")
+    code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
+    assert "mypy failed" not in err, err
+    assert code == 1, err
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
+
+
 def test_prompt_is_text_when_every_row_of_the_launchs_data_is(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Launch-aware types from the data itself: without `--apply-chat-template`, a launch whose
