@@ -237,6 +237,29 @@ def test_prompt_is_text_in_launches_that_apply_the_chat_template(
         ("VIM201", 2), ("VIM201", 6)]
 
 
+def test_the_launch_beside_a_hook_module_types_it(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recipe folder whose script puts the folder on PYTHONPATH and names `rm.reward_func`
+    (the module beside it), with `--apply-chat-template`: the launch binds the hook, so
+    `sample.prompt` is `str` there, as it is at run time (it was the contract's union, a
+    false VIM201, while the script's path was "not found")."""
+    recipe = repo / "recipes" / "boxed"
+    recipe.mkdir(parents=True)
+    (recipe / "rm.py").write_text(
+        "async def reward_func(args, sample, **kwargs):\n"
+        "    full = sample.prompt + sample.response\n"
+        "    return float('boxed' in full)\n")
+    (recipe / "run.sh").write_text(
+        'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        "PYTHONPATH=$SCRIPT_DIR vime train \\\n  --apply-chat-template \\\n"
+        "  --custom-rm-path \\\n    rm.reward_func\n")
+    assert _run(capsys, types_cache, "recipes")[:2] == (0, "All checks passed!\n")
+    (recipe / "run.sh").write_text("PYTHONPATH=. vime train --custom-rm-path rm.reward_func\n")
+    code, out, _ = _run(capsys, types_cache, "recipes", "--output-format", "json")
+    assert code == 1
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
+
+
 def test_reward_is_a_number_in_launches_without_a_reward_key(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Launch-aware types: without `--reward-key` in the launches naming the hook, a sample's
