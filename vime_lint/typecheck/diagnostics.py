@@ -42,7 +42,7 @@ import difflib
 import importlib.util
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -51,7 +51,7 @@ from vime.contract.errors import Severity
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.annotate import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.codes import rule_for
-from vime_lint.typecheck.contract_types import field_hint, type_sources
+from vime_lint.typecheck.contract_types import ALIAS_PREFIX, field_hint, type_sources
 from vime_lint.typecheck.run import MypyMessage
 
 __all__ = ["contract_class_fields", "findings_for", "strictness", "wider_annotations"]
@@ -78,6 +78,10 @@ _MODE_ITEMS = (("RolloutFnEvalOutput", "RolloutFnTrainOutput"),
 _GOT = re.compile(r'(?:got|has type|incompatible type) "(?P<got>[^"]*)"[;,)]?.*?'
                   r'(?:expected|variable has type) "(?P<want>[^"]*)"')
 _NO_ATTR = re.compile(r'(?:Item )?"Sample"(?: of "[^"]*")? has no attribute "(?P<attr>\w+)"')
+#: The copy's launch-typed ``Sample`` subclasses (``_vime_t_Sample_text_prompt``, see
+#: ``annotate.launch_sample``): a ``Sample`` with fields narrowed by the launch. mypy names
+#: them in its messages; they are read, and shown, as ``Sample``.
+_LAUNCH_SAMPLE = re.compile(rf"(?<!\w){ALIAS_PREFIX}Sample_\w+")
 
 
 def _members(t: str) -> list[str]:
@@ -386,6 +390,7 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
     rule = rule_for(code)
     inv = INVARIANTS[code]
     # this field's, this type's, this call's fix (``help:`` shows it too)
+    context = _LAUNCH_SAMPLE.sub("Sample", context)
     fix = fix or _fix(code, context, detail)
     return Finding(code=code, slug=rule.slug(), severity=severity or inv.severity,
                    message=inv.render(context=context, fix=fix, detail=detail),
@@ -477,7 +482,8 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
     index = _Index(source)
     uses = _attribute_uses(index)
     own = _own_callables(index, path)
-    errors = [m for m in messages if m.severity == "error"]
+    errors = [replace(m, message=_LAUNCH_SAMPLE.sub("Sample", m.message))
+              for m in messages if m.severity == "error"]
     probe_errors = {m.line for m in errors if m.line > plan.user_lines}
     out: dict[tuple[int, int, str], Finding] = {}
     for probe in plan.probes:

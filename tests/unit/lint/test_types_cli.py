@@ -260,6 +260,30 @@ def test_the_launch_beside_a_hook_module_types_it(
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
 
 
+def test_a_launch_typed_sample_keeps_the_contracts_words(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under a launch with `--apply-chat-template` the hook's sample is the launch's narrowed
+    Sample: an extra attribute stored on it is VIM031 (a warning: it works at run time), not
+    an error, as without the launch; and no message names vime-lint's internal class."""
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.turns = 3\n"
+        "    sample.response = sample.prompt.upper()\n"
+        "    if len(sample) > 1:\n        sample.response_length = 1\n"
+        "    return sample\n")
+    for launch in ("vime train --custom-generate-function-path gen.generate\n",
+                   "vime train --custom-generate-function-path gen.generate "
+                   "--apply-chat-template\n"):
+        (repo / "run.sh").write_text(launch)
+        _, out, _ = _run(capsys, types_cache, "gen.py", "--output-format", "json")
+        found = {(d["code"], d["location"]["row"]): d["message"] for d in json.loads(out)}
+        assert set(found) - {("VIM201", 3)} == {("VIM031", 2), ("VIM201", 4)}, (launch, found)
+        assert "_vime_t_" not in out, out
+        assert "`sample` is `Sample`" in found[("VIM201", 4)], found
+        assert [d["severity"] for d in json.loads(out) if d["code"] == "VIM031"] == ["warning"]
+    assert ("VIM201", 3) not in found  # the launch's prompts are text: .upper() is fine
+
+
 def test_reward_is_a_number_in_launches_without_a_reward_key(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Launch-aware types: without `--reward-key` in the launches naming the hook, a sample's
