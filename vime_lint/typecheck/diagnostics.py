@@ -399,7 +399,8 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
 
 
 def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:
-    """Attribute names the module stores (``x.a = ...``) and reads."""
+    """Attribute names the module stores (``x.a = ...``) and reads (``x.a``,
+    ``getattr(x, "a", ...)``, ``hasattr(x, "a")``)."""
     stores: set[str] = set()
     reads: set[str] = set()
     for node in index.nodes:
@@ -407,6 +408,10 @@ def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:
             (stores if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
             reads.discard(node.target.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr") and len(node.args) >= 2 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            reads.add(node.args[1].value)  # getattr(s, "name", ...): read back by name
     return stores, reads
 
 

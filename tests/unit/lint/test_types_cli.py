@@ -212,6 +212,31 @@ def test_strictness_needs_selecting_and_stores_share_vim031(
     assert out == "All checks passed!\n"
 
 
+@pytest.mark.parametrize("read", ["getattr(s, 'math_ok', False)", 'hasattr(s, "math_ok")',
+                                  "s.math_ok"])
+def test_an_attribute_read_back_by_name_is_the_modules_own(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str], read: str) -> None:
+    """The reward stores `sample.math_ok` and the post-process reads it back with
+    `getattr(s, "math_ok", False)` (or `hasattr`): the module's own attribute, kept by the
+    Sample, so neither `types` nor `rollout` reports VIM031 ("nothing reads it" was untrue);
+    a name read by no one is still reported."""
+    (repo / "rm.py").write_text(
+        "async def reward_func(args, sample, **kwargs):\n"
+        "    sample.math_ok = sample.response == sample.label\n"
+        "    sample.unused_flag = True\n"
+        "    return 1.0\n\n\n"
+        "def post_process(args, samples):\n"
+        f"    rewards = [1.0 if {read} else 0.0 for s in samples]\n"
+        "    return rewards, rewards\n")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    types = [(d["code"], d["location"]["row"]) for d in json.loads(out)]
+    assert types == [("VIM031", 3)], out
+    main(["rollout", "rm.py", "--output-format", "json"])
+    rollout = [(d["code"], d["location"]["row"])
+               for d in json.loads(capsys.readouterr().out) if d["code"] == "VIM031"]
+    assert rollout == types
+
+
 def test_prompt_is_text_in_launches_that_apply_the_chat_template(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Launch-aware types: with `--apply-chat-template` in every launch naming the hook,
