@@ -126,7 +126,12 @@ def launch_types(bindings: Sequence[HookBinding],
 def absolute_imports(text: str, rel: str) -> str:
     """``text`` (the copy of the module at root-relative path ``rel``) with each relative
     ``from .x import y`` made absolute (``from pkg.x import y``), on the same line: the copy is
-    a top-level module, where mypy refuses a relative import ("No parent module")."""
+    a top-level module, where mypy refuses a relative import ("No parent module").
+
+    Where a folder of the path is no Python name (``recipes/tau2-bench/``), the dotted path
+    would be a syntax error that stops mypy; a ``from .x import y`` there reads the sibling
+    (``from x import y``; the module's folder is on mypy's path) and ``from . import x``
+    becomes ``import x``."""
     import ast
     import re
 
@@ -141,9 +146,22 @@ def absolute_imports(text: str, rel: str) -> str:
         if not isinstance(node, ast.ImportFrom) or not node.level:
             continue
         parts = package[:len(package) - (node.level - 1)] if node.level > 1 else package
-        base = ".".join([*parts, *([node.module] if node.module else [])])
         i = node.lineno - 1
-        if not base or i >= len(lines):
+        if i >= len(lines):
+            continue
+        if not all(p.isidentifier() for p in parts):
+            if node.level != 1:
+                continue
+            if node.module:
+                base = node.module
+            elif node.end_lineno == node.lineno:
+                lines[i] = re.sub(r"\bfrom\s+\.\s+import\b", "import", lines[i], count=1)
+                continue
+            else:
+                continue
+        else:
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        if not base:
             continue
         lines[i] = re.sub(r"\bfrom\s+\.+\s*(?:[\w.]+)?(?=\s+import\b)", f"from {base}",
                           lines[i], count=1)

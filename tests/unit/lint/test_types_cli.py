@@ -355,6 +355,31 @@ def test_a_relative_import_in_a_hook_module_is_followed(
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
 
 
+def test_a_relative_import_in_a_folder_that_is_no_package_name_is_followed(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook module in `recipes/tau2-bench/` (a folder name Python cannot import as a
+    package) with `from .helpers import bonus`: the import is read as the sibling module
+    (the hook's folder is on mypy's path) instead of `from recipes.tau2-bench.helpers`, a
+    syntax error that stopped mypy (exit 2) and lost every other file's findings too."""
+    recipe = repo / "recipes" / "tau2-bench"
+    recipe.mkdir(parents=True)
+    (repo / "recipes" / "__init__.py").write_text("")
+    (recipe / "__init__.py").write_text("")
+    (recipe / "helpers.py").write_text("def bonus() -> str:\n    return 'x'\n")
+    (recipe / "rm.py").write_text(
+        "from .helpers import bonus\nfrom . import helpers as h\n\n\n"
+        "async def reward_func(args, sample):\n"
+        "    if h.bonus():\n        return bonus()\n    return 0.0\n")
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.status = 'completed'\n    return sample\n")
+    code, out, err = _run(capsys, types_cache, "recipes", "gen.py", "--output-format", "json")
+    assert "mypy failed" not in err, err
+    assert code == 1, err
+    assert sorted((d["filename"], d["code"], d["location"]["row"]) for d in json.loads(out)) == [
+        ("gen.py", "VIM202", 2), ("recipes/tau2-bench/rm.py", "VIM200", 7)]
+
+
 def test_a_package_module_named_like_the_stdlib_does_not_stop_mypy(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A hook package with its own `types.py` (reached as `.types`): the hook's folder is not
