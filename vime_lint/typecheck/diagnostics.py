@@ -558,9 +558,13 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                         fn, _focus(nodes, m.line, m.col), m.message)):
                     strict = "the user's own values and types, no contract value involved"
                 callee = _CALLEE.search(m.message) if m.code == "arg-type" else None
-                if strict is None and callee is not None and callee["name"] in own and \
+                # the user's own function, or a method of the user's own class
+                owner = callee and (callee["cls"] if callee["cls"] else callee["name"])
+                if strict is None and callee is not None and owner in own and \
                         not _names_contract_type(callee["want"]):
-                    strict = (f"the parameter annotation of the user's own `{callee['name']}`, "
+                    name = f"{callee['cls']}.{callee['name']}" if callee["cls"] \
+                        else callee["name"]
+                    strict = (f"the parameter annotation of the user's own `{name}`, "
                               "not a contract type")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
@@ -599,8 +603,8 @@ def _breaks_contract(message: str, fn: TypedFunction) -> bool:
     return "Any" not in members and not any(name in m for m in members)
 
 
-_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "\w+")? has incompatible type "[^"]*"; '
-                     r'expected "(?P<want>[^"]*)"')
+_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "(?P<cls>\w+)")? has incompatible type '
+                     r'"[^"]*"; expected "(?P<want>[^"]*)"')
 
 
 def _names_contract_type(text: str) -> bool:

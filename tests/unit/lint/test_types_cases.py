@@ -409,6 +409,19 @@ STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
             sample.response = _agent(rollout_args=args)
             return sample
         ''', [(7, "the parameter annotation of the user's own `_agent`")]),
+    # the same through a method of the user's own class (kekmodel/slime's tau2 agent: its
+    # method reads attributes of `rollout_args`, which work on the Namespace)
+    "own_method_annotation.py": ('''
+        from typing import Any
+
+        class _Agent:
+            async def solve(self, rollout_args: dict[str, Any]) -> str:
+                return "ok"
+
+        async def generate(args, sample, sampling_params):
+            sample.response = await _Agent().solve(rollout_args=args)
+            return sample
+        ''', [(8, "the parameter annotation of the user's own `_Agent.solve`")]),
     # miles' generate_and_rm: `Sample` is miles' (read as `Any`), the union left unnarrowed
     "fan_out_of_an_unknown_sample.py": ('''
         from miles.utils.types import Sample
