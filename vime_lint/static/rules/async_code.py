@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
+from vime.contract.errors import Severity
 from vime.contract.hooks import ASYNC_API
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
@@ -372,7 +373,7 @@ class AsyncioRunInHook(FunctionTracker):
         if where is None:
             return
         fn = self.current
-        severity = None
+        severity: Severity | None = None
         if fn is not None and fn.asynchronous is not None:
             problem = ("this async function already runs on an event loop, so the call raises "
                        "RuntimeError (cannot be called from a running event loop)")
