@@ -46,7 +46,7 @@ MAX_SCAN_FILES = 5000
 _PATH_ARG = re.compile(
     r"(?<![\w-])(?:--)?(?P<name>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_]path)[\"']?"
     r"(?:[ \t]*\\\r?\n[ \t]*|[ \t]*[:= \t][ \t]*)[\"']?"
-    r"(?P<value>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+    r"(?P<value>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w:-])")
 _FLAG = re.compile(r"(?<![\w-])--(?P<name>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 _KEY = re.compile(r"^[ \t-]*[\"']?(?P<name>[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)[\"']?[ \t]*[:=]",
                   re.MULTILINE)

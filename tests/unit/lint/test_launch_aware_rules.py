@@ -112,6 +112,20 @@ def test_a_hook_path_on_the_line_after_its_flag_is_found(tmp_path: Path, gap: st
     assert missing == [] and list(bindings) == [(tmp_path / "pkg" / "rm.py").resolve()]
 
 
+def test_a_path_python_cannot_import_names_no_hook(tmp_path: Path) -> None:
+    """`examples.tau2-bench.generate_with_tau2:generate` (a hyphen, a colon) is no dotted
+    Python path (vime's load_function stops at start: module not found); it was read up to
+    the hyphen as `examples.tau2` and bound to `examples/__init__.py`, a function it is not."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text("def tau2(args, sample):\n    return 1\n")
+    (tmp_path / "run.sh").write_text(
+        'python train.py --rollout-function-path "examples.tau2-bench.gen:generate" \\\n'
+        "  --custom-rm-path examples.rm:score \\\n"
+        "  --custom-generate-function-path examples.gen.generate\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert [t.dotted for t in launch.targets] == ["examples.gen.generate"]
+
+
 # ---- VIM019 through the command line -------------------------------------------------------
 
 
