@@ -364,7 +364,17 @@ def _fix(code: str, context: str, detail: str) -> str:
     if ".metrics`" in context:
         return "give one float per metric key (`float(sum(xs) / len(xs))`)"
     if "(Sample.tokens)" in context or "(Sample.loss_mask)" in context:
+        if re.search(r'"(?:ndarray|Tensor)\b', detail):
+            return ("convert with `.tolist()`: vime's contract check rejects an array, it wants "
+                    "a list of ints (token ids from the tokenizer, 0/1 for a mask)")
         return "store a list of ints (token ids from the tokenizer, 0/1 for a mask)"
+    if "(Sample.metadata)" in context:
+        if code == "VIM202":
+            return ("keep `sample.metadata` a dict: set its keys (`sample.metadata['turns'] = "
+                    "n`), not a JSON string (building the training batch calls `.get` on it)")
+        if '"loads"' in detail:
+            return ("`sample.metadata` is already a dict (vime parses a JSON-string metadata "
+                    "column when it reads the data): read its keys, drop `json.loads`")
     return INVARIANTS[code].fix
 
 
