@@ -31,6 +31,29 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             return float("answer" in text)
         ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt): "
                            "narrow it first: `if isinstance(sample.prompt, str)")]),
+    # openreward-cookbook's shape: metadata kept as JSON text (slime keeps the data's string;
+    # vime parses a JSON-string metadata column into a dict)
+    "metadata_as_json_text.py": ('''
+        import json
+
+        async def reward_func(args, sample, **kwargs):
+            meta = json.loads(sample.metadata)
+            return float(meta["score"])
+
+        async def generate(args, sample, sampling_params):
+            sample.metadata = json.dumps({"turns": 2})
+            return sample
+        ''', [(4, "VIM201", "`sample.metadata` is `dict[str, Any]`"),
+            (8, "VIM202", "`sample.metadata` is `dict[str, Any]`")]),
+    "tokens_as_ndarray.py": ('''
+        import numpy as np
+
+        async def generate(args, sample, sampling_params):
+            sample.tokens = np.array([1, 2, 3], dtype=np.int64)
+            sample.loss_mask = np.ones(2, dtype=np.int32)
+            return sample
+        ''', [(4, "VIM202", "`sample.tokens` is `list[int]`"),
+            (5, "VIM202", "`sample.loss_mask` is `list[int] | None`")]),
     "reward_tensor.py": ('''
         import torch
 
@@ -409,6 +432,19 @@ STRICT: dict[str, tuple[str, list[tuple[int, str]]]] = {
             sample.response = _agent(rollout_args=args)
             return sample
         ''', [(7, "the parameter annotation of the user's own `_agent`")]),
+    # the same through a method of the user's own class (kekmodel/slime's tau2 agent: its
+    # method reads attributes of `rollout_args`, which work on the Namespace)
+    "own_method_annotation.py": ('''
+        from typing import Any
+
+        class _Agent:
+            async def solve(self, rollout_args: dict[str, Any]) -> str:
+                return "ok"
+
+        async def generate(args, sample, sampling_params):
+            sample.response = await _Agent().solve(rollout_args=args)
+            return sample
+        ''', [(8, "the parameter annotation of the user's own `_Agent.solve`")]),
     # miles' generate_and_rm: `Sample` is miles' (read as `Any`), the union left unnarrowed
     "fan_out_of_an_unknown_sample.py": ('''
         from miles.utils.types import Sample
@@ -565,6 +601,17 @@ def test_the_help_line_is_the_fix_of_this_field_and_type(checked: Any) -> None:
     (status,) = [f for f in _findings(outcome, next(n for n in CASES if "`sample.status` is"
                                                      in str(CASES[n][1])))]
     assert "Sample.Status" in status.fix_hint
+
+
+def test_the_fix_of_metadata_text_and_numpy_tokens_says_what_vime_does(checked: Any) -> None:
+    """`json.loads(sample.metadata)` is told that vime already gives a dict; a JSON string
+    stored back is told to keep the dict; numpy tokens are told to convert with `.tolist()`."""
+    outcome, *_ = checked
+    meta = {f.line: f.fix_hint or "" for f in _findings(outcome, "metadata_as_json_text.py")}
+    assert "already a dict" in meta[4] and "json.loads" in meta[4], meta
+    assert "keep `sample.metadata` a dict" in meta[8], meta
+    toks = {f.line: f.fix_hint or "" for f in _findings(outcome, "tokens_as_ndarray.py")}
+    assert all(".tolist()" in h for h in toks.values()) and set(toks) == {4, 5}, toks
 
 
 def test_a_wider_user_annotation_gives_way_to_the_contract(

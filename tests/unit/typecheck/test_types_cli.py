@@ -212,6 +212,31 @@ def test_strictness_needs_selecting_and_stores_share_vim031(
     assert out == "All checks passed!\n"
 
 
+@pytest.mark.parametrize("read", ["getattr(s, 'math_ok', False)", 'hasattr(s, "math_ok")',
+                                  "s.math_ok"])
+def test_an_attribute_read_back_by_name_is_the_modules_own(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str], read: str) -> None:
+    """The reward stores `sample.math_ok` and the post-process reads it back with
+    `getattr(s, "math_ok", False)` (or `hasattr`): the module's own attribute, kept by the
+    Sample, so neither `types` nor `rollout` reports VIM031 ("nothing reads it" was untrue);
+    a name read by no one is still reported."""
+    (repo / "rm.py").write_text(
+        "async def reward_func(args, sample, **kwargs):\n"
+        "    sample.math_ok = sample.response == sample.label\n"
+        "    sample.unused_flag = True\n"
+        "    return 1.0\n\n\n"
+        "def post_process(args, samples):\n"
+        f"    rewards = [1.0 if {read} else 0.0 for s in samples]\n"
+        "    return rewards, rewards\n")
+    _, out, _ = _run(capsys, types_cache, "rm.py", "--output-format", "json")
+    types = [(d["code"], d["location"]["row"]) for d in json.loads(out)]
+    assert types == [("VIM031", 3)], out
+    main(["rollout", "rm.py", "--output-format", "json"])
+    rollout = [(d["code"], d["location"]["row"])
+               for d in json.loads(capsys.readouterr().out) if d["code"] == "VIM031"]
+    assert rollout == types
+
+
 def test_prompt_is_text_in_launches_that_apply_the_chat_template(
         repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Launch-aware types: with `--apply-chat-template` in every launch naming the hook,
@@ -235,6 +260,53 @@ def test_prompt_is_text_in_launches_that_apply_the_chat_template(
     assert code == 1
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [
         ("VIM201", 2), ("VIM201", 6)]
+
+
+def test_the_launch_beside_a_hook_module_types_it(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recipe folder whose script puts the folder on PYTHONPATH and names `rm.reward_func`
+    (the module beside it), with `--apply-chat-template`: the launch binds the hook, so
+    `sample.prompt` is `str` there, as it is at run time (it was the contract's union, a
+    false VIM201, while the script's path was "not found")."""
+    recipe = repo / "recipes" / "boxed"
+    recipe.mkdir(parents=True)
+    (recipe / "rm.py").write_text(
+        "async def reward_func(args, sample, **kwargs):\n"
+        "    full = sample.prompt + sample.response\n"
+        "    return float('boxed' in full)\n")
+    (recipe / "run.sh").write_text(
+        'SCRIPT_DIR="$(cd "$(dirname "$0")" && pwd)"\n'
+        "PYTHONPATH=$SCRIPT_DIR vime train \\\n  --apply-chat-template \\\n"
+        "  --custom-rm-path \\\n    rm.reward_func\n")
+    assert _run(capsys, types_cache, "recipes")[:2] == (0, "All checks passed!\n")
+    (recipe / "run.sh").write_text("PYTHONPATH=. vime train --custom-rm-path rm.reward_func\n")
+    code, out, _ = _run(capsys, types_cache, "recipes", "--output-format", "json")
+    assert code == 1
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM201", 2)]
+
+
+def test_a_launch_typed_sample_keeps_the_contracts_words(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under a launch with `--apply-chat-template` the hook's sample is the launch's narrowed
+    Sample: an extra attribute stored on it is VIM031 (a warning: it works at run time), not
+    an error, as without the launch; and no message names vime-lint's internal class."""
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.turns = 3\n"
+        "    sample.response = sample.prompt.upper()\n"
+        "    if len(sample) > 1:\n        sample.response_length = 1\n"
+        "    return sample\n")
+    for launch in ("vime train --custom-generate-function-path gen.generate\n",
+                   "vime train --custom-generate-function-path gen.generate "
+                   "--apply-chat-template\n"):
+        (repo / "run.sh").write_text(launch)
+        _, out, _ = _run(capsys, types_cache, "gen.py", "--output-format", "json")
+        found = {(d["code"], d["location"]["row"]): d["message"] for d in json.loads(out)}
+        assert set(found) - {("VIM201", 3)} == {("VIM031", 2), ("VIM201", 4)}, (launch, found)
+        assert "_vime_t_" not in out, out
+        assert "`sample` is `Sample`" in found[("VIM201", 4)], found
+        assert [d["severity"] for d in json.loads(out) if d["code"] == "VIM031"] == ["warning"]
+    assert ("VIM201", 3) not in found  # the launch's prompts are text: .upper() is fine
 
 
 def test_reward_is_a_number_in_launches_without_a_reward_key(
@@ -279,6 +351,50 @@ def test_a_relative_import_in_a_hook_module_is_followed(
         "from .helpers import bonus\n\n\nasync def reward_func(args, sample):\n"
         "    return bonus()\n")
     code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
+    assert code == 1, err
+    assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
+
+
+def test_a_relative_import_in_a_folder_that_is_no_package_name_is_followed(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook module in `recipes/tau2-bench/` (a folder name Python cannot import as a
+    package) with `from .helpers import bonus`: the import is read as the sibling module
+    (the hook's folder is on mypy's path) instead of `from recipes.tau2-bench.helpers`, a
+    syntax error that stopped mypy (exit 2) and lost every other file's findings too."""
+    recipe = repo / "recipes" / "tau2-bench"
+    recipe.mkdir(parents=True)
+    (repo / "recipes" / "__init__.py").write_text("")
+    (recipe / "__init__.py").write_text("")
+    (recipe / "helpers.py").write_text("def bonus() -> str:\n    return 'x'\n")
+    (recipe / "rm.py").write_text(
+        "from .helpers import bonus\nfrom . import helpers as h\n\n\n"
+        "async def reward_func(args, sample):\n"
+        "    if h.bonus():\n        return bonus()\n    return 0.0\n")
+    (repo / "gen.py").write_text(
+        "async def generate(args, sample, sampling_params):\n"
+        "    sample.status = 'completed'\n    return sample\n")
+    code, out, err = _run(capsys, types_cache, "recipes", "gen.py", "--output-format", "json")
+    assert "mypy failed" not in err, err
+    assert code == 1, err
+    assert sorted((d["filename"], d["code"], d["location"]["row"]) for d in json.loads(out)) == [
+        ("gen.py", "VIM202", 2), ("recipes/tau2-bench/rm.py", "VIM200", 7)]
+
+
+def test_a_package_module_named_like_the_stdlib_does_not_stop_mypy(
+        repo: Path, types_cache: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook package with its own `types.py` (reached as `.types`): the hook's folder is not
+    a root of its own there (`types` would be a top-level module shadowing the stdlib's, and
+    mypy stopped: "This file shadows library module"); the module is checked through its
+    package, and its class types the hook's helper."""
+    (repo / "pkg").mkdir()
+    (repo / "pkg" / "__init__.py").write_text("")
+    (repo / "pkg" / "types.py").write_text(
+        "class Verdict:\n    def score(self) -> str:\n        return 'x'\n")
+    (repo / "pkg" / "rm.py").write_text(
+        "from .types import Verdict\n\n\nasync def reward_func(args, sample):\n"
+        "    return Verdict().score()\n")
+    code, out, err = _run(capsys, types_cache, "pkg/rm.py", "--output-format", "json")
+    assert "mypy failed" not in err, err
     assert code == 1, err
     assert [(d["code"], d["location"]["row"]) for d in json.loads(out)] == [("VIM200", 5)]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
+from vime.contract.errors import Severity
 from vime.contract.hooks import ASYNC_API
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
@@ -199,6 +200,8 @@ class UnawaitedCoroutine(FunctionTracker):
 _RUN_LOOP = frozenset({"asyncio.run", "asyncio.runners.run"})
 _LOOP_FACTORIES = frozenset({"asyncio.new_event_loop", "asyncio.get_event_loop",
                              "asyncio.events.new_event_loop", "asyncio.events.get_event_loop"})
+#: The thread's own loop: the same object on every call from one thread (set once).
+_THREAD_LOOP = frozenset({"asyncio.get_event_loop", "asyncio.events.get_event_loop"})
 
 
 class AsyncioRunInHook(FunctionTracker):
@@ -209,8 +212,10 @@ class AsyncioRunInHook(FunctionTracker):
     methods of a hook class) and the module-level helpers it calls, transitively, reports
     ``asyncio.run(...)`` (also ``from asyncio import run``, ``import asyncio as aio``) and
     ``loop.run_until_complete(...)`` on a loop from ``asyncio.new_event_loop()`` /
-    ``asyncio.get_event_loop()``. Code under ``if __name__ == "__main__":`` and functions no
-    hook reaches are not hook code and are left alone.
+    ``asyncio.get_event_loop()``. In sync code, ``run_until_complete`` on the thread's own loop
+    (``asyncio.get_event_loop()``, set once and reused by every call from the thread) works
+    and is a warning. Code under ``if __name__ == "__main__":`` and functions no hook reaches
+    are not hook code and are left alone.
 
     ## Why is this bad?
     ``asyncio.run`` makes a new event loop and closes it when the call returns. HTTP clients
@@ -282,6 +287,23 @@ class AsyncioRunInHook(FunctionTracker):
         Invalid("import asyncio\nclass Source:\n    def __init__(self, args):\n"
                 "        self.rows = asyncio.run(load(args))\n", line=4, col=20,
                 options={"hooks": {"Source": "data_source_path"}}),
+        # The thread's own loop, reused by every call from the thread: it works (a warning).
+        Invalid("import asyncio\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    try:\n        loop = asyncio.get_event_loop()\n"
+                "    except RuntimeError:\n        loop = asyncio.new_event_loop()\n"
+                "        asyncio.set_event_loop(loop)\n"
+                "    return loop.run_until_complete(go(args))\n", line=8, col=11,
+                severity="warning"),
+        Invalid("import asyncio\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return asyncio.get_event_loop().run_until_complete(go(args))\n",
+                line=3, col=11, severity="warning"),
+        # ... but not inside an async hook, where that loop is already running.
+        Invalid("import asyncio\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return asyncio.get_event_loop().run_until_complete(judge(sample))\n",
+                line=3, col=11, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -319,6 +341,18 @@ class AsyncioRunInHook(FunctionTracker):
         return hook if top.name.value in self.context.hooks \
             else f"`{top.name.value}`, called by {hook}"
 
+    def _thread_loop(self, expr: cst.BaseExpression) -> bool:
+        """Whether the loop ``expr`` is the thread's own: ``asyncio.get_event_loop()``, or a
+        name one of whose values is (``try: loop = get_event_loop() except RuntimeError:
+        loop = new_event_loop(); set_event_loop(loop)``)."""
+        if isinstance(expr, cst.Call):
+            return bool(self.qualified(expr.func) & _THREAD_LOOP)
+        fn = self.current
+        if isinstance(expr, cst.Name) and fn is not None:
+            values = self.context.semantic.facts(fn).values.get(expr.value, [])
+            return any(v is not None and self._thread_loop(v) for v in values)
+        return False
+
     def _loop_factory(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
             return bool(self.qualified(expr.func) & _LOOP_FACTORIES)
@@ -339,12 +373,24 @@ class AsyncioRunInHook(FunctionTracker):
         if where is None:
             return
         fn = self.current
+        severity: Severity | None = None
         if fn is not None and fn.asynchronous is not None:
             problem = ("this async function already runs on an event loop, so the call raises "
                        "RuntimeError (cannot be called from a running event loop)")
+        elif until and isinstance(func, cst.Attribute) and self._thread_loop(func.value):
+            # `asyncio.get_event_loop()` (with a new loop set only when the thread has none) is
+            # the thread's loop, the same on every call: vime calls a sync hook from one
+            # thread, so clients made on it stay usable. It works; vime's run() is the way
+            # that needs no loop of the hook's own.
+            severity = "warning"
+            problem = ("the loop is the thread's own (asyncio.get_event_loop()), reused by "
+                       "every call from the same thread, so this works; it depends on vime "
+                       "calling the hook from one thread, and get_event_loop() without a set "
+                       "loop is deprecated (RuntimeError from Python 3.14)")
         else:
             problem = ("each call runs the coroutine on a new event loop that asyncio.run "
                        "closes afterwards: clients and connections made on it fail on the next "
                        "call with \"Event loop is closed\"")
         call = "asyncio.run(...)" if run_loop else "loop.run_until_complete(...)"
-        self.report(node, self.INVARIANT.render(call=call, where=where, problem=problem))
+        self.report(node, self.INVARIANT.render(call=call, where=where, problem=problem),
+                    severity=severity)

@@ -122,6 +122,15 @@ class SampleConstructor(Rule):
                 f"order to {names}"), severity="warning", fix=fix)
 
 
+def read_by_name(node: cst.Call) -> str | None:
+    """The attribute ``getattr(x, "name", ...)`` / ``hasattr(x, "name")`` reads, else None."""
+    if not isinstance(node.func, cst.Name) or node.func.value not in ("getattr", "hasattr") \
+            or len(node.args) < 2 or not isinstance(node.args[1].value, cst.SimpleString):
+        return None
+    value = node.args[1].value.evaluated_value
+    return value if isinstance(value, str) else None
+
+
 class UnknownSampleAttribute(SampleTracker):
     """Code sets only fields that ``Sample`` has.
 
@@ -163,6 +172,11 @@ class UnknownSampleAttribute(SampleTracker):
         # example keeps `response_content` on the sample this way).
         Valid("def f(sample, text):\n    sample.response_content = text\n"
               "def g(sample):\n    return sample.response_content\n"),
+        # Read back by name in another hook (a reward post-process reading what the reward
+        # stored): the module's own attribute too.
+        Valid("async def rm(args, sample):\n    sample.math_ok = True\n    return 1.0\n"
+              "def post(args, samples):\n"
+              "    return [float(getattr(s, 'math_ok', False)) for s in samples]\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -173,6 +187,9 @@ class UnknownSampleAttribute(SampleTracker):
         # Loosely like a field (`response_length`) but no typo of it: a warning.
         Invalid("def f(sample, text):\n    sample.reason_content = text\n", line=2, col=4,
                 severity="warning"),
+        # getattr of another name does not read this one.
+        Invalid("def f(sample):\n    sample.my_score = 1\n    return getattr(sample, 'score', 0)\n",
+                line=2, col=4, severity="warning"),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -195,6 +212,11 @@ class UnknownSampleAttribute(SampleTracker):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if id(node) not in self.store_ids:
             self.read.add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = read_by_name(node)
+        if name is not None:
+            self.read.add(name)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for target, attr in self.stores:

@@ -228,3 +228,21 @@ def generate_rollout(args, rollout_id, data_source, evaluation=False):
 def test_realistic_multi_turn_module_trips_none_of_the_new_rules() -> None:
     found = _codes(REALISTIC)
     assert [c for c in found if c[0] in NEW] == []
+
+
+def test_a_generate_returning_an_empty_list_is_told_so_and_made_samples_are_not_followed(
+        ) -> None:
+    """VIM036 on a custom generate function: `return []` is reported for what it is (no
+    sample; the generate boundary fails the call), not as a sample missing its fields, and the
+    samples an imported helper builds (kekmodel/slime's tau2 step sampler) are not followed."""
+    code = ("from .steps import to_step_samples\n"
+            "async def generate(args, sample, sampling_params):\n"
+            "    if sample.label is None:\n        return []\n"
+            "    samples = to_step_samples(await play(args, sampling_params))\n"
+            "    return samples\n")
+    result = lint_source(code, "m.py", options_from_mapping({}), rules=ALL_RULES)
+    found = [f for f in result.findings if f.code == "VIM036"]
+    assert [(f.line, f.severity) for f in found] == [(4, "error")]
+    assert "returns an empty list, which holds no sample" in found[0].message
+    assert "without `tokens`" not in found[0].message
+    assert "Sample.Status.ABORTED" in (found[0].fix_hint or "")

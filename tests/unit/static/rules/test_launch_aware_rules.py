@@ -73,6 +73,59 @@ def test_launch_files_keep_flags_per_file_with_referenced_configs(tmp_path: Path
     assert b.function == "reward_func" and b.launches == ("a.sh", "b.sh")
 
 
+def test_a_hook_module_beside_its_launch_script_is_found(tmp_path: Path) -> None:
+    """`recipes/math/run.sh` naming `rm.reward_func` (the script's own folder on PYTHONPATH,
+    as `PYTHONPATH=$SCRIPT_DIR` launches have it) binds `recipes/math/rm.py`; a module of that
+    name under the root wins (the working directory comes first), and a name found in neither
+    place stays missing."""
+    recipe = tmp_path / "recipes" / "math"
+    recipe.mkdir(parents=True)
+    (recipe / "rm.py").write_text(RM_MODULE)
+    (recipe / "gen.py").write_text(RM_MODULE)
+    (tmp_path / "gen.py").write_text(RM_MODULE)
+    (recipe / "run.sh").write_text("vime train --custom-rm-path rm.reward_func \\\n"
+                                   "  --custom-generate-function-path gen.generate \\\n"
+                                   "  --dynamic-sampling-filter-path nowhere.keep\n")
+    bindings, missing = bind_targets(tmp_path, scan_launch_files(tmp_path, ()).targets)
+    (rm,) = bindings[(recipe / "rm.py").resolve()]
+    assert rm.function == "reward_func" and rm.launches == ("recipes/math/run.sh",)
+    (gen,) = bindings[(tmp_path / "gen.py").resolve()]
+    assert gen.function == "generate"
+    assert (recipe / "gen.py").resolve() not in bindings
+    assert [t.dotted for t in missing] == ["nowhere.keep"]
+
+
+@pytest.mark.parametrize("gap", [" \\\n      ", "\\\n\t", " \\\r\n  "])
+def test_a_hook_path_on_the_line_after_its_flag_is_found(tmp_path: Path, gap: str) -> None:
+    """`--rollout-function-path \\` with the dotted path on the next line (a shell line
+    continuation) names the hook as on one line; a flag followed by another flag names
+    nothing."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "rm.py").write_text(RM_MODULE)
+    (tmp_path / "run.sh").write_text(
+        f"python train.py \\\n  --custom-rm-path{gap}pkg.rm.reward_func \\\n"
+        f"  --rollout-function-path{gap}--colocate\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert [(t.dotted, t.source) for t in launch.targets] == [
+        ("pkg.rm.reward_func", "run.sh:2 (--custom-rm-path)")]
+    bindings, missing = bind_targets(tmp_path, launch.targets)
+    assert missing == [] and list(bindings) == [(tmp_path / "pkg" / "rm.py").resolve()]
+
+
+def test_a_path_python_cannot_import_names_no_hook(tmp_path: Path) -> None:
+    """`examples.tau2-bench.generate_with_tau2:generate` (a hyphen, a colon) is no dotted
+    Python path (vime's load_function stops at start: module not found); it was read up to
+    the hyphen as `examples.tau2` and bound to `examples/__init__.py`, a function it is not."""
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "__init__.py").write_text("def tau2(args, sample):\n    return 1\n")
+    (tmp_path / "run.sh").write_text(
+        'python train.py --rollout-function-path "examples.tau2-bench.gen:generate" \\\n'
+        "  --custom-rm-path examples.rm:score \\\n"
+        "  --custom-generate-function-path examples.gen.generate\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert [t.dotted for t in launch.targets] == ["examples.gen.generate"]
+
+
 # ---- VIM019 through the command line -------------------------------------------------------
 
 
