@@ -333,15 +333,17 @@ _ALL: tuple[Invariant, ...] = (
          "default to None and build the object inside the function (or keep a deliberate cache "
          "at module level)"),
     _inv("VIM027", "static", "warning", "per-turn-token-budget",
-         "A multi-turn loop does not ask for the whole --rollout-max-response-len on every turn.",
+         "A multi-turn loop does not ask for the whole --rollout-max-response-len on every turn, "
+         "and no budget charges the prompt (len(sample.tokens)) to --rollout-max-response-len.",
          "The response budget is for the whole trajectory; asking every turn for all of it "
          "lets a multi-turn response grow to turns x budget, past the length training was "
          "sized for, until the engine rejects the context (NovaSky-AI/SkyRL#696, "
          "TIGER-AI-Lab/verl-tool#85). vime's built-in generate subtracts what a sample "
-         "already holds; direct engine requests do not.",
+         "already holds; direct engine requests do not. `sample.tokens` holds the prompt "
+         "too: subtracting its length from the response budget gives long prompts short "
+         "answers or none (THUDM/slime#2140).",
          "observation overruns the budget",
-         "`{key}` asks for the whole --rollout-max-response-len on every turn of the loop "
-         "in `{name}`: nothing generated in earlier turns is subtracted",
+         "{problem}",
          "ask for the budget that is left: args.rollout_max_response_len - "
          "sample.response_length (or call vime.rollout.vllm_rollout.generate, which does it)",
          twins=("VIM124",)),
