@@ -172,11 +172,12 @@ _ALL: tuple[Invariant, ...] = (
          "{hook} `{name}` {problem}; expected `{expected}`",
          "match the expected signature shown", twins=("VIM100",)),
     _inv("VIM005", "static", "warning", "blocking-call-in-async",
-         "No blocking calls (requests, urlopen, time.sleep, subprocess) inside `async def`.",
-         "A blocking call stalls the event loop that drives every concurrent generate and "
-         "reward call, serialising the whole rollout.",
+         "No blocking calls (requests, urlopen, time.sleep, subprocess) or long CPU-bound "
+         "loops inside `async def`, nor in the module's sync helpers it calls.",
+         "A blocking call, or seconds of pure-Python work, stalls the event loop that drives "
+         "every concurrent generate and reward call, serialising the whole rollout.",
          "blocking work on the event loop",
-         "blocking call `{call}` inside async def `{name}`",
+         "{problem}",
          "use an async client (httpx.AsyncClient), `await asyncio.sleep`, or `await asyncio.to_thread(...)`"),
     _inv("VIM006", "static", "error", "sample-constructor",
          "`Sample(...)` is built with keywords and known fields only.",
