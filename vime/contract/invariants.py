@@ -504,6 +504,20 @@ _ALL: tuple[Invariant, ...] = (
          "advantage function `{name}` {problem}",
          "assign `rollout_data[\"advantages\"] = [...]` (one 1-D tensor per sample) and return None",
          twins=("VIM191",)),
+    _inv("VIM057", "static", "warning", "positional-groups",
+         "Reward post-processing and conversion hooks group flat samples by `group_index`, "
+         "not by position in rows of n_samples_per_prompt.",
+         "These hooks get the flat samples of the step. Rows of n_samples_per_prompt by "
+         "position are the prompt groups only when every rollout is one sample and the groups "
+         "arrive whole and in order: a fan-out rollout's segments (several samples of one "
+         "rollout_id), or a batch with uneven groups, puts samples of different prompts in "
+         "one row, and every advantage computed from that row's mean is silently wrong "
+         "(THUDM/slime#1414, radixark/miles#1573).",
+         "uneven group sizes silently change GRPO advantages",
+         "{problem}",
+         "group by `sample.group_index` (one value per `rollout_id`), as vime's own "
+         "normalisation does, e.g. collect the indices per group_index in a dict",
+         twins=("VIM103", "VIM113")),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",

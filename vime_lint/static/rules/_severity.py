@@ -82,6 +82,8 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM038": "warning: the read raises AttributeError at run time, unless a "
               "--custom-config-path file sets the name (which the linter cannot see)",
     "VIM039": "warning: the option is accepted and ignored; nothing fails",
+    "VIM057": "warning: rows by position are the groups for even groups of one-sample "
+              "rollouts; with fan-out segments or uneven groups they are silently wrong",
     "VIM090": "warning: a bare noqa silences nothing",
     "VIM091": "warning: an unused suppression is noise",
     "VIM092": "warning: the file is not checked, which is not a fault of the code at run time "
