@@ -518,6 +518,31 @@ _ALL: tuple[Invariant, ...] = (
          "group by `sample.group_index` (one value per `rollout_id`), as vime's own "
          "normalisation does, e.g. collect the indices per group_index in a dict",
          twins=("VIM103", "VIM113")),
+    _inv("VIM058", "static", "warning", "templated-text-special-tokens",
+         "Text rendered by `apply_chat_template(..., tokenize=False)` is encoded with "
+         "`add_special_tokens=False`.",
+         "A chat template writes the BOS token itself; encoding its text again with special "
+         "tokens (`add_special_tokens=True`, the default of `encode` and of calling the "
+         "tokenizer) prefixes a second BOS for every tokenizer that adds one (Llama, Gemma, "
+         "Mistral): every prompt is trained and sampled off the distribution the model was "
+         "tuned on (NVIDIA-NeMo/RL#855, huggingface/trl#3856). A warning: tokenizers that add "
+         "no BOS (Qwen) are not affected, and the linter does not know the model.",
+         "chat template applied twice",
+         "{problem}",
+         "encode the rendered text with add_special_tokens=False, or tokenize once with "
+         "apply_chat_template(..., tokenize=True)",
+         twins=("VIM176",)),
+    _inv("VIM059", "static", "warning", "response-text-cut",
+         "A generate that cuts `sample.response` cuts the response tokens with it.",
+         "The reward scores `sample.response` while training trains on `tokens` and "
+         "`loss_mask`: a response text cut at a stop marker with every token kept rewards the "
+         "cut text and pushes up the tokens after the marker too (modelscope/ms-swift#6803). "
+         "A warning: cutting only what the reward reads can be meant.",
+         "response text and tokens disagree",
+         "{problem}",
+         "cut the tokens too (sample.tokens, response_length, loss_mask and "
+         "rollout_log_probs to the kept tokens), or leave sample.response whole and parse "
+         "the answer in the reward"),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",

@@ -84,6 +84,10 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM039": "warning: the option is accepted and ignored; nothing fails",
     "VIM057": "warning: rows by position are the groups for even groups of one-sample "
               "rollouts; with fan-out segments or uneven groups they are silently wrong",
+    "VIM058": "warning: only a tokenizer that adds BOS (Llama, Gemma, Mistral) doubles it; "
+              "the linter does not know the model (the run-time twin VIM176 is an error)",
+    "VIM059": "warning: the run works; the reward and the trained tokens see different "
+              "responses, which cutting only what the reward reads may mean",
     "VIM090": "warning: a bare noqa silences nothing",
     "VIM091": "warning: an unused suppression is noise",
     "VIM092": "warning: the file is not checked, which is not a fault of the code at run time "
