@@ -64,6 +64,12 @@ class ProbeOutcome:
     calls: int = 0
     #: Prompts whose responses were judged (0: nothing was checked; the ids are "not run").
     judged: int = 0
+    #: The renderings of :data:`~vime_lint.check.probes.RENDERINGS` (or
+    #: ``--probe-responses-path`` names) that scored best on the judged prompts: how the
+    #: reward wants the answer written.
+    gold_kinds: set[str] = field(default_factory=set)
+    #: The reward compiled or ran a response as code: the answer probes were not judged.
+    code_reward: bool = False
 
 
 def reward_scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
@@ -139,6 +145,54 @@ class _RecordingMetadata(dict):  # type: ignore[type-arg]
         return super().get(key, default)
 
 
+#: The probes that write the label as an answer and compare the rewards: they do not apply
+#: to a reward that runs the response as code (its labels are tests, not answers).
+ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306"})
+#: A response shorter than this (``"42"``) is not looked for in compiled or run code: short
+#: text appears there by chance (``Integer(42)`` from a math parser).
+_CODE_TEXT_MIN = 8
+#: The response text of the reward call in progress, looked for by :func:`_audit` (None: no
+#: call is watched), and whether it was seen in code that was compiled or run.
+_WATCHED: str | None = None
+_RAN_CODE = False
+_AUDIT_ADDED = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """``sys.addaudithook`` hook: notes when the watched response text is compiled
+    (``compile``, ``exec`` and ``eval`` of a string raise it) or handed to a subprocess."""
+    global _RAN_CODE
+    text = _WATCHED
+    if text is None or _RAN_CODE:
+        return
+    if event == "compile" and args:
+        source = args[0]
+        if isinstance(source, bytes):
+            source = source.decode("utf-8", "replace")
+        _RAN_CODE = isinstance(source, str) and text in source
+    elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn") and args:
+        parts = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[0]
+        items = parts if isinstance(parts, (list, tuple)) else [parts]
+        _RAN_CODE = any(text in (p.decode("utf-8", "replace") if isinstance(p, bytes) else str(p))
+                        for p in items)
+
+
+def _watching(text: str) -> None:
+    """Watch ``text`` during the next reward call (installs :func:`_audit` once)."""
+    global _WATCHED, _AUDIT_ADDED
+    if not _AUDIT_ADDED:
+        sys.addaudithook(_audit)
+        _AUDIT_ADDED = True
+    _WATCHED = text if len(text.strip()) >= _CODE_TEXT_MIN else None
+
+
+def _watched() -> bool:
+    """Stop watching; True when the watched text was compiled or run as code."""
+    global _WATCHED, _RAN_CODE
+    seen, _WATCHED, _RAN_CODE = _RAN_CODE, None, False
+    return seen
+
+
 _SAMPLE_CLASS: type | None = None
 
 
@@ -169,6 +223,9 @@ class _Caller:
         self.calls = 0
         self.timeout = getattr(args, "rm_timeout", None)
         self.reads = UnsetReads()
+        self.gold_kinds: set[str] = set()
+        #: A response text was compiled or handed to a subprocess: the reward runs code.
+        self.runs_code = False
 
     def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
         from vime.utils.types import Sample
@@ -200,12 +257,15 @@ class _Caller:
 
         self._spend()
         sample = self.sample(row, text, status, self.calls, label)
+        _watching(text)
         try:
             value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
         except asyncio.TimeoutError:
             return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
         except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
             return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+        finally:
+            self.runs_code |= _watched()
         value, why = reward_scalar(self.args, value)
         return value, (None if value is not None else why)
 
@@ -238,6 +298,7 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
         return ([("VIM303", f"label {row.label!r}: {GOLD_RAISED} ({k[len('gold ('):-1]}) "
                             f"raised {e}") for k, e in list(errors.items())[:1]], False)
     gold_kind = max(scored, key=lambda k: (scored[k], k == "bare"))
+    caller.gold_kinds.add(gold_kind)
     texts = responses_for(row, rows, gold_kind, extra)
     scores: dict[str, float | None] = {"gold": scored[gold_kind]}
     for name, (text, status) in texts.items():
@@ -313,6 +374,7 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                          f"out after {probed} of {len(usable)} prompt(s)")
     out.calls = caller.calls
     out.judged = probed - unjudged
+    out.gold_kinds = set(caller.gold_kinds)
     from vime.rollout.failures import fail_sample
 
     tolerated = fail_sample(args)
@@ -321,6 +383,19 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
             f"sample.metadata[{k!r}]" for k in sorted(caller.reads.keys)) + ", which the prompt "
             "rows do not carry; this launch's own rollout, generate or agent may set it")
         caller.reads.keys.clear()
+    if caller.runs_code:
+        # the label is written as an answer; a reward that compiles or runs the response
+        # grades code against tests: ranking answers says nothing about it
+        skipped = sorted(pid for pid in found if pid in ANSWER_PROBES)
+        for pid in skipped:
+            del found[pid]
+        out.code_reward = True
+        out.notes.append(
+            "reward probes: the reward compiles or runs the response as code, so the probes "
+            "that write the label as an answer (" + ", ".join(sorted(ANSWER_PROBES)) + ") were "
+            "not judged" + (f" ({', '.join(skipped)} would have fired on answers that are "
+                            "not code)" if skipped else "") + "; the others (a reward that "
+            "raises, changes on the same response, reads unset fields) were")
     unset = unset_reads_problem(caller.reads, args)
     if unset is not None:
         found["VIM310"] = unset

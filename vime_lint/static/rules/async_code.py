@@ -59,9 +59,9 @@ def _int_value(semantic: Semantic, expr: cst.BaseExpression, fn: cst.FunctionDef
                            else [a.target]))]
     if len(bound) == 1:
         a = bound[0].body[0]
-        value = a.value if isinstance(a, (cst.Assign, cst.AnnAssign)) else None
-        if isinstance(value, cst.Integer):
-            n = value.evaluated_value
+        bound_value = a.value if isinstance(a, (cst.Assign, cst.AnnAssign)) else None
+        if isinstance(bound_value, cst.Integer):
+            n = bound_value.evaluated_value
             return n if isinstance(n, int) else None
     return None
 

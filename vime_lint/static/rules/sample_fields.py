@@ -276,8 +276,8 @@ class UnknownSampleAttribute(SampleTracker):
                 problem = (f"`{code_of(call)}` reads `{attr}`, which is not a Sample field and "
                            f"which this module never stores{_suggest(attr) if typo else ''}: "
                            "it raises AttributeError")
-            severity: Severity = "error" if typo or not default else "warning"
-            self.report(call, self.INVARIANT.render(problem=problem), severity=severity)
+            self.report(call, self.INVARIANT.render(problem=problem),
+                        severity="error" if typo or not default else "warning")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)
