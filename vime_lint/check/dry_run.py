@@ -50,6 +50,7 @@ from vime_lint.check.calls import (
     raised_at,
     warning_findings,
 )
+from vime_lint.check.code_watch import watching
 from vime_lint.check.engine import STAND_IN_REPLIES
 from vime_lint.check.probe_run import ANSWER_PROBES, ProbeOutcome
 from vime_lint.check.report import Report
@@ -93,6 +94,8 @@ class DryRun:
         self.engine_note = ""
         #: The reward probes' outcome (None: not run).
         self.reward_probe: ProbeOutcome | None = None
+        #: The agent compiled or ran the stand-in's scripted answers as programs.
+        self.ran_scripted_answers = False
 
     def _check(self, name: str, dest: str, path: str, *values: Any,
                **options: Any) -> list[Violation]:
@@ -232,12 +235,18 @@ class DryRun:
                 label = f"vime's built-in generate `{path}`"
             else:
                 label = hook_label(dest, path)
+            # an agent that runs the stand-in's scripted answers as programs (a code tool):
+            # they are no programs, so its rewards on them say nothing (VIM117 not judged)
+            scripted = STAND_IN_REPLIES if path == _AGENT_GENERATE \
+                and "stand-in" in self.engine_note else ()
             try:
                 # the agent's generate step and vime's built-in one stand in for this hook:
                 # each is called as the contract calls --custom-generate-function-path
-                result = call_by_contract(label, HOOKS[dest], fn, self.args, sample=sample,
-                                          sampling_params=self._sampling_params(),
-                                          evaluation=False)
+                with watching(scripted, exact=True) as ran:
+                    result = call_by_contract(label, HOOKS[dest], fn, self.args, sample=sample,
+                                              sampling_params=self._sampling_params(),
+                                              evaluation=False)
+                self.ran_scripted_answers |= ran.ran
             except EngineFailure:   # not the hook's failure: never a FAILED sample
                 raise
             except HarnessError as exc:
@@ -607,16 +616,19 @@ class DryRun:
         constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
         if "stand-in" in self.engine_note and constant:
             replies = " / ".join(repr(r) for r in STAND_IN_REPLIES)
-            if getattr(self.args, "prompt_data", None):
-                # the scripted answers cannot match the labels of the user's own rows, so
-                # equal rewards say nothing about the reward (the reward probes judge it)
+            if getattr(self.args, "prompt_data", None) or self.ran_scripted_answers:
+                # the scripted answers cannot match the labels of the user's own rows, nor are
+                # they programs for an agent that runs the answer as code, so equal rewards
+                # say nothing about the reward (the reward probes judge it)
                 dropped = {id(v) for v in constant}
                 self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
                 self.report.unjudged.update(("VIM117", "VIM171"))
+                against = ("against the labels of --prompt-data" if not self.ran_scripted_answers
+                           else "and the agent ran them as programs, which they are not")
                 self.report.notes.append(
                     f"constant rewards (VIM117, VIM171) not judged: the rewards score the "
-                    f"stand-in's scripted answers ({replies}), not a model's, against the labels "
-                    "of --prompt-data; --hf-checkpoint MODEL runs a real engine")
+                    f"stand-in's scripted answers ({replies}), not a model's, {against}; "
+                    "--hf-checkpoint MODEL runs a real engine")
             else:
                 self.report.notes.append(
                     f"the rewards above score the stand-in's scripted answers ({replies}), not "

@@ -28,6 +28,7 @@ from typing import Any
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime_lint.check.calls import defined_at
+from vime_lint.check.code_watch import watching
 from vime_lint.check.probes import (
     GROUP_ORDER,
     NO_ANSWER,
@@ -151,46 +152,6 @@ ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306"})
 #: A response shorter than this (``"42"``) is not looked for in compiled or run code: short
 #: text appears there by chance (``Integer(42)`` from a math parser).
 _CODE_TEXT_MIN = 8
-#: The response text of the reward call in progress, looked for by :func:`_audit` (None: no
-#: call is watched), and whether it was seen in code that was compiled or run.
-_WATCHED: str | None = None
-_RAN_CODE = False
-_AUDIT_ADDED = False
-
-
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """``sys.addaudithook`` hook: notes when the watched response text is compiled
-    (``compile``, ``exec`` and ``eval`` of a string raise it) or handed to a subprocess."""
-    global _RAN_CODE
-    text = _WATCHED
-    if text is None or _RAN_CODE:
-        return
-    if event == "compile" and args:
-        source = args[0]
-        if isinstance(source, bytes):
-            source = source.decode("utf-8", "replace")
-        _RAN_CODE = isinstance(source, str) and text in source
-    elif event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn") and args:
-        parts = args[1] if event == "subprocess.Popen" and len(args) > 1 else args[0]
-        items = parts if isinstance(parts, (list, tuple)) else [parts]
-        _RAN_CODE = any(text in (p.decode("utf-8", "replace") if isinstance(p, bytes) else str(p))
-                        for p in items)
-
-
-def _watching(text: str) -> None:
-    """Watch ``text`` during the next reward call (installs :func:`_audit` once)."""
-    global _WATCHED, _AUDIT_ADDED
-    if not _AUDIT_ADDED:
-        sys.addaudithook(_audit)
-        _AUDIT_ADDED = True
-    _WATCHED = text if len(text.strip()) >= _CODE_TEXT_MIN else None
-
-
-def _watched() -> bool:
-    """Stop watching; True when the watched text was compiled or run as code."""
-    global _WATCHED, _RAN_CODE
-    seen, _WATCHED, _RAN_CODE = _RAN_CODE, None, False
-    return seen
 
 
 _SAMPLE_CLASS: type | None = None
@@ -257,15 +218,16 @@ class _Caller:
 
         self._spend()
         sample = self.sample(row, text, status, self.calls, label)
-        _watching(text)
-        try:
-            value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
-        except asyncio.TimeoutError:
-            return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
-        except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
-            return None, f"{type(exc).__name__}: {str(exc)[:160]}"
-        finally:
-            self.runs_code |= _watched()
+        watched = [text] if len(text.strip()) >= _CODE_TEXT_MIN else []
+        with watching(watched) as seen:
+            try:
+                value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
+            except asyncio.TimeoutError:
+                return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
+            except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
+                return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+            finally:
+                self.runs_code |= seen.ran
         value, why = reward_scalar(self.args, value)
         return value, (None if value is not None else why)
 
