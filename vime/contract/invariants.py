@@ -1140,9 +1140,11 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "make the reward a function of the response and the label (fix seeds, "
          "temperature 0 for a judge)"),
     _inv("VIM303", "probe", "error", "probe-never-raises",
-         "The reward returns a number for every plausible response; it does not raise.",
+         "The reward returns a finite number for every plausible response; it does not raise.",
          "An exception in the reward stops the run (or fails the sample with --hook-failure "
-         "fail-sample) the first time a policy writes that kind of answer.",
+         "fail-sample) the first time a policy writes that kind of answer; a NaN or inf "
+         "reward (a division by an empty response's length) fails the reward check or turns "
+         "its group's advantages NaN.",
          "reward raises",
          "{problem}", "handle responses without an answer (return the lowest reward) instead of "
          "raising"),

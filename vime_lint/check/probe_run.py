@@ -73,6 +73,10 @@ class ProbeOutcome:
     code_reward: bool = False
 
 
+#: :func:`reward_scalar`'s reason for a reward that is a number but not a finite one.
+NON_FINITE = frozenset({"returned nan", "returned inf", "returned -inf"})
+
+
 def reward_scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
     """A reward as the trainer reads it: ``(number, None)``, or ``(None, why not)`` (a dict
     without ``--reward-key``, not a number, not finite)."""
@@ -268,7 +272,9 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
             continue
         value, err = caller.one(row, text, status, row.label)
         scores[name] = value
-        if err is not None and not err.startswith("returned"):
+        # a raise, or a NaN / inf (no finite reward: VIM110 at run time); other non-numbers
+        # (None, a dict without --reward-key) are the stages' and the settings' to report
+        if err is not None and (not err.startswith("returned") or err in NON_FINITE):
             errors[name] = err
     again = {name: caller.one(row, texts[name][0], texts[name][1], row.label)[0]
              for name in ("gold", "wrong", "no-answer")}

@@ -57,6 +57,12 @@ async def raises_without_number(args, sample):  # VIM303: IndexError on an answe
     return float(_NUM.findall(sample.response)[-1] == sample.label)
 
 
+async def nan_on_empty(args, sample):          # VIM303: NaN for a response with no words
+    words = sample.response.split()
+    return sum(w.strip(".") == sample.label for w in words) / len(words) if words \
+        else float("nan")
+
+
 async def ignores_label(args, sample):         # VIM300: rewards length, not the answer
     return float(len(sample.response) >= 10)
 

@@ -39,6 +39,7 @@ def probe(*argv: str, max_calls: int = 400) -> tuple[set[str], list[str], list[s
     ("abstain_above_wrong", {"VIM306"}),
     ("random_ties", {"VIM302"}),
     ("raises_without_number", {"VIM303"}),
+    ("nan_on_empty", {"VIM303"}),
     ("ignores_label", {"VIM300"}),
     ("hashes_only", {"VIM303"}),
     ("truncated_benefit", {"VIM301"}),
