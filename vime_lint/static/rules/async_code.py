@@ -121,6 +121,10 @@ class BlockingCallInAsync(FunctionTracker):
         return r.json()["score"]
     ```
 
+    ## Known problems
+    A loop bound read from a parameter's default counts even where the call passes a smaller
+    value; a loop bound computed at run time is not seen.
+
     ## Fix safety
     No fix.
     """

@@ -214,6 +214,10 @@ class ResponseTextCut(SampleTracker):
               "    return float(answer.strip() == sample.label)\n"),
         Valid(_CUT.format(cut="sample.response[:at]",
                           after="        del sample.loss_mask[at:]\n")),
+        # A helper of the module that trims the tokens to the kept text.
+        Valid("def _trim(sample, n):\n    sample.tokens = sample.tokens[:n]\n"
+              "    sample.response_length = n\n"
+              + _CUT.format(cut="sample.response[:at]", after="        _trim(sample, at)\n")),
         # The sample's own method that trims tokens with the text.
         Valid(_CUT.format(cut="sample.response[:at]",
                           after="        sample.truncate_tokens(at)\n")),
@@ -264,13 +268,22 @@ class ResponseTextCut(SampleTracker):
     def _touches_tokens(self, fn: cst.FunctionDef) -> bool:
         """``fn`` writes a token field, calls a ``*token*`` method of a sample, or deletes
         from a token field."""
-        facts = self.context.semantic.facts(fn)
+        semantic = self.context.semantic
+        facts = semantic.facts(fn)
         if any(st.attr in _TOKEN_FIELDS for st in facts.attr_stores):
             return True
         for site in facts.calls:
             func = site.node.func
             if isinstance(func, cst.Attribute) and "token" in func.attr.value \
                     and self.is_sample(func.value):
+                return True
+            # a helper of the module that gets the sample and writes its token fields
+            target = semantic.callee(site.node, fn, self.owner)
+            if target is not None and target is not fn and any(
+                    isinstance(a.value, cst.Name) and self.is_sample(a.value)
+                    for a in site.node.args) and any(
+                    st.attr in _TOKEN_FIELDS for helper in semantic.closure(target, self.owner)
+                    for st in semantic.facts(helper).attr_stores):
                 return True
         for attr in _TOKEN_FIELDS:
             for _node, parents in facts.attributes.get(attr, []):
