@@ -22,7 +22,7 @@ from vime_lint.static.rules._reward_rule import (
 from vime_lint.static.rules._reward_values import (
     reward_leaves,
 )
-from vime_lint.static.rules.signatures import ROLLOUT_DESTS
+from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["RewardReturnsTensor"]
 

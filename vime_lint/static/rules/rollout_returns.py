@@ -17,7 +17,7 @@ from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
 from vime_lint.static.analysis import Semantic, Side
-from vime_lint.static.rules.signatures import ROLLOUT_DESTS
+from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_output_call"]
 

@@ -1,0 +1,95 @@
+"""VIM056: a ``--custom-advantage-function-path`` function stores
+``rollout_data["advantages"]`` instead of returning its advantages; its runtime twin
+(VIM191) checks the values the trainer receives, at boundary B7.
+
+See ``docs/contract.md`` §5 and §6a, and ``docs/en/training.md`` ("Trainer hooks").
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.rules._trainer_hook_bodies import _body, _describe
+
+__all__ = ["AdvantageHookStoresAdvantages"]
+
+
+class AdvantageHookStoresAdvantages(FunctionTracker):
+    """An advantage hook stores ``rollout_data["advantages"]`` and returns None.
+
+    ## What it does
+    Reports a ``--custom-advantage-function-path`` function that returns a value, or whose
+    body never assigns ``<dict>["advantages"] = ...`` (nor passes ``rollout_data`` on to
+    another function, nor calls ``.update``/``.setdefault``, which may store it).
+
+    ## Why is this bad?
+    The trainer calls ``advantage_fn(args, rollout_data)`` for its side effect, as upstream
+    does, and reads ``rollout_data["advantages"]`` afterwards: a returned list is thrown away
+    and the step stops with a missing key. Runtime twin: VIM191.
+
+    ## Example
+    ```python
+    def my_advantages(args, rollout_data):
+        return [torch.ones_like(m) * r for r, m in zip(rollout_data["rewards"],
+                                                     rollout_data["loss_masks"])]
+    ```
+
+    ## Use instead
+    ```python
+    def my_advantages(args, rollout_data):
+        rollout_data["advantages"] = [torch.ones_like(m) * r for r, m in zip(
+            rollout_data["rewards"], rollout_data["loss_masks"])]
+    ```
+
+    ## Fix safety
+    No fix: where the value goes is the author's choice.
+    """
+
+    INVARIANT = INVARIANTS["VIM056"]
+    NEEDS_HOOKS = True
+    _HOOK = {"hooks": {"adv": "custom_advantage_function_path"}}
+    VALID = [
+        Valid("def adv(args, rollout_data):\n"
+              "    rollout_data['advantages'] = [m * 1.0 for m in rollout_data['loss_masks']]\n"
+              "    rollout_data['returns'] = rollout_data['advantages']\n", options=_HOOK),
+        Valid("def adv(args, rollout_data):\n    fill(args, rollout_data)\n", options=_HOOK),
+        Valid("def adv(args, rollout_data):\n    rollout_data.update(advantages=[])\n"
+              "    return None\n", options=_HOOK),
+        Valid("def other(args, rollout_data):\n    return []\n"),
+    ]
+    INVALID = [
+        Invalid("def adv(args, rollout_data):\n"
+                "    return [m * 1.0 for m in rollout_data['loss_masks']]\n", line=2, col=11,
+                options=_HOOK),
+        Invalid("def adv(args, rollout_data):\n"
+                "    advantages = [m * 1.0 for m in rollout_data['loss_masks']]\n",
+                line=1, col=4, options=_HOOK),
+        Invalid("def adv(args, rollout_data):\n    rollout_data['advantage'] = []\n",
+                line=1, col=4, options=_HOOK),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest != "custom_advantage_function_path":
+            return
+        body = _body(self.context.semantic, node)
+        name = node.name.value
+        for ret in body.returns:
+            if _describe(ret.value) != "None":
+                assert ret.value is not None
+                self.report(ret.value, self.INVARIANT.render(
+                    name=name, problem="returns a value; it is thrown away: store it in "
+                    "rollout_data['advantages'] and return None"))
+        params = [p.name.value for p in node.params.params]
+        data = params[1] if len(params) > 1 else "rollout_data"
+        if ("advantages" not in body.stored_keys and data not in body.call_args
+                and "<update>" not in body.call_args):
+            self.report(node.name, self.INVARIANT.render(
+                name=name, problem=f"never sets {data}['advantages']"))
+
+
+#: Hooks that get the step's flat samples (or the columns made from them).
