@@ -62,6 +62,12 @@ __all__ = ["DryRun"]
 #: The generate step of ``--agent-function-path`` (vime.agent.generate.AGENT_GENERATE_PATH,
 #: not imported here: vime.agent loads only when an agent is checked).
 _AGENT_GENERATE = "vime.agent.generate.generate"
+#: Runtime ids about the rewards of the batch, whatever the field path says.
+_REWARD_IDS = frozenset({"VIM110", "VIM117", "VIM121", "VIM122", "VIM171"})
+#: ``Sample`` fields a generate step (a custom generate, or the agent's trajectories) sets.
+_GENERATED_FIELDS = frozenset({"tokens", "response", "response_length", "loss_mask",
+                               "rollout_log_probs", "status", "weight_versions", "spec_info",
+                               "routed_experts", "top_k_log_probs", "top_k_token_ids"})
 
 
 #: What each stage method checks, for the report's notes.
@@ -398,9 +404,37 @@ class DryRun:
             get = getattr(source, "training_prompts", None)
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
             found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
-        self.report.add(in_context(found, dest, path), ids)
+        self.report.add([], ids)     # checked, with or without findings
+        for (owner_dest, owner_path), some in self._owners(found, dest, path).items():
+            self.report.add(in_context(some, owner_dest, owner_path), ids)
         self._save_samples(out, evaluation)
         return out
+
+    def _owners(self, found: list[Violation], dest: str, path: str
+                ) -> dict[tuple[str, str], list[Violation]]:
+        """``found`` (B5/B6 findings on the output of the rollout ``path``) by the hook each
+        is about. Under vime's own rollout the output's rewards come from the user's
+        ``--custom-rm-path`` (else the agent, whose return value is the reward) and its token
+        fields from the user's ``--custom-generate-function-path`` (else the agent): a finding
+        on those names that hook (and its ``def``'s FILE:LINE), not vime's rollout module."""
+        by: dict[tuple[str, str], list[Violation]] = {}
+        own = path == hook_spec(dest).default
+        for v in found:
+            owner = (dest, path)
+            if own:
+                field = v.where.rsplit(".", 1)[-1].split("[", 1)[0] if "." in v.where else ""
+                wanted = (("custom_rm_path", "agent_function_path")
+                          if v.id in _REWARD_IDS or field == "reward" else
+                          ("custom_generate_function_path", "agent_function_path")
+                          if field in _GENERATED_FIELDS or v.id == "VIM124" else ())
+                for d in wanted:
+                    hook = self.hooks.get(d)
+                    if hook is not None and isinstance(hook, tuple) \
+                            and isinstance(hook[0], str):
+                        owner = (d, hook[0])
+                        break
+            by.setdefault(owner, []).append(v)
+        return by
 
     def _save_samples(self, out: Any, evaluation: bool) -> None:
         """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes

@@ -52,6 +52,11 @@ GOLD_RAISED = "the label's own answer"
 GOLD_RAISED_FIX = ("the reward raised on the label's own answer, so it raises on every "
                    "response: fix the error it names, then run `vime-lint check` again")
 
+#: VIM303 when the label's own answer gets no number back (a string, None, a NaN): so does
+#: every response.
+GOLD_RETURNED_FIX = ("the reward gave no finite number for the label's own answer, so it gives "
+                     "none for any response: return a float (1.0 / 0.0), not text or None")
+
 #: Default ``--probe-max-calls``: about seven prompts' worth of probes.
 DEFAULT_MAX_CALLS = 200
 
@@ -262,7 +267,8 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
     lowest = min((v for v in floor if v is not None), default=None)
     if not scored or lowest is None or max(scored.values()) <= lowest:
         return ([("VIM303", f"label {row.label!r}: {GOLD_RAISED} ({k[len('gold ('):-1]}) "
-                            f"raised {e}") for k, e in list(errors.items())[:1]], False)
+                            f"{e if e.startswith('returned') else 'raised ' + e}")
+                 for k, e in list(errors.items())[:1]], False)
     gold_kind = max(scored, key=lambda k: (scored[k], k == "bare"))
     caller.gold_kinds.add(gold_kind)
     texts = responses_for(row, rows, gold_kind, extra)
@@ -370,7 +376,9 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
         severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None
-        fix = GOLD_RAISED_FIX if pid == "VIM303" and GOLD_RAISED in problem else None
+        fix = (None if pid != "VIM303" or GOLD_RAISED not in problem else
+               GOLD_RETURNED_FIX if f"{GOLD_RAISED} (" in problem and ") returned " in problem
+               else GOLD_RAISED_FIX)
         out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
                                                       severity=severity, fix=fix))
     if unjudged:

@@ -57,6 +57,10 @@ async def raises_without_number(args, sample):  # VIM303: IndexError on an answe
     return float(_NUM.findall(sample.response)[-1] == sample.label)
 
 
+async def text_score(args, sample):            # VIM303 (and VIM110): a score as text
+    return "1.0" if sample.response.strip().endswith(str(sample.label)) else "0.0"
+
+
 async def nan_on_empty(args, sample):          # VIM303: NaN for a response with no words
     words = sample.response.split()
     return sum(w.strip(".") == sample.label for w in words) / len(words) if words \

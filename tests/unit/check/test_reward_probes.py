@@ -276,3 +276,26 @@ def test_constant_rewards_of_a_reward_that_never_pays_stay_reported(
     out = capsys.readouterr().out
     assert "VIM117 warning: samples[*].reward are all equal to 0.0" in out, out
     assert "not judged: the reward probes found" not in out
+
+
+def test_a_reward_that_returns_text_is_said_to_return_it_not_to_raise() -> None:
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.text_score")
+    gold = [t for t in texts if "the label's own answer" in t]
+    assert ids == {"VIM303"} and gold, texts
+    assert "returned str, not a number" in gold[0] and "raised" not in gold[0]
+    assert "return a float" in gold[0] and "fix the error it names" not in gold[0]
+
+
+def test_findings_on_the_default_rollouts_output_name_the_users_hook(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Under vime's own rollout a reward finding on the output (samples[g][e].reward) is about
+    the user's --custom-rm-path: it names that file and line, not vime's rollout module."""
+    from vime_lint.runtime.harness import main
+
+    code = main(["--custom-rm-path", "probe_rewards.text_score", "--no-probe"])
+    out = capsys.readouterr().out
+    stored = out.split("samples[0][0].reward", 1)
+    assert code == 1 and len(stored) == 2, out
+    context = stored[1].split("\n  in ", 1)[1].splitlines()[0]
+    assert "probe_rewards.py:" in context and "text_score" in context, context
+    assert "rollout_fn.py" not in out
