@@ -307,6 +307,14 @@ class EvaluationBranch(FunctionTracker):
         Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
               "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
               "    return RolloutFnEvalOutput(data={})\n"),
+        # An instance's __call__ through an aliased module, both paths right.
+        Valid("import vime.rollout.base_types as bt\n"
+              "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        if evaluation:\n"
+              "            return bt.RolloutFnEvalOutput(data={})\n"
+              "        return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
+              "generate_rollout = Rollout()\n"),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
