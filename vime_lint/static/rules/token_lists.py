@@ -62,6 +62,23 @@ class TokensWithoutLossMask(FunctionTracker):
         Valid("def f(sample, t, lp):\n    sample.tokens += t\n    sample.loss_mask += [1]*len(t)\n"),
         Valid("def f(sample, t):\n    sample.tokens = [1, 2] + t\n    sample.response_length = 2\n"),
         Valid("def f(sample, t):\n    sample.append_response_tokens(None, tokens=t)\n"),
+        # A module helper the hook calls keeps the mask in step.
+        Valid("def _extend(s, toks):\n"
+              "    s.tokens += toks\n"
+              "    s.loss_mask += [1] * len(toks)\n"
+              "    s.response_length += len(toks)\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    _extend(sample, [1, 2])\n"
+              "    return sample\n"),
+        # An instance's __call__ through a local alias of the sample.
+        Valid("class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        cur = sample\n"
+              "        cur.tokens.extend([1, 2])\n"
+              "        cur.loss_mask.extend([1, 1])\n"
+              "        cur.response_length += 2\n"
+              "        return cur\n"
+              "generate = Generate()\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -69,6 +86,21 @@ class TokensWithoutLossMask(FunctionTracker):
                 line=2, col=4),
         Invalid("def f(sample, t):\n    sample.tokens.extend(t)\n", line=2, col=4),
         Invalid("def f(sample, t):\n    sample.tokens = sample.tokens + t\n", line=2, col=4),
+        # The tokens grow inside a module helper the hook calls.
+        Invalid("def _extend(s, toks):\n"
+                "    s.tokens += toks\n"
+                "    s.response_length += len(toks)\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    _extend(sample, [1, 2])\n"
+                "    return sample\n", line=2, col=4),
+        # An instance's __call__, through a local alias of the sample.
+        Invalid("class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        cur = sample\n"
+                "        cur.tokens.extend([1, 2])\n"
+                "        cur.response_length += 2\n"
+                "        return cur\n"
+                "generate = Generate()\n", line=4, col=8),
     ]
 
     def __init__(self, context: FileContext) -> None:
