@@ -134,18 +134,31 @@ class ArgsMutation(FunctionTracker):
             self.report(node, self.INVARIANT.render(attr=attr, name=self.current.name.value))
 
 
-def _is_n_samples_range(node: cst.Call) -> bool:
-    return (isinstance(node.func, cst.Name) and node.func.value == "range"
-            and len(node.args) == 1
-            and dotted(node.args[0].value) == "args.n_samples_per_prompt")
+def _is_n_samples(expr: cst.BaseExpression) -> bool:
+    """``args.n_samples_per_prompt`` (or ``self.args.…``: the same setting)."""
+    name = dotted(expr) or ""
+    return name == "args.n_samples_per_prompt" or name.endswith(".args.n_samples_per_prompt")
+
+
+def _is_n_samples_range(node: cst.Call, values: dict[str, list[cst.BaseExpression | None]]
+                        ) -> bool:
+    """``range(args.n_samples_per_prompt)``, also through a local name bound only to it."""
+    if not (isinstance(node.func, cst.Name) and node.func.value == "range"
+            and len(node.args) == 1):
+        return False
+    arg = node.args[0].value
+    if isinstance(arg, cst.Name):
+        bound = values.get(arg.value)
+        return bool(bound) and all(v is not None and _is_n_samples(v) for v in bound or ())
+    return _is_n_samples(arg)
 
 
 class GroupExpandedTwice(FunctionTracker):
     """Groups from ``get_samples`` are not expanded again by ``n_samples_per_prompt``.
 
     ## What it does
-    Reports ``range(args.n_samples_per_prompt)`` in a function that also calls
-    ``.get_samples(...)``. Runtime twin: VIM103.
+    Reports ``range(args.n_samples_per_prompt)`` (also ``self.args.…``, or a local name bound
+    to it) in a function that also calls ``.get_samples(...)``. Runtime twin: VIM103.
 
     ## Why is this bad?
     ``get_samples`` already returns groups of ``n_samples_per_prompt`` copies of a prompt;
@@ -172,11 +185,49 @@ class GroupExpandedTwice(FunctionTracker):
         Valid("def f(args, ds):\n    return ds.get_samples(4)\n"),
         Valid("def f(args, prompts):\n    return [[p for _ in range(args.n_samples_per_prompt)]"
               " for p in prompts]\n"),
+        # A class hook that checks the group size on self.args, without copying.
+        Valid("class Rollout:\n"
+              "    def __init__(self, args):\n"
+              "        self.args = args\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        groups = data_source.get_samples(self.args.rollout_batch_size)\n"
+              "        assert all(len(g) == self.args.n_samples_per_prompt for g in groups)\n"
+              "        return groups\n"),
+        # A local alias of the setting used for arithmetic; the loop is over the group.
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    n = args.n_samples_per_prompt\n"
+              "    groups = data_source.get_samples(args.rollout_batch_size)\n"
+              "    for group in groups:\n"
+              "        for i in range(len(group)):\n"
+              "            group[i].metadata['index'] = i % n\n"
+              "    return groups\n"),
     ]
     INVALID = [
         Invalid("def f(args, ds):\n    groups = ds.get_samples(4)\n"
                 "    return [[g[0] for _ in range(args.n_samples_per_prompt)] for g in groups]\n",
                 line=3, col=27),
+        # An instance's __call__ reading the setting through self.args.
+        Invalid("import copy\n"
+                "class Rollout:\n"
+                "    def __init__(self, args):\n"
+                "        self.args = args\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        groups = data_source.get_samples(self.args.rollout_batch_size)\n"
+                "        return [[copy.deepcopy(g[0]) for _ in range(self.args.n_samples_per_prompt)]\n"
+                "                for g in groups]\n", line=7, col=46),
+        # Through a local alias of the setting, under an aliased import.
+        Invalid("import copy as cp\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    n = args.n_samples_per_prompt\n"
+                "    out = []\n"
+                "    for group in data_source.get_samples(args.rollout_batch_size):\n"
+                "        out.append([cp.copy(group[0]) for _ in range(n)])\n"
+                "    return out\n", line=6, col=47),
+        # A flattening comprehension that repeats every group.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = data_source.get_samples(args.rollout_batch_size)\n"
+                "    flat = [s for g in groups for _ in range(args.n_samples_per_prompt) for s in g]\n"
+                "    return flat\n", line=3, col=39),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -199,7 +250,8 @@ class GroupExpandedTwice(FunctionTracker):
             return
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_samples":
             self.state[-1][1][0] = True
-        elif _is_n_samples_range(node):
+        elif self.current is not None and _is_n_samples_range(
+                node, self.context.semantic.facts(self.current).values):
             self.state[-1][0].append(node)
 
 
