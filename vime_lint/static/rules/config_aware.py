@@ -93,8 +93,9 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
 
     ## What it does
     For a reward function (``--custom-rm-path``) named by a launch script or config, reports
-    ``return {...}`` / ``return dict(...)`` (or a list of dicts from a batch RM) when no
-    launch file naming it sets ``--reward-key``. Also reports ``x.reward = {...}`` in rollout
+    ``return {...}`` / ``return dict(...)`` (or a list of dicts from a batch RM; also a local
+    name or a call of the module's own helper the dict comes from) when no launch file naming
+    it sets ``--reward-key``. Also reports ``x.reward = {...}`` in rollout
     and generate functions named by such a launch. Quiet when no launch file names the hook,
     or when a launch script forwards its own arguments (``"$@"``). Runtime twin: VIM110.
 
@@ -138,6 +139,12 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
         Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n",
               options={"hooks": {"reward_func": _RM},
                        "launch_flags": ["--custom-rm-path", FORWARDED_ARGS]}),
+        # A module helper's dict, but the hook returns one float from it.
+        Valid("def _score(sample):\n"
+              "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return _score(sample)['acc']\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -153,6 +160,22 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
                 "            s.reward = {'acc': 1.0}\n", line=4, col=12,
                 options={"hooks": {"generate_rollout": "rollout_function_path"},
                          "launch_flags": []}),
+        # Through a local name bound to the dict.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    scores = {'acc': float(sample.response == sample.label)}\n"
+                "    return scores\n",
+                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # The dict built by a module helper the hook returns.
+        Invalid("def _score(sample):\n"
+                "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return _score(sample)\n",
+                line=4, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # A dict comprehension.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    checks = {'acc': sample.label, 'fmt': '</answer>'}\n"
+                "    return {k: float(v in sample.response) for k, v in checks.items()}\n",
+                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
@@ -175,9 +198,16 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
 
     def visit_Return(self, node: cst.Return) -> None:
         active = self.active
-        if active is not None and active[0].spec.dest == _RM and _is_dict_value(node.value) \
-                and self.functions and self.functions[-1] is not None \
-                and len(self.functions) == 1:
+        fn = self.functions[-1] if len(self.functions) == 1 else None
+        if active is None or active[0].spec.dest != _RM or fn is None or node.value is None:
+            return
+        if _is_dict_value(node.value):
+            self._report(node, "returns a dict reward")
+            return
+        # A local name or the module's own helper that the dict comes from.
+        if isinstance(node.value, cst.Name | cst.Call | cst.Await) and any(
+                leaf is not None and leaf is not node.value and _is_dict_value(leaf)
+                for leaf, _ in self.context.semantic.origins(fn, node.value)):
             self._report(node, "returns a dict reward")
 
     def visit_Assign(self, node: cst.Assign) -> None:
