@@ -157,7 +157,14 @@ def _tokens_len(expr: cst.BaseExpression) -> bool:
 
 
 def _full_tokens_sized(value: cst.BaseExpression) -> bool:
-    """``[c] * len(x.tokens)``, ``[c for _ in x.tokens]``, ``[... in range(len(x.tokens))]``."""
+    """``[c] * len(x.tokens)``, ``[c for _ in x.tokens]``, ``[... in range(len(x.tokens))]``
+    (also as ``list(...)`` or ``....tolist()``)."""
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "tolist":
+        return _full_tokens_sized(value.func.value)
+    if isinstance(value, cst.Call) and len(value.args) == 1 and isinstance(value.func, cst.Name) \
+            and value.func.value == "list":
+        return _full_tokens_sized(value.args[0].value)
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
         return _tokens_len(value.left) or _tokens_len(value.right)
     if isinstance(value, cst.ListComp):
@@ -179,7 +186,8 @@ class MaskFromFullTokens(Rule):
     ## What it does
     Reports ``x.loss_mask`` / ``x.rollout_log_probs`` (or the same ``Sample(...)`` keywords)
     built with the length of the full ``x.tokens``: ``[1] * len(x.tokens)``,
-    ``[1 for _ in x.tokens]``, ``np.ones(len(x.tokens))``. Runtime twins: VIM108, VIM109.
+    ``[1 for _ in x.tokens]``, ``np.ones(len(x.tokens))`` (also wrapped in ``list(...)`` or
+    ``.tolist()``). Runtime twins: VIM108, VIM109.
 
     ## Why is this bad?
     ``tokens`` holds the prompt and the response; the per-token lists have one entry per
@@ -204,12 +212,46 @@ class MaskFromFullTokens(Rule):
     VALID = [
         Valid("sample.loss_mask = [1] * sample.response_length\n"),
         Valid("sample.loss_mask = [1] * (len(sample.tokens) - prompt_len)\n"),
+        # An aliased import sized by the response.
+        Valid("import numpy as np\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    sample.tokens = prompt_ids + out['token_ids']\n"
+              "    sample.response_length = len(out['token_ids'])\n"
+              "    sample.loss_mask = np.ones(sample.response_length, dtype=int).tolist()\n"
+              "    return sample\n"),
+        # An instance's __call__ through a local alias, sized by the new tokens.
+        Valid("class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        cur = sample\n"
+              "        cur.tokens = prompt_ids + out['token_ids']\n"
+              "        cur.rollout_log_probs = [0.0 for _ in out['token_ids']]\n"
+              "        return cur\n"
+              "generate = Generate()\n"),
     ]
     INVALID = [
         Invalid("sample.loss_mask = [1] * len(sample.tokens)\n", line=1, col=0),
         Invalid("s.rollout_log_probs = [0.0 for _ in s.tokens]\n", line=1, col=0),
         Invalid(SAMPLE_IMPORT + "s = Sample(tokens=t, loss_mask=[1] * len(x.tokens))\n", line=2,
                 col=4),
+        # An aliased import, converted with .tolist().
+        Invalid("import numpy as np\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    sample.tokens = prompt_ids + out['token_ids']\n"
+                "    sample.loss_mask = np.ones(len(sample.tokens), dtype=int).tolist()\n"
+                "    return sample\n", line=4, col=4),
+        # An instance's __call__ through a local alias of the sample.
+        Invalid("class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        cur = sample\n"
+                "        cur.tokens = prompt_ids + out['token_ids']\n"
+                "        cur.rollout_log_probs = [0.0 for _ in range(len(cur.tokens))]\n"
+                "        return cur\n"
+                "generate = Generate()\n", line=5, col=8),
+        # Sample(...) in a comprehension under an aliased import, wrapped in list().
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def rebuild(samples):\n"
+                "    return [S(tokens=s.tokens, loss_mask=list([1] * len(s.tokens))) for s in samples]\n",
+                line=3, col=12),
     ]
 
     def visit_Assign(self, node: cst.Assign) -> None:
