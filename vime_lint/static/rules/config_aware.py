@@ -368,6 +368,11 @@ class LabelWithoutLabelKey(_LaunchTracker):
               "    return float(sample.response == sample.label)\n",
               options={"hooks": {"reward_func": _RM},
                        "launch_flags": ["--custom-rm-path", "--data-source-path"]}),
+        # A set comprehension over the samples reading an answer from metadata, not the label.
+        Valid("async def reward_func(args, samples, **kwargs):\n"
+              "    wanted = {s.metadata.get('answer') for s in samples}\n"
+              "    return [float(s.response in wanted) for s in samples]\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -377,6 +382,16 @@ class LabelWithoutLabelKey(_LaunchTracker):
         Invalid("async def score(args, samples, **kwargs):\n"
                 "    return [float(s.response == s.label) for s in samples]\n", line=2, col=32,
                 options={"hooks": {"score": _RM}, "launch_flags": ["--group-rm"]}),
+        # Through a local alias of the sample.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    cur = sample\n"
+                "    return 1.0 if cur.label in cur.response else 0.0\n",
+                line=3, col=18, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # In a set comprehension over the samples of a batch.
+        Invalid("async def reward_func(args, samples, **kwargs):\n"
+                "    wanted = {s.label for s in samples}\n"
+                "    return [float(s.response in wanted) for s in samples]\n",
+                line=2, col=14, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def __init__(self, context: FileContext) -> None:
