@@ -272,6 +272,21 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.reward = 1.0\n    return sample\n",
               options={"hooks": {"generate": _GENERATE}}),
+        # Through a local alias of the sample, the reward cleared for the RM.
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    cur = sample\n"
+              "    cur.response = (await post(url, sampling_params))['text']\n"
+              "    cur.reward = None\n"
+              "    return cur\n",
+              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # A nested helper passes a score to the RM in metadata.
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    def _finish(sample, text):\n"
+              "        sample.response = text\n"
+              "        sample.metadata['hint_score'] = float(sample.label in text)\n"
+              "    _finish(sample, (await post(url, sampling_params))['text'])\n"
+              "    return sample\n",
+              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -283,6 +298,21 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
                 "    for s in iter_samples([sample]):\n        s.reward += 1\n"
                 "    return sample\n", line=3, col=8,
                 options={"hooks": {"gen": _GENERATE}, "launch_flags": ["--custom-rm-path"]}),
+        # Through a local alias of the sample.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    cur = sample\n"
+                "    cur.response = (await post(url, sampling_params))['text']\n"
+                "    cur.reward = float(cur.label in cur.response)\n"
+                "    return cur\n",
+                line=4, col=4, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # In a helper nested in the generate function.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    def _finish(sample, text):\n"
+                "        sample.response = text\n"
+                "        sample.reward = float(sample.label in text)\n"
+                "    _finish(sample, (await post(url, sampling_params))['text'])\n"
+                "    return sample\n",
+                line=4, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
