@@ -161,6 +161,20 @@ class AgentSyncClient(FunctionTracker):
               "    async with httpx.AsyncClient() as c:\n"
               "        await c.post(base_url + '/chat/completions', json={})\n"
               "    return None\n"),
+        # An aliased requests handed to asyncio.to_thread (run off the loop), not called.
+        Valid("import asyncio\n"
+              "import requests as rq\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    resp = await asyncio.to_thread(rq.get, args.tool_url, timeout=10)\n"
+              "    return resp.json()['score']\n"),
+        # An instance's __call__ with the async client under an alias, awaited in a comprehension.
+        Valid("from openai import AsyncOpenAI as Client\n"
+              "class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        client = Client(base_url=base_url, api_key=api_key)\n"
+              "        replies = [await client.completions.create(model='m', prompt=p) for p in sample.prompt]\n"
+              "        return len(replies)\n"
+              "run_agent = Agent()\n"),
     ]
     INVALID = [
         Invalid("import openai\nasync def run_agent(args, sample, base_url, api_key):\n"
@@ -175,6 +189,13 @@ class AgentSyncClient(FunctionTracker):
         Invalid("import requests\nasync def agent(args, sample, base_url, api_key):\n"
                 "    return requests.post(base_url, json={}).json()['r']\n", line=3, col=11,
                 options={"hooks": {"agent": _AGENT}}),
+        # An instance's __call__: an aliased requests called in a comprehension.
+        Invalid("import requests as rq\n"
+                "class Agent:\n"
+                "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        replies = [rq.post(base_url + '/completions', json={'prompt': p}) for p in sample.prompt]\n"
+                "        return len(replies)\n"
+                "run_agent = Agent()\n", line=4, col=19),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
