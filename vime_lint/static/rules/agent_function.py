@@ -215,7 +215,8 @@ class AgentReturnsNothing(FunctionTracker):
 
     ## What it does
     Reports an ``--agent-function-path`` function whose body has no ``return <value>`` (only
-    bare ``return``, ``return None`` or none at all).
+    bare ``return``, ``return None`` or none at all; a ``return helper(...)`` of the module's
+    own function that itself returns no value counts as none).
 
     ## Why is this bad?
     The return value is the trajectory's reward; None means "unscored", and vime's reward
@@ -254,6 +255,18 @@ class AgentReturnsNothing(FunctionTracker):
               "    return {'score': 1.0}\n"),
         Valid("async def run_agent(args, sample, base_url, api_key):\n"
               "    raise NotImplementedError\n"),
+        # Returns what a module helper returns, and the helper returns the score.
+        Valid("async def _episode(sample, base_url):\n"
+              "    reply = await chat(base_url, sample.prompt)\n"
+              "    return float(sample.label in reply)\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    return await _episode(sample, base_url)\n"),
+        # An instance's __call__ returning a dict built from a comprehension.
+        Valid("class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        replies = [await chat(base_url, api_key, p) for p in sample.prompt]\n"
+              "        return {'score': sum(sample.label in r for r in replies)}\n"
+              "run_agent = Agent()\n"),
     ]
     INVALID = [
         Invalid("async def run_agent(args, sample, base_url, api_key):\n"
@@ -262,6 +275,24 @@ class AgentReturnsNothing(FunctionTracker):
                 "    def helper():\n        return 1.0\n    return None\n", line=1, col=10),
         Invalid("async def agent(args, sample, base_url, api_key):\n    return\n", line=1,
                 col=10, options={"hooks": {"agent": _AGENT}}),
+        # An instance's __call__ that sets the reward but returns nothing.
+        Invalid("class Agent:\n"
+                "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        reply = await chat(base_url, api_key, sample.prompt)\n"
+                "        sample.reward = float(sample.label in reply)\n"
+                "run_agent = Agent()\n", line=2, col=14),
+        # Returns a module helper's result, and the helper returns nothing.
+        Invalid("async def _episode(sample, base_url):\n"
+                "    reply = await chat(base_url, sample.prompt)\n"
+                "    sample.metadata['reply'] = reply\n"
+                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+                "    return await _episode(sample, base_url)\n", line=4, col=10),
+        # Behind an aliased functools.partial, a loop and no return.
+        Invalid("import functools as ft\n"
+                "async def _agent(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+                "    for _ in range(max_turns):\n"
+                "        await chat(base_url, sample.prompt)\n"
+                "run_agent = ft.partial(_agent, 3)\n", line=2, col=10),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -270,10 +301,28 @@ class AgentReturnsNothing(FunctionTracker):
         if binding is None or binding.spec.dest != _AGENT:
             return
         values = [r for r in self.context.semantic.facts(node).returns
-                  if r.value is not None
-                  and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+                  if not _no_value(r.value) and not self._valueless_call(node, r.value)]
         if not values and not _only_raises(node):
             self.report(node.name, self.INVARIANT.render(name=node.name.value))
+
+    def _valueless_call(self, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> bool:
+        """``return [await] helper(...)`` of the module's own function (or ``self`` method)
+        that itself never returns a value (and is not a stub that raises)."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if not isinstance(value, cst.Call):
+            return False
+        target = self.context.semantic.callee(value, fn, self.owner)
+        if target is None or target is fn:
+            return False
+        facts = self.context.semantic.facts(target)
+        return not facts.yields and not _only_raises(target) \
+            and all(_no_value(r.value) for r in facts.returns)
+
+
+def _no_value(value: cst.BaseExpression | None) -> bool:
+    """A bare ``return`` or ``return None``."""
+    return value is None or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _only_raises(node: cst.FunctionDef) -> bool:
