@@ -59,6 +59,18 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
         Valid("def adv(args, rollout_data):\n    rollout_data.update(advantages=[])\n"
               "    return None\n", options=_HOOK),
         Valid("def other(args, rollout_data):\n    return []\n"),
+        # An instance's __call__ under an aliased import, storing the key.
+        Valid("import torch as th\n"
+              "class Advantages:\n"
+              "    def __call__(self, args, rollout_data):\n"
+              "        rollout_data['advantages'] = [th.ones_like(m) * r for r, m in\n"
+              "                                      zip(rollout_data['rewards'], rollout_data['loss_masks'])]\n"
+              "adv = Advantages()\n", options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        # Stored through a local alias of rollout_data.
+        Valid("def adv(args, rollout_data):\n"
+              "    data = rollout_data\n"
+              "    data['advantages'] = [m * 1.0 for m in data['loss_masks']]\n",
+              options={'hooks': {'adv': 'custom_advantage_function_path'}}),
     ]
     INVALID = [
         Invalid("def adv(args, rollout_data):\n"
@@ -69,6 +81,25 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
                 line=1, col=4, options=_HOOK),
         Invalid("def adv(args, rollout_data):\n    rollout_data['advantage'] = []\n",
                 line=1, col=4, options=_HOOK),
+        # An instance's __call__ under an aliased import returning the list.
+        Invalid("import torch as th\n"
+                "class Advantages:\n"
+                "    def __call__(self, args, rollout_data):\n"
+                "        return [th.ones_like(m) * r for r, m in zip(rollout_data['rewards'], rollout_data['loss_masks'])]\n"
+                "adv = Advantages()\n",
+                line=4, col=15, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        # ... and the missing store, reported at its name (self is not a contract position).
+        Invalid("import torch as th\n"
+                "class Advantages:\n"
+                "    def __call__(self, args, rollout_data):\n"
+                "        return [th.ones_like(m) * r for r, m in zip(rollout_data['rewards'], rollout_data['loss_masks'])]\n"
+                "adv = Advantages()\n",
+                line=3, col=8, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        # A misspelt key stored through a local alias of rollout_data.
+        Invalid("def adv(args, rollout_data):\n"
+                "    data = rollout_data\n"
+                "    data['advantage'] = [m * 1.0 for m in data['loss_masks']]\n",
+                line=1, col=4, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -84,7 +115,9 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
                 self.report(ret.value, self.INVARIANT.render(
                     name=name, problem="returns a value; it is thrown away: store it in "
                     "rollout_data['advantages'] and return None"))
-        params = [p.name.value for p in node.params.params]
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
+        if self.owner is not None and params and params[0] in ("self", "cls"):
+            params = params[1:]  # a class hook's ``__call__``: the contract's positions follow
         data = params[1] if len(params) > 1 else "rollout_data"
         if ("advantages" not in body.stored_keys and data not in body.call_args
                 and "<update>" not in body.call_args):
