@@ -49,7 +49,8 @@ def _is_dict_value(expr: cst.BaseExpression | None) -> bool:
 
 
 class _LaunchTracker(SampleTracker):
-    """Knows the hook of the enclosing module-level function and its launch files.
+    """Knows the hook of the enclosing module-level function (or the ``__call__`` of a class
+    whose instance is bound as the hook) and its launch files.
 
     ``self.active`` is the (binding, launch files) of the innermost hook function whose
     launches pass :meth:`wants`, or None.
@@ -81,6 +82,14 @@ class _LaunchTracker(SampleTracker):
                 if chosen:
                     entry = (b, chosen)
                     break
+        elif len(self.functions) == 1 and self.class_depth == 1 \
+                and node.name.value == "__call__":
+            # The ``__call__`` of a module-level class whose instance is bound as the hook.
+            binding = self.hook_of(node)
+            if binding is not None:
+                chosen = self.wants(binding, self.context.options.launches_of(binding))
+                if chosen:
+                    entry = (binding, chosen)
         self.active_stack.append(entry)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -145,6 +154,13 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
               "async def reward_func(args, sample, **kwargs):\n"
               "    return _score(sample)['acc']\n",
               options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance's __call__ that builds a dict but returns one float from it.
+        Valid("class Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        scores = {'acc': float(sample.response == sample.label)}\n"
+              "        return scores['acc']\n"
+              "reward_func = Judge()\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -176,6 +192,12 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
                 "    checks = {'acc': sample.label, 'fmt': '</answer>'}\n"
                 "    return {k: float(v in sample.response) for k, v in checks.items()}\n",
                 line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the reward function: its __call__ returns the dict.
+        Invalid("class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return {'acc': float(sample.response == sample.label)}\n"
+                "reward_func = Judge()\n",
+                line=3, col=8, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
@@ -313,6 +335,13 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
                 "    _finish(sample, (await post(url, sampling_params))['text'])\n"
                 "    return sample\n",
                 line=4, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the generate function: its __call__ sets the reward.
+        Invalid("class Gen:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.reward = 1.0\n"
+                "        return sample\n"
+                "generate = Gen()\n",
+                line=3, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
@@ -422,6 +451,12 @@ class LabelWithoutLabelKey(_LaunchTracker):
                 "    wanted = {s.label for s in samples}\n"
                 "    return [float(s.response in wanted) for s in samples]\n",
                 line=2, col=14, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the reward function: its __call__ reads the label.
+        Invalid("class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return {'acc': float(sample.response == sample.label)}\n"
+                "reward_func = Judge()\n",
+                line=3, col=48, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def __init__(self, context: FileContext) -> None:
