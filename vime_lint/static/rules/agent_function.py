@@ -10,7 +10,7 @@ import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FunctionTracker
+from vime_lint.static._rule import FileContext, FunctionTracker
 
 __all__ = ["AgentFunctionSync", "AgentReturnsNothing", "AgentSyncClient"]
 
@@ -126,8 +126,9 @@ class AgentSyncClient(FunctionTracker):
     (failure kind: "blocking work on the event loop").
 
     ## Known problems
-    Only the agent function's own body is read: a synchronous client built in a helper is not
-    followed. ``--agent-function-mode subprocess`` makes a synchronous client work (the agent
+    The module's own helpers the agent function calls are read (a helper only handed to
+    ``asyncio.to_thread`` is not called, so not read); helpers imported from other modules
+    are not followed. ``--agent-function-mode subprocess`` makes a synchronous client work (the agent
     then has an event loop of its own); the rule does not read the launch flags.
 
     ## Example
@@ -175,6 +176,14 @@ class AgentSyncClient(FunctionTracker):
               "        replies = [await client.completions.create(model='m', prompt=p) for p in sample.prompt]\n"
               "        return len(replies)\n"
               "run_agent = Agent()\n"),
+        # A blocking module helper only handed to asyncio.to_thread: it runs off the loop.
+        Valid("import asyncio\n"
+              "import requests\n"
+              "def _fetch(url):\n"
+              "    return requests.get(url, timeout=10).json()\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    data = await asyncio.to_thread(_fetch, args.tool_url)\n"
+              "    return data['score']\n"),
     ]
     INVALID = [
         Invalid("import openai\nasync def run_agent(args, sample, base_url, api_key):\n"
@@ -196,18 +205,41 @@ class AgentSyncClient(FunctionTracker):
                 "        replies = [rq.post(base_url + '/completions', json={'prompt': p}) for p in sample.prompt]\n"
                 "        return len(replies)\n"
                 "run_agent = Agent()\n", line=4, col=19),
+        # The sync client built in a module helper the agent function calls.
+        Invalid("import openai\n"
+                "def _client(base_url, api_key):\n"
+                "    return openai.OpenAI(base_url=base_url, api_key=api_key)\n"
+                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+                "    client = _client(base_url, api_key)\n"
+                "    return 1.0\n", line=3, col=11),
     ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        #: A function of the module the agent function calls -> that agent function's name.
+        self.reached: dict[int, str] = {}
+        sem = context.semantic
+        for fn in sem.functions():
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            hit = context.hook_target(fn)
+            if hit and hit[0].spec.dest == _AGENT:
+                for helper in sem.closure(fn, sem.owner(fn))[1:]:
+                    self.reached.setdefault(id(helper), fn.name.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         fn = self.current
         if fn is None:
             return
         binding = self.hook_of(fn)
-        if binding is None or binding.spec.dest != _AGENT:
+        agent = fn.name.value if binding is not None and binding.spec.dest == _AGENT \
+            else self.reached.get(id(fn))
+        if agent is None:
             return
         hit = _sync_client(self.qualified(node.func))
         if hit is not None:
-            self.report(node, self.INVARIANT.render(name=fn.name.value, call=hit))
+            call = hit if agent == fn.name.value else f"{hit}` in `{fn.name.value}"
+            self.report(node, self.INVARIANT.render(name=agent, call=call))
 
 
 class AgentReturnsNothing(FunctionTracker):
