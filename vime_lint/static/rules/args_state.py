@@ -275,8 +275,9 @@ class RewardArithmetic(FunctionTracker):
     ## What it does
     In dynamic/buffer/sample filters, reward post-processing, conversion and logging hooks,
     reports ``x.reward`` used as a number: an operand of arithmetic or of a comparison other
-    than ``is None``, or the items of ``sum``/``mean``/``std``/``max``/``min``/``np.array``.
-    Runtime twin: VIM110.
+    than ``is None``, or the items of ``sum``/``mean``/``std``/``max``/``min``/``np.array``;
+    also in the module's own helpers (and ``self`` methods) such a hook calls, reported in the
+    helper under its name. Runtime twin: VIM110.
 
     ## Why is this bad?
     ``Sample.reward`` may be a dict read through ``--reward-key``; arithmetic on it raises,

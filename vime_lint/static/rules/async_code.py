@@ -358,8 +358,8 @@ class AsyncioRunInHook(FunctionTracker):
     """Hooks and the helpers they call never call ``asyncio.run(...)``.
 
     ## What it does
-    In every hook (functions bound by configuration, annotation or conventional name, and the
-    methods of a hook class) and the module-level helpers it calls, transitively, reports
+    In every hook (functions bound by configuration, annotation or conventional name, the
+    methods of a hook class, the ``__call__`` of an instance bound as the hook) and the module-level helpers it calls, transitively, reports
     ``asyncio.run(...)`` (also ``from asyncio import run``, ``import asyncio as aio``) and
     ``loop.run_until_complete(...)`` on a loop from ``asyncio.new_event_loop()`` /
     ``asyncio.get_event_loop()``. In sync code, ``run_until_complete`` on the thread's own loop

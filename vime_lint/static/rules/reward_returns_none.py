@@ -15,8 +15,9 @@ class RewardReturnsNone(FunctionTracker):
     """A reward function returns a value on every path.
 
     ## What it does
-    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, and a body that can
-    end without ``return``.
+    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, a body that can
+    end without ``return``, and ``return helper(...)`` of the module's own function (or
+    ``self`` method) that can itself end without a value.
 
     ## Why is this bad?
     The reward lands in ``Sample.reward``; None cannot be normalised, and the step fails at
