@@ -228,6 +228,11 @@ class GroupExpandedTwice(FunctionTracker):
                 "    groups = data_source.get_samples(args.rollout_batch_size)\n"
                 "    flat = [s for g in groups for _ in range(args.n_samples_per_prompt) for s in g]\n"
                 "    return flat\n", line=3, col=39),
+        # Inside a lambda given to map over the groups.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = data_source.get_samples(args.rollout_batch_size)\n"
+                "    return list(map(lambda g: [g[0] for _ in range(args.n_samples_per_prompt)], groups))\n",
+                line=3, col=45),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -250,9 +255,11 @@ class GroupExpandedTwice(FunctionTracker):
             return
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "get_samples":
             self.state[-1][1][0] = True
-        elif self.current is not None and _is_n_samples_range(
-                node, self.context.semantic.facts(self.current).values):
-            self.state[-1][0].append(node)
+        else:
+            fn = next((f for f in reversed(self.functions) if f is not None), None)
+            values = self.context.semantic.facts(fn).values if fn is not None else {}
+            if _is_n_samples_range(node, values):
+                self.state[-1][0].append(node)
 
 
 _REWARD_HOOKS = frozenset({
