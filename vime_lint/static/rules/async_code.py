@@ -358,8 +358,8 @@ class AsyncioRunInHook(FunctionTracker):
     """Hooks and the helpers they call never call ``asyncio.run(...)``.
 
     ## What it does
-    In every hook (functions bound by configuration, annotation or conventional name, and the
-    methods of a hook class) and the module-level helpers it calls, transitively, reports
+    In every hook (functions bound by configuration, annotation or conventional name, the
+    methods of a hook class, the ``__call__`` of an instance bound as the hook) and the module-level helpers it calls, transitively, reports
     ``asyncio.run(...)`` (also ``from asyncio import run``, ``import asyncio as aio``) and
     ``loop.run_until_complete(...)`` on a loop from ``asyncio.new_event_loop()`` /
     ``asyncio.get_event_loop()``. In sync code, ``run_until_complete`` on the thread's own loop
@@ -416,6 +416,21 @@ class AsyncioRunInHook(FunctionTracker):
         Valid("import asyncio\n"
               "async def reward_func(args, sample, **kwargs):\n"
               "    return await asyncio.wait_for(judge(sample), 10)\n"),
+        # An instance's async __call__ awaiting gather (aliased import), no new loop.
+        Valid("import asyncio as aio\n"
+              "class Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        scores = await aio.gather(*[judge(sample, k) for k in range(3)])\n"
+              "        return sum(scores) / len(scores)\n"
+              "reward_func = Judge()\n"),
+        # An aliased asyncio.run only under __main__; the hook awaits the helper.
+        Valid("from asyncio import run as arun\n"
+              "async def _score_all(args, samples):\n"
+              "    return [await score(args, s) for s in samples]\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return (await _score_all(args, [sample]))[0]\n"
+              "if __name__ == '__main__':\n"
+              "    print(arun(_score_all(None, [])))\n"),
     ]
     INVALID = [
         Invalid("import asyncio\n"
@@ -454,6 +469,12 @@ class AsyncioRunInHook(FunctionTracker):
                 "async def reward_func(args, sample, **kwargs):\n"
                 "    return asyncio.get_event_loop().run_until_complete(judge(sample))\n",
                 line=3, col=11, severity="error"),
+        # An instance bound as the hook: in its __call__, inside a comprehension.
+        Invalid("import asyncio as aio\n"
+                "class Judge:\n"
+                "    def __call__(self, args, samples, **kwargs):\n"
+                "        return [aio.run(judge(s)) > 0 for s in samples]\n"
+                "dynamic_sampling_filter = Judge()\n", line=4, col=16),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -483,7 +504,12 @@ class AsyncioRunInHook(FunctionTracker):
         if not self.functions or self.functions[0] is None:
             return None
         if self.class_depth:
-            return self.hook_class[-1] if self.hook_class else None
+            if self.hook_class and self.hook_class[-1] is not None:
+                return self.hook_class[-1]
+            # An instance bound as the hook (``reward_func = Judge()``): its ``__call__``.
+            method = self.functions[0]
+            binding = self.hook_of(method) if method.name.value == "__call__" else None
+            return f"{binding.spec.arg} hook `{binding.function}`" if binding else None
         top = self.functions[0]
         hook = self.reached.get(id(top))
         if hook is None:

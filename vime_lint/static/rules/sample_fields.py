@@ -81,6 +81,11 @@ class SampleConstructor(Rule):
         Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
         Valid("class Sample:\n    pass\nSample(1, 2)\n"),
         Valid(SAMPLE_IMPORT + "s = Sample(**fields)\n"),
+        # Built in a comprehension under an aliased import, keywords only.
+        Valid("from vime.utils.types import Sample as S\n"
+              "def load(rows):\n"
+              "    return [S(prompt=p, label=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
+              ),
     ]
     INVALID = [
         Invalid(SAMPLE_IMPORT + "s = Sample(0, 1, prompt='hi')\n", line=2, col=4,
@@ -92,6 +97,11 @@ class SampleConstructor(Rule):
                 line=2, col=4, severity="error"),
         Invalid("from vime.utils.types import Sample as S\ns = S('x')\n", line=2, col=4,
                 fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
+        # The misspelt field inside a comprehension under an aliased import.
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def load(rows):\n"
+                "    return [S(prompt=p, lable=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
+                line=3, col=12, severity="error"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
