@@ -40,6 +40,20 @@ _FILLED = (_SIG + "    groups = data_source.get_samples(2)\n"
            "meta_info={'finish_reason': 'stop'})\n")
 
 
+
+#: How each required field is usually set, for the fix of a finding that names it.
+_HOW_TO_SET = {"tokens": "sample.tokens = prompt_ids + response_ids",
+               "response_length": "sample.response_length = len(response_ids)",
+               "reward": "sample.reward = float(score)",
+               "status": "sample.status = Sample.Status.COMPLETED"}
+
+
+def _set_fields_fix(missing: list[str]) -> str:
+    """The fix of a VIM036 finding on a rollout function: set exactly the ``missing`` fields."""
+    how = "; ".join(_HOW_TO_SET.get(f, f"sample.{f} = ...") for f in missing)
+    return (f"set {', '.join(missing)} on every sample before it is returned ({how}), or "
+            "produce the samples with vime's generate / generate_and_rm, which set them")
+
 class RequiredFieldsNeverSet(FunctionTracker):
     """A rollout's samples get ``tokens``, ``response_length``, ``reward`` and ``status``.
 
@@ -305,7 +319,7 @@ class RequiredFieldsNeverSet(FunctionTracker):
                "`if evaluation:`, which never reaches the train output" if eval_only else ""),
             hook="rollout function"),
             fix_hint=("set the field on the train path too (outside `if evaluation:`, or in "
-                      "its else branch)" if eval_only else None))
+                      "its else branch)" if eval_only else _set_fields_fix(missing)))
 
     def _made_elsewhere(self, value: cst.BaseExpression, fn: cst.FunctionDef,
                         depth: int = 0) -> bool:

@@ -246,3 +246,23 @@ def test_a_generate_returning_an_empty_list_is_told_so_and_made_samples_are_not_
     assert "returns an empty list, which holds no sample" in found[0].message
     assert "without `tokens`" not in found[0].message
     assert "Sample.Status.ABORTED" in (found[0].fix_hint or "")
+
+
+def test_vim036_fix_names_the_fields_it_misses() -> None:
+    """A rollout whose samples never get `response_length` is told to set that field (with how),
+    not the generic `sample.reward = ...`."""
+    code = ("from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
+            "from vime.utils.types import Sample\n"
+            "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+            "    groups = data_source.get_samples(2)\n"
+            "    for g in groups:\n        for s in g:\n"
+            "            s.tokens = [1, 2]\n            s.reward = 1.0\n"
+            "            s.status = Sample.Status.COMPLETED\n"
+            "    return RolloutFnTrainOutput(samples=groups)\n")
+    result = lint_source(code, "m.py", options_from_mapping({}), rules=ALL_RULES)
+    found = [f for f in result.findings if f.code == "VIM036"]
+    assert len(found) == 1, result.findings
+    assert "set response_length on every sample" in found[0].fix_hint
+    assert "sample.response_length = len(response_ids)" in found[0].fix_hint
+    assert "sample.reward" not in found[0].fix_hint
