@@ -392,8 +392,11 @@ class DryRun:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 out = call_rollout_fn(functools.wraps(fn)(lambda *a, **k: raw), self.args, 0,
                                       source, evaluation=evaluation)
-        except ContractError as exc:
-            self.report.add(in_context(contract_findings(exc), dest, path), ids)
+        except ContractError as exc:   # raised inside the rollout: by a hook it called too
+            self.report.add([], ids)
+            for (owner_dest, owner_path), some in self._owners(contract_findings(exc), dest,
+                                                                path).items():
+                self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
         if evaluation and getattr(self.args, "eval_datasets", None):
@@ -416,17 +419,20 @@ class DryRun:
         is about. Under vime's own rollout the output's rewards come from the user's
         ``--custom-rm-path`` (else the agent, whose return value is the reward) and its token
         fields from the user's ``--custom-generate-function-path`` (else the agent): a finding
-        on those names that hook (and its ``def``'s FILE:LINE), not vime's rollout module."""
+        on those names that hook (and its ``def``'s FILE:LINE), not vime's rollout module; so
+        does a generate (B2) or reward (B3) boundary finding raised while the rollout ran."""
         by: dict[tuple[str, str], list[Violation]] = {}
         own = path == hook_spec(dest).default
         for v in found:
             owner = (dest, path)
             if own:
                 field = v.where.rsplit(".", 1)[-1].split("[", 1)[0] if "." in v.where else ""
+                at = INVARIANTS[v.id].boundaries if v.id in INVARIANTS else ()
                 wanted = (("custom_rm_path", "agent_function_path")
-                          if v.id in _REWARD_IDS or field == "reward" else
+                          if v.id in _REWARD_IDS or field == "reward" or at == ("B3",) else
                           ("custom_generate_function_path", "agent_function_path")
-                          if field in _GENERATED_FIELDS or v.id == "VIM124" else ())
+                          if field in _GENERATED_FIELDS or v.id == "VIM124" or at == ("B2",)
+                          else ())
                 for d in wanted:
                     hook = self.hooks.get(d)
                     if hook is not None and isinstance(hook, tuple) \
@@ -486,7 +492,13 @@ class DryRun:
         try:
             stage()
         except StageFindings as exc:
-            self.report.add(exc.violations, [v.id for v in exc.violations])
+            found = exc.violations
+            for dest, path in self.sources:   # the hook that raised: its context and def
+                if hook_label(dest, path) == exc.label:
+                    found = [w for (d, p), some in self._owners(found, dest, path).items()
+                             for w in in_context(some, d, p)]
+                    break
+            self.report.add(found, [v.id for v in found])
             self.report.notes.append(f"{exc.label} raised a ContractError; the rest of that "
                                      "stage was skipped")
         except EngineFailure as exc:  # the engine failed, not the user's code (status 1)

@@ -1,0 +1,59 @@
+"""Under vime's own rollout, `vime-lint check` names the user's hook a finding is about (its
+`def`'s FILE:LINE), not vime's rollout module: a generate-boundary finding raised while the
+rollout ran names the custom generate; a reward finding on the output names the reward."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+TWO_TURNS_NO_PENDING = '''
+from vime.rollout.vllm_rollout import generate as vllm_generate
+
+
+async def generate(args, sample, sampling_params):
+    sample = await vllm_generate(args, sample, sampling_params)
+    return await vllm_generate(args, sample, sampling_params)   # status still COMPLETED
+'''
+
+TEXT_REWARD = '''
+async def reward_func(args, sample):
+    return "1.0"
+'''
+
+
+@pytest.fixture()
+def hooks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "owner_generate.py").write_text(TWO_TURNS_NO_PENDING)
+    (tmp_path / "owner_reward.py").write_text(TEXT_REWARD)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from vime_lint.runtime.harness import main
+
+    code = main(["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+                 *argv, "--no-probe"])
+    return code, capsys.readouterr().out
+
+
+def test_a_generate_boundary_finding_names_the_custom_generate(
+        hooks: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _check(capsys, "--custom-generate-function-path", "owner_generate.generate",
+                       "--rm-type", "math", "--label-key", "label")
+    assert code == 1 and "VIM140 error" in out, out
+    contexts = [line for line in out.splitlines() if line.startswith("  in ")]
+    assert contexts and all(f"{hooks / 'owner_generate.py'}:5:" in c for c in contexts
+                            if "VIM140" not in c), contexts
+    assert "rollout_fn.py" not in out, out
+
+
+def test_a_reward_finding_on_the_output_names_the_reward(
+        hooks: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _check(capsys, "--custom-rm-path", "owner_reward.reward_func")
+    assert code == 1 and "samples[0][0].reward" in out, out
+    assert f"{hooks / 'owner_reward.py'}:2:" in out and "rollout_fn.py" not in out, out
