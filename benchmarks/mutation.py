@@ -56,9 +56,12 @@ MODULES: dict[str, list[str]] = {
     "vime/contract/checks/": ["tests/unit/runtime/"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
     "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
+    # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
+    # --group-rm in them) to mutants/mutmut-stats.json, vime-lint's launch scan reads that JSON
+    # as a launch config, and test_cli's test_project_lints_itself then fails on the unmutated
+    # code
     "vime_lint/static/_runner.py": ["tests/unit/lint/test_cache_parallel.py",
-                                    "tests/unit/lint/test_cli.py",
-                                    "tests/unit/lint/test_launch_aware_rules.py"],
+                                    "tests/unit/lint/test_cli.py"],
     "vime/rollout/failures.py": ["tests/unit/rollout/test_failures.py",
                                  "tests/unit/rollout/test_hook_failures.py",
                                  "tests/unit/runtime/test_failed_samples.py"],

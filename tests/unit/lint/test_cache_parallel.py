@@ -633,6 +633,18 @@ def test_stdin_is_matched_by_its_name_with_or_without_a_filename(tmp_path: Path)
     assert lint(outside) == {outside: ["VIM002", "VIM003"]}
 
 
+def test_stdin_without_a_filename_is_no_file_of_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime_lint.static._config import Config
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    config = Config(per_file_ignores={"sub/*": ("VIM001",)})
+    out = run(Settings(paths=[Path("-")], root=tmp_path, config=config, cache=False,
+                       stdin=BAD.encode()))
+    assert _codes_of(out) == {"-": ["VIM001", "VIM002", "VIM003"]}
+
+
 def test_stdin_with_a_filename_below_the_root_is_that_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--stdin-filename`` names the file the text stands for: its root-relative path meets
@@ -744,3 +756,33 @@ def test_the_outcome_carries_what_the_launch_scripts_say(tmp_path: Path) -> None
     out = run(_settings(tmp_path, cache=False))
     assert out.launch.scanned == 1
     assert {"--use-tis", "--tis-clip"} <= out.launch.flags
+
+
+def test_every_file_is_linted_with_the_launch_facts_of_the_repository(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file's options carry the launch flags, the launch files and whether any launch
+    script was found at all (config-aware rules stay quiet without one)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "rm.py").write_text("async def reward_func(args, sample, **kw):\n"
+                                            "    return 1.0\n")
+    seen: list[Any] = []
+    real = _runner._lint_all
+
+    def spy(jobs: list[_runner._Job], processes: int | None) -> list[Any]:
+        seen.extend(j.options for j in jobs)
+        return real(jobs, processes)
+
+    monkeypatch.setattr(_runner, "_lint_all", spy)
+    run(_settings(tmp_path, cache=False))
+    assert len(seen) == 2 and all(o.launch_found is False and not o.launch_flags
+                                  and dict(o.launch_files) == {} for o in seen)
+    seen.clear()
+    (tmp_path / "run.sh").write_text("vime train --custom-rm-path pkg.rm.reward_func --use-tis\n")
+    out = run(_settings(tmp_path, cache=False))
+    assert out.launch.scanned == 1 and "run.sh" in out.launch.files
+    assert len(seen) == 2
+    for options in seen:
+        assert options.launch_found is True
+        assert options.launch_flags == out.launch.flags and "--use-tis" in options.launch_flags
+        assert dict(options.launch_files) == dict(out.launch.files)
