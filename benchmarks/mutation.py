@@ -54,6 +54,9 @@ ROOT = Path(__file__).resolve().parent.parent
 #: module (or package folder) -> the unit test files run on its mutants (pytest arguments).
 MODULES: dict[str, list[str]] = {
     "vime/contract/checks/": ["tests/unit/runtime/"],
+    # one file of the package, with the tests of its checks and the trainer runs that call them
+    "vime/contract/checks/trainer.py": ["tests/unit/runtime/test_trainer_boundaries.py",
+                                        "tests/unit/train/test_trainer_hooks.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
     "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
     # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
