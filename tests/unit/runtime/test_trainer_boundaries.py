@@ -209,6 +209,15 @@ EXACT_CASES = [
         None, {"advantages": [torch.ones(1)], "returns": [torch.ones(2)]}, [1]),
      [("VIM191", "rollout_data['returns'][0]", "has shape (2,), expected (1,) "
                                                "(response_lengths[0])")]),
+    ("advantages and returns both wrong", lambda: advantages_result_problems(
+        None, {"advantages": [torch.ones(2)], "returns": [torch.ones(3)]}, [1]),
+     [("VIM191", "rollout_data['advantages'][0]", "has shape (2,), expected (1,) "
+                                                  "(response_lengths[0])"),
+      ("VIM191", "rollout_data['returns'][0]", "has shape (3,), expected (1,) "
+                                               "(response_lengths[0])")]),
+    ("tis str", lambda: tis_result_problems("x", (3,), [(3,)]),
+     [("VIM192", "TIS function result", "is a str, expected (pg_loss, "
+                                        "modified_response_masks, tis_metrics)")]),
     ("tis 2-tuple", lambda: tis_result_problems((1, 2), (3,), [(3,)]),
      [("VIM192", "TIS function result", "is a 2-tuple, expected (pg_loss, "
                                         "modified_response_masks, tis_metrics)")]),
