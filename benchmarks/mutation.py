@@ -57,6 +57,7 @@ MODULES: dict[str, list[str]] = {
     # one file of the package, with the tests of its checks and the trainer runs that call them
     "vime/contract/checks/trainer.py": ["tests/unit/runtime/test_trainer_boundaries.py",
                                         "tests/unit/train/test_trainer_hooks.py"],
+    "vime/contract/checks/agent.py": ["tests/unit/runtime/test_agent_invariants.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
     "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
     # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
