@@ -58,6 +58,8 @@ MODULES: dict[str, list[str]] = {
     "vime/contract/checks/trainer.py": ["tests/unit/runtime/test_trainer_boundaries.py",
                                         "tests/unit/train/test_trainer_hooks.py"],
     "vime/contract/checks/agent.py": ["tests/unit/runtime/test_agent_invariants.py"],
+    "vime/contract/checks/failures.py": ["tests/unit/runtime/test_failed_samples.py",
+                                         "tests/unit/rollout/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
     "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
     # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
