@@ -53,33 +53,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: module (or package folder) -> the unit test files run on its mutants (pytest arguments).
 MODULES: dict[str, list[str]] = {
-    "vime/contract/checks/": ["tests/unit/runtime/"],
+    "vime/contract/checks/": ["tests/unit/contract/checks/", "tests/unit/runtime/",
+                              "tests/unit/contract/test_check_grouping.py",
+                              "tests/unit/check/test_check_arguments.py",
+                              "tests/unit/check/test_check_engine.py"],
     # one file of the package, with the tests of its checks and the trainer runs that call them
-    "vime/contract/checks/trainer.py": ["tests/unit/runtime/test_trainer_boundaries.py",
-                                        "tests/unit/train/test_trainer_hooks.py"],
-    "vime/contract/checks/agent.py": ["tests/unit/runtime/test_agent_invariants.py"],
-    "vime/contract/checks/failures.py": ["tests/unit/runtime/test_failed_samples.py",
-                                         "tests/unit/rollout/test_hook_failures.py"],
+    "vime/contract/checks/trainer.py": ["tests/unit/contract/checks/test_trainer_boundaries.py",
+                                        "tests/unit/backends/test_trainer_hooks.py"],
+    "vime/contract/checks/agent.py": ["tests/unit/contract/checks/test_agent_invariants.py"],
+    "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
+                                         "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
-    "vime_lint/static/_cache.py": ["tests/unit/lint/test_cache_parallel.py"],
+    "vime_lint/static/_cache.py": ["tests/unit/static/test_cache_parallel.py"],
     # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
     # --group-rm in them) to mutants/mutmut-stats.json, vime-lint's launch scan reads that JSON
     # as a launch config, and test_cli's test_project_lints_itself then fails on the unmutated
     # code
-    "vime_lint/static/_runner.py": ["tests/unit/lint/test_cache_parallel.py",
+    "vime_lint/static/_runner.py": ["tests/unit/static/test_cache_parallel.py",
                                     "tests/unit/lint/test_cli.py"],
     "vime/rollout/failures.py": ["tests/unit/rollout/test_failures.py",
-                                 "tests/unit/rollout/test_hook_failures.py",
-                                 "tests/unit/runtime/test_failed_samples.py"],
+                                 "tests/unit/rollout/vllm/test_hook_failures.py",
+                                 "tests/unit/contract/checks/test_failed_samples.py"],
     # the manager test of the bound only: in mutmut's clean run of the whole file its
     # warn-mode test fails on the unmutated code (it passes under plain pytest, alone and with
     # the rest of the file)
     "vime/rollout/staleness.py": ["tests/unit/rollout/test_staleness.py",
-                                  "tests/unit/train/test_rollout_manager.py", "-k", "staleness"],
-    "vime/backends/advantages.py": ["tests/unit/train/test_advantages.py"],
-    "vime/backends/trainer_hooks.py": ["tests/unit/train/test_trainer_hooks.py",
-                                       "tests/unit/runtime/test_trainer_boundaries.py"],
-    "vime/backends/tis.py": ["tests/unit/train/test_trainer_hooks.py"],
+                                  "tests/unit/ray/test_rollout_manager.py", "-k", "staleness"],
+    "vime/backends/advantages.py": ["tests/unit/backends/test_advantages.py"],
+    "vime/backends/trainer_hooks.py": ["tests/unit/backends/test_trainer_hooks.py",
+                                       "tests/unit/contract/checks/test_trainer_boundaries.py"],
+    "vime/backends/tis.py": ["tests/unit/backends/test_trainer_hooks.py"],
     "vime/agent/server.py": ["tests/unit/agent/"],
     "vime/agent/sessions.py": ["tests/unit/agent/"],
 }

@@ -574,7 +574,12 @@ def _section6() -> list[str]:
     decorated (blanks, `$`, upper case) and an unparseable label (`???`). When no rendering
     scores above both an empty and a wrong answer, the reward's format is unknown: that is
     said once, and `--probe-responses-path PKG.MOD.FN` (`(args, sample) -> [(name, text)]`)
-    gives it. `--no-probe` turns the probes off, `--probe-max-calls N` (default 200) bounds
+    gives it. A reward that compiles or runs the response as code (its labels are tests, not
+    answers) is not judged by the probes that write the label as an answer (VIM300, VIM301,
+    VIM304-VIM306), only by the others. When the probes show that the reward pays only for an
+    answer in a format (`\\boxed{}`, `#### x`, ...), constant rewards of the dry run's scripted
+    bare answers (VIM117, VIM171) are not judged either, nor are they for an agent that runs
+    the engine stand-in's scripted answers as programs. `--no-probe` turns the probes off, `--probe-max-calls N` (default 200) bounds
     them, `--rm-timeout` bounds each call. With `--dynamic-sampling-filter-path` the filter is
     probed too (VIM308, VIM309): called once on each of four groups of four samples (mixed 0/1
     rewards, distinct continuous rewards, all equal, equal up to 1e-9 of float noise), it must

@@ -60,7 +60,7 @@ def render() -> str:
         "hook that every tool must accept. The *tool* column names the first of vime's tools",
         "that should catch the kind, with the id it reports; `no` in *caught* marks a kind that",
         "no tool catches yet (the reason is given). `python benchmarks/corpus.py` runs every",
-        "tool on every case and prints what each one reports; `tests/unit/lint/"
+        "tool on every case and prints what each one reports; `tests/unit/static/"
         "test_mistake_corpus.py` keeps the `vime-lint rollout` column true.",
         "",
         f"{len(kinds)} kinds ({source} visible in the source), {near} near-misses; expected tool: "

@@ -45,7 +45,7 @@ UNSUPPORTED_ARGS: dict[str, Any] = {
     "dump_details": None,
     "log_reward_category": None,
     # accepted for upstream scripts, but nothing in vime reads them (the walk over every parser
-    # option in tests/unit/data/test_trainer_arguments.py): a set value is refused, not ignored
+    # option in tests/unit/config/test_trainer_arguments.py): a set value is refused, not ignored
     "colocate": False,
     "num_gpus_per_node": 8,
     "ci_test": False,

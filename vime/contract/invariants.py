@@ -172,11 +172,12 @@ _ALL: tuple[Invariant, ...] = (
          "{hook} `{name}` {problem}; expected `{expected}`",
          "match the expected signature shown", twins=("VIM100",)),
     _inv("VIM005", "static", "warning", "blocking-call-in-async",
-         "No blocking calls (requests, urlopen, time.sleep, subprocess) inside `async def`.",
-         "A blocking call stalls the event loop that drives every concurrent generate and "
-         "reward call, serialising the whole rollout.",
+         "No blocking calls (requests, urlopen, time.sleep, subprocess) or long CPU-bound "
+         "loops inside `async def`, nor in the module's sync helpers it calls.",
+         "A blocking call, or seconds of pure-Python work, stalls the event loop that drives "
+         "every concurrent generate and reward call, serialising the whole rollout.",
          "blocking work on the event loop",
-         "blocking call `{call}` inside async def `{name}`",
+         "{problem}",
          "use an async client (httpx.AsyncClient), `await asyncio.sleep`, or `await asyncio.to_thread(...)`"),
     _inv("VIM006", "static", "error", "sample-constructor",
          "`Sample(...)` is built with keywords and known fields only.",
@@ -333,15 +334,17 @@ _ALL: tuple[Invariant, ...] = (
          "default to None and build the object inside the function (or keep a deliberate cache "
          "at module level)"),
     _inv("VIM027", "static", "warning", "per-turn-token-budget",
-         "A multi-turn loop does not ask for the whole --rollout-max-response-len on every turn.",
+         "A multi-turn loop does not ask for the whole --rollout-max-response-len on every turn, "
+         "and no budget charges the prompt (len(sample.tokens)) to --rollout-max-response-len.",
          "The response budget is for the whole trajectory; asking every turn for all of it "
          "lets a multi-turn response grow to turns x budget, past the length training was "
          "sized for, until the engine rejects the context (NovaSky-AI/SkyRL#696, "
          "TIGER-AI-Lab/verl-tool#85). vime's built-in generate subtracts what a sample "
-         "already holds; direct engine requests do not.",
+         "already holds; direct engine requests do not. `sample.tokens` holds the prompt "
+         "too: subtracting its length from the response budget gives long prompts short "
+         "answers or none (THUDM/slime#2140).",
          "observation overruns the budget",
-         "`{key}` asks for the whole --rollout-max-response-len on every turn of the loop "
-         "in `{name}`: nothing generated in earlier turns is subtracted",
+         "{problem}",
          "ask for the budget that is left: args.rollout_max_response_len - "
          "sample.response_length (or call vime.rollout.vllm_rollout.generate, which does it)",
          twins=("VIM124",)),
@@ -501,6 +504,45 @@ _ALL: tuple[Invariant, ...] = (
          "advantage function `{name}` {problem}",
          "assign `rollout_data[\"advantages\"] = [...]` (one 1-D tensor per sample) and return None",
          twins=("VIM191",)),
+    _inv("VIM057", "static", "warning", "positional-groups",
+         "Reward post-processing and conversion hooks group flat samples by `group_index`, "
+         "not by position in rows of n_samples_per_prompt.",
+         "These hooks get the flat samples of the step. Rows of n_samples_per_prompt by "
+         "position are the prompt groups only when every rollout is one sample and the groups "
+         "arrive whole and in order: a fan-out rollout's segments (several samples of one "
+         "rollout_id), or a batch with uneven groups, puts samples of different prompts in "
+         "one row, and every advantage computed from that row's mean is silently wrong "
+         "(THUDM/slime#1414, radixark/miles#1573).",
+         "uneven group sizes silently change GRPO advantages",
+         "{problem}",
+         "group by `sample.group_index` (one value per `rollout_id`), as vime's own "
+         "normalisation does, e.g. collect the indices per group_index in a dict",
+         twins=("VIM103", "VIM113")),
+    _inv("VIM058", "static", "warning", "templated-text-special-tokens",
+         "Text rendered by `apply_chat_template(..., tokenize=False)` is encoded with "
+         "`add_special_tokens=False`.",
+         "A chat template writes the BOS token itself; encoding its text again with special "
+         "tokens (`add_special_tokens=True`, the default of `encode` and of calling the "
+         "tokenizer) prefixes a second BOS for every tokenizer that adds one (Llama, Gemma, "
+         "Mistral): every prompt is trained and sampled off the distribution the model was "
+         "tuned on (NVIDIA-NeMo/RL#855, huggingface/trl#3856). A warning: tokenizers that add "
+         "no BOS (Qwen) are not affected, and the linter does not know the model.",
+         "chat template applied twice",
+         "{problem}",
+         "encode the rendered text with add_special_tokens=False, or tokenize once with "
+         "apply_chat_template(..., tokenize=True)",
+         twins=("VIM176",)),
+    _inv("VIM059", "static", "warning", "response-text-cut",
+         "A generate that cuts `sample.response` cuts the response tokens with it.",
+         "The reward scores `sample.response` while training trains on `tokens` and "
+         "`loss_mask`: a response text cut at a stop marker with every token kept rewards the "
+         "cut text and pushes up the tokens after the marker too (modelscope/ms-swift#6803). "
+         "A warning: cutting only what the reward reads can be meant.",
+         "response text and tokens disagree",
+         "{problem}",
+         "cut the tokens too (sample.tokens, response_length, loss_mask and "
+         "rollout_log_probs to the kept tokens), or leave sample.response whole and parse "
+         "the answer in the reward"),
     _inv("VIM090", "static", "warning", "bare-noqa",
          "A `# noqa` comment names the codes it silences.",
          "A bare noqa hides every finding on the line, including ones added later.",
@@ -1098,9 +1140,11 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "make the reward a function of the response and the label (fix seeds, "
          "temperature 0 for a judge)"),
     _inv("VIM303", "probe", "error", "probe-never-raises",
-         "The reward returns a number for every plausible response; it does not raise.",
+         "The reward returns a finite number for every plausible response; it does not raise.",
          "An exception in the reward stops the run (or fails the sample with --hook-failure "
-         "fail-sample) the first time a policy writes that kind of answer.",
+         "fail-sample) the first time a policy writes that kind of answer; a NaN or inf "
+         "reward (a division by an empty response's length) fails the reward check or turns "
+         "its group's advantages NaN.",
          "reward raises",
          "{problem}", "handle responses without an answer (return the lowest reward) instead of "
          "raising"),

@@ -50,7 +50,9 @@ from vime_lint.check.calls import (
     raised_at,
     warning_findings,
 )
+from vime_lint.check.code_watch import watching
 from vime_lint.check.engine import STAND_IN_REPLIES
+from vime_lint.check.probe_run import ANSWER_PROBES, ProbeOutcome
 from vime_lint.check.report import Report
 from vime_lint.check.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
 
@@ -60,6 +62,12 @@ __all__ = ["DryRun"]
 #: The generate step of ``--agent-function-path`` (vime.agent.generate.AGENT_GENERATE_PATH,
 #: not imported here: vime.agent loads only when an agent is checked).
 _AGENT_GENERATE = "vime.agent.generate.generate"
+#: Runtime ids about the rewards of the batch, whatever the field path says.
+_REWARD_IDS = frozenset({"VIM110", "VIM117", "VIM121", "VIM122", "VIM171"})
+#: ``Sample`` fields a generate step (a custom generate, or the agent's trajectories) sets.
+_GENERATED_FIELDS = frozenset({"tokens", "response", "response_length", "loss_mask",
+                               "rollout_log_probs", "status", "weight_versions", "spec_info",
+                               "routed_experts", "top_k_log_probs", "top_k_token_ids"})
 
 
 #: What each stage method checks, for the report's notes.
@@ -90,6 +98,10 @@ class DryRun:
         self.sources: dict[tuple[str, str], str] = {}
         #: What serves vime's built-in generate (vime_lint.check.engine), "" for none.
         self.engine_note = ""
+        #: The reward probes' outcome (None: not run).
+        self.reward_probe: ProbeOutcome | None = None
+        #: The agent compiled or ran the stand-in's scripted answers as programs.
+        self.ran_scripted_answers = False
 
     def _check(self, name: str, dest: str, path: str, *values: Any,
                **options: Any) -> list[Violation]:
@@ -229,12 +241,18 @@ class DryRun:
                 label = f"vime's built-in generate `{path}`"
             else:
                 label = hook_label(dest, path)
+            # an agent that runs the stand-in's scripted answers as programs (a code tool):
+            # they are no programs, so its rewards on them say nothing (VIM117 not judged)
+            scripted = STAND_IN_REPLIES if path == _AGENT_GENERATE \
+                and "stand-in" in self.engine_note else ()
             try:
                 # the agent's generate step and vime's built-in one stand in for this hook:
                 # each is called as the contract calls --custom-generate-function-path
-                result = call_by_contract(label, HOOKS[dest], fn, self.args, sample=sample,
-                                          sampling_params=self._sampling_params(),
-                                          evaluation=False)
+                with watching(scripted, exact=True) as ran:
+                    result = call_by_contract(label, HOOKS[dest], fn, self.args, sample=sample,
+                                              sampling_params=self._sampling_params(),
+                                              evaluation=False)
+                self.ran_scripted_answers |= ran.ran
             except EngineFailure:   # not the hook's failure: never a FAILED sample
                 raise
             except HarnessError as exc:
@@ -386,9 +404,37 @@ class DryRun:
             get = getattr(source, "training_prompts", None)
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
             found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
-        self.report.add(in_context(found, dest, path), ids)
+        self.report.add([], ids)     # checked, with or without findings
+        for (owner_dest, owner_path), some in self._owners(found, dest, path).items():
+            self.report.add(in_context(some, owner_dest, owner_path), ids)
         self._save_samples(out, evaluation)
         return out
+
+    def _owners(self, found: list[Violation], dest: str, path: str
+                ) -> dict[tuple[str, str], list[Violation]]:
+        """``found`` (B5/B6 findings on the output of the rollout ``path``) by the hook each
+        is about. Under vime's own rollout the output's rewards come from the user's
+        ``--custom-rm-path`` (else the agent, whose return value is the reward) and its token
+        fields from the user's ``--custom-generate-function-path`` (else the agent): a finding
+        on those names that hook (and its ``def``'s FILE:LINE), not vime's rollout module."""
+        by: dict[tuple[str, str], list[Violation]] = {}
+        own = path == hook_spec(dest).default
+        for v in found:
+            owner = (dest, path)
+            if own:
+                field = v.where.rsplit(".", 1)[-1].split("[", 1)[0] if "." in v.where else ""
+                wanted = (("custom_rm_path", "agent_function_path")
+                          if v.id in _REWARD_IDS or field == "reward" else
+                          ("custom_generate_function_path", "agent_function_path")
+                          if field in _GENERATED_FIELDS or v.id == "VIM124" else ())
+                for d in wanted:
+                    hook = self.hooks.get(d)
+                    if hook is not None and isinstance(hook, tuple) \
+                            and isinstance(hook[0], str):
+                        owner = (d, hook[0])
+                        break
+            by.setdefault(owner, []).append(v)
+        return by
 
     def _save_samples(self, out: Any, evaluation: bool) -> None:
         """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes
@@ -514,8 +560,49 @@ class DryRun:
         # an id counts as checked only when some prompt was judged (else it stays "not run")
         self.report.add(outcome.findings, [p.id for p in PROBES
                                            if outcome.judged and p.id not in FILTER_PROBES
-                                           and (p.id != "VIM307" or args.group_rm)])
+                                           and (p.id != "VIM307" or args.group_rm)
+                                           and not (outcome.code_reward
+                                                    and p.id in ANSWER_PROBES)])
+        if outcome.code_reward:
+            self.report.unjudged.update(ANSWER_PROBES)
         self.report.notes.extend(outcome.notes)
+        self.reward_probe = outcome
+
+    def _scripted(self) -> bool:
+        """The rewards of the stages scored scripted bare answers: the engine stand-in's, or
+        the built-in generator's (the label or "no idea"), not a model's or the user's own."""
+        if "stand-in" in self.engine_note:
+            return True
+        return (not self.engine_note and "custom_generate_function_path" not in self.hooks
+                and "agent_function_path" not in self.hooks
+                and self.args.rollout_function_path == HOOKS["rollout_function_path"].default)
+
+    def _constant_from_scripted_answers(self) -> None:
+        """VIM117/VIM171 (constant rewards) are not judged when the reward probes show the
+        reward ranks the label's answer above a wrong one and an empty one only when it is
+        written in a format (``\\boxed{}``, ``####``, ...) that the dry run's scripted bare
+        answers do not use: the constant rewards then come from the scripted answers, not
+        from the reward."""
+        outcome = self.reward_probe
+        constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
+        if not constant or outcome is None or not outcome.judged or not self._scripted():
+            return
+        formats = outcome.gold_kinds - {"bare"}
+        if not formats or "bare" in outcome.gold_kinds \
+                or any(v.id in ("VIM300", "VIM301") for v in outcome.findings):
+            return
+        dropped = {id(v) for v in constant}
+        self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
+        self.report.unjudged.update(v.id for v in constant)
+        from vime_lint.check.probes import RENDERINGS, render
+
+        shown = ", ".join(repr(render(k, "ANSWER")) if k in RENDERINGS else k
+                          for k in sorted(formats))
+        self.report.notes.append(
+            f"constant rewards ({', '.join(sorted({v.id for v in constant}))}) not judged: the "
+            f"reward probes found that the reward pays for the answer written as {shown}, and "
+            "the dry run's scripted answers are bare (the label or \"no idea\"), so every "
+            "reward of the stages is the same; --hf-checkpoint MODEL runs a real engine")
 
     def probe_filter(self) -> None:
         """The dynamic sampling filter's probes (VIM308, VIM309;
@@ -563,22 +650,26 @@ class DryRun:
         constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
         if "stand-in" in self.engine_note and constant:
             replies = " / ".join(repr(r) for r in STAND_IN_REPLIES)
-            if getattr(self.args, "prompt_data", None):
-                # the scripted answers cannot match the labels of the user's own rows, so
-                # equal rewards say nothing about the reward (the reward probes judge it)
+            if getattr(self.args, "prompt_data", None) or self.ran_scripted_answers:
+                # the scripted answers cannot match the labels of the user's own rows, nor are
+                # they programs for an agent that runs the answer as code, so equal rewards
+                # say nothing about the reward (the reward probes judge it)
                 dropped = {id(v) for v in constant}
                 self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
                 self.report.unjudged.update(("VIM117", "VIM171"))
+                against = ("against the labels of --prompt-data" if not self.ran_scripted_answers
+                           else "and the agent ran them as programs, which they are not")
                 self.report.notes.append(
                     f"constant rewards (VIM117, VIM171) not judged: the rewards score the "
-                    f"stand-in's scripted answers ({replies}), not a model's, against the labels "
-                    "of --prompt-data; --hf-checkpoint MODEL runs a real engine")
+                    f"stand-in's scripted answers ({replies}), not a model's, {against}; "
+                    "--hf-checkpoint MODEL runs a real engine")
             else:
                 self.report.notes.append(
                     f"the rewards above score the stand-in's scripted answers ({replies}), not "
                     "a model's: constant rewards (VIM117, VIM171) can come from them; "
                     "--hf-checkpoint MODEL runs a real engine")
         self.probe_reward()
+        self._constant_from_scripted_answers()
         self.probe_filter()
         self.report.findings = [self._located(v) for v in self.report.findings]
         if self.ns.rollout_external_engine_addrs and not self.engine_note:

@@ -28,6 +28,7 @@ from typing import Any
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime_lint.check.calls import defined_at
+from vime_lint.check.code_watch import watching
 from vime_lint.check.probes import (
     GROUP_ORDER,
     NO_ANSWER,
@@ -51,6 +52,11 @@ GOLD_RAISED = "the label's own answer"
 GOLD_RAISED_FIX = ("the reward raised on the label's own answer, so it raises on every "
                    "response: fix the error it names, then run `vime-lint check` again")
 
+#: VIM303 when the label's own answer gets no number back (a string, None, a NaN): so does
+#: every response.
+GOLD_RETURNED_FIX = ("the reward gave no finite number for the label's own answer, so it gives "
+                     "none for any response: return a float (1.0 / 0.0), not text or None")
+
 #: Default ``--probe-max-calls``: about seven prompts' worth of probes.
 DEFAULT_MAX_CALLS = 200
 
@@ -64,6 +70,16 @@ class ProbeOutcome:
     calls: int = 0
     #: Prompts whose responses were judged (0: nothing was checked; the ids are "not run").
     judged: int = 0
+    #: The renderings of :data:`~vime_lint.check.probes.RENDERINGS` (or
+    #: ``--probe-responses-path`` names) that scored best on the judged prompts: how the
+    #: reward wants the answer written.
+    gold_kinds: set[str] = field(default_factory=set)
+    #: The reward compiled or ran a response as code: the answer probes were not judged.
+    code_reward: bool = False
+
+
+#: :func:`reward_scalar`'s reason for a reward that is a number but not a finite one.
+NON_FINITE = frozenset({"returned nan", "returned inf", "returned -inf"})
 
 
 def reward_scalar(args: argparse.Namespace, value: Any) -> tuple[float | None, str | None]:
@@ -139,6 +155,14 @@ class _RecordingMetadata(dict):  # type: ignore[type-arg]
         return super().get(key, default)
 
 
+#: The probes that write the label as an answer and compare the rewards: they do not apply
+#: to a reward that runs the response as code (its labels are tests, not answers).
+ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306"})
+#: A response shorter than this (``"42"``) is not looked for in compiled or run code: short
+#: text appears there by chance (``Integer(42)`` from a math parser).
+_CODE_TEXT_MIN = 8
+
+
 _SAMPLE_CLASS: type | None = None
 
 
@@ -169,6 +193,9 @@ class _Caller:
         self.calls = 0
         self.timeout = getattr(args, "rm_timeout", None)
         self.reads = UnsetReads()
+        self.gold_kinds: set[str] = set()
+        #: A response text was compiled or handed to a subprocess: the reward runs code.
+        self.runs_code = False
 
     def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
         from vime.utils.types import Sample
@@ -200,12 +227,16 @@ class _Caller:
 
         self._spend()
         sample = self.sample(row, text, status, self.calls, label)
-        try:
-            value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
-        except asyncio.TimeoutError:
-            return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
-        except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
-            return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+        watched = [text] if len(text.strip()) >= _CODE_TEXT_MIN else []
+        with watching(watched) as seen:
+            try:
+                value = asyncio.run(self._bounded(lambda: async_rm(self.args, sample)))
+            except asyncio.TimeoutError:
+                return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
+            except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
+                return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+            finally:
+                self.runs_code |= seen.ran
         value, why = reward_scalar(self.args, value)
         return value, (None if value is not None else why)
 
@@ -236,8 +267,10 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
     lowest = min((v for v in floor if v is not None), default=None)
     if not scored or lowest is None or max(scored.values()) <= lowest:
         return ([("VIM303", f"label {row.label!r}: {GOLD_RAISED} ({k[len('gold ('):-1]}) "
-                            f"raised {e}") for k, e in list(errors.items())[:1]], False)
+                            f"{e if e.startswith('returned') else 'raised ' + e}")
+                 for k, e in list(errors.items())[:1]], False)
     gold_kind = max(scored, key=lambda k: (scored[k], k == "bare"))
+    caller.gold_kinds.add(gold_kind)
     texts = responses_for(row, rows, gold_kind, extra)
     scores: dict[str, float | None] = {"gold": scored[gold_kind]}
     for name, (text, status) in texts.items():
@@ -245,7 +278,9 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
             continue
         value, err = caller.one(row, text, status, row.label)
         scores[name] = value
-        if err is not None and not err.startswith("returned"):
+        # a raise, or a NaN / inf (no finite reward: VIM110 at run time); other non-numbers
+        # (None, a dict without --reward-key) are the stages' and the settings' to report
+        if err is not None and (not err.startswith("returned") or err in NON_FINITE):
             errors[name] = err
     again = {name: caller.one(row, texts[name][0], texts[name][1], row.label)[0]
              for name in ("gold", "wrong", "no-answer")}
@@ -313,6 +348,7 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                          f"out after {probed} of {len(usable)} prompt(s)")
     out.calls = caller.calls
     out.judged = probed - unjudged
+    out.gold_kinds = set(caller.gold_kinds)
     from vime.rollout.failures import fail_sample
 
     tolerated = fail_sample(args)
@@ -321,13 +357,28 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
             f"sample.metadata[{k!r}]" for k in sorted(caller.reads.keys)) + ", which the prompt "
             "rows do not carry; this launch's own rollout, generate or agent may set it")
         caller.reads.keys.clear()
+    if caller.runs_code:
+        # the label is written as an answer; a reward that compiles or runs the response
+        # grades code against tests: ranking answers says nothing about it
+        skipped = sorted(pid for pid in found if pid in ANSWER_PROBES)
+        for pid in skipped:
+            del found[pid]
+        out.code_reward = True
+        out.notes.append(
+            "reward probes: the reward compiles or runs the response as code, so the probes "
+            "that write the label as an answer (" + ", ".join(sorted(ANSWER_PROBES)) + ") were "
+            "not judged" + (f" ({', '.join(skipped)} would have fired on answers that are "
+                            "not code)" if skipped else "") + "; the others (a reward that "
+            "raises, changes on the same response, reads unset fields) were")
     unset = unset_reads_problem(caller.reads, args)
     if unset is not None:
         found["VIM310"] = unset
     for pid, problem in sorted(found.items()):
         # with --hook-failure fail-sample a raising reward costs samples, not the run
         severity: Severity | None = "warning" if pid == "VIM303" and tolerated else None
-        fix = GOLD_RAISED_FIX if pid == "VIM303" and GOLD_RAISED in problem else None
+        fix = (None if pid != "VIM303" or GOLD_RAISED not in problem else
+               GOLD_RETURNED_FIX if f"{GOLD_RAISED} (" in problem and ") returned " in problem
+               else GOLD_RAISED_FIX)
         out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
                                                       severity=severity, fix=fix))
     if unjudged:

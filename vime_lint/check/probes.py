@@ -72,7 +72,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("VIM300", "gold scores strictly above a wrong answer"),
     Probe("VIM301", "no response without the answer reaches gold's score"),
     Probe("VIM302", "the same response scores the same twice"),
-    Probe("VIM303", "no plausible response makes the reward raise"),
+    Probe("VIM303", "no plausible response makes the reward raise or return NaN / inf"),
     Probe("VIM304", "with two answers, the last one counts"),
     Probe("VIM305", "an unparseable label never gives gold's score"),
     Probe("VIM306", "no answer does not score above a wrong answer"),
@@ -206,7 +206,9 @@ def judge(row: ProbeRow, texts: Mapping[str, tuple[str, str]],
                                   f"then {second}"))
             break
     for name, message in errors.items():
-        out.append(("VIM303", f"{label}: {name} {_short(texts[name][0])!r} raised {message}"))
+        did = (f"{message}, not a finite number (every advantage of its group turns NaN)"
+               if message.startswith("returned") else f"raised {message}")
+        out.append(("VIM303", f"{label}: {name} {_short(texts[name][0])!r} {did}"))
         break
     first, last = scores.get("gold-first"), scores.get("gold-last")
     if first is not None and last is not None and first > last:

@@ -45,7 +45,8 @@ MAX_SCAN_FILES = 5000
 
 _PATH_ARG = re.compile(
     r"(?<![\w-])(?:--)?(?P<name>[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*[-_]path)[\"']?"
-    r"[ \t]*[:= \t][ \t]*[\"']?(?P<value>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+    r"(?:[ \t]*\\\r?\n[ \t]*|[ \t]*[:= \t][ \t]*)[\"']?"
+    r"(?P<value>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w:-])")
 _FLAG = re.compile(r"(?<![\w-])--(?P<name>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)")
 _KEY = re.compile(r"^[ \t-]*[\"']?(?P<name>[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+)[\"']?[ \t]*[:=]",
                   re.MULTILINE)
@@ -216,14 +217,35 @@ def module_file(root: Path, dotted_module: str) -> Path | None:
     return None
 
 
+def _beside_launch(root: Path, launch: str | None, dotted_module: str) -> Path | None:
+    """The module ``dotted_module`` in the folder of the launch file ``launch`` (root-relative)
+    or a folder above it, nearest first, below ``root``: launch scripts put their own folder on
+    ``PYTHONPATH`` (``PYTHONPATH=$SCRIPT_DIR``, ``cd "$(dirname "$0")"``) and name hooks from
+    there (``--custom-rm-path reward.reward_func`` beside ``reward.py``)."""
+    if launch is None:
+        return None
+    parts = dotted_module.split(".")
+    folder = (root / launch).parent
+    while folder != root and root in folder.parents:
+        for cand in (folder.joinpath(*parts).with_suffix(".py"),
+                     folder.joinpath(*parts, "__init__.py")):
+            if cand.is_file():
+                return cand.resolve()
+        folder = folder.parent
+    return None
+
+
 def bind_targets(root: Path, targets: Iterable[Target]) -> tuple[
         dict[Path, tuple[HookBinding, ...]], list[Target]]:
-    """Map targets to files: ``{resolved file: bindings}`` and the targets with no file."""
+    """Map targets to files: ``{resolved file: bindings}`` and the targets with no file. A
+    module is looked up under the root (or ``root/src``) first, then beside the launch file
+    that names it (see :func:`_beside_launch`)."""
     out: dict[Path, list[HookBinding]] = {}
     missing: list[Target] = []
     for t in targets:
         module, _, name = t.dotted.rpartition(".")
-        f = module_file(root, module) if module else None
+        f = (module_file(root, module) or _beside_launch(root, t.launch, module)
+             if module else None)
         if f is None:
             missing.append(t)
             continue

@@ -23,7 +23,7 @@ Usage::
     with read_only_visits():
         wrapper.visit_batched(rules)        # same callbacks, no copies
 
-``tests/unit/lint/test_walk.py`` checks the callback sequence against LibCST's walk on the
+``tests/unit/static/test_walk.py`` checks the callback sequence against LibCST's walk on the
 repository's own sources.
 """
 

@@ -126,7 +126,12 @@ def launch_types(bindings: Sequence[HookBinding],
 def absolute_imports(text: str, rel: str) -> str:
     """``text`` (the copy of the module at root-relative path ``rel``) with each relative
     ``from .x import y`` made absolute (``from pkg.x import y``), on the same line: the copy is
-    a top-level module, where mypy refuses a relative import ("No parent module")."""
+    a top-level module, where mypy refuses a relative import ("No parent module").
+
+    Where a folder of the path is no Python name (``recipes/tau2-bench/``), the dotted path
+    would be a syntax error that stops mypy; a ``from .x import y`` there reads the sibling
+    (``from x import y``; the module's folder is on mypy's path) and ``from . import x``
+    becomes ``import x``."""
     import ast
     import re
 
@@ -141,13 +146,46 @@ def absolute_imports(text: str, rel: str) -> str:
         if not isinstance(node, ast.ImportFrom) or not node.level:
             continue
         parts = package[:len(package) - (node.level - 1)] if node.level > 1 else package
-        base = ".".join([*parts, *([node.module] if node.module else [])])
         i = node.lineno - 1
-        if not base or i >= len(lines):
+        if i >= len(lines):
+            continue
+        if not all(p.isidentifier() for p in parts):
+            if node.level != 1:
+                continue
+            if node.module:
+                base = node.module
+            elif node.end_lineno == node.lineno:
+                lines[i] = re.sub(r"\bfrom\s+\.\s+import\b", "import", lines[i], count=1)
+                continue
+            else:
+                continue
+        else:
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        if not base:
             continue
         lines[i] = re.sub(r"\bfrom\s+\.+\s*(?:[\w.]+)?(?=\s+import\b)", f"from {base}",
                           lines[i], count=1)
     return "".join(lines)
+
+
+def shadows_stdlib(folder: Path) -> bool:
+    """Whether ``folder`` holds a module named like one of the standard library's
+    (``types.py``, ``logging/__init__.py``): on mypy's search path it would be a top-level
+    module that shadows the library's, and mypy stops ("This file shadows library module").
+    Such a folder is a package reached from the project root (``from .types import ...``), not
+    a root of its own, so it is left off the search path."""
+    import sys
+
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    for entry in entries:
+        name = entry.stem if entry.suffix in (".py", ".pyi") else (
+            entry.name if (entry / "__init__.py").is_file() else "")
+        if name in sys.stdlib_module_names:
+            return True
+    return False
 
 
 def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
@@ -300,7 +338,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         kinds_by_display[display] = kinds
-        if resolved.parent not in folders:
+        if resolved.parent not in folders and not shadows_stdlib(resolved.parent):
             folders.append(resolved.parent)
     seeds = _seeds(plans, settings.root)
     for target, given in seeds.items():  # helpers that hooks of other modules give samples to
@@ -320,7 +358,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         plans[display] = (text, plan, rel)
         hooks_by_file[display] = hooks
         seeds_by_display[display] = given
-        if target.parent not in folders:
+        if target.parent not in folders and not shadows_stdlib(target.parent):
             folders.append(target.parent)
     if not plans:
         return TypesOutcome(skipped, problems, files=len(files))

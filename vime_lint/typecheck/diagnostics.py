@@ -42,7 +42,7 @@ import difflib
 import importlib.util
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -51,7 +51,7 @@ from vime.contract.errors import Severity
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.annotate import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.codes import rule_for
-from vime_lint.typecheck.contract_types import field_hint, type_sources
+from vime_lint.typecheck.contract_types import ALIAS_PREFIX, field_hint, type_sources
 from vime_lint.typecheck.run import MypyMessage
 
 __all__ = ["contract_class_fields", "findings_for", "strictness", "wider_annotations"]
@@ -78,6 +78,10 @@ _MODE_ITEMS = (("RolloutFnEvalOutput", "RolloutFnTrainOutput"),
 _GOT = re.compile(r'(?:got|has type|incompatible type) "(?P<got>[^"]*)"[;,)]?.*?'
                   r'(?:expected|variable has type) "(?P<want>[^"]*)"')
 _NO_ATTR = re.compile(r'(?:Item )?"Sample"(?: of "[^"]*")? has no attribute "(?P<attr>\w+)"')
+#: The copy's launch-typed ``Sample`` subclasses (``_vime_t_Sample_text_prompt``, see
+#: ``annotate.launch_sample``): a ``Sample`` with fields narrowed by the launch. mypy names
+#: them in its messages; they are read, and shown, as ``Sample``.
+_LAUNCH_SAMPLE = re.compile(rf"(?<!\w){ALIAS_PREFIX}Sample_\w+")
 
 
 def _members(t: str) -> list[str]:
@@ -360,7 +364,17 @@ def _fix(code: str, context: str, detail: str) -> str:
     if ".metrics`" in context:
         return "give one float per metric key (`float(sum(xs) / len(xs))`)"
     if "(Sample.tokens)" in context or "(Sample.loss_mask)" in context:
+        if re.search(r'"(?:ndarray|Tensor)\b', detail):
+            return ("convert with `.tolist()`: vime's contract check rejects an array, it wants "
+                    "a list of ints (token ids from the tokenizer, 0/1 for a mask)")
         return "store a list of ints (token ids from the tokenizer, 0/1 for a mask)"
+    if "(Sample.metadata)" in context:
+        if code == "VIM202":
+            return ("keep `sample.metadata` a dict: set its keys (`sample.metadata['turns'] = "
+                    "n`), not a JSON string (building the training batch calls `.get` on it)")
+        if '"loads"' in detail:
+            return ("`sample.metadata` is already a dict (vime parses a JSON-string metadata "
+                    "column when it reads the data): read its keys, drop `json.loads`")
     return INVARIANTS[code].fix
 
 
@@ -386,6 +400,7 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
     rule = rule_for(code)
     inv = INVARIANTS[code]
     # this field's, this type's, this call's fix (``help:`` shows it too)
+    context = _LAUNCH_SAMPLE.sub("Sample", context)
     fix = fix or _fix(code, context, detail)
     return Finding(code=code, slug=rule.slug(), severity=severity or inv.severity,
                    message=inv.render(context=context, fix=fix, detail=detail),
@@ -394,7 +409,8 @@ def _finding(code: str, path: str, line: int, col: int, end_line: int, end_col: 
 
 
 def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:
-    """Attribute names the module stores (``x.a = ...``) and reads."""
+    """Attribute names the module stores (``x.a = ...``) and reads (``x.a``,
+    ``getattr(x, "a", ...)``, ``hasattr(x, "a")``)."""
     stores: set[str] = set()
     reads: set[str] = set()
     for node in index.nodes:
@@ -402,6 +418,10 @@ def _attribute_uses(index: _Index) -> tuple[set[str], set[str]]:
             (stores if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Attribute):
             reads.discard(node.target.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("getattr", "hasattr") and len(node.args) >= 2 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            reads.add(node.args[1].value)  # getattr(s, "name", ...): read back by name
     return stores, reads
 
 
@@ -477,7 +497,8 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
     index = _Index(source)
     uses = _attribute_uses(index)
     own = _own_callables(index, path)
-    errors = [m for m in messages if m.severity == "error"]
+    errors = [replace(m, message=_LAUNCH_SAMPLE.sub("Sample", m.message))
+              for m in messages if m.severity == "error"]
     probe_errors = {m.line for m in errors if m.line > plan.user_lines}
     out: dict[tuple[int, int, str], Finding] = {}
     for probe in plan.probes:
@@ -547,9 +568,13 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                         fn, _focus(nodes, m.line, m.col), m.message)):
                     strict = "the user's own values and types, no contract value involved"
                 callee = _CALLEE.search(m.message) if m.code == "arg-type" else None
-                if strict is None and callee is not None and callee["name"] in own and \
+                # the user's own function, or a method of the user's own class
+                owner = callee and (callee["cls"] if callee["cls"] else callee["name"])
+                if strict is None and callee is not None and owner in own and \
                         not _names_contract_type(callee["want"]):
-                    strict = (f"the parameter annotation of the user's own `{callee['name']}`, "
+                    name = f"{callee['cls']}.{callee['name']}" if callee["cls"] \
+                        else callee["name"]
+                    strict = (f"the parameter annotation of the user's own `{name}`, "
                               "not a contract type")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
@@ -588,8 +613,8 @@ def _breaks_contract(message: str, fn: TypedFunction) -> bool:
     return "Any" not in members and not any(name in m for m in members)
 
 
-_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "\w+")? has incompatible type "[^"]*"; '
-                     r'expected "(?P<want>[^"]*)"')
+_CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "(?P<cls>\w+)")? has incompatible type '
+                     r'"[^"]*"; expected "(?P<want>[^"]*)"')
 
 
 def _names_contract_type(text: str) -> bool:

@@ -181,7 +181,7 @@ def test_partial_rollout_aborts_and_recycles(cluster, tiny_model_dir):
     # (a fresh group can hit EOS within a few tokens while a prefilled one is still in prefill):
     # a prefilled group that finishes during the drain has no aborted sample and is discarded
     # (docs/contract.md §8), so 0, 1 or 2 groups of 2 come back (0 seen in a CI run). The mask
-    # itself is checked deterministically, without an engine, in tests/unit/rollout/
+    # itself is checked deterministically, without an engine, in tests/unit/rollout/vllm/
     # test_rollout_wiring.py (test_partial_rollout_masks_the_off_policy_tokens_...).
     assert len(reentered) in (0, 2, 4)
     for s in reentered:

@@ -57,6 +57,16 @@ async def raises_without_number(args, sample):  # VIM303: IndexError on an answe
     return float(_NUM.findall(sample.response)[-1] == sample.label)
 
 
+async def text_score(args, sample):            # VIM303 (and VIM110): a score as text
+    return "1.0" if sample.response.strip().endswith(str(sample.label)) else "0.0"
+
+
+async def nan_on_empty(args, sample):          # VIM303: NaN for a response with no words
+    words = sample.response.split()
+    return sum(w.strip(".") == sample.label for w in words) / len(words) if words \
+        else float("nan")
+
+
 async def ignores_label(args, sample):         # VIM300: rewards length, not the answer
     return float(len(sample.response) >= 10)
 
@@ -162,3 +172,34 @@ async def optional_metadata_present(args, sample, **kwargs):
 
 async def misspelt_option(args, sample):    # VIM303 on the gold answer itself: a typo in args.
     return float(sample.response.strip() == sample.label) + args.format_bonsu
+
+
+# ---- rewards that run the response as code (the label is a test), and answer formats ------
+
+async def code_tests_exec(args, sample):      # runs the response and the label's tests
+    try:
+        exec(compile(sample.response + "\n" + (sample.label or ""), "<response>", "exec"), {})
+    except Exception:  # noqa: BLE001 - a failing program scores 0
+        return 0.0
+    return 1.0
+
+
+async def code_tests_subprocess(args, sample):   # the same in a subprocess, off the loop
+    import subprocess
+    import sys
+
+    def run() -> int:
+        return subprocess.run([sys.executable, "-c", sample.response + "\n" + sample.label],
+                              capture_output=True, timeout=20).returncode
+
+    return 1.0 if await asyncio.to_thread(run) == 0 else 0.0
+
+
+async def boxed_only(args, sample):             # pays only for \boxed{label}: correct
+    found = re.findall(r"\\boxed\{([^{}]*)\}", sample.response)
+    return 1.0 if found and found[-1].strip() == sample.label else 0.0
+
+
+async def never_pays(args, sample):             # 0.0 whatever the answer (a broken grader)
+    found = re.findall(r"\\boxed\{([^{}]*)\}", sample.response)
+    return 1.0 if found and found[-1] == f"\\boxed{{{sample.label}}}" else 0.0

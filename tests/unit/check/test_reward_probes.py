@@ -39,6 +39,7 @@ def probe(*argv: str, max_calls: int = 400) -> tuple[set[str], list[str], list[s
     ("abstain_above_wrong", {"VIM306"}),
     ("random_ties", {"VIM302"}),
     ("raises_without_number", {"VIM303"}),
+    ("nan_on_empty", {"VIM303"}),
     ("ignores_label", {"VIM300"}),
     ("hashes_only", {"VIM303"}),
     ("truncated_benefit", {"VIM301"}),
@@ -226,3 +227,75 @@ def test_a_reward_that_raises_even_on_gold_is_told_to_fix_its_error() -> None:
     assert "fix the error it names" in texts[0] and "instead of raising" not in texts[0]
     ids, texts, _ = probe("--custom-rm-path", "probe_rewards.raises_without_number")
     assert ids == {"VIM303"} and "instead of raising" in texts[0], texts
+
+
+@pytest.mark.parametrize("reward", ["code_tests_exec", "code_tests_subprocess"])
+def test_a_reward_that_runs_the_response_as_code_is_not_judged_on_answers(reward: str) -> None:
+    # the synthetic labels are answers, not tests: "42" runs as a program, so every response
+    # passed; that says nothing about a code reward (VIM300/VIM301 fired here before)
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT,
+                                       "--custom-rm-path", f"probe_rewards.{reward}"]))
+    out = run_probes(args, ROWS, max_calls=120)
+    assert out.code_reward
+    assert {v.id for v in out.findings} == set(), [v.format() for v in out.findings]
+    assert any("runs the response as code" in n and "VIM300, VIM301 would have fired" in n
+               for n in out.notes), out.notes
+
+
+@pytest.mark.parametrize("argv", [("--rm-type", "math"), ("--custom-rm-path",
+                                                          "probe_rewards.first_boxed")])
+def test_a_reward_that_parses_the_answer_is_judged(argv: tuple[str, str]) -> None:
+    args = make_args(parse_check_args(["--rollout-function-path", ROLLOUT, *argv]))
+    out = run_probes(args, ROWS, max_calls=120)
+    assert not out.code_reward and out.judged
+    assert not any("as code" in n for n in out.notes)
+
+
+def test_constant_rewards_on_bare_scripted_answers_are_not_judged_for_a_boxed_reward(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The built-in generator answers the bare label: a correct reward that pays only for
+    \\boxed{} scores every sample 0; the probes show it ranks the boxed answer, so VIM117 is
+    not judged (it was a warning on this correct reward)."""
+    import re
+
+    from vime_lint.runtime.harness import main
+
+    code = main(["--custom-rm-path", "probe_rewards.boxed_only", "--label-key", "label"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert re.search(r"^VIM117\s+constant-reward\s+not judged$", out, re.M), out
+    assert "VIM117 warning" not in out
+    assert "pays for the answer written as 'The result is \\\\boxed{ANSWER}.'" in out, out
+
+
+def test_constant_rewards_of_a_reward_that_never_pays_stay_reported(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from vime_lint.runtime.harness import main
+
+    main(["--custom-rm-path", "probe_rewards.never_pays", "--label-key", "label"])
+    out = capsys.readouterr().out
+    assert "VIM117 warning: samples[*].reward are all equal to 0.0" in out, out
+    assert "not judged: the reward probes found" not in out
+
+
+def test_a_reward_that_returns_text_is_said_to_return_it_not_to_raise() -> None:
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.text_score")
+    gold = [t for t in texts if "the label's own answer" in t]
+    assert ids == {"VIM303"} and gold, texts
+    assert "returned str, not a number" in gold[0] and "raised" not in gold[0]
+    assert "return a float" in gold[0] and "fix the error it names" not in gold[0]
+
+
+def test_findings_on_the_default_rollouts_output_name_the_users_hook(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Under vime's own rollout a reward finding on the output (samples[g][e].reward) is about
+    the user's --custom-rm-path: it names that file and line, not vime's rollout module."""
+    from vime_lint.runtime.harness import main
+
+    code = main(["--custom-rm-path", "probe_rewards.text_score", "--no-probe"])
+    out = capsys.readouterr().out
+    stored = out.split("samples[0][0].reward", 1)
+    assert code == 1 and len(stored) == 2, out
+    context = stored[1].split("\n  in ", 1)[1].splitlines()[0]
+    assert "probe_rewards.py:" in context and "text_score" in context, context
+    assert "rollout_fn.py" not in out

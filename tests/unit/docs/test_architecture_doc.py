@@ -46,3 +46,17 @@ def test_paths_named_by_hand_exist() -> None:
                            page))
     missing = sorted(p for p in named if not (ROOT / p.rstrip("/")).exists())
     assert missing == [], f"docs/architecture.md names paths that do not exist: {missing}"
+
+
+def test_the_layout_block_names_every_package() -> None:
+    """The hand-written "Layout" block names every package folder of vime/ and vime_lint/ (its
+    first level: ``vime/ray/``; a subpackage may be named inside its parent's line, as
+    ``runtime/`` is on ``vime_lint/check/``'s), so a newcomer's first look at the tree misses
+    none."""
+    block = PAGE.read_text(encoding="utf-8").split("## Layout", 1)[1].split("```", 2)[1]
+    packages = sorted(p.parent.relative_to(ROOT).as_posix() for pkg in ("vime", "vime_lint")
+                      for p in (ROOT / pkg).glob("*/__init__.py"))
+    missing = [p for p in packages
+               if not re.search(rf"(^|\s){re.escape(p)}/|[\s(]{re.escape(p.split('/')[-1])}/",
+                                block, flags=re.M)]
+    assert missing == [], f"docs/architecture.md's Layout block misses packages: {missing}"

@@ -287,6 +287,19 @@ def test_agent_runs_in_the_default_mode_scored_by_its_own_reward(
     assert code in (0, 1) and "Traceback" not in err
 
 
+def test_an_agent_that_runs_the_scripted_answers_as_code_gets_no_constant_reward_warning(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # the stand-in answers '42' / 'no idea': no program prints a label, so every reward is 0;
+    # the agent handed them to a subprocess, so that says nothing about the agent
+    code, out, _ = _agent_check(capsys, "code_tool_agent")
+    assert "VIM117 warning" not in out, out
+    assert _row(out, "VIM117").endswith("not judged"), _row(out, "VIM117")
+    assert "the agent ran them as programs, which they are not" in out
+    code, out, _ = _agent_check(capsys, "constant_agent")
+    assert "VIM117 warning: samples[*].reward are all equal to 0.0" in out, out
+    assert "ran them as programs" not in out
+
+
 def test_vim194_the_agent_step_compares_its_trajectories_with_the_template(
         capsys: pytest.CaptureFixture[str]) -> None:
     # the agent's generate step runs the token-boundary check (1 in N; N = 1 here) on the

@@ -326,16 +326,20 @@ def _constant_key(node: cst.Subscript) -> str | None:
     return None
 
 
-def evaluation_test(test: cst.BaseExpression) -> Side:
+_FLAG = frozenset({"evaluation"})
+
+
+def evaluation_test(test: cst.BaseExpression, flags: frozenset[str] = _FLAG) -> Side:
     """``"eval"`` for ``if evaluation:`` (``evaluation is True``), ``"train"`` for ``if not
-    evaluation:``, else None."""
-    if isinstance(test, cst.Name) and test.value == "evaluation":
+    evaluation:``, else None. ``flags``: the names that hold the flag (``evaluation`` and its
+    local aliases, see :func:`_flag_aliases`)."""
+    if isinstance(test, cst.Name) and test.value in flags:
         return "eval"
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        inner = evaluation_test(test.expression)
+        inner = evaluation_test(test.expression, flags)
         return None if inner is None else ("train" if inner == "eval" else "eval")
     if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name) \
-            and test.left.value == "evaluation" and len(test.comparisons) == 1:
+            and test.left.value in flags and len(test.comparisons) == 1:
         comp = test.comparisons[0]
         right = comp.comparator
         if isinstance(right, cst.Name) and right.value in ("True", "False") \
@@ -362,8 +366,66 @@ def _falls(suite: cst.BaseSuite | cst.If | cst.Else | None) -> bool:
     return may_fall_through(suite.body if isinstance(suite, cst.Else) else suite)
 
 
+class _Bindings(cst.CSTVisitor):
+    """Every binding of a plain name in a function's own body: ``name -> [value or None]``
+    (None: bound some other way than ``name = value``)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        if isinstance(target, cst.Name):
+            self.values.setdefault(target.value, []).append(value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, None)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, node.value if len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, None)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, None)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, None)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's names are its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _flag_aliases(fn: cst.FunctionDef) -> frozenset[str]:
+    """``evaluation`` and the local names every binding of which is ``evaluation`` itself
+    or ``bool(evaluation)`` (``is_eval = evaluation``), unless ``evaluation`` is rebound."""
+    walk = _Bindings()
+    fn.body.visit(walk)
+    if "evaluation" in walk.values:
+        return _FLAG
+
+    def flag(v: cst.BaseExpression | None) -> bool:
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value == "bool" \
+                and len(v.args) == 1:
+            v = v.args[0].value
+        return isinstance(v, cst.Name) and v.value == "evaluation"
+
+    return _FLAG | {name for name, values in walk.values.items() if all(map(flag, values))}
+
+
 def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
-           side: Side) -> Iterator[tuple[cst.CSTNode, Side]]:
+           side: Side, flags: frozenset[str] = _FLAG) -> Iterator[tuple[cst.CSTNode, Side]]:
     """Each statement under ``stmts`` (compound ones, lines and the small statements on them)
     with its ``evaluation`` side: the body of ``if evaluation:`` is on ``"eval"``, its
     ``else`` on ``"train"``; a branch that cannot fall through (``if evaluation: return
@@ -375,33 +437,33 @@ def _sided(stmts: Sequence[cst.BaseStatement | cst.BaseSmallStatement],
             for small in stmt.body:
                 yield small, rest
         elif isinstance(stmt, cst.If):
-            branch = evaluation_test(stmt.test)
+            branch = evaluation_test(stmt.test, flags)
             here = rest if branch is None else branch
             there = rest if branch is None else _other(branch)
-            yield from _sided(body_statements(stmt.body), here)
+            yield from _sided(body_statements(stmt.body), here, flags)
             if isinstance(stmt.orelse, cst.Else):
-                yield from _sided(body_statements(stmt.orelse.body), there)
+                yield from _sided(body_statements(stmt.orelse.body), there, flags)
             elif isinstance(stmt.orelse, cst.If):
-                yield from _sided([stmt.orelse], there)
+                yield from _sided([stmt.orelse], there, flags)
             if branch is not None:
                 body_falls, else_falls = _falls(stmt.body), _falls(stmt.orelse)
                 if body_falls != else_falls:
                     rest = here if body_falls else there
         elif isinstance(stmt, (cst.For, cst.While, cst.With)):
-            yield from _sided(body_statements(stmt.body), rest)
+            yield from _sided(body_statements(stmt.body), rest, flags)
             if isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
-                yield from _sided(body_statements(stmt.orelse.body), rest)
+                yield from _sided(body_statements(stmt.orelse.body), rest, flags)
         elif isinstance(stmt, cst.Try):
-            yield from _sided(body_statements(stmt.body), rest)
+            yield from _sided(body_statements(stmt.body), rest, flags)
             for h in stmt.handlers:
-                yield from _sided(body_statements(h.body), rest)
+                yield from _sided(body_statements(h.body), rest, flags)
             if stmt.orelse is not None:
-                yield from _sided(body_statements(stmt.orelse.body), rest)
+                yield from _sided(body_statements(stmt.orelse.body), rest, flags)
             if stmt.finalbody is not None:
-                yield from _sided(body_statements(stmt.finalbody.body), rest)
+                yield from _sided(body_statements(stmt.finalbody.body), rest, flags)
         elif isinstance(stmt, cst.Match):
             for case in stmt.cases:
-                yield from _sided(body_statements(case.body), rest)
+                yield from _sided(body_statements(case.body), rest, flags)
 
 
 def block_facts(node: cst.CSTNode) -> FunctionFacts:
@@ -417,7 +479,8 @@ def function_facts(fn: FunctionNode) -> FunctionFacts:
     facts = FunctionFacts(fn)
     sides: dict[int, Side] = {}
     if isinstance(fn, cst.FunctionDef):
-        sides = {id(n): s for n, s in _sided(body_statements(fn.body), None)}
+        sides = {id(n): s for n, s in _sided(body_statements(fn.body), None,
+                                             _flag_aliases(fn))}
         if not any(sides.values()):
             sides = {}  # no ``if evaluation:`` branch: every statement is on both sides
     walker = _Walk(facts, sides)

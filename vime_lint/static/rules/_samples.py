@@ -56,7 +56,9 @@ class SampleTracker(FunctionTracker):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value
-        if isinstance(value, cst.Call) and self.context.semantic.refers_to(value.func, "Sample"):
+        # ``Sample(...)``, or a local alias of a known sample (``cur = sample``).
+        if (isinstance(value, cst.Call) and self.context.semantic.refers_to(value.func, "Sample")) \
+                or self.is_sample(value):
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     self.sample_vars[-1].add(t.target.value)

@@ -64,11 +64,14 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
               "tokens, loss_mask, rollout_log_probs and metadata) overwrite each other's data; "
               "warning: a shared object nothing writes, read by every sample alike",
     "VIM026": "warning: a mutable default leaks state between calls but runs",
-    "VIM027": "warning: the full budget per turn overruns the context, which vLLM may clip",
+    "VIM027": "warning: the full budget per turn overruns the context, which vLLM may clip; "
+              "a budget less the prompt gives shorter answers but runs",
     "VIM028": "error: a group used as a Sample raises AttributeError",
     "VIM029": "error: the per-call loop closes clients, or raises inside a running loop",
     "VIM030": "warning: the run trains on zeros but does not fail",
-    "VIM031": "error: a read raises AttributeError; a write is never read",
+    "VIM031": "error: a read raises AttributeError, a write of a near miss of a field is "
+              "never read; warning: another name written and never read, or read by getattr "
+              "with a default that then always wins (another module may store it)",
     "VIM032": "error: the stale flag is never read (truncation lost) or raises on read",
     "VIM033": "error: vime's objects have no such attribute (AttributeError); the user's own "
               "class attribute is not reported",
@@ -79,6 +82,12 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM038": "warning: the read raises AttributeError at run time, unless a "
               "--custom-config-path file sets the name (which the linter cannot see)",
     "VIM039": "warning: the option is accepted and ignored; nothing fails",
+    "VIM057": "warning: rows by position are the groups for even groups of one-sample "
+              "rollouts; with fan-out segments or uneven groups they are silently wrong",
+    "VIM058": "warning: only a tokenizer that adds BOS (Llama, Gemma, Mistral) doubles it; "
+              "the linter does not know the model (the run-time twin VIM176 is an error)",
+    "VIM059": "warning: the run works; the reward and the trained tokens see different "
+              "responses, which cutting only what the reward reads may mean",
     "VIM090": "warning: a bare noqa silences nothing",
     "VIM091": "warning: an unused suppression is noise",
     "VIM092": "warning: the file is not checked, which is not a fault of the code at run time "

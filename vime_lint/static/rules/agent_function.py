@@ -10,7 +10,7 @@ import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FunctionTracker
+from vime_lint.static._rule import FileContext, FunctionTracker
 
 __all__ = ["AgentFunctionSync", "AgentReturnsNothing", "AgentSyncClient"]
 
@@ -70,12 +70,36 @@ class AgentFunctionSync(FunctionTracker):
               "    return 1.0\n"),
         Valid("def run_agent(x):\n    return x\n"),
         Valid("def helper(args, sample, base_url, api_key):\n    return 1.0\n"),
+        # An instance's async __call__; its sync helper method is not the hook.
+        Valid("class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        return self._score(sample)\n"
+              "    def _score(self, sample):\n"
+              "        return 1.0\n"
+              "run_agent = Agent()\n"),
+        # An async function behind an aliased functools.partial, with a sync module helper.
+        Valid("from functools import partial as bind\n"
+              "async def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+              "    return _score(sample)\n"
+              "def _score(sample):\n"
+              "    return 1.0\n"
+              "run_agent = bind(_run, 4)\n"),
     ]
     INVALID = [
         Invalid("def run_agent(args, sample, base_url, api_key, **kwargs):\n    return 1.0\n",
                 line=1, col=4),
         Invalid("def run(args, sample, base_url, api_key):\n    return None\n", line=1, col=4,
                 options={"hooks": {"run": _AGENT}}),
+        # An instance bound as the agent function: its __call__ is a plain def.
+        Invalid("class Agent:\n"
+                "    def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        return 1.0\n"
+                "run_agent = Agent()\n", line=2, col=8),
+        # A plain def behind functools.partial imported under an alias.
+        Invalid("from functools import partial as bind\n"
+                "def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+                "    return 1.0\n"
+                "run_agent = bind(_run, 4)\n", line=2, col=4),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -102,8 +126,9 @@ class AgentSyncClient(FunctionTracker):
     (failure kind: "blocking work on the event loop").
 
     ## Known problems
-    Only the agent function's own body is read: a synchronous client built in a helper is not
-    followed. ``--agent-function-mode subprocess`` makes a synchronous client work (the agent
+    The module's own helpers the agent function calls are read (a helper only handed to
+    ``asyncio.to_thread`` is not called, so not read); helpers imported from other modules
+    are not followed. ``--agent-function-mode subprocess`` makes a synchronous client work (the agent
     then has an event loop of its own); the rule does not read the launch flags.
 
     ## Example
@@ -137,6 +162,28 @@ class AgentSyncClient(FunctionTracker):
               "    async with httpx.AsyncClient() as c:\n"
               "        await c.post(base_url + '/chat/completions', json={})\n"
               "    return None\n"),
+        # An aliased requests handed to asyncio.to_thread (run off the loop), not called.
+        Valid("import asyncio\n"
+              "import requests as rq\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    resp = await asyncio.to_thread(rq.get, args.tool_url, timeout=10)\n"
+              "    return resp.json()['score']\n"),
+        # An instance's __call__ with the async client under an alias, awaited in a comprehension.
+        Valid("from openai import AsyncOpenAI as Client\n"
+              "class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        client = Client(base_url=base_url, api_key=api_key)\n"
+              "        replies = [await client.completions.create(model='m', prompt=p) for p in sample.prompt]\n"
+              "        return len(replies)\n"
+              "run_agent = Agent()\n"),
+        # A blocking module helper only handed to asyncio.to_thread: it runs off the loop.
+        Valid("import asyncio\n"
+              "import requests\n"
+              "def _fetch(url):\n"
+              "    return requests.get(url, timeout=10).json()\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    data = await asyncio.to_thread(_fetch, args.tool_url)\n"
+              "    return data['score']\n"),
     ]
     INVALID = [
         Invalid("import openai\nasync def run_agent(args, sample, base_url, api_key):\n"
@@ -151,18 +198,48 @@ class AgentSyncClient(FunctionTracker):
         Invalid("import requests\nasync def agent(args, sample, base_url, api_key):\n"
                 "    return requests.post(base_url, json={}).json()['r']\n", line=3, col=11,
                 options={"hooks": {"agent": _AGENT}}),
+        # An instance's __call__: an aliased requests called in a comprehension.
+        Invalid("import requests as rq\n"
+                "class Agent:\n"
+                "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        replies = [rq.post(base_url + '/completions', json={'prompt': p}) for p in sample.prompt]\n"
+                "        return len(replies)\n"
+                "run_agent = Agent()\n", line=4, col=19),
+        # The sync client built in a module helper the agent function calls.
+        Invalid("import openai\n"
+                "def _client(base_url, api_key):\n"
+                "    return openai.OpenAI(base_url=base_url, api_key=api_key)\n"
+                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+                "    client = _client(base_url, api_key)\n"
+                "    return 1.0\n", line=3, col=11),
     ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        #: A function of the module the agent function calls -> that agent function's name.
+        self.reached: dict[int, str] = {}
+        sem = context.semantic
+        for fn in sem.functions():
+            if not isinstance(fn, cst.FunctionDef):
+                continue
+            hit = context.hook_target(fn)
+            if hit and hit[0].spec.dest == _AGENT:
+                for helper in sem.closure(fn, sem.owner(fn))[1:]:
+                    self.reached.setdefault(id(helper), fn.name.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         fn = self.current
         if fn is None:
             return
         binding = self.hook_of(fn)
-        if binding is None or binding.spec.dest != _AGENT:
+        agent = fn.name.value if binding is not None and binding.spec.dest == _AGENT \
+            else self.reached.get(id(fn))
+        if agent is None:
             return
         hit = _sync_client(self.qualified(node.func))
         if hit is not None:
-            self.report(node, self.INVARIANT.render(name=fn.name.value, call=hit))
+            call = hit if agent == fn.name.value else f"{hit}` in `{fn.name.value}"
+            self.report(node, self.INVARIANT.render(name=agent, call=call))
 
 
 class AgentReturnsNothing(FunctionTracker):
@@ -170,7 +247,8 @@ class AgentReturnsNothing(FunctionTracker):
 
     ## What it does
     Reports an ``--agent-function-path`` function whose body has no ``return <value>`` (only
-    bare ``return``, ``return None`` or none at all).
+    bare ``return``, ``return None`` or none at all; a ``return helper(...)`` of the module's
+    own function that itself returns no value counts as none).
 
     ## Why is this bad?
     The return value is the trajectory's reward; None means "unscored", and vime's reward
@@ -209,6 +287,18 @@ class AgentReturnsNothing(FunctionTracker):
               "    return {'score': 1.0}\n"),
         Valid("async def run_agent(args, sample, base_url, api_key):\n"
               "    raise NotImplementedError\n"),
+        # Returns what a module helper returns, and the helper returns the score.
+        Valid("async def _episode(sample, base_url):\n"
+              "    reply = await chat(base_url, sample.prompt)\n"
+              "    return float(sample.label in reply)\n"
+              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    return await _episode(sample, base_url)\n"),
+        # An instance's __call__ returning a dict built from a comprehension.
+        Valid("class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        replies = [await chat(base_url, api_key, p) for p in sample.prompt]\n"
+              "        return {'score': sum(sample.label in r for r in replies)}\n"
+              "run_agent = Agent()\n"),
     ]
     INVALID = [
         Invalid("async def run_agent(args, sample, base_url, api_key):\n"
@@ -217,6 +307,24 @@ class AgentReturnsNothing(FunctionTracker):
                 "    def helper():\n        return 1.0\n    return None\n", line=1, col=10),
         Invalid("async def agent(args, sample, base_url, api_key):\n    return\n", line=1,
                 col=10, options={"hooks": {"agent": _AGENT}}),
+        # An instance's __call__ that sets the reward but returns nothing.
+        Invalid("class Agent:\n"
+                "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        reply = await chat(base_url, api_key, sample.prompt)\n"
+                "        sample.reward = float(sample.label in reply)\n"
+                "run_agent = Agent()\n", line=2, col=14),
+        # Returns a module helper's result, and the helper returns nothing.
+        Invalid("async def _episode(sample, base_url):\n"
+                "    reply = await chat(base_url, sample.prompt)\n"
+                "    sample.metadata['reply'] = reply\n"
+                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+                "    return await _episode(sample, base_url)\n", line=4, col=10),
+        # Behind an aliased functools.partial, a loop and no return.
+        Invalid("import functools as ft\n"
+                "async def _agent(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+                "    for _ in range(max_turns):\n"
+                "        await chat(base_url, sample.prompt)\n"
+                "run_agent = ft.partial(_agent, 3)\n", line=2, col=10),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -225,10 +333,28 @@ class AgentReturnsNothing(FunctionTracker):
         if binding is None or binding.spec.dest != _AGENT:
             return
         values = [r for r in self.context.semantic.facts(node).returns
-                  if r.value is not None
-                  and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+                  if not _no_value(r.value) and not self._valueless_call(node, r.value)]
         if not values and not _only_raises(node):
             self.report(node.name, self.INVARIANT.render(name=node.name.value))
+
+    def _valueless_call(self, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> bool:
+        """``return [await] helper(...)`` of the module's own function (or ``self`` method)
+        that itself never returns a value (and is not a stub that raises)."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if not isinstance(value, cst.Call):
+            return False
+        target = self.context.semantic.callee(value, fn, self.owner)
+        if target is None or target is fn:
+            return False
+        facts = self.context.semantic.facts(target)
+        return not facts.yields and not _only_raises(target) \
+            and all(_no_value(r.value) for r in facts.returns)
+
+
+def _no_value(value: cst.BaseExpression | None) -> bool:
+    """A bare ``return`` or ``return None``."""
+    return value is None or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _only_raises(node: cst.FunctionDef) -> bool:

@@ -49,7 +49,8 @@ def _is_dict_value(expr: cst.BaseExpression | None) -> bool:
 
 
 class _LaunchTracker(SampleTracker):
-    """Knows the hook of the enclosing module-level function and its launch files.
+    """Knows the hook of the enclosing module-level function (or the ``__call__`` of a class
+    whose instance is bound as the hook) and its launch files.
 
     ``self.active`` is the (binding, launch files) of the innermost hook function whose
     launches pass :meth:`wants`, or None.
@@ -81,6 +82,14 @@ class _LaunchTracker(SampleTracker):
                 if chosen:
                     entry = (b, chosen)
                     break
+        elif len(self.functions) == 1 and self.class_depth == 1 \
+                and node.name.value == "__call__":
+            # The ``__call__`` of a module-level class whose instance is bound as the hook.
+            binding = self.hook_of(node)
+            if binding is not None:
+                chosen = self.wants(binding, self.context.options.launches_of(binding))
+                if chosen:
+                    entry = (binding, chosen)
         self.active_stack.append(entry)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -93,8 +102,9 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
 
     ## What it does
     For a reward function (``--custom-rm-path``) named by a launch script or config, reports
-    ``return {...}`` / ``return dict(...)`` (or a list of dicts from a batch RM) when no
-    launch file naming it sets ``--reward-key``. Also reports ``x.reward = {...}`` in rollout
+    ``return {...}`` / ``return dict(...)`` (or a list of dicts from a batch RM; also a local
+    name or a call of the module's own helper the dict comes from) when no launch file naming
+    it sets ``--reward-key``. Also reports ``x.reward = {...}`` in rollout
     and generate functions named by such a launch. Quiet when no launch file names the hook,
     or when a launch script forwards its own arguments (``"$@"``). Runtime twin: VIM110.
 
@@ -138,6 +148,19 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
         Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n",
               options={"hooks": {"reward_func": _RM},
                        "launch_flags": ["--custom-rm-path", FORWARDED_ARGS]}),
+        # A module helper's dict, but the hook returns one float from it.
+        Valid("def _score(sample):\n"
+              "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return _score(sample)['acc']\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance's __call__ that builds a dict but returns one float from it.
+        Valid("class Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        scores = {'acc': float(sample.response == sample.label)}\n"
+              "        return scores['acc']\n"
+              "reward_func = Judge()\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -153,6 +176,28 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
                 "            s.reward = {'acc': 1.0}\n", line=4, col=12,
                 options={"hooks": {"generate_rollout": "rollout_function_path"},
                          "launch_flags": []}),
+        # Through a local name bound to the dict.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    scores = {'acc': float(sample.response == sample.label)}\n"
+                "    return scores\n",
+                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # The dict built by a module helper the hook returns.
+        Invalid("def _score(sample):\n"
+                "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return _score(sample)\n",
+                line=4, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # A dict comprehension.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    checks = {'acc': sample.label, 'fmt': '</answer>'}\n"
+                "    return {k: float(v in sample.response) for k, v in checks.items()}\n",
+                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the reward function: its __call__ returns the dict.
+        Invalid("class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return {'acc': float(sample.response == sample.label)}\n"
+                "reward_func = Judge()\n",
+                line=3, col=8, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
@@ -175,9 +220,16 @@ class DictRewardWithoutRewardKey(_LaunchTracker):
 
     def visit_Return(self, node: cst.Return) -> None:
         active = self.active
-        if active is not None and active[0].spec.dest == _RM and _is_dict_value(node.value) \
-                and self.functions and self.functions[-1] is not None \
-                and len(self.functions) == 1:
+        fn = self.functions[-1] if len(self.functions) == 1 else None
+        if active is None or active[0].spec.dest != _RM or fn is None or node.value is None:
+            return
+        if _is_dict_value(node.value):
+            self._report(node, "returns a dict reward")
+            return
+        # A local name or the module's own helper that the dict comes from.
+        if isinstance(node.value, cst.Name | cst.Call | cst.Await) and any(
+                leaf is not None and leaf is not node.value and _is_dict_value(leaf)
+                for leaf, _ in self.context.semantic.origins(fn, node.value)):
             self._report(node, "returns a dict reward")
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -242,6 +294,21 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
         Valid("async def generate(args, sample, sampling_params):\n"
               "    sample.reward = 1.0\n    return sample\n",
               options={"hooks": {"generate": _GENERATE}}),
+        # Through a local alias of the sample, the reward cleared for the RM.
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    cur = sample\n"
+              "    cur.response = (await post(url, sampling_params))['text']\n"
+              "    cur.reward = None\n"
+              "    return cur\n",
+              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # A nested helper passes a score to the RM in metadata.
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    def _finish(sample, text):\n"
+              "        sample.response = text\n"
+              "        sample.metadata['hint_score'] = float(sample.label in text)\n"
+              "    _finish(sample, (await post(url, sampling_params))['text'])\n"
+              "    return sample\n",
+              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -253,6 +320,28 @@ class RewardSetBeforeCustomRm(_LaunchTracker):
                 "    for s in iter_samples([sample]):\n        s.reward += 1\n"
                 "    return sample\n", line=3, col=8,
                 options={"hooks": {"gen": _GENERATE}, "launch_flags": ["--custom-rm-path"]}),
+        # Through a local alias of the sample.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    cur = sample\n"
+                "    cur.response = (await post(url, sampling_params))['text']\n"
+                "    cur.reward = float(cur.label in cur.response)\n"
+                "    return cur\n",
+                line=4, col=4, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # In a helper nested in the generate function.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    def _finish(sample, text):\n"
+                "        sample.response = text\n"
+                "        sample.reward = float(sample.label in text)\n"
+                "    _finish(sample, (await post(url, sampling_params))['text'])\n"
+                "    return sample\n",
+                line=4, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the generate function: its __call__ sets the reward.
+        Invalid("class Gen:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.reward = 1.0\n"
+                "        return sample\n"
+                "generate = Gen()\n",
+                line=3, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
@@ -338,6 +427,11 @@ class LabelWithoutLabelKey(_LaunchTracker):
               "    return float(sample.response == sample.label)\n",
               options={"hooks": {"reward_func": _RM},
                        "launch_flags": ["--custom-rm-path", "--data-source-path"]}),
+        # A set comprehension over the samples reading an answer from metadata, not the label.
+        Valid("async def reward_func(args, samples, **kwargs):\n"
+              "    wanted = {s.metadata.get('answer') for s in samples}\n"
+              "    return [float(s.response in wanted) for s in samples]\n",
+              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -347,6 +441,22 @@ class LabelWithoutLabelKey(_LaunchTracker):
         Invalid("async def score(args, samples, **kwargs):\n"
                 "    return [float(s.response == s.label) for s in samples]\n", line=2, col=32,
                 options={"hooks": {"score": _RM}, "launch_flags": ["--group-rm"]}),
+        # Through a local alias of the sample.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    cur = sample\n"
+                "    return 1.0 if cur.label in cur.response else 0.0\n",
+                line=3, col=18, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # In a set comprehension over the samples of a batch.
+        Invalid("async def reward_func(args, samples, **kwargs):\n"
+                "    wanted = {s.label for s in samples}\n"
+                "    return [float(s.response in wanted) for s in samples]\n",
+                line=2, col=14, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        # An instance bound as the reward function: its __call__ reads the label.
+        Invalid("class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return {'acc': float(sample.response == sample.label)}\n"
+                "reward_func = Judge()\n",
+                line=3, col=48, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
     ]
 
     def __init__(self, context: FileContext) -> None:

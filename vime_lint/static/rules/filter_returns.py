@@ -19,6 +19,7 @@ __all__ = ["FilterReturnKind"]
 
 _OUT = "from vime.rollout.filter_hub.base_types import DynamicFilterOutput\n"
 _BOOL_OPS = (cst.Comparison, cst.BooleanOperation)
+_BOOL_BUILTINS = frozenset({"builtins.all", "builtins.any", "builtins.bool"})
 
 
 def _kind(expr: cst.BaseExpression | None, is_output: bool) -> str | None:
@@ -41,7 +42,7 @@ class FilterReturnKind(FunctionTracker):
     ## What it does
     Follows every ``return`` of a ``--dynamic-sampling-filter-path`` hook (through local
     names, conditional expressions and the module's helpers). A bare ``bool`` (``True``, a
-    comparison, ``not ...``) is a warning; ``None`` (also a path that falls off the end) is an
+    comparison, ``not ...``, ``all(...)``/``any(...)``/``bool(...)``) is a warning; ``None`` (also a path that falls off the end) is an
     error. The path that returns ``DynamicFilterOutput`` elsewhere is named.
 
     ## Why is this bad?
@@ -84,6 +85,18 @@ class FilterReturnKind(FunctionTracker):
         Valid("from my_filters import decide\n"
               "def dynamic_sampling_filter(args, samples, **kwargs):\n"
               "    return decide(samples)\n"),
+        # An instance's __call__ under an aliased import, one output on every path.
+        Valid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput as Out\n"
+              "class KeepMixed:\n"
+              "    def __call__(self, args, samples, **kwargs):\n"
+              "        rewards = {s.get_reward_value(args) for s in samples}\n"
+              "        return Out(keep=len(rewards) > 1, reason=None if len(rewards) > 1 else 'uniform')\n"
+              "dynamic_sampling_filter = KeepMixed()\n"),
+        # any(...) over a generator as the keep= value, wrapped.
+        Valid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput\n"
+              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
+              "    return DynamicFilterOutput(keep=any(s.get_reward_value(args) > 0 for s in samples))\n",
+              ),
     ]
     INVALID = [
         # DynamicFilterOutput on one branch, a bare bool on the other.
@@ -100,6 +113,24 @@ class FilterReturnKind(FunctionTracker):
                 "    if not samples:\n        return None\n"
                 "    return DynamicFilterOutput(keep=True)\n", line=4, col=15,
                 severity="error"),
+        # An instance's __call__ under an aliased import, a bool on one path.
+        Invalid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput as Out\n"
+                "class KeepMixed:\n"
+                "    def __call__(self, args, samples, **kwargs):\n"
+                "        rewards = {s.get_reward_value(args) for s in samples}\n"
+                "        if len(rewards) > 1:\n"
+                "            return Out(keep=True)\n"
+                "        return len(rewards) > 1\n"
+                "dynamic_sampling_filter = KeepMixed()\n", line=7, col=15, severity="warning"),
+        # The bool a module helper returns.
+        Invalid("def _mixed(args, samples):\n"
+                "    return len({s.get_reward_value(args) for s in samples}) > 1\n"
+                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
+                "    return _mixed(args, samples)\n", line=4, col=11, severity="warning"),
+        # any(...) over a generator: a bare bool.
+        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
+                "    return any(s.get_reward_value(args) > 0 for s in samples)\n",
+                line=2, col=11, severity="warning"),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -118,6 +149,9 @@ class FilterReturnKind(FunctionTracker):
                 is_output = isinstance(leaf, cst.Call) and sem.refers_to(leaf.func,
                                                                          "DynamicFilterOutput")
                 kind = _kind(leaf, is_output) if leaf is not None or ret.value is None else None
+                if kind is None and isinstance(leaf, cst.Call) \
+                        and sem.qualified(leaf.func) & _BOOL_BUILTINS:
+                    kind = "a bare bool"  # all(...), any(...), bool(...)
                 if kind == "ok":
                     good = good or ret.node
                 elif kind is not None:

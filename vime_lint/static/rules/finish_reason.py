@@ -30,7 +30,8 @@ _STATUS_NAMES = frozenset(name for name, _ in STATUS_VALUES)
 _REQUIRED = ("TRUNCATED", "ABORTED")
 #: Calls that only look at a value (the finish reason passed to them is not a mapping).
 _BENIGN_CALLS = frozenset({
-    "str", "repr", "print", "len", "isinstance", "bool", "format", "debug", "info", "warning",
+    "str", "repr", "print", "len", "isinstance", "bool", "all", "any", "format", "debug", "info",
+    "warning",
     "warn", "error", "exception", "critical", "log", "lower", "upper", "strip",
 })
 
@@ -257,6 +258,20 @@ class UnmappedFinishReason(FunctionTracker):
               "    out = await post(url, sampling_params)\n"
               "    finish(sample, out)\n    log(out['finish_reason'])\n    return sample\n"),
         Valid("def helper(out):\n    return out['finish_reason']\n"),
+        # An instance's __call__ under an aliased import, the reasons read in comprehensions.
+        Valid("from vime.utils.types import Sample as S\n"
+              "class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        outs = [await post(url, sampling_params) for _ in range(2)]\n"
+              "        reasons = [o['finish_reason'] for o in outs]\n"
+              "        if any(r == 'abort' for r in reasons):\n"
+              "            sample.status = S.Status.ABORTED\n"
+              "        elif any(r == 'length' for r in reasons):\n"
+              "            sample.status = S.Status.TRUNCATED\n"
+              "        else:\n"
+              "            sample.status = S.Status.COMPLETED\n"
+              "        return sample\n"
+              "generate = Generate()\n"),
     ]
     INVALID = [
         Invalid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
@@ -279,6 +294,22 @@ class UnmappedFinishReason(FunctionTracker):
                 "    await _turn(sample, await post(url, sampling_params))\n"
                 "    return sample\n", line=4, col=11,
                 options={"hooks": {"my_generate": "custom_generate_function_path"}}),
+        # Read in a generator under all(), which only looks at the value: length never mapped.
+        Invalid("from vime.utils.types import Sample\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    outs = [await post(url, sampling_params) for _ in range(2)]\n"
+                "    done = all(o['finish_reason'] == 'stop' for o in outs)\n"
+                "    sample.status = Sample.Status.COMPLETED if done else Sample.Status.ABORTED\n"
+                "    return sample\n", line=4, col=15),
+        # An instance's __call__, aliased import, a local alias of the sample.
+        Invalid("from vime.utils.types import Sample as S\n"
+                "class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        out = await post(url, sampling_params)\n"
+                "        cur = sample\n"
+                "        cur.status = S.Status.COMPLETED if out['finish_reason'] == 'stop' else S.Status.ABORTED\n"
+                "        return cur\n"
+                "generate = Generate()\n", line=6, col=43),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

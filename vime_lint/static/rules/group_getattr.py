@@ -111,15 +111,45 @@ class GetattrOnGroupElement(_GroupTracker):
     """
 
     INVARIANT = INVARIANTS["VIM013"]
-    VALID = [Valid("getattr(s, 'status')\n"), Valid("getattr(s, 'name', None)\n"),
-             # A known group (here a key= lambda's parameter): VIM028 reports it instead.
-             Valid("def f(ds):\n"
-                   "    return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))\n")]
-    INVALID = [Invalid("x = getattr(s, 'status', None)\n", line=1, col=4),
-               Invalid("def f(samples):\n"
-                       "    return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))\n",
-                       line=2, col=41),
-               Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5)]
+    VALID = [
+        Valid("getattr(s, 'status')\n"),
+        Valid("getattr(s, 'name', None)\n"),
+        # A known group (here a key= lambda's parameter): VIM028 reports it instead.
+        Valid("def f(ds):\n"
+              "    return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))\n"),
+        # An instance's __call__: getattr with a default on args, not on an element.
+        Valid("class Filter:\n"
+              "    def __call__(self, args, samples, **kwargs):\n"
+              "        key = getattr(args, 'reward_key', None)\n"
+              "        return len({s.get_reward_value(args) for s in samples}) > 1 or key is None\n"
+              "dynamic_sampling_filter = Filter()\n"),
+        # A module helper reading another attribute with a default, in a set comprehension.
+        Valid("def _reward_of(sample):\n"
+              "    return getattr(sample, 'metadata', {}).get('score', 0.0)\n"
+              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
+              "    return len({_reward_of(s) for s in samples}) > 1\n"),
+    ]
+    INVALID = [
+        Invalid("x = getattr(s, 'status', None)\n", line=1, col=4),
+        Invalid("def f(samples):\n"
+                "    return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))\n",
+                line=2, col=41),
+        Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5),
+        # The builtin under an aliased import, in a comprehension.
+        Invalid("from builtins import getattr as attr_or\n"
+                "def score(samples):\n"
+                "    return [attr_or(s, 'reward', 0.0) for s in samples]\n", line=3, col=12),
+        # An instance's __call__, in a generator under all().
+        Invalid("class Filter:\n"
+                "    def __call__(self, args, samples, **kwargs):\n"
+                "        return all(getattr(s, 'status', None) is not None for s in samples)\n"
+                "dynamic_sampling_filter = Filter()\n", line=3, col=19),
+        # In a module helper the hook calls on each element.
+        Invalid("def _reward_of(sample):\n"
+                "    return getattr(sample, 'reward', None) or 0.0\n"
+                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
+                "    return len({_reward_of(s) for s in samples}) > 1\n", line=2, col=11),
+    ]
 
     def visit_Call(self, node: cst.Call) -> None:
         read = _getattr_read(self, node)

@@ -90,6 +90,8 @@ class _Reads(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.guarded: set[str] = set()
+        #: ``getattr(args, name)`` with a name the source does not spell (``for k in ...``).
+        self.dynamic = False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.value.value == "args":
@@ -100,6 +102,8 @@ class _Reads(cst.CSTVisitor):
                 and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
                 and node.args[0].value.value == "args":
             name = string_value(node.args[1].value)
+            if name is None:
+                self.dynamic = True
             if name:
                 self.names.add(name)
                 if node.func.value == "hasattr" or len(node.args) >= 3:
@@ -278,7 +282,8 @@ class UnreadHookOption(Rule):
 
     ## What it does
     Reports a ``parser.add_argument("--flag", ...)`` in a module's ``add_arguments`` whose dest
-    the module never reads (no ``args.dest``, no ``getattr(args, "dest")``).
+    the module never reads (no ``args.dest``, no ``getattr(args, "dest")``). Quiet when the
+    module reads ``getattr(args, name)`` with a computed name.
 
     ## Why is this bad?
     The option is accepted and ignored: a user sets it, and nothing changes (failure kind:
@@ -313,6 +318,23 @@ class UnreadHookOption(Rule):
               "async def reward_func(args, sample):\n    return args.bonus\n"),
         Valid("def add_arguments(parser):\n    parser.add_argument('--b', dest='bonus')\n\n"
               "async def reward_func(args, sample):\n    return getattr(args, 'bonus', 0.0)\n"),
+        # Options on an argument group, both read in an instance's __call__.
+        Valid("def add_arguments(parser):\n"
+              "    group = parser.add_argument_group('judge')\n"
+              "    group.add_argument('--judge-url')\n"
+              "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
+              "class Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        return await ask(args.judge_url, sample, timeout=args.judge_timeout)\n"
+              "reward_func = Judge()\n"),
+        # Read in a module helper's comprehension by computed name: not knowable, so quiet.
+        Valid("def add_arguments(parser):\n"
+              "    parser.add_argument('--w-acc', type=float, default=1.0)\n"
+              "    parser.add_argument('--w-fmt', type=float, default=0.5)\n"
+              "def _weights(args):\n"
+              "    return [getattr(args, k) for k in ('w_acc', 'w_fmt')]\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return sum(_weights(args))\n"),
     ]
     INVALID = [
         Invalid("def add_arguments(parser):\n    parser.add_argument('--format-bonus')\n\n"
@@ -321,6 +343,28 @@ class UnreadHookOption(Rule):
                 "    group.add_argument('--b')\n\n"
                 "async def reward_func(args, sample):\n    return float(args.a)\n",
                 line=3, col=4),
+        # An option of an argument group that the instance's __call__ never reads.
+        Invalid("def add_arguments(parser):\n"
+                "    group = parser.add_argument_group('judge')\n"
+                "    group.add_argument('--judge-url')\n"
+                "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
+                "class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return await ask(args.judge_url, sample)\n"
+                "reward_func = Judge()\n", line=4, col=4),
+        # getattr with the flag's spelling: argparse stores format_bonus.
+        Invalid("def add_arguments(parser):\n"
+                "    parser.add_argument('--format-bonus', type=float, default=0.1)\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return 1.0 + getattr(args, 'format-bonus', 0.0)\n", line=2, col=4),
+        # One option read in a module helper, the other never.
+        Invalid("def add_arguments(parser):\n"
+                "    parser.add_argument('--bonus', type=float)\n"
+                "    parser.add_argument('--penalty', type=float)\n"
+                "def _bonus(args):\n"
+                "    return args.bonus\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return [_bonus(args) for _ in range(1)][0]\n", line=3, col=4),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
@@ -329,6 +373,8 @@ class UnreadHookOption(Rule):
             return
         reads = _Reads()
         node.visit(reads)
+        if reads.dynamic:
+            return  # which options it reads is not in the source
         for dest, (flag, call) in declared.items():
             if dest not in reads.names:
                 self.report(call, self.INVARIANT.render(flag=flag, dest=dest))

@@ -11,14 +11,16 @@ See ``docs/contract.md`` §2 (Sample fields), §4 and §6a.
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, fields_set
+from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 from vime_lint.static.rules.rollout_returns import TRAIN_OUT, classify
-from vime_lint.static.rules.signatures import ROLLOUT_DESTS
 
 __all__ = ["RequiredFieldsNeverSet"]
 
@@ -37,6 +39,20 @@ _FILLED = (_SIG + "    groups = data_source.get_samples(2)\n"
            "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1], "
            "meta_info={'finish_reason': 'stop'})\n")
 
+
+
+#: How each required field is usually set, for the fix of a finding that names it.
+_HOW_TO_SET = {"tokens": "sample.tokens = prompt_ids + response_ids",
+               "response_length": "sample.response_length = len(response_ids)",
+               "reward": "sample.reward = float(score)",
+               "status": "sample.status = Sample.Status.COMPLETED"}
+
+
+def _set_fields_fix(missing: list[str]) -> str:
+    """The fix of a VIM036 finding on a rollout function: set exactly the ``missing`` fields."""
+    how = "; ".join(_HOW_TO_SET.get(f, f"sample.{f} = ...") for f in missing)
+    return (f"set {', '.join(missing)} on every sample before it is returned ({how}), or "
+            "produce the samples with vime's generate / generate_and_rm, which set them")
 
 class RequiredFieldsNeverSet(FunctionTracker):
     """A rollout's samples get ``tokens``, ``response_length``, ``reward`` and ``status``.
@@ -63,7 +79,10 @@ class RequiredFieldsNeverSet(FunctionTracker):
     ``update_from_meta_info`` or a helper of the module given the sample. The reward is not
     asked for: the reward function sets it after the generate step. A missing status alone is
     a warning (the generate boundary check warns on a PENDING sample); a missing response is
-    an error (the boundary check fails the sample).
+    an error (the boundary check fails the sample). Samples returned from a function imported
+    from another module (a step sampler building them from an environment's trajectory) are
+    made where the module does not show and are not followed; ``return []`` is reported as
+    what it is, no sample at all, which the generate boundary check fails.
 
     ## Why is this bad?
     A sample without tokens, a response length, a reward or a final status cannot be
@@ -182,6 +201,13 @@ class RequiredFieldsNeverSet(FunctionTracker):
               + "            if evaluation: s.metadata['eval'] = True\n"
               "            else: _score(s)\n"
               "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # Samples built by an imported helper from the environment's trajectory (kekmodel/
+        # slime's tau2 step sampler): made where this module cannot see, not reported.
+        Valid("from .steps import to_step_samples\n" + _GEN
+              + "    result = await play(args, sampling_params)\n"
+              "    samples = to_step_samples(result, sample.index)\n    return samples\n"),
+        Valid("from tau_env.steps import to_step_samples\n" + _GEN
+              + "    return to_step_samples(await play(args, sampling_params))\n"),
         Valid("from miles.utils.types import Sample\ndef _to_sample(res):\n"
               "    return Sample(prompt=res.prompt, tokens=res.tokens, response_length=res.n,"
               " status=res.status)\n"
@@ -242,6 +268,14 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "log_probs=out['logprobs'])\n"
                 "    return smp\n", line=4, col=11, severity="warning",
                 options={"hooks": {"my_generate": _GENERATE}}),
+        # An empty list: no sample, and the generate boundary fails the call (VIM140).
+        Invalid("from .steps import to_step_samples\n" + _GEN
+                + "    if sample.label is None:\n        return []\n"
+                "    return to_step_samples(await play(args, sampling_params))\n",
+                line=4, col=15),
+        # ... a copy of the sample is still the sample: its fields are checked.
+        Invalid("import copy\n" + _GEN + "    out = copy.deepcopy(sample)\n"
+                "    out.response = 'x'\n    return out\n", line=5, col=11),
         # ... a fan-out of new samples built from keywords without tokens or a length.
         Invalid(_HEAD + _GEN + "    kids = [Sample(prompt=sample.prompt, response=t, "
                 "status=Sample.Status.COMPLETED)\n"
@@ -285,13 +319,48 @@ class RequiredFieldsNeverSet(FunctionTracker):
                "`if evaluation:`, which never reaches the train output" if eval_only else ""),
             hook="rollout function"),
             fix_hint=("set the field on the train path too (outside `if evaluation:`, or in "
-                      "its else branch)" if eval_only else None))
+                      "its else branch)" if eval_only else _set_fields_fix(missing)))
+
+    def _made_elsewhere(self, value: cst.BaseExpression, fn: cst.FunctionDef,
+                        depth: int = 0) -> bool:
+        """Whether ``value`` is what a function imported from another (non-vime, non-stdlib)
+        module returns, directly, awaited, or through a local name holding only such values."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        sem = self.context.semantic
+        if isinstance(value, cst.Call):
+            qualified = sem.qualified(value.func)
+            if not qualified or sem.callee(value, fn, self.owner) is not None:
+                return False
+            return all(not q.startswith(("vime.", "builtins."))
+                       and q.lstrip(".").split(".")[0] not in sys.stdlib_module_names
+                       for q in qualified)
+        if isinstance(value, cst.Name) and depth < 4:
+            values = sem.facts(fn).values.get(value.value, [])
+            return bool(values) and all(v is not None and self._made_elsewhere(v, fn, depth + 1)
+                                        for v in values)
+        return False
 
     def _generate(self, node: cst.FunctionDef, binding: HookBinding) -> None:
         """A custom generate function returns its sample with the generated fields set."""
         sem = self.context.semantic
         returns = [r for r in sem.facts(node).returns if r.value is not None
                    and not (isinstance(r.value, cst.Name) and r.value.value == "None")]
+        for r in returns:
+            if isinstance(r.value, cst.List) and not r.value.elements:
+                self.report(r.value, self.INVARIANT.render(
+                    hook="custom generate function", name=binding.function,
+                    problem="returns an empty list, which holds no sample: vime takes the "
+                    "sample or a non-empty list of samples from a generate function and fails "
+                    "the call at the generate boundary (VIM140)"),
+                    fix_hint=("return the sample you were given (sample.status = "
+                              "Sample.Status.ABORTED when there is nothing to generate), or "
+                              "raise"))
+        # Samples made by a function the module does not show (an imported helper that builds
+        # them from an environment's trajectory) may come back complete: not followed.
+        returns = [r for r in returns if r.value is not None
+                   and not (isinstance(r.value, cst.List) and not r.value.elements)
+                   and not self._made_elsewhere(r.value, node)]
         if not returns:
             return
         positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]

@@ -17,7 +17,7 @@ from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
 from vime_lint.static.analysis import Semantic, Side
-from vime_lint.static.rules.signatures import ROLLOUT_DESTS
+from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["EVAL_OUT", "EvaluationBranch", "RawRolloutReturn", "TRAIN_OUT", "is_output_call"]
 
@@ -307,6 +307,21 @@ class EvaluationBranch(FunctionTracker):
         Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
               "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
               "    return RolloutFnEvalOutput(data={})\n"),
+        # An instance's __call__ through an aliased module, both paths right.
+        Valid("import vime.rollout.base_types as bt\n"
+              "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        if evaluation:\n"
+              "            return bt.RolloutFnEvalOutput(data={})\n"
+              "        return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
+              "generate_rollout = Rollout()\n"),
+        # A local alias of the flag (bool(evaluation)), both paths right.
+        Valid("from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    is_eval = bool(evaluation)\n"
+              "    if not is_eval:\n"
+              "        return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
+              "    return RolloutFnEvalOutput(data={})\n"),
     ]
     INVALID = [
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
@@ -335,6 +350,15 @@ class EvaluationBranch(FunctionTracker):
                 "        if evaluation:\n            return _train([])\n"
                 "        return _train(data_source.get_samples(1))\n"
                 "generate_rollout = Rollout()\n", line=7, col=19),
+        # Train output under a local alias of the flag, in an instance's __call__.
+        Invalid("import vime.rollout.base_types as bt\n"
+                "class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        mode = evaluation\n"
+                "        if mode:\n"
+                "            return bt.RolloutFnTrainOutput(samples=[])\n"
+                "        return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
+                "generate_rollout = Rollout()\n", line=6, col=19),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

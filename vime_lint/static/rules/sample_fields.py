@@ -81,6 +81,11 @@ class SampleConstructor(Rule):
         Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
         Valid("class Sample:\n    pass\nSample(1, 2)\n"),
         Valid(SAMPLE_IMPORT + "s = Sample(**fields)\n"),
+        # Built in a comprehension under an aliased import, keywords only.
+        Valid("from vime.utils.types import Sample as S\n"
+              "def load(rows):\n"
+              "    return [S(prompt=p, label=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
+              ),
     ]
     INVALID = [
         Invalid(SAMPLE_IMPORT + "s = Sample(0, 1, prompt='hi')\n", line=2, col=4,
@@ -92,6 +97,11 @@ class SampleConstructor(Rule):
                 line=2, col=4, severity="error"),
         Invalid("from vime.utils.types import Sample as S\ns = S('x')\n", line=2, col=4,
                 fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
+        # The misspelt field inside a comprehension under an aliased import.
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def load(rows):\n"
+                "    return [S(prompt=p, lable=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
+                line=3, col=12, severity="error"),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -122,6 +132,15 @@ class SampleConstructor(Rule):
                 f"order to {names}"), severity="warning", fix=fix)
 
 
+def read_by_name(node: cst.Call) -> str | None:
+    """The attribute ``getattr(x, "name", ...)`` / ``hasattr(x, "name")`` reads, else None."""
+    if not isinstance(node.func, cst.Name) or node.func.value not in ("getattr", "hasattr") \
+            or len(node.args) < 2 or not isinstance(node.args[1].value, cst.SimpleString):
+        return None
+    value = node.args[1].value.evaluated_value
+    return value if isinstance(value, str) else None
+
+
 class UnknownSampleAttribute(SampleTracker):
     """Code sets only fields that ``Sample`` has.
 
@@ -132,9 +151,16 @@ class UnknownSampleAttribute(SampleTracker):
     attribute the module reads back (``sample.response_content`` stored in one function and
     read in another) is the module's own and is not reported (``Sample`` keeps it).
 
+    Also a read by ``getattr(sample, "name", default)`` of a name that is no field and that
+    the module never stores (``sample.name = ...`` or ``setattr(sample, "name", ...)``): a
+    warning, since the default then always wins (another module may store it), an error for a
+    near miss of a field's name or a ``getattr`` without a default (it raises AttributeError).
+
     ## Why is this bad?
     ``Sample`` accepts any attribute, so a typo such as ``sample.loss_masks = mask`` raises
-    nothing: the real field stays None and training uses a mask of all ones.
+    nothing: the real field stays None and training uses a mask of all ones. A
+    ``getattr(sample, "tool_call_count", 0)`` of a field ``Sample`` does not have returns 0 for
+    every sample: the reward shaping built on it never happens.
 
     ## Example
     ```python
@@ -163,6 +189,23 @@ class UnknownSampleAttribute(SampleTracker):
         # example keeps `response_content` on the sample this way).
         Valid("def f(sample, text):\n    sample.response_content = text\n"
               "def g(sample):\n    return sample.response_content\n"),
+        # Read back by name in another hook (a reward post-process reading what the reward
+        # stored): the module's own attribute too.
+        Valid("async def rm(args, sample):\n    sample.math_ok = True\n    return 1.0\n"
+              "def post(args, samples):\n"
+              "    return [float(getattr(s, 'math_ok', False)) for s in samples]\n"),
+        # getattr of a field, of a name the module stores, of a non-constant name, of a
+        # non-sample.
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    return float(getattr(sample, 'reward', 0) or 0)\n"),
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    sample.tool_calls = 2\n    return sample\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return 0.1 * getattr(sample, 'tool_calls', 0)\n"),
+        Valid("def f(sample, n):\n    setattr(sample, 'turns', n)\n"
+              "def g(sample):\n    return getattr(sample, 'turns', 0)\n"),
+        Valid("def f(sample, name):\n    return getattr(sample, name, None)\n"),
+        Valid("def f(tool):\n    return getattr(tool, 'call_count', 0)\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -173,6 +216,22 @@ class UnknownSampleAttribute(SampleTracker):
         # Loosely like a field (`response_length`) but no typo of it: a warning.
         Invalid("def f(sample, text):\n    sample.reason_content = text\n", line=2, col=4,
                 severity="warning"),
+        # getattr of another name does not read this one.
+        Invalid("def f(sample):\n    sample.my_score = 1\n    return getattr(sample, 'score', 0)\n",
+                line=2, col=4, severity="warning"),
+        # getattr with a default of a name nothing stores: the default always wins.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    n = getattr(sample, 'tool_call_count', 0)\n    return 0.1 * n\n",
+                line=2, col=8, severity="warning"),
+        Invalid("def reward_post_process(args, samples):\n"
+                "    return [getattr(s, 'num_turns', 1) for s in samples]\n",
+                line=2, col=12, severity="warning"),
+        # A near miss of a field, or no default (AttributeError): an error.
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    return len(getattr(sample, 'respons', ''))\n", line=2, col=15,
+                severity="error"),
+        Invalid("def f(group):\n    for s in group:\n        print(getattr(s, 'score'))\n",
+                line=3, col=14, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -182,6 +241,11 @@ class UnknownSampleAttribute(SampleTracker):
         self.store_ids: set[int] = set()
         #: Attribute names the module reads (``x.attr`` that is not an assignment target).
         self.read: set[str] = set()
+        #: ``getattr(sample, "attr"[, default])`` reads to report once the module is read:
+        #: (call, attribute, has a default).
+        self.getattrs: list[tuple[cst.Call, str, bool]] = []
+        #: Attribute names the module stores on samples (``setattr`` included).
+        self.stored: set[str] = set()
 
     def _check_target(self, target: cst.BaseExpression) -> None:
         if not isinstance(target, cst.Attribute) or not self.is_sample(target.value):
@@ -191,6 +255,32 @@ class UnknownSampleAttribute(SampleTracker):
             return  # stale flags are VIM032's
         self.stores.append((target, attr))
         self.store_ids.add(id(target))
+        self.stored.add(attr)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        read = read_by_name(node)     # getattr/hasattr of any object reads the name back
+        if read is not None:
+            self.read.add(read)
+        if not isinstance(node.func, cst.Name) or node.func.value not in ("getattr", "setattr"):
+            return
+        if f"builtins.{node.func.value}" not in self.context.semantic.qualified(node.func):
+            return
+        args = node.args
+        if len(args) < 2 or any(a.keyword is not None or a.star for a in args[:2]):
+            return
+        name = args[1].value
+        if not isinstance(name, cst.SimpleString) or not self.is_sample(args[0].value):
+            return
+        attr = name.evaluated_value
+        if not isinstance(attr, str):
+            return
+        if node.func.value == "setattr":
+            self.stored.add(attr)
+            return
+        self.read.add(attr)
+        if attr in SAMPLE_FIELD_NAMES or attr.startswith("_") or attr in ("truncated", "aborted"):
+            return
+        self.getattrs.append((node, attr, len(args) >= 3))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if id(node) not in self.store_ids:
@@ -202,6 +292,22 @@ class UnknownSampleAttribute(SampleTracker):
                 continue  # the module's own attribute: stored and read back (it works)
             problem, severity = unknown_store(code_of(target), attr)
             self.report(target, self.INVARIANT.render(problem=problem), severity=severity)
+        for call, attr, default in self.getattrs:
+            if attr in self.stored:
+                continue  # the module stores it: its own attribute
+            close = difflib.get_close_matches(attr, sorted(SAMPLE_FIELD_NAMES), n=1)
+            typo = bool(close) and \
+                difflib.SequenceMatcher(None, attr, close[0]).ratio() >= _TYPO_RATIO
+            if default:
+                problem = (f"`{code_of(call)}` reads `{attr}`, which is not a Sample field and "
+                           f"which this module never stores{_suggest(attr) if typo else ''}: "
+                           "the default is returned for every sample")
+            else:
+                problem = (f"`{code_of(call)}` reads `{attr}`, which is not a Sample field and "
+                           f"which this module never stores{_suggest(attr) if typo else ''}: "
+                           "it raises AttributeError")
+            self.report(call, self.INVARIANT.render(problem=problem),
+                        severity="error" if typo or not default else "warning")
 
     def visit_Assign(self, node: cst.Assign) -> None:
         super().visit_Assign(node)

@@ -11,7 +11,7 @@ import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import Rule
+from vime_lint.static._rule import FunctionTracker
 
 __all__ = ["TensorInMetadata"]
 
@@ -20,13 +20,15 @@ _ARRAY_ROOTS = ("numpy.", "torch.")
 _PLAIN = ("item", "tolist")
 
 
-class TensorInMetadata(Rule):
+class TensorInMetadata(FunctionTracker):
     """No numpy or torch values stored in ``metadata`` / ``train_metadata``.
 
     ## What it does
     Reports ``x.metadata[key] = <numpy/torch call>`` (also for ``train_metadata``), resolving
-    aliases such as ``import numpy as np`` by qualified name. ``.item()`` and ``.tolist()``
-    results are fine. Runtime twin: VIM116.
+    aliases such as ``import numpy as np`` by qualified name; inside a function also a local
+    name bound to such a call, or the value of one of the module's own helpers that returns
+    one (the semantic model's value origins), and a list comprehension of such calls.
+    ``.item()`` and ``.tolist()`` results are fine. Runtime twin: VIM116.
 
     ## Why is this bad?
     Metadata is dumped as JSON with debug rollout data and sent between processes; arrays
@@ -50,26 +52,80 @@ class TensorInMetadata(Rule):
     VALID = [
         Valid("import numpy as np\nsample.metadata['s'] = np.array(x).tolist()\n"),
         Valid("sample.metadata['s'] = float(x)\n"),
+        # An instance's __call__ under an aliased import: a local tensor stored as plain values.
+        Valid("import torch as th\n"
+              "class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)\n"
+              "        sample.metadata['probs'] = probs.tolist()\n"
+              "        sample.metadata['top'] = probs.max().item()\n"
+              "        return sample\n"
+              "generate = Generate()\n"),
+        # A module helper that converts before it returns.
+        Valid("import numpy as np\n"
+              "def _scores(samples):\n"
+              "    return np.asarray([s.get_reward_value(None) for s in samples]).tolist()\n"
+              "def post_process(args, samples):\n"
+              "    for s in samples:\n"
+              "        s.metadata['group_scores'] = _scores(samples)\n"),
     ]
     INVALID = [
         Invalid("import numpy as np\nsample.metadata['s'] = np.array(x)\n", line=2, col=0),
         Invalid("from torch import tensor\ns.train_metadata['t'] = tensor([1])\n", line=2,
                 col=0),
+        # An instance's __call__: a local name bound to a tensor (aliased import).
+        Invalid("import torch as th\n"
+                "class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)\n"
+                "        sample.metadata['probs'] = probs\n"
+                "        return sample\n"
+                "generate = Generate()\n", line=5, col=8),
+        # The value of a module helper that returns an array.
+        Invalid("import numpy as np\n"
+                "def _scores(samples):\n"
+                "    return np.asarray([s.get_reward_value(None) for s in samples])\n"
+                "def post_process(args, samples):\n"
+                "    for s in samples:\n"
+                "        s.metadata['group_scores'] = _scores(samples)\n", line=6, col=8),
+        # A list comprehension of tensors (from x import y as z).
+        Invalid("from torch import tensor as T\n"
+                "def post_process(args, samples):\n"
+                "    for s in samples:\n"
+                "        s.train_metadata['chunks'] = [T(c) for c in s.metadata['chunks']]\n",
+                line=4, col=8),
     ]
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        value = node.value
-        if not isinstance(value, cst.Call):
-            return
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PLAIN:
-            return
         for t in node.targets:
             tgt = t.target
             if isinstance(tgt, cst.Subscript) and isinstance(tgt.value, cst.Attribute) \
                     and tgt.value.attr.value in ("metadata", "train_metadata"):
-                names = self.qualified(value.func)
-                hit = next((n for n in names if n.startswith(_ARRAY_ROOTS)), None)
+                hit = self._array_value(node.value)
                 if hit is not None:
                     self.report(node, self.INVARIANT.render(
                         problem=f"`.{tgt.value.attr.value}[...]` stores the result of `{hit}`, "
                         "which json.dumps cannot serialise"))
+
+    def _array_value(self, value: cst.BaseExpression) -> str | None:
+        """The numpy/torch callee whose result ``value`` is: the call itself, or (inside a
+        function) what a local name or a call of the module's own helper comes from."""
+        if isinstance(value, (cst.ListComp, cst.SetComp)):
+            value = value.elt  # a list of arrays is no more serialisable than one
+        hit = self._array_call(value)
+        fn = self.functions[-1] if self.functions else None
+        if hit is not None or fn is None or not isinstance(value, (cst.Name, cst.Call, cst.Await)):
+            return hit
+        for leaf, _ in self.context.semantic.origins(fn, value, owner=self.owner):
+            if leaf is not None and leaf is not value:
+                hit = self._array_call(leaf)
+                if hit is not None:
+                    return hit
+        return None
+
+    def _array_call(self, value: cst.BaseExpression) -> str | None:
+        if not isinstance(value, cst.Call):
+            return None
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _PLAIN:
+            return None
+        return next((n for n in self.qualified(value.func) if n.startswith(_ARRAY_ROOTS)), None)

@@ -14,7 +14,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, FunctionTracker, Rule
+from vime_lint.static._rule import FileContext, FunctionTracker
 from vime_lint.static.rules._samples import SAMPLE_IMPORT
 
 __all__ = ["MaskFromFullTokens", "TokensWithoutLossMask"]
@@ -62,6 +62,23 @@ class TokensWithoutLossMask(FunctionTracker):
         Valid("def f(sample, t, lp):\n    sample.tokens += t\n    sample.loss_mask += [1]*len(t)\n"),
         Valid("def f(sample, t):\n    sample.tokens = [1, 2] + t\n    sample.response_length = 2\n"),
         Valid("def f(sample, t):\n    sample.append_response_tokens(None, tokens=t)\n"),
+        # A module helper the hook calls keeps the mask in step.
+        Valid("def _extend(s, toks):\n"
+              "    s.tokens += toks\n"
+              "    s.loss_mask += [1] * len(toks)\n"
+              "    s.response_length += len(toks)\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    _extend(sample, [1, 2])\n"
+              "    return sample\n"),
+        # An instance's __call__ through a local alias of the sample.
+        Valid("class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        cur = sample\n"
+              "        cur.tokens.extend([1, 2])\n"
+              "        cur.loss_mask.extend([1, 1])\n"
+              "        cur.response_length += 2\n"
+              "        return cur\n"
+              "generate = Generate()\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -69,6 +86,21 @@ class TokensWithoutLossMask(FunctionTracker):
                 line=2, col=4),
         Invalid("def f(sample, t):\n    sample.tokens.extend(t)\n", line=2, col=4),
         Invalid("def f(sample, t):\n    sample.tokens = sample.tokens + t\n", line=2, col=4),
+        # The tokens grow inside a module helper the hook calls.
+        Invalid("def _extend(s, toks):\n"
+                "    s.tokens += toks\n"
+                "    s.response_length += len(toks)\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    _extend(sample, [1, 2])\n"
+                "    return sample\n", line=2, col=4),
+        # An instance's __call__, through a local alias of the sample.
+        Invalid("class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        cur = sample\n"
+                "        cur.tokens.extend([1, 2])\n"
+                "        cur.response_length += 2\n"
+                "        return cur\n"
+                "generate = Generate()\n", line=4, col=8),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -116,38 +148,50 @@ class TokensWithoutLossMask(FunctionTracker):
             self.state[-1][1][0] = True
 
 
-def _tokens_len(expr: cst.BaseExpression) -> bool:
-    """``len(x.tokens)``."""
+def _tokens_len(expr: cst.BaseExpression, lengths: frozenset[str] = frozenset()) -> bool:
+    """``len(x.tokens)``, or a local name in ``lengths`` (bound only to one)."""
+    if isinstance(expr, cst.Name):
+        return expr.value in lengths
     return (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name)
             and expr.func.value == "len" and len(expr.args) == 1
             and isinstance(expr.args[0].value, cst.Attribute)
             and expr.args[0].value.attr.value == "tokens")
 
 
-def _full_tokens_sized(value: cst.BaseExpression) -> bool:
-    """``[c] * len(x.tokens)``, ``[c for _ in x.tokens]``, ``[... in range(len(x.tokens))]``."""
+def _full_tokens_sized(value: cst.BaseExpression,
+                       lengths: frozenset[str] = frozenset()) -> bool:
+    """``[c] * len(x.tokens)``, ``[c for _ in x.tokens]``, ``[... in range(len(x.tokens))]``
+    (also as ``list(...)`` or ``....tolist()``)."""
+    if isinstance(value, cst.Call) and not value.args and isinstance(value.func, cst.Attribute) \
+            and value.func.attr.value == "tolist":
+        return _full_tokens_sized(value.func.value, lengths)
+    if isinstance(value, cst.Call) and len(value.args) == 1 and isinstance(value.func, cst.Name) \
+            and value.func.value == "list":
+        return _full_tokens_sized(value.args[0].value, lengths)
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Multiply):
-        return _tokens_len(value.left) or _tokens_len(value.right)
+        return _tokens_len(value.left, lengths) or _tokens_len(value.right, lengths)
     if isinstance(value, cst.ListComp):
         it = value.for_in.iter
         if isinstance(it, cst.Attribute) and it.attr.value == "tokens":
             return True
         return (isinstance(it, cst.Call) and dotted(it.func) == "range" and len(it.args) == 1
-                and _tokens_len(it.args[0].value))
+                and _tokens_len(it.args[0].value, lengths))
     if isinstance(value, cst.Call) and len(value.args) >= 1:
         name = dotted(value.func) or ""
         if name.rpartition(".")[2] in ("ones", "zeros", "full"):
-            return _tokens_len(value.args[0].value)
+            return _tokens_len(value.args[0].value, lengths)
     return False
 
 
-class MaskFromFullTokens(Rule):
+class MaskFromFullTokens(FunctionTracker):
     """``loss_mask`` and ``rollout_log_probs`` are sized by the response, not by ``tokens``.
 
     ## What it does
     Reports ``x.loss_mask`` / ``x.rollout_log_probs`` (or the same ``Sample(...)`` keywords)
     built with the length of the full ``x.tokens``: ``[1] * len(x.tokens)``,
-    ``[1 for _ in x.tokens]``, ``np.ones(len(x.tokens))``. Runtime twins: VIM108, VIM109.
+    ``[1 for _ in x.tokens]``, ``np.ones(len(x.tokens))`` (also wrapped in ``list(...)`` or
+    ``.tolist()``, through a local length ``n = len(x.tokens)``, or built by one of the
+    module's own helpers). Runtime twins: VIM108, VIM109.
 
     ## Why is this bad?
     ``tokens`` holds the prompt and the response; the per-token lists have one entry per
@@ -172,20 +216,93 @@ class MaskFromFullTokens(Rule):
     VALID = [
         Valid("sample.loss_mask = [1] * sample.response_length\n"),
         Valid("sample.loss_mask = [1] * (len(sample.tokens) - prompt_len)\n"),
+        # An aliased import sized by the response.
+        Valid("import numpy as np\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    sample.tokens = prompt_ids + out['token_ids']\n"
+              "    sample.response_length = len(out['token_ids'])\n"
+              "    sample.loss_mask = np.ones(sample.response_length, dtype=int).tolist()\n"
+              "    return sample\n"),
+        # An instance's __call__ through a local alias, sized by the new tokens.
+        Valid("class Generate:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        cur = sample\n"
+              "        cur.tokens = prompt_ids + out['token_ids']\n"
+              "        cur.rollout_log_probs = [0.0 for _ in out['token_ids']]\n"
+              "        return cur\n"
+              "generate = Generate()\n"),
+        # A module helper sized by the response, and a local length of the new tokens.
+        Valid("def _response_mask(s, prompt_len):\n"
+              "    return [1] * (len(s.tokens) - prompt_len)\n"
+              "async def generate(args, sample, sampling_params):\n"
+              "    sample.tokens = prompt_ids + out['token_ids']\n"
+              "    n = len(out['token_ids'])\n"
+              "    sample.loss_mask = _response_mask(sample, len(prompt_ids))\n"
+              "    sample.rollout_log_probs = [0.0] * n\n"
+              "    return sample\n"),
     ]
     INVALID = [
         Invalid("sample.loss_mask = [1] * len(sample.tokens)\n", line=1, col=0),
         Invalid("s.rollout_log_probs = [0.0 for _ in s.tokens]\n", line=1, col=0),
         Invalid(SAMPLE_IMPORT + "s = Sample(tokens=t, loss_mask=[1] * len(x.tokens))\n", line=2,
                 col=4),
+        # An aliased import, converted with .tolist().
+        Invalid("import numpy as np\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    sample.tokens = prompt_ids + out['token_ids']\n"
+                "    sample.loss_mask = np.ones(len(sample.tokens), dtype=int).tolist()\n"
+                "    return sample\n", line=4, col=4),
+        # An instance's __call__ through a local alias of the sample.
+        Invalid("class Generate:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        cur = sample\n"
+                "        cur.tokens = prompt_ids + out['token_ids']\n"
+                "        cur.rollout_log_probs = [0.0 for _ in range(len(cur.tokens))]\n"
+                "        return cur\n"
+                "generate = Generate()\n", line=5, col=8),
+        # Sample(...) in a comprehension under an aliased import, wrapped in list().
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def rebuild(samples):\n"
+                "    return [S(tokens=s.tokens, loss_mask=list([1] * len(s.tokens))) for s in samples]\n",
+                line=3, col=12),
+        # Through a local length of the full tokens.
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    sample.tokens = prompt_ids + out['token_ids']\n"
+                "    n = len(sample.tokens)\n"
+                "    sample.loss_mask = [1] * n\n"
+                "    return sample\n", line=4, col=4),
+        # Built by a module helper the hook calls.
+        Invalid("def _ones_like_tokens(s):\n"
+                "    return [1] * len(s.tokens)\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    sample.tokens = prompt_ids + out['token_ids']\n"
+                "    sample.loss_mask = _ones_like_tokens(sample)\n"
+                "    return sample\n", line=5, col=4),
     ]
+
+    def _sized(self, value: cst.BaseExpression) -> bool:
+        """``value`` is built from the full tokens' length: itself, through a local length
+        (``n = len(s.tokens)``), or (a name or a module helper's call) where it comes from."""
+        fn = self.current
+        if fn is None:
+            return _full_tokens_sized(value)
+        sem = self.context.semantic
+        values = sem.facts(fn).values
+        lengths = frozenset(n for n, vs in values.items()
+                            if vs and all(v is not None and _tokens_len(v) for v in vs))
+        if _full_tokens_sized(value, lengths):
+            return True
+        if not isinstance(value, (cst.Name, cst.Call)):
+            return False
+        return any(leaf is not None and leaf is not value and _full_tokens_sized(leaf)
+                   for leaf, _ in sem.origins(fn, value, owner=self.owner))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             tgt = t.target
             if isinstance(tgt, cst.Attribute) and tgt.attr.value in ("loss_mask",
                                                                      "rollout_log_probs") \
-                    and _full_tokens_sized(node.value):
+                    and self._sized(node.value):
                 self.report(node, self.INVARIANT.render(field=tgt.attr.value,
                                                         name=dotted(tgt.value) or "?"))
 
@@ -194,5 +311,5 @@ class MaskFromFullTokens(Rule):
             return
         for a in node.args:
             if a.keyword is not None and a.keyword.value in ("loss_mask", "rollout_log_probs") \
-                    and _full_tokens_sized(a.value):
+                    and self._sized(a.value):
                 self.report(node, self.INVARIANT.render(field=a.keyword.value, name="Sample"))

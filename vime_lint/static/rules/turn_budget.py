@@ -10,12 +10,14 @@ See ``docs/contract.md`` §5 (``sampling_params``), §8 and §6a.
 from __future__ import annotations
 
 import libcst as cst
+import libcst.matchers as m
 
 from vime.contract import INVARIANTS
 from vime.contract.hooks import ASYNC_API
-from vime_lint.static._cst import string_value
+from vime_lint.static._cst import code_of, string_value
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.rules._samples import is_sample_name
 from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
 
 #: A generate loop that asks for the full budget each turn, over ``{loop}`` (VALID/INVALID).
@@ -29,6 +31,13 @@ _TURNS = ("async def generate(args, sample, sampling_params):\n    response = ''
           "    return sample\n")
 
 __all__ = ["FullBudgetEveryTurn"]
+
+#: A generate loop whose turn budget is ``{left}`` (VALID/INVALID).
+_LEFT = ("from vime.rollout.vllm_rollout import generate as turn\n"
+         "async def generate(args, sample, sampling_params):\n    for _ in range(3):\n"
+         "        left = {left}\n        if left <= 0:\n            break\n"
+         "        sample = await turn(args, sample, {{**sampling_params, 'max_tokens': left}})\n"
+         "    return sample\n")
 
 _DESTS = ("custom_generate_function_path", "rollout_function_path", "eval_function_path")
 _GENERATE = "custom_generate_function_path"
@@ -69,11 +78,20 @@ class FullBudgetEveryTurn(FunctionTracker):
     value is one of these; slime's and miles' ``Sample`` count): each turn's sample then has
     its own response and its own budget. Runtime twin: VIM124.
 
+    Also, in the same functions (in a loop or not), a budget that subtracts the length of a
+    sample's ``tokens`` from ``args.rollout_max_response_len`` (``len(sample.tokens)``, or a
+    local name holding ``sample.tokens`` / ``list(sample.tokens)``): ``tokens`` holds the
+    prompt and the response, so the prompt is charged to the response budget.
+    ``args.rollout_max_context_len - len(sample.tokens)`` and ``... - sample.response_length``
+    are fine.
+
     ## Why is this bad?
     ``--rollout-max-response-len`` is the budget of the whole trajectory. Asking each turn for
     all of it lets a multi-turn response grow to turns x budget, past what training packs and
     pads for, until the engine rejects the context (NovaSky-AI/SkyRL#696,
     TIGER-AI-Lab/verl-tool#85; failure kind: "observation overruns the budget").
+    Subtracting ``len(sample.tokens)`` instead charges the prompt: a long prompt leaves a
+    short answer, and one longer than the budget none at all (THUDM/slime#2140).
 
     ## Example
     ```python
@@ -169,6 +187,15 @@ class FullBudgetEveryTurn(FunctionTracker):
               + _PER_TURN.format(new="_fork(sample)")),
         Valid("from miles.utils.types import Sample\n"
               + _PER_TURN.format(new="Sample(prompt=list(messages))")),
+        # What is left of the response budget, or of the context (which holds the prompt);
+        # the length of the engine's own output tokens.
+        Valid(_LEFT.format(left="args.rollout_max_response_len - sample.response_length")),
+        Valid(_LEFT.format(left="args.rollout_max_context_len - len(sample.tokens)")),
+        Valid("async def generate(args, sample, sampling_params):\n    out = await post(URL)\n"
+              "    return args.rollout_max_response_len - len(out.tokens)\n"),
+        Valid("async def generate(args, sample, sampling_params):\n"
+              "    response_tokens = sample.tokens[-sample.response_length:]\n"
+              "    return args.rollout_max_response_len - len(response_tokens)\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -208,6 +235,24 @@ class FullBudgetEveryTurn(FunctionTracker):
                 line=5, col=44),
         Invalid("import itertools\n" + _TURNS.format(loop="itertools.count()"),
                 line=5, col=44),
+        # The prompt charged to the response budget: in the loop, through a local name, a
+        # config reader, a helper of the module, a rollout function's samples.
+        Invalid(_LEFT.format(left="args.rollout_max_response_len - len(sample.tokens)"),
+                line=4, col=15),
+        Invalid(_LEFT.format(left="budget - len(tokens)").replace(
+            "    for _ in range(3):\n", "    budget = args.rollout_max_response_len\n"
+            "    tokens = list(sample.tokens)\n    for _ in range(3):\n"), line=6, col=15),
+        Invalid("from vime.config import arg\n"
+                "def _left(args, sample):\n"
+                "    return arg(args, 'rollout_max_response_len') - len(sample.tokens)\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    params = {**sampling_params, 'max_tokens': _left(args, sample)}\n"
+                "    return await call(args, sample, params)\n", line=3, col=11),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    for group in data_source.get_samples(4):\n"
+                "        for sample in group:\n"
+                "            sample.metadata['budget'] = int(args.rollout_max_response_len)"
+                " - len(sample.tokens)\n", line=4, col=40),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -279,7 +324,9 @@ class FullBudgetEveryTurn(FunctionTracker):
     def _report_once(self, node: cst.CSTNode, key: str, name: str) -> None:
         if id(node) not in self.reported:
             self.reported.add(id(node))
-            self.report(node, self.INVARIANT.render(key=key, name=name))
+            self.report(node, self.INVARIANT.render(problem=(
+                f"`{key}` asks for the whole --rollout-max-response-len on every turn of the "
+                f"loop in `{name}`: nothing generated in earlier turns is subtracted")))
 
     def _check_loop(self, fn: cst.FunctionDef, loop: TurnLoop, binding: HookBinding | None,
                     params: set[str]) -> None:
@@ -326,6 +373,41 @@ class FullBudgetEveryTurn(FunctionTracker):
                     out += [(pname, site, key) for site, key, _ in self._sites(value, fn)]
         return out
 
+    def _sample_tokens(self, e: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0
+                       ) -> bool:
+        """``e`` is a sample's ``tokens`` (prompt and response): ``sample.tokens``,
+        ``list(sample.tokens)`` or a local name bound only to these."""
+        if depth > 4:
+            return False
+        if isinstance(e, cst.Attribute):
+            return e.attr.value == "tokens" and isinstance(e.value, cst.Name) \
+                and is_sample_name(e.value.value, frozenset())
+        if isinstance(e, cst.Call):
+            return "builtins.list" in self.qualified(e.func) and len(e.args) == 1 \
+                and self._sample_tokens(e.args[0].value, fn, depth + 1)
+        if isinstance(e, cst.Name):
+            values = self.context.semantic.facts(fn).values.get(e.value, [])
+            return bool(values) and all(v is not None and self._sample_tokens(v, fn, depth + 1)
+                                        for v in values)
+        return False
+
+    def _check_prompt_charged(self, fn: cst.FunctionDef) -> None:
+        """Report ``rollout_max_response_len - len(sample.tokens)`` in ``fn``."""
+        for op in m.findall(fn, m.BinaryOperation(operator=m.Subtract())):
+            assert isinstance(op, cst.BinaryOperation)
+            right = op.right
+            if not (isinstance(right, cst.Call) and len(right.args) == 1
+                    and "builtins.len" in self.qualified(right.func)
+                    and self._sample_tokens(right.args[0].value, fn)
+                    and self._full(op.left, fn)) or id(op) in self.reported:
+                continue
+            self.reported.add(id(op))
+            self.report(op, self.INVARIANT.render(problem=(
+                f"`{code_of(op)}` in `{fn.name.value}` subtracts the length of "
+                "the sample's tokens from --rollout-max-response-len, but `tokens` holds the "
+                "prompt too: the prompt is charged to the response budget (long prompts get "
+                "short answers or none)")))
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         binding = self.hook_of(node)
@@ -334,6 +416,7 @@ class FullBudgetEveryTurn(FunctionTracker):
         for fn in self.context.semantic.closure(node):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
+            self._check_prompt_charged(fn)
             for loop in turn_loops(self.context.semantic, fn):
                 self._check_loop(fn, loop, binding if fn is node else None, params)
 

@@ -1,2 +1,0 @@
-"""Realistic rollout modules that must lint clean (tests/unit/lint/test_corpus.py plants one
-mistake at a time in copies of them)."""

@@ -1,0 +1,117 @@
+"""VIM004: every other hook's signature is its ``HookSpec``'s, judged by
+``vime.contract.check_signature`` as at load time.
+
+See ``docs/contract.md`` §5 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import GROUP_RM_SPEC, INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Rule
+from vime_lint.static.rules._signature_checks import (
+    _check,
+    _hook_targets,
+)
+
+__all__ = ["HookSignature"]
+
+
+class HookSignature(Rule):
+    """Every other hook matches its ``HookSpec``: ``def``/``async def``, arity, keywords.
+
+    ## What it does
+    Checks functions bound to a hook other than the rollout function (custom generate,
+    reward function single and ``--group-rm`` batch, dynamic sampling filter, buffer filter,
+    data source class, sample hook, ...) with ``vime.contract.check_signature``.
+
+    ## Why is this bad?
+    vime awaits ``--custom-generate-function-path`` and ``--custom-rm-path`` hooks and calls
+    the filters synchronously. A plain ``def`` reward function returns a float that is then
+    awaited (``TypeError``); an ``async def`` filter returns a coroutine, which is truthy and
+    keeps every group; a missing parameter fails at the first call, often hours into a run
+    (failure kinds: "signature vs call mode", "async reward not awaited").
+
+    ## Example
+    ```python
+    def generate(args, sample, sampling_params):      # --custom-generate-function-path
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def generate(args, sample, sampling_params):
+        ...
+    ```
+
+    ## Fix safety
+    No fix: changing ``def`` to ``async def`` changes every caller.
+    """
+
+    INVARIANT = INVARIANTS["VIM004"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def generate(args, sample, sampling_params):\n    return sample\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    return 1.0\n"),
+        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0]\n",
+              options={"launch_flags": ["--group-rm"]}),
+        Valid("def sample_hook(args, sample, rollout_id=None):\n    return None\n"),
+        Valid("async def sample_hook(args, sample):\n    return None\n"),
+        Valid("class Source:\n    def __init__(self, args):\n        self.args = args\n",
+              options={"hooks": {"Source": "data_source_path"}}),
+        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        return 1.0\nreward_func = Judge()\n"),
+        Valid("import functools\nasync def _rm(args, sample, scale=1.0, **kwargs):\n"
+              "    return scale\nreward_func = functools.partial(_rm, scale=2.0)\n"),
+        Valid("async def _gen(args, sample, sampling_params):\n    return sample\n"
+              "custom_generate = _gen\n"),
+        # Positional parameters bind by position: a group reward's `samples` without a known
+        # --group-rm, a generate's `params`, an instance's `batch`.
+        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0 for _ in samples]\n"),
+        Valid("async def generate(args, sample, params):\n    return sample\n"),
+        Valid("class Judge:\n    async def __call__(self, args, batch, **kwargs):\n"
+              "        return [1.0] * len(batch)\nreward_func = Judge()\n"),
+        Valid("def dynamic_sampling_filter(args, group):\n    return True\n"),
+        # A group reward (--group-rm: `fn(args, samples, **kwargs)`) under any positional
+        # name: a method, a launch-named function, a partial.
+        Valid("class Judge:\n    async def __call__(self, args, samples, **kwargs):\n"
+              "        return [1.0] * len(samples)\nreward_func = Judge()\n",
+              options={"launch_flags": ["--group-rm"]}),
+        Valid("async def score_group(args, batch, **kwargs):\n    return [0.0 for _ in batch]\n",
+              options={"launch_flags": ["--group-rm"],
+                       "hooks": {"score_group": "custom_rm_path"}}),
+        Valid("import functools\nasync def _rm(args, samples, scale=1.0, **kwargs):\n"
+              "    return [scale] * len(samples)\nreward_func = functools.partial(_rm, scale=2.0)\n",
+              options={"launch_flags": ["--group-rm"]}),
+    ]
+    INVALID = [
+        Invalid("def generate(args, sample, sampling_params):\n    return sample\n",
+                line=1, col=4),
+        Invalid("async def reward_func(args, sample):\n    return 1.0\n", line=1, col=10,
+                options={"launch_flags": ["--group-rm"]}, severity="warning",
+                fixed="async def reward_func(args, samples):\n    return 1.0\n"),
+        Invalid("async def dynamic_sampling_filter(args, samples):\n    return True\n",
+                line=1, col=10),
+        Invalid("def buffer_filter(args, buffer, num_samples):\n    return []\n", line=1, col=4),
+        Invalid("class Source:\n    def __init__(self):\n        pass\n", line=2, col=8,
+                options={"hooks": {"Source": "data_source_path"}}),
+        # A reward instance whose __call__ is a plain def (vime awaits it).
+        Invalid("class Judge:\n    def __call__(self, args, sample, **kwargs):\n"
+                "        return 1.0\nreward_func = Judge()\n", line=4, col=14),
+        # A reward lambda (vime awaits it), named by the launch configuration.
+        Invalid("score = lambda args, sample, **kw: 1.0\n", line=1, col=8,
+                options={"hooks": {"score": "custom_rm_path"}}),
+        # A partial of a generate function that binds `sample`.
+        Invalid("import functools\nasync def _gen(args, sample, sampling_params):\n"
+                "    return sample\ngenerate = functools.partial(_gen, None, None)\n",
+                line=4, col=11),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for binding, target in _hook_targets(self, rollout=False):
+            spec = binding.spec
+            if spec.dest == "custom_rm_path" and "--group-rm" in self.context.options.launch_flags:
+                spec = GROUP_RM_SPEC
+            _check(self, target, binding, spec, "VIM004")

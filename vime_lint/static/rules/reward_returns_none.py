@@ -1,0 +1,131 @@
+"""VIM011: a ``--custom-rm-path`` function returns a value on every path."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import may_fall_through
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+
+__all__ = ["RewardReturnsNone"]
+
+class RewardReturnsNone(FunctionTracker):
+    """A reward function returns a value on every path.
+
+    ## What it does
+    Reports ``return``/``return None`` in a ``--custom-rm-path`` function, a body that can
+    end without ``return``, and ``return helper(...)`` of the module's own function (or
+    ``self`` method) that can itself end without a value.
+
+    ## Why is this bad?
+    The reward lands in ``Sample.reward``; None cannot be normalised, and the step fails at
+    conversion, far from the reward function (failure kind: "reward fn returns None").
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        if sample.response.strip() == sample.label:
+            return 1.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        return 1.0 if sample.response.strip() == sample.label else 0.0
+    ```
+
+    ## Fix safety
+    No fix: only the author knows the missing reward.
+    """
+
+    INVARIANT = INVARIANTS["VIM011"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    return 1.0 if sample.label else 0.0\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    if sample.label:\n        return 1.0\n    else:\n        return 0.0\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n"
+              "    raise NotImplementedError\n"),
+        # An instance's __call__ whose try and except both return.
+        Valid("class Scorer:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        try:\n"
+              "            return float(sample.response.strip() == sample.label)\n"
+              "        except AttributeError:\n"
+              "            return 0.0\n"
+              "reward_func = Scorer()\n"),
+        # A module helper that always returns, called in a comprehension.
+        Valid("def _match(response, label):\n"
+              "    return 1.0 if label in response else 0.0\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    scores = [_match(r, sample.label) for r in sample.response.split('\\n')]\n"
+              "    return max(scores, default=0.0)\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    if sample.label:\n        return 1.0\n", line=1, col=10),
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    if not sample.label:\n        return\n    return 1.0\n", line=3, col=8),
+        Invalid("async def score(args, sample, **kwargs):\n    return None\n", line=2, col=4,
+                options={"hooks": {"score": "custom_rm_path"}}),
+        # An instance's __call__ that can fall through.
+        Invalid("class Scorer:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        if sample.response.strip() == sample.label:\n"
+                "            return 1.0\n"
+                "reward_func = Scorer()\n", line=2, col=14),
+        # Returns what a module helper returns, and the helper can fall through.
+        Invalid("def _match(response, label):\n"
+                "    if label in response:\n"
+                "        return 1.0\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return _match(sample.response, sample.label)\n", line=5, col=4),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest != "custom_rm_path":
+            return
+        facts = self.context.semantic.facts(node)
+        if facts.yields:
+            return
+        name = binding.function
+        for ret in facts.returns:
+            if _is_none(ret.value):
+                self.report(ret.node, self.INVARIANT.render(name=name, problem="`return None`"))
+                continue
+            helper = self._none_helper(node, ret.value)
+            if helper is not None:
+                self.report(ret.node, self.INVARIANT.render(
+                    name=name, problem=f"it returns `{helper}(...)`, which can end without "
+                    "a value"))
+        if may_fall_through(node.body):
+            self.report(node.name, self.INVARIANT.render(
+                name=name, problem="the body can end without `return`"))
+
+    def _none_helper(self, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> str | None:
+        """The name of the module's own function that ``return value`` hands back directly
+        (``return helper(...)``, ``return await helper(...)``) when that function can end
+        without a value (falls through, bare ``return``, ``return None``); else None."""
+        if isinstance(value, cst.Await):
+            value = value.expression
+        if not isinstance(value, cst.Call):
+            return None
+        target = self.context.semantic.callee(value, fn, self.owner)
+        if target is None or target is fn:
+            return None
+        facts = self.context.semantic.facts(target)
+        if facts.yields:
+            return None
+        if facts.falls_through or any(_is_none(r.value) for r in facts.returns):
+            return target.name.value
+        return None
+
+
+def _is_none(value: cst.BaseExpression | None) -> bool:
+    """A bare ``return`` or ``return None``."""
+    return value is None or (isinstance(value, cst.Name) and value.value == "None")

@@ -1,0 +1,171 @@
+"""VIM030: a reward function does not turn a broad exception into a constant score (in
+the function and the module-level helpers whose result it returns, through
+:func:`~vime_lint.static.rules._reward_values.reward_functions`)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import HookBinding, Invalid, Valid
+from vime_lint.static.rules._reward_rule import (
+    STR_CALLS,
+    RewardRule,
+    short,
+)
+from vime_lint.static.rules._reward_values import (
+    module_constants,
+    reward_functions,
+)
+
+__all__ = ["SwallowedRewardFailure"]
+
+#: Exception classes whose handler catches a failing scorer, not a wrong answer: anything
+#: (``Exception``), or the errors of HTTP clients and connections (a reward server).
+_BROAD = frozenset({"builtins.Exception", "builtins.BaseException"})
+_SCORER_ERRORS = ("httpx.", "requests.", "aiohttp.", "openai.", "urllib.error.",
+                  "builtins.ConnectionError", "builtins.ConnectionRefusedError",
+                  "builtins.ConnectionResetError")
+_NUMBER_CASTS = frozenset({"builtins.float", "builtins.int"})
+
+
+class SwallowedRewardFailure(RewardRule):
+    """A reward function does not turn a broad exception into a constant score.
+
+    ## What it does
+    In a ``--custom-rm-path`` function, and in the module-level helpers whose result it
+    returns, reports an ``except`` block that catches everything (bare ``except:``,
+    ``Exception``, ``BaseException``) or the errors of an HTTP client (``httpx``,
+    ``requests``, ``aiohttp``, ``openai``, ``ConnectionError``) and then returns a constant
+    score (``return 0.0``, ``return -1``, ``return {"score": 0.0, "error": str(e)}``, a module
+    constant), or assigns one to the name the function returns. A block that re-raises is
+    fine, and so is a narrow handler (``except ValueError: return 0.0`` for an unparsable
+    answer, which is a wrong answer).
+
+    ## Why is this bad?
+    A broken scorer (a crashed verifier, an unreachable reward server, a bug in the reward
+    code) then looks exactly like a wrong answer: the step trains on zeros, the reward curve
+    sags, and nothing fails (verl-project/verl#4417, NVIDIA-NeMo/RL#2207; failure kind:
+    "scorer failure scored as a wrong answer"). This is a warning: some runs prefer to train
+    on through a flaky judge, and should say so with ``# noqa: VIM030``.
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        try:
+            return await judge(sample.response, sample.label)
+        except Exception:
+            return 0.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        try:
+            answer = parse_answer(sample.response)
+        except ValueError:
+            return 0.0               # an unparsable answer is a wrong answer
+        return await judge(answer, sample.label)   # a failing judge raises
+    ```
+
+    ## Fix safety
+    No fix: whether to stop, retry or skip the sample is the author's choice.
+    """
+
+    INVARIANT = INVARIANTS["VIM030"]
+    VALID = [
+        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        answer = int(sample.response.strip())\n    except ValueError:\n"
+              "        return 0.0\n    return float(answer == int(sample.label))\n"),
+        Valid("import logging\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        return await judge(sample)\n    except Exception:\n"
+              "        logging.exception('judge failed')\n        raise\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        return await judge(sample)\n    except Exception:\n"
+              "        return await fallback_judge(sample)\n"),
+        Valid("def parse(text):\n    try:\n        return int(text)\n    except Exception:\n"
+              "        return 0\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return float(parse(sample.response) == 4)\n"),
+    ]
+    INVALID = [
+        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        return compute(sample.response, sample.label)\n"
+                "    except Exception:\n        return 0.0\n", line=5, col=8),
+        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        score = compute(sample)\n    except:\n        score = 0.0\n"
+                "    return score\n", line=5, col=8),
+        Invalid("import httpx as hx\nURL = 'http://judge:8000/score'\n"
+                "async def call_judge(text):\n    try:\n"
+                "        async with hx.AsyncClient() as client:\n"
+                "            r = await client.post(URL, json={'text': text})\n"
+                "        return float(r.json()['score'])\n    except hx.HTTPError:\n"
+                "        return -1.0\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return await call_judge(sample.response)\n", line=9, col=8),
+        Invalid("FAILED = 0.0\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
+                "        return {'score': await judge(sample)}\n"
+                "    except (KeyError, Exception) as exc:\n"
+                "        return {'score': FAILED, 'error': str(exc)}\n", line=6, col=8),
+    ]
+
+    def _caught(self, handler: cst.ExceptHandler) -> str | None:
+        if handler.type is None:
+            return "any exception (bare `except:`)"
+        types = ([el.value for el in handler.type.elements]
+                 if isinstance(handler.type, cst.Tuple) else [handler.type])
+        for t in types:
+            names = self.qualified(t)
+            if names & _BROAD or any(n.startswith(_SCORER_ERRORS) for n in names):
+                return f"`{code_of(t)}`"
+        return None
+
+    def _constant(self, e: cst.BaseExpression | None, numeric: bool = True) -> bool:
+        if isinstance(e, (cst.Integer, cst.Float)):
+            return True
+        if isinstance(e, cst.UnaryOperation) and isinstance(e.operator, (cst.Minus, cst.Plus)):
+            return self._constant(e.expression)
+        if isinstance(e, cst.Call) and len(e.args) == 1 \
+                and self.qualified(e.func) & _NUMBER_CASTS:
+            return self._constant(e.args[0].value)
+        if isinstance(e, cst.Name):
+            value = module_constants(self.context).get(e.value)
+            return value is not None and not isinstance(value, cst.Name) \
+                and self._constant(value)
+        if isinstance(e, cst.Dict) and numeric:
+            values = [el.value for el in e.elements if isinstance(el, cst.DictElement)]
+            return len(values) == len(e.elements) and any(self._constant(v) for v in values) \
+                and all(self._constant(v) or self._textual(v) for v in values)
+        return False
+
+    def _textual(self, e: cst.BaseExpression) -> bool:
+        if isinstance(e, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            return True
+        if isinstance(e, cst.Name):
+            return e.value in ("None", "True", "False")
+        return isinstance(e, cst.Call) and bool(self.qualified(e.func) & STR_CALLS)
+
+    def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
+        for helper, via in reward_functions(fn, binding, self.context, self.qualified):
+            sem = self.context.semantic
+            facts = sem.facts(helper)
+            returned = {r.value.value for r in facts.returns if isinstance(r.value, cst.Name)}
+            suffix = f" in `{helper.name.value}`" if via else ""
+            for tr in facts.tries:
+                for handler in tr.handlers:
+                    caught = self._caught(handler)
+                    if caught is None:
+                        continue
+                    body = sem.block(handler.body)
+                    if body.raises:
+                        continue
+                    hits: list[tuple[cst.CSTNode, cst.BaseExpression]] = [
+                        (r.node, r.value) for r in body.returns
+                        if r.value is not None and self._constant(r.value)]
+                    hits += [(a, a.value) for name, a in body.assigns
+                             if name in returned and self._constant(a.value)]
+                    for node, value in hits:
+                        self.report(node, self.INVARIANT.render(
+                            name=binding.function, value=short(value), caught=caught,
+                            via=suffix))

@@ -1,0 +1,159 @@
+"""VIM015: a hook path names a module-level function or class instance that Ray can pickle,
+not a nested function, a lambda or a factory's result.
+
+See ``docs/contract.md`` §5 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+
+__all__ = ["UnpicklableHook"]
+
+
+class UnpicklableHook(FunctionTracker):
+    """A hook named by configuration is a module-level ``def`` or ``class``.
+
+    ## What it does
+    Reports a ``--*-path`` target (from launch scripts or ``[tool.vime_lint] hooks``) that the
+    module binds to a ``lambda`` or a ``functools.partial`` instead of a ``def``, or to the
+    value of a call of the module's own factory function that returns a nested ``def`` or a
+    ``lambda`` (``reward_func = make_reward(0.5)``; the returned value is followed through
+    local names and the module's helpers, as the shared analysis does).
+
+    ## Why is this bad?
+    Hooks are loaded by dotted path inside Ray actors and sent between processes; a lambda,
+    partial or nested function has no importable qualified name and cannot be pickled by
+    reference (failure kind: "user callable not picklable"; verl-project/verl#1296).
+
+    ## Example
+    ```python
+    reward_func = lambda args, sample, **kw: 1.0
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        return 1.0
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM015"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def rm(args, sample, **kwargs):\n    return 1.0\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("rm = lambda args, sample: 1.0\n"),
+        # A factory that returns a module-level function or an instance of a module-level
+        # class: both are picklable by reference.
+        Valid("async def _scored(args, sample, **kwargs):\n    return 1.0\n"
+              "def make_reward(weight):\n    return _scored\nrm = make_reward(0.5)\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("class Judge:\n    def __init__(self, weight):\n        self.weight = weight\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        return self.weight\n"
+              "def make_reward(weight):\n    judge = Judge(weight)\n    return judge\n"
+              "rm = make_reward(0.5)\n", options={"hooks": {"rm": "custom_rm_path"}}),
+        # A factory's nested function used inside the module, not bound as a hook.
+        Valid("def make(weight):\n    def inner(x):\n        return weight * x\n"
+              "    return inner\nscale = make(2)\n"
+              "async def rm(args, sample, **kwargs):\n    return scale(1.0)\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+    ]
+    INVALID = [
+        Invalid("rm = lambda args, sample: 1.0\n", line=1, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("import functools\nrm = functools.partial(f, scale=2)\n", line=2, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+        # A factory's nested function (directly, through a local name), or its lambda.
+        Invalid("def make_reward(weight):\n    async def scored(args, sample, **kwargs):\n"
+                "        return weight\n    return scored\nrm = make_reward(0.5)\n",
+                line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("def make_generate(turns):\n"
+                "    async def generate(args, sample, sampling_params):\n"
+                "        return sample\n    fn = generate\n    return fn\n"
+                "generate = make_generate(3)\n", line=6, col=0,
+                options={"hooks": {"generate": "custom_generate_function_path"}}),
+        Invalid("def _build(w):\n    return lambda args, sample, **kw: w\n"
+                "def make_reward(w):\n    return _build(w)\nrm = make_reward(1.0)\n",
+                line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+    ]
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self.functions or self.class_depth:
+            return
+        for target in node.targets:
+            t = target.target
+            if not isinstance(t, cst.Name):
+                continue
+            binding = self.context.binding(t.value)
+            if binding is None or not binding.explicit:
+                continue
+            value = node.value
+            what = None
+            if isinstance(value, cst.Lambda):
+                what = "a lambda"
+            elif isinstance(value, cst.Call):
+                func = value.func
+                name = func.attr.value if isinstance(func, cst.Attribute) else (
+                    func.value if isinstance(func, cst.Name) else "")
+                if name == "partial":
+                    what = "a functools.partial"
+            if what is None and isinstance(value, cst.Call):
+                what = self._factory_result(value)
+            if what is not None:
+                self.report(node,
+                            self.INVARIANT.render(name=t.value, problem=what))
+
+    def _factory_result(self, call: cst.Call) -> str | None:
+        """What the module's own factory called by ``call`` returns when it is a nested
+        ``def`` or a ``lambda`` (followed through local names and the module's helpers)."""
+        made = f"`{code_of(call)}`"
+        leaf = self._made(call, None, 0)
+        if leaf == "<lambda>":
+            return f"a lambda returned by {made}"
+        if leaf is not None:
+            return (f"the nested function `{leaf}` returned by {made} (only a module-level "
+                    "def or class is picklable by reference)")
+        return None
+
+    def _made(self, expr: cst.BaseExpression | None, fn: cst.FunctionDef | None, depth: int
+              ) -> str | None:
+        """The nested ``def``'s name (``"<lambda>"`` for a lambda) that ``expr`` in ``fn``
+        (None: module level) evaluates to, else None."""
+        semantic = self.context.semantic
+        if expr is None or depth > 6:
+            return None
+        if isinstance(expr, cst.Lambda):
+            return "<lambda>" if fn is not None else None
+        if isinstance(expr, cst.Await):
+            return self._made(expr.expression, fn, depth + 1)
+        if isinstance(expr, cst.IfExp):
+            return self._made(expr.body, fn, depth + 1) or self._made(expr.orelse, fn, depth + 1)
+        if isinstance(expr, cst.Name) and fn is not None:
+            facts = semantic.facts(fn)
+            values = facts.values.get(expr.value, [])
+            if expr.value in facts.nested and all(v is None for v in values):
+                return expr.value
+            for v in values:
+                hit = self._made(v, fn, depth + 1)
+                if hit is not None:
+                    return hit
+            return None
+        if isinstance(expr, cst.Call):
+            target = semantic.callee(expr, fn)
+            if target is None or target is fn:
+                return None
+            for r in semantic.facts(target).returns:
+                hit = self._made(r.value, target, depth + 1)
+                if hit is not None:
+                    return hit
+        return None

@@ -1,0 +1,48 @@
+"""A suppression comment that silences nothing, or names an unknown code (VIM091). The rule
+has no visitor: the engine reports it while applying ``# noqa`` comments, whose syntax follows
+flake8 and Ruff.
+"""
+
+from __future__ import annotations
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Rule
+
+__all__ = ["UnusedSuppression"]
+
+
+class UnusedSuppression(Rule):
+    """A suppression silences a finding that exists.
+
+    ## What it does
+    Reports a ``VIM###`` code in a ``# noqa: ...`` or ``# vime-lint: noqa: ...`` comment that
+    silenced nothing (for enabled rules), and unknown ``VIM`` codes.
+
+    ## Why is this bad?
+    A stale suppression hides the next real finding of that code on its line.
+
+    ## Example
+    ```python
+    x = compute()  # noqa: VIM003
+    ```
+
+    ## Use instead
+    ```python
+    x = compute()
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM091"]
+    ENGINE_ONLY = True
+    VALID = [
+        Valid("def f(sample):\n    sample.aborted = True  # noqa: VIM007\n"),
+        Valid("x = 1  # noqa: E501\n"),
+    ]
+    INVALID = [
+        Invalid("x = 1  # noqa: VIM003\n", line=1, col=7),
+        Invalid("# vime-lint: noqa: VIM999\nx = 1\n", line=1, col=0),
+    ]
