@@ -7,6 +7,7 @@ Usage::
     python benchmarks/mutation.py --list                # the modules and the tests run on each
     python benchmarks/mutation.py --keep DIR ...        # keep the work copies under DIR
     python benchmarks/mutation.py --max-children 1 ...  # one test process at a time
+    python benchmarks/mutation.py --timeout-constant 5 ...  # more seconds per mutant
 
 For each module, a copy of the repository (the files git tracks or would track) goes into a
 temporary directory, ``[tool.mutmut]`` in the copy's ``pyproject.toml`` names that module as
@@ -21,6 +22,14 @@ A survivor is either a missing test (write one that fails on it) or an equivalen
 mutated code behaves the same, e.g. a ``>= 1`` bound on a value that is never 0); tests/README.md
 lists the known equivalent ones. The run is not part of CI: tens of seconds to minutes per
 module on a 2-core machine, longer for the modules whose tests train a model.
+
+mutmut stops a mutant's test process after ``(t + timeout_constant) * timeout_multiplier * 2``
+CPU seconds, or half as many wall-clock seconds (status "timeout", counted apart from killed and
+survived), ``t`` the tests' own duration in its clean run, which leaves out the fixtures'
+set-up. ``TIMEOUT_CONSTANTS`` gives 5 s to the modules whose tests build a model (a session
+fixture and the trainer's start, paid again in every mutant's process); the others keep
+mutmut's 1 s, which also bounds the mutants that make a test hang (an endpoint that never
+stops: about 40 s each, not 140 s). ``--timeout-constant`` sets it for every module given.
 
 Exit status: 0 when every module reached ``--target`` (default 0.9), 1 otherwise, 2 on bad
 arguments (an unknown module).
@@ -48,8 +57,18 @@ MODULES: dict[str, list[str]] = {
                               "tests/unit/contract/test_check_grouping.py",
                               "tests/unit/check/test_check_arguments.py",
                               "tests/unit/check/test_check_engine.py"],
+    # one file of the package, with the tests of its checks and the trainer runs that call them
+    "vime/contract/checks/trainer.py": ["tests/unit/contract/checks/test_trainer_boundaries.py",
+                                        "tests/unit/backends/test_trainer_hooks.py"],
+    "vime/contract/checks/agent.py": ["tests/unit/contract/checks/test_agent_invariants.py"],
+    "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
+                                         "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
     "vime_lint/static/_cache.py": ["tests/unit/static/test_cache_parallel.py"],
+    # not test_launch_aware_rules.py: mutmut writes its test ids (with flags such as
+    # --group-rm in them) to mutants/mutmut-stats.json, vime-lint's launch scan reads that JSON
+    # as a launch config, and test_cli's test_project_lints_itself then fails on the unmutated
+    # code
     "vime_lint/static/_runner.py": ["tests/unit/static/test_cache_parallel.py",
                                     "tests/unit/lint/test_cli.py"],
     "vime/rollout/failures.py": ["tests/unit/rollout/test_failures.py",
@@ -68,7 +87,18 @@ MODULES: dict[str, list[str]] = {
     "vime/agent/sessions.py": ["tests/unit/agent/"],
 }
 
-_ENV = QUIET_ENV
+#: mutmut's ``timeout_constant`` (seconds added to each test's measured duration): its own 1 s,
+#: and 5 s for the modules whose tests build a model and start a trainer.
+TIMEOUT_CONSTANT = 1.0
+TIMEOUT_CONSTANTS: dict[str, float] = {"vime/backends/tis.py": 5.0,
+                                       "vime/backends/trainer_hooks.py": 5.0,
+                                       "vime/contract/checks/trainer.py": 5.0}
+
+#: One torch (OpenMP) thread in every test process: mutmut forks each mutant's process from
+#: the one that ran the clean run, and a child forked after torch used its OpenMP thread pool
+#: hangs in its first parallel region (a futex wait, until mutmut's wall-clock limit: every
+#: trainer-hook mutant came back as "timeout" so).
+_ENV = {**QUIET_ENV, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _KILLED = {"killed"}
 _SURVIVED = {"survived"}
 
@@ -85,7 +115,8 @@ def _repo_files() -> list[str]:
     return [line for line in out.splitlines() if line and (ROOT / line).is_file()]
 
 
-def _work_copy(module: str, tests: list[str], dest: Path) -> None:
+def _work_copy(module: str, tests: list[str], dest: Path,
+               timeout_constant: float = TIMEOUT_CONSTANT) -> None:
     """Copy the repository to ``dest`` with a ``[tool.mutmut]`` section for ``module``."""
     for rel in _repo_files():
         target = dest / rel
@@ -98,7 +129,8 @@ def _work_copy(module: str, tests: list[str], dest: Path) -> None:
                          f"source_paths = [{_toml_list([module])}]\n"
                          f"pytest_add_cli_args_test_selection = [{_toml_list(tests)}]\n"
                          "pytest_add_cli_args = [\"-p\", \"no:cacheprovider\", \"-q\"]\n"
-                         f"also_copy = [{_toml_list(tops)}]\n")
+                         f"also_copy = [{_toml_list(tops)}]\n"
+                         f"timeout_constant = {float(timeout_constant)}\n")
 
 
 def _toml_list(items: list[str]) -> str:
@@ -118,24 +150,25 @@ def _results(work: Path, env: dict[str, str]) -> dict[str, str]:
 
 
 def run_module(module: str, tests: list[str], keep: Path | None,
-               max_children: int | None = None) -> tuple[int, int, int]:
+               max_children: int | None = None,
+               timeout_constant: float = TIMEOUT_CONSTANT) -> tuple[int, int, int]:
     """Mutate ``module``, print its figures and survivors; returns (killed, survived, other).
 
     ``max_children`` caps mutmut's parallel test processes (None: one per CPU, mutmut's default).
     """
     base = Path(tempfile.mkdtemp(prefix="vime-mutation-", dir=keep))
     try:
-        return _run_in(base, module, tests, max_children)
+        return _run_in(base, module, tests, max_children, timeout_constant)
     finally:
         if keep is None:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _run_in(base: Path, module: str, tests: list[str],
-            max_children: int | None) -> tuple[int, int, int]:
+def _run_in(base: Path, module: str, tests: list[str], max_children: int | None,
+            timeout_constant: float = TIMEOUT_CONSTANT) -> tuple[int, int, int]:
     work = base / "repo"
     work.mkdir()
-    _work_copy(module, tests, work)
+    _work_copy(module, tests, work, timeout_constant)
     env = {**os.environ, **_ENV, "PYTHONPATH": str(work)}
     start = time.monotonic()
     limit = [] if max_children is None else ["--max-children", str(max_children)]
@@ -172,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the work copies (mutmut's mutants/ folder) under this folder")
     parser.add_argument("--max-children", type=int, default=None,
                         help="at most this many test processes at once (default: one per CPU)")
+    parser.add_argument("--timeout-constant", type=float, default=None,
+                        help="seconds mutmut adds to a test's duration before its time limits "
+                             f"(default: TIMEOUT_CONSTANTS, else {TIMEOUT_CONSTANT:g})")
     ns = parser.parse_args(argv)
     if ns.list:
         for module, tests in MODULES.items():
@@ -186,7 +222,10 @@ def main(argv: list[str] | None = None) -> int:
         ns.keep.mkdir(parents=True, exist_ok=True)
     below = []
     for module in ns.modules or list(MODULES):
-        killed, survived, _ = run_module(module, MODULES[module], ns.keep, ns.max_children)
+        killed, survived, _ = run_module(
+            module, MODULES[module], ns.keep, ns.max_children,
+            TIMEOUT_CONSTANTS.get(module, TIMEOUT_CONSTANT) if ns.timeout_constant is None
+            else ns.timeout_constant)
         if killed + survived == 0 or killed / (killed + survived) < ns.target:
             below.append(module)
     if below:

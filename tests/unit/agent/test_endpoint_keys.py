@@ -505,3 +505,67 @@ def test_endpoint_server_says_when_uvicorn_stops_before_listening(
     assert str(info.value) == "the agent endpoint stopped before it started listening"
     assert server.sock is not None
     server.sock.close()
+
+
+def test_endpoints_started_without_a_port_each_get_a_free_one() -> None:
+    async def go() -> tuple[int, int]:
+        one = EndpointServer(create_app(_Server(), SessionStore(), lambda s: {}))  # type: ignore[arg-type]
+        two = EndpointServer(create_app(_Server(), SessionStore(), lambda s: {}))  # type: ignore[arg-type]
+        await one.start()
+        try:
+            await two.start()
+            await two.stop()
+        finally:
+            await one.stop()
+        return one.port, two.port
+
+    first, second = asyncio.run(go())
+    assert first > 1024 and second > 1024 and first != second
+
+
+def test_the_endpoint_writes_no_access_log_line_per_call(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent makes thousands of calls per run: none of them is logged, even with the
+    access logger at INFO."""
+    import logging
+
+    access = logging.getLogger("uvicorn.access")
+
+    async def go() -> int:
+        server = EndpointServer(create_app(_Server(), SessionStore(), lambda s: {}))  # type: ignore[arg-type]
+        await server.start()
+        access.setLevel(logging.INFO)
+        try:
+            async with httpx.AsyncClient(timeout=10) as client:
+                reply = await client.get(f"http://127.0.0.1:{server.port}/health")
+        finally:
+            await server.stop()
+        return reply.status_code
+
+    try:
+        assert asyncio.run(go()) == 200
+    finally:
+        access.setLevel(logging.WARNING)
+    out, err = capsys.readouterr()
+    assert "/health" not in out and "/health" not in err
+    assert access.handlers == [] and access.propagate is False
+
+
+def test_a_message_other_than_a_disconnect_keeps_the_call_running() -> None:
+    """The watch on the connection ends only at ``http.disconnect``: another ASGI message
+    (an empty body chunk, as a server may send) leaves the call to finish and be recorded."""
+    async def receive_after_body(state: dict[str, Any]) -> dict[str, Any]:
+        if not state.get("chunk_sent"):
+            state["chunk_sent"] = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def slow(self: Any, kind: str, session: Any, body: Any, params: Any) -> Any:
+        for _ in range(5):
+            await asyncio.sleep(0)     # the watch reads the extra message meanwhile
+        return _Answer(CHAT, self.committed)
+
+    statuses, sent, calls, session = _asgi_post({}, receive_after_body, slow)
+    assert (statuses, calls.committed, session.dropped) == ([200], ["chat.completion"], 0)
+    assert b"chat.completion" in sent

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import sys
 import textwrap
+import warnings
 from argparse import Namespace
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -17,7 +19,9 @@ from trainer_helpers import make_args
 from vime.backends.advantages import discounted_returns, estimator_advantages, masked_whiten
 from vime.backends.losses import pg_token_losses
 from vime.backends.trainer import Trainer
+from vime.backends.trainer_hooks import TrainerHooks
 from vime.contract.errors import ContractError
+from vime.contract.hooks import HOOKS
 from vime.data.batch_builder import BatchBuilder
 from vime.utils import misc
 from vime.utils.types import Sample
@@ -147,6 +151,11 @@ def not_callable(total_lengths, response_lengths, loss_masks, calculate_per_toke
 
 def no_reduction(total_lengths, response_lengths, loss_masks, calculate_per_token_loss=False):
     return lambda x: x
+
+
+def loss_without_logits(args, batch):
+    """Two of the four parameters of ``--custom-loss-function-path``: a VIM100 error."""
+    return torch.zeros(()), {}
 '''
 
 MOD = "vime_test_trainer_hooks"
@@ -557,3 +566,112 @@ def test_mismatch_metrics_refuse_ragged_inputs() -> None:
         mismatch_metrics([[0.0, 1.0]], [[0.0]], [[1, 1]], clip_low=0.0, clip_high=2.0)
     with pytest.raises(ValueError):
         mismatch_metrics([[0.0]], [[0.0]], [[1], [1]], clip_low=0.0, clip_high=2.0)
+
+
+# ---- TrainerHooks called directly (plain functions, no model) ----------------------------------
+
+HOOK_PATH = "my_pkg.hooks.my_hook"
+
+
+def direct(dest: str, fn: Callable[..., Any]) -> TrainerHooks:
+    return TrainerHooks({dest: HOOK_PATH}, {dest: fn})
+
+
+def _bad_advantages(hooks: TrainerHooks) -> object:
+    return hooks.advantages(Namespace(), {}, [3], 7)  # stores no "advantages"
+
+
+def _bad_loss(hooks: TrainerHooks) -> object:
+    return hooks.loss(Namespace(), {}, torch.zeros(3), lambda x: x.sum(), 7)
+
+
+def _bad_tis(hooks: TrainerHooks) -> object:
+    return hooks.tis({"pg_loss": torch.zeros(3), "loss_masks": [torch.ones(3)]}, 7)
+
+
+def _bad_reduce(hooks: TrainerHooks) -> object:
+    return hooks.reduce_pg_loss(([3], [3], [torch.ones(3)], False), torch.zeros(3), 7)
+
+
+@pytest.mark.parametrize("dest,fn,call,match", [
+    ("custom_advantage_function_path", lambda args, data: None, _bad_advantages,
+     "has no 'advantages' key"),
+    ("custom_loss_function_path", lambda *a: torch.ones(()), _bad_loss, "expected a"),
+    ("custom_tis_function_path", lambda **kw: (kw["pg_loss"][:-1], kw["loss_masks"], {}),
+     _bad_tis, r"expected a tensor of the given shape \(3,\)"),
+    ("custom_pg_loss_reducer_function_path", lambda *a: 1.0, _bad_reduce,
+     "expected a callable"),                                   # the factory's check
+    ("custom_pg_loss_reducer_function_path", lambda *a: (lambda x: x), _bad_reduce,
+     r"has shape \(3,\), expected a scalar"),                 # the reduced value's check
+])
+def test_each_hook_violation_names_the_path_and_the_rollout_step(
+        dest: str, fn: Callable[..., Any], call: Callable[[TrainerHooks], object],
+        match: str) -> None:
+    """Every check site passes the rollout step on: the error says which step stopped."""
+    with pytest.raises(ContractError, match=match) as info:
+        call(direct(dest, fn))
+    assert f"`{HOOK_PATH}` ({HOOKS[dest].arg}) step 7:" in str(info.value)
+
+
+def test_the_advantage_hook_gets_the_args_and_its_returns_come_back() -> None:
+    seen: list[object] = []
+
+    def with_returns(args: Namespace, data: dict) -> None:
+        seen.append(args)
+        data["advantages"] = [torch.ones(2)]
+        data["returns"] = [torch.full((2,), 3.0)]
+
+    def without_returns(args: Namespace, data: dict) -> None:
+        data["advantages"] = [torch.ones(2)]
+
+    args = Namespace(gamma=0.5)
+    adv, ret = direct("custom_advantage_function_path", with_returns).advantages(
+        args, {}, [2], 0)
+    assert seen == [args] and seen[0] is args
+    assert [a.tolist() for a in adv] == [[1.0, 1.0]]
+    assert ret is not None and [r.tolist() for r in ret] == [[3.0, 3.0]]
+    assert direct("custom_advantage_function_path", without_returns).advantages(
+        args, {}, [2], 0)[1] is None
+
+
+def test_custom_loss_log_values_are_detached_before_they_become_floats() -> None:
+    """A log value that still requires grad (the loss itself, undetached) is read without
+    torch's "Converting a tensor with requires_grad=True to a scalar" warning."""
+    w = torch.tensor(2.0, requires_grad=True)
+
+    def loss_logging_itself(args, batch, logits, sum_of_sample_mean):
+        loss = w * 3
+        return loss, {"loss_again": loss, "plain": 1, "tensor": torch.tensor(0.5)}
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        loss, log = direct("custom_loss_function_path", loss_logging_itself).loss(
+            Namespace(), {}, torch.zeros(1), lambda x: x, 0)
+    assert loss.requires_grad and float(loss.detach()) == 6.0
+    assert log == {"loss_again": 6.0, "plain": 1.0, "tensor": 0.5}
+    assert all(type(v) is float for v in log.values())
+
+
+def test_a_reducer_that_detaches_the_loss_is_stopped_only_when_pg_loss_had_a_gradient() -> None:
+    hooks = direct("custom_pg_loss_reducer_function_path",
+                   lambda *a: (lambda x: x.sum().detach().reshape(1)))
+    factory_args = ([3], [3], [torch.ones(3)], False)
+    with pytest.raises(ContractError, match="does not require grad although pg_loss did"):
+        hooks.reduce_pg_loss(factory_args, torch.ones(3, requires_grad=True), 2)
+    out = hooks.reduce_pg_loss(factory_args, torch.ones(3), 2)  # no gradient to lose
+    assert out.shape == () and float(out) == 3.0
+
+
+def test_from_args_loads_each_configured_hook_with_its_signature_check(
+        hooks_module: str) -> None:
+    misc._CACHE.clear()
+    hooks = TrainerHooks.from_args(Namespace(custom_loss_function_path=hook("ppo_loss"),
+                                             custom_tis_function_path=hook("identity_tis")))
+    assert hooks.paths == {"custom_loss_function_path": hook("ppo_loss"),
+                           "custom_tis_function_path": hook("identity_tis")}
+    assert hooks.has("custom_loss_function_path") and hooks.has("custom_tis_function_path")
+    assert not hooks.has("custom_advantage_function_path")
+    misc._CACHE.clear()
+    with pytest.raises(ContractError, match="--custom-loss-function-path") as info:
+        TrainerHooks.from_args(Namespace(custom_loss_function_path=hook("loss_without_logits")))
+    assert "loss_without_logits" in str(info.value)

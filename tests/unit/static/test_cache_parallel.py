@@ -469,3 +469,320 @@ def test_result_from_json_checks_every_field() -> None:
         with pytest.raises(error) as info:
             result_from_json(data)
         assert str(info.value) == message, data
+
+
+# ---- _runner on exact values: worker counts, selectors, per-file ignores, the cache key ---------
+
+
+class _Pool:
+    """Records how ``_lint_all`` starts its pool; ``map`` runs the work here, in order."""
+
+    made: list[dict[str, Any]] = []
+
+    def __init__(self, max_workers: int | None = None, mp_context: Any = None) -> None:
+        self.made.append({"max_workers": max_workers, "mp_context": mp_context})
+
+    def __enter__(self) -> _Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def map(self, fn: Callable[[int], Any], items: Any, chunksize: int = 1) -> list[Any]:
+        self.made[-1]["chunksize"] = chunksize
+        return [fn(i) for i in items]
+
+
+class _Numbered:
+    """A stand-in job whose result is its number."""
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def run(self) -> int:
+        return self.i
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(_Pool, "made", made)
+    monkeypatch.setattr(_runner, "ProcessPoolExecutor", _Pool)
+    return made
+
+
+@pytest.mark.parametrize("files,jobs,cpus,workers,chunk", [
+    (64, None, 4, 4, 4),     # one worker per core; chunks of files // (workers * 4)
+    (64, 2, 8, 2, 8),        # --jobs wins over the core count
+    (64, 16, 16, 8, 2),      # at most one worker per 8 files
+    (30, None, 16, 3, 2),    # 30 // 8: a whole number of workers
+    (24, 3, 3, 3, 2),        # PARALLEL_MIN_FILES files are enough for workers
+])
+def test_parallel_linting_starts_one_forked_worker_per_core_and_8_files(
+        monkeypatch: pytest.MonkeyPatch, pool: list[dict[str, Any]], files: int,
+        jobs: int | None, cpus: int, workers: int, chunk: int) -> None:
+    monkeypatch.setattr(_runner.os, "cpu_count", lambda: cpus)
+    out = _runner._lint_all([_Numbered(i) for i in range(files)], jobs)  # type: ignore[list-item]
+    assert out == list(range(files))            # every result, in the jobs' order
+    assert len(pool) == 1
+    assert pool[0]["max_workers"] == workers and type(pool[0]["max_workers"]) is int
+    assert pool[0]["chunksize"] == chunk
+    assert pool[0]["mp_context"].get_start_method() == "fork"
+    assert _runner._WORK == []                  # the jobs (file bytes) are not kept
+
+
+@pytest.mark.parametrize("files,jobs,cpus,start_methods", [
+    (23, 3, 3, ["fork", "spawn"]),    # fewer than PARALLEL_MIN_FILES
+    (20, 4, 4, ["fork", "spawn"]),    # 20 // 8 = 2 workers would do, but the files are few
+    (64, 1, 8, ["fork", "spawn"]),    # --jobs 1
+    (64, None, None, ["fork", "spawn"]),  # os.cpu_count() unknown: one process
+    (64, 4, 4, ["spawn"]),            # no fork on this platform
+])
+def test_few_files_one_job_or_no_fork_lint_in_this_process(
+        monkeypatch: pytest.MonkeyPatch, pool: list[dict[str, Any]], files: int,
+        jobs: int | None, cpus: int | None, start_methods: list[str]) -> None:
+    monkeypatch.setattr(_runner.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(_runner.mp, "get_all_start_methods", lambda: start_methods)
+    out = _runner._lint_all([_Numbered(i) for i in range(files)], jobs)  # type: ignore[list-item]
+    assert out == list(range(files)) and pool == []
+
+
+def test_an_unknown_selector_names_itself_and_where_the_codes_are() -> None:
+    _runner.check_selectors(["VIM", "VIM00", "VIM001"])  # a prefix or a code: known
+    with pytest.raises(_runner.UnknownSelector) as info:
+        _runner.check_selectors(["VIM001", "VIMX"])
+    assert str(info.value) == ("unknown rule selector `VIMX`: no rule code starts with it "
+                               "(see `vime-lint rules`)")
+
+
+def test_every_per_file_ignore_that_matches_a_file_applies(tmp_path: Path) -> None:
+    from vime_lint.static._config import Config
+
+    (tmp_path / "a.py").write_text(BAD)        # VIM001, VIM002 and VIM003
+    (tmp_path / "b.py").write_text(BAD)
+    config = Config(per_file_ignores={"*.py": ("VIM001",), "a.py": ("VIM002", "VIM003")})
+    out = run(_settings(tmp_path, cache=False, config=config))
+    codes = {Path(r.path).name: sorted(f.code for f in r.findings) for r in out.results}
+    assert codes == {"a.py": [], "b.py": ["VIM002", "VIM003"]}
+
+
+def test_undecodable_bytes_have_no_source_text() -> None:
+    assert _runner._source_text("x = 'é'\n".encode()) == "x = 'é'\n"
+    assert _runner._source_text(b"x = '\xff'\n") == ""                      # not UTF-8
+    assert _runner._source_text(b"# -*- coding: no-such-codec -*-\nx = 1\n") == ""
+
+
+def test_the_cache_key_covers_the_launch_files_that_name_a_hook() -> None:
+    from vime_lint.static._model import LintOptions
+
+    def fingerprint(files: dict[str, frozenset[str]]) -> str:
+        options = LintOptions(launch_found=True, launch_files=files)
+        return _runner._Job(b"", "a.py", options, [], False, False).fingerprint()
+
+    one = fingerprint({"run.sh": frozenset({"--use-tis"})})
+    assert fingerprint({"run.sh": frozenset({"--use-tis"})}) == one
+    assert fingerprint({"run.sh": frozenset({"--use-tis", "--tis-clip"})}) != one
+    assert fingerprint({"other.sh": frozenset({"--use-tis"})}) != one
+
+
+def test_configured_hooks_that_match_no_file_name_their_configuration_file(
+        tmp_path: Path) -> None:
+    from vime_lint.static._config import Config
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    hooks = {"custom_rm_path": ("nowhere.score",)}
+    out = run(_settings(tmp_path, cache=False, config=Config(hooks=hooks)))
+    assert [(t.dotted, t.source) for t in out.missing] == \
+        [("nowhere.score", "pyproject.toml [tool.vime_lint] hooks")]
+    named = Config(path=tmp_path / "vime_lint.toml", hooks=hooks)
+    out = run(_settings(tmp_path, cache=False, config=named))
+    assert [t.source for t in out.missing] == ["vime_lint.toml [tool.vime_lint] hooks"]
+
+
+def _codes_of(out: Any) -> dict[str, list[str]]:
+    return {r.path: sorted(f.code for f in r.findings) for r in out.results}
+
+
+def test_per_file_ignores_match_the_path_below_the_project_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from a subfolder, a file is reported relative to the working directory but matched
+    against the globs by its path below the project root."""
+    from vime_lint.static._config import Config
+
+    (tmp_path / "legacy").mkdir()
+    (tmp_path / "legacy" / "a.py").write_text(BAD)
+    monkeypatch.chdir(tmp_path / "legacy")
+    config = Config(per_file_ignores={"legacy/*": ("VIM001",)})
+    out = run(Settings(paths=[tmp_path / "legacy"], root=tmp_path, config=config, cache=False))
+    assert _codes_of(out) == {"a.py": ["VIM002", "VIM003"]}
+
+
+def test_stdin_is_matched_by_its_name_with_or_without_a_filename(tmp_path: Path) -> None:
+    from vime_lint.static._config import Config
+
+    root = tmp_path / "project"
+    root.mkdir()
+    config = Config(per_file_ignores={"-": ("VIM003",), "a.py": ("VIM001",)})
+
+    def lint(filename: str | None) -> dict[str, list[str]]:
+        return _codes_of(run(Settings(paths=[Path("-")], root=root, config=config, cache=False,
+                                      stdin=BAD.encode(), stdin_filename=filename)))
+
+    assert lint(None) == {"-": ["VIM001", "VIM002"]}
+    outside = str(tmp_path / "elsewhere" / "a.py")       # not below the root: by its name
+    assert lint(outside) == {outside: ["VIM002", "VIM003"]}
+
+
+def test_stdin_without_a_filename_is_no_file_of_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime_lint.static._config import Config
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    config = Config(per_file_ignores={"sub/*": ("VIM001",)})
+    out = run(Settings(paths=[Path("-")], root=tmp_path, config=config, cache=False,
+                       stdin=BAD.encode()))
+    assert _codes_of(out) == {"-": ["VIM001", "VIM002", "VIM003"]}
+
+
+def test_stdin_with_a_filename_below_the_root_is_that_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--stdin-filename`` names the file the text stands for: its root-relative path meets
+    the per-file ignores even when the run starts outside the root."""
+    from vime_lint.static._config import Config
+
+    root = tmp_path / "project"
+    (root / "legacy").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    name = str(root / "legacy" / "a.py")
+    config = Config(per_file_ignores={"legacy/*": ("VIM001",)})
+    out = run(Settings(paths=[Path("-")], root=root, config=config, cache=False,
+                       stdin=BAD.encode(), stdin_filename=name))
+    assert _codes_of(out) == {name: ["VIM002", "VIM003"]}
+
+
+def test_paths_that_cannot_be_found_or_read_are_problems_at_line_0(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime_lint.static._model import ParseFailure
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.py").write_text(BAD)
+    (tmp_path / "locked.py").write_text(BAD)
+    (tmp_path / "z.py").write_text(BAD)
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self.name == "locked.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    out = run(Settings(paths=[tmp_path, tmp_path / "gone.py"], root=tmp_path, cache=False))
+    assert [r.path for r in out.results] == ["a.py", "z.py"]   # the files after it too
+    assert sorted(out.problems, key=lambda p: p.path) == [
+        ParseFailure("gone.py", 0, 0, "No such file or directory"),
+        ParseFailure("locked.py", 0, 0, "cannot read: Permission denied"),
+    ]
+
+
+def test_the_jobs_setting_reaches_the_parallel_linting(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.py").write_text(BAD)
+    seen: list[int | None] = []
+    real = _runner._lint_all
+
+    def spy(jobs: list[_runner._Job], processes: int | None) -> list[Any]:
+        seen.append(processes)
+        return real(jobs, processes)
+
+    monkeypatch.setattr(_runner, "_lint_all", spy)
+    run(_settings(tmp_path, cache=False, jobs=3))
+    run(_settings(tmp_path, cache=False))
+    assert seen == [3, None]
+
+
+def test_fixes_that_cannot_be_written_are_problems_and_the_others_are_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime_lint.static._model import ParseFailure
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("a.py", "locked.py"):
+        (tmp_path / name).write_text(BAD)
+    real = Path.write_text
+
+    def write_text(self: Path, *args: Any, **kwargs: Any) -> int:
+        if self.name == "locked.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", write_text)
+    out = run(Settings(paths=[tmp_path], root=tmp_path, fix=True))
+    assert "evaluation=False" in (tmp_path / "a.py").read_text()
+    assert (tmp_path / "locked.py").read_text() == BAD
+    assert out.problems == [ParseFailure("locked.py", 0, 0,
+                                         "cannot write fixes: Permission denied")]
+
+
+def test_a_too_slow_result_is_not_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """VIM092 (a file that took too long) depends on the machine and the day: never reused."""
+    from vime_lint.static._model import LintResult
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "slow.py").write_text("y = 2\n")
+
+    def lint(jobs: list[_runner._Job], processes: int | None) -> list[LintResult]:
+        return [LintResult(j.display, (_finding(code="VIM092", path=j.display),)
+                           if j.display == "slow.py" else ()) for j in jobs]
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(_runner, "_lint_all", lint)
+    run(_settings(tmp_path))
+    assert len(_entries(tmp_path)) == 1               # a.py's result only
+    linted: list[str] = []
+
+    def again(jobs: list[_runner._Job], processes: int | None) -> list[LintResult]:
+        linted.extend(j.display for j in jobs)
+        return lint(jobs, processes)
+
+    monkeypatch.setattr(_runner, "_lint_all", again)
+    run(_settings(tmp_path))
+    assert linted == ["slow.py"]
+
+
+def test_the_outcome_carries_what_the_launch_scripts_say(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "run.sh").write_text("vime train --use-tis --tis-clip 2\n")
+    out = run(_settings(tmp_path, cache=False))
+    assert out.launch.scanned == 1
+    assert {"--use-tis", "--tis-clip"} <= out.launch.flags
+
+
+def test_every_file_is_linted_with_the_launch_facts_of_the_repository(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file's options carry the launch flags, the launch files and whether any launch
+    script was found at all (config-aware rules stay quiet without one)."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "rm.py").write_text("async def reward_func(args, sample, **kw):\n"
+                                            "    return 1.0\n")
+    seen: list[Any] = []
+    real = _runner._lint_all
+
+    def spy(jobs: list[_runner._Job], processes: int | None) -> list[Any]:
+        seen.extend(j.options for j in jobs)
+        return real(jobs, processes)
+
+    monkeypatch.setattr(_runner, "_lint_all", spy)
+    run(_settings(tmp_path, cache=False))
+    assert len(seen) == 2 and all(o.launch_found is False and not o.launch_flags
+                                  and dict(o.launch_files) == {} for o in seen)
+    seen.clear()
+    (tmp_path / "run.sh").write_text("vime train --custom-rm-path pkg.rm.reward_func --use-tis\n")
+    out = run(_settings(tmp_path, cache=False))
+    assert out.launch.scanned == 1 and "run.sh" in out.launch.files
+    assert len(seen) == 2
+    for options in seen:
+        assert options.launch_found is True
+        assert options.launch_flags == out.launch.flags and "--use-tis" in options.launch_flags
+        assert dict(options.launch_files) == dict(out.launch.files)

@@ -13,6 +13,16 @@ from vime.contract.errors import ContractError, ContractWarning
 
 pytestmark = pytest.mark.unit
 
+
+@pytest.fixture(autouse=True)
+def fresh_warn_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no warning given yet: a finding warns once per step and call
+    site, so a test that ran before (or the same test run twice, as mutmut does) would
+    otherwise leave only the log line."""
+    from vime.contract.checks import policy
+
+    monkeypatch.setattr(policy, "_DEFAULT_REGISTRY", policy.WarnOnce())
+
 PATH = "my_agent.run_agent"
 
 
@@ -80,3 +90,48 @@ def test_vim187_boundary_only_warns_in_raise_mode() -> None:
     assert [v.id for v in found] == ["VIM187"]
     assert check_agent_result(1.0, make_args(contract_check="off"), hook_path=PATH,
                               rollout_id=0, calls=0) == []
+
+
+NO_CALL = ("recorded no model call: run returned without a completed request to the base_url "
+           "and api_key it was given, so the trajectory has no model tokens to train on")
+
+
+def test_agent_result_problems_on_exact_values_with_and_without_an_index() -> None:
+    from vime.contract.checks.agent import agent_result_problems
+
+    found = agent_result_problems("1.0", CheckSettings(), calls=0, in_flight=2, index=3)
+    assert [(v.id, v.severity, v.where, v.message) for v in found] == [
+        ("VIM185", "error", "agent function result (index=3)",
+         "is '1.0' (str), expected a finite real (the agent returned '1.0' (str))"),
+        ("VIM186", "error", "agent run (index=3)", NO_CALL),
+        ("VIM187", "warning", "agent run (index=3)",
+         "returned while 2 model call(s) were still running: they are not part of the "
+         "trajectory")]
+    found = agent_result_problems({"r": 1.0}, CheckSettings(), calls=0, in_flight=1)
+    assert [(v.id, v.where) for v in found] == [
+        ("VIM185", "agent function result"), ("VIM186", "agent run"), ("VIM187", "agent run")]
+    assert found[1].message == NO_CALL
+    assert agent_result_problems(None, CheckSettings(), calls=1, in_flight=0, index=0) == []
+
+
+def test_vim186_one_call_is_enough() -> None:
+    assert check_vim186(1, "agent run") is None
+    v = check_vim186(0, "agent run (index=1)")
+    assert v is not None and (v.where, v.message) == ("agent run (index=1)", NO_CALL)
+
+
+def test_vim185_closes_the_coroutine_it_was_given(recwarn: pytest.WarningsRecorder) -> None:
+    import gc
+
+    async def helper() -> float:
+        return 1.0
+
+    coro = helper()
+    v = check_vim185(coro, CheckSettings(), "agent function result (index=2)")
+    assert v is not None and v.where == "agent function result (index=2)"
+    assert v.message == ("is an awaitable: the agent returned an un-awaited coroutine instead "
+                         "of its reward")
+    assert coro.cr_frame is None          # closed: no "never awaited" warning later
+    del coro
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]

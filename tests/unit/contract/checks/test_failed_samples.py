@@ -118,3 +118,65 @@ def test_vime_lint_check_summarises_failures_per_hook(capsys, monkeypatch):
     assert "failures per hook" not in out
     assert "error: --custom-rm-path `vime_ref_failing.reward_fails_on_even` raised ValueError" \
         in out
+
+
+# ---- vime.contract.checks.failures on exact values ---------------------------------------------
+
+
+def _s(index: int, group: int, failed: bool = False) -> Sample:
+    return Sample(index=index, group_index=group, tokens=[1, 2], response_length=1, reward=1.0,
+                  status=Sample.Status.FAILED if failed else Sample.Status.COMPLETED)
+
+
+def test_without_failed_drops_failed_leaves_and_emptied_rollouts_but_keeps_every_group() -> None:
+    from vime.contract.checks.failures import without_failed
+    from vime.contract.checks.settings import CheckSettings
+    from vime.contract.checks.shape import read_shape
+
+    ok, other = _s(0, 0), _s(3, 1)
+    samples = [[[ok, _s(1, 0, True)], [_s(2, 0, True)]], [[other]], [[_s(4, 2, True)]]]
+    shape, _ = read_shape(samples, CheckSettings())
+    assert shape is not None and shape.depth == 3
+    out = without_failed(shape)
+    assert out.depth == 3
+    assert [leaf.sample for leaf in out.leaves] == [ok, other]
+    assert [[(r.prefix, [leaf.sample for leaf in r.leaves]) for r in g] for g in out.groups] == \
+        [[(shape.groups[0][0].prefix, [ok])], [(shape.groups[1][0].prefix, [other])], []]
+    assert out.group_prefixes == shape.group_prefixes and len(out.group_prefixes) == 3
+    clean, _ = read_shape([[ok], [other]], CheckSettings())
+    assert clean is not None and without_failed(clean) is clean
+
+
+def test_error_records_on_exact_values() -> None:
+    from vime.contract.checks.failures import error_record_problem
+
+    good = {"hook": "h", "type": "ValueError", "message": "m", "seconds": 0}
+    assert error_record_problem(good) is None
+    assert error_record_problem({**good, "seconds": 0.5}) is None
+    assert error_record_problem({"hook": "h"}) == "lacks 'type', 'message', 'seconds'"
+    assert error_record_problem({**good, "seconds": -0.1}) == \
+        "['seconds'] is -0.1, expected a finite number >= 0"
+
+
+def test_vim180_and_vim181_edge_cases() -> None:
+    from vime.contract.checks.failures import check_vim180, check_vim181
+    from vime.contract.checks.locations import Loc
+    from vime.contract.checks.settings import CheckSettings
+
+    s, loc = CheckSettings(), Loc("samples[0][0]", 0)
+    bare = _s(0, 0, True)
+    bare.metadata = None  # type: ignore[assignment]
+    found = check_vim180(bare, loc, s, "rollout")           # no metadata dict: no record
+    assert [v.id for v in found] == ["VIM180"] and "is missing" in found[0].message
+    nothing = _s(0, 0, True)
+    nothing.loss_mask, nothing.response_length = None, 0
+    assert check_vim181(nothing, loc, s, "rollout") == []          # no token to train
+    nothing.response_length = None  # type: ignore[assignment]
+    assert check_vim181(nothing, loc, s, "rollout") == []          # unknown length: 0
+    one = _s(0, 0, True)
+    one.loss_mask, one.response_length = None, 1
+    assert [v.id for v in check_vim181(one, loc, s, "rollout")] == ["VIM181"]
+    masked = _s(0, 0, True)
+    masked.loss_mask, masked.response_length = [1], 0
+    found = check_vim181(masked, loc, s, "rollout")
+    assert [v.id for v in found] == ["VIM181"] and "has trainable tokens" in found[0].message
