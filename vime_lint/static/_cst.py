@@ -16,6 +16,8 @@ import libcst as cst
 from vime.contract import Param
 
 __all__ = [
+    "called",
+    "returns_nothing",
     "body_statements", "code_of", "dotted", "dotted_text", "may_fall_through", "params_of",
     "string_value",
 ]
@@ -55,6 +57,19 @@ def string_value(node: cst.BaseExpression) -> str | None:
         value = node.evaluated_value
         return value if isinstance(value, str) else None
     return None
+
+
+def returns_nothing(value: cst.BaseExpression | None) -> bool:
+    """Whether ``return value`` gives no value: a bare ``return`` (``value`` None) or
+    ``return None``."""
+    return value is None or (isinstance(value, cst.Name) and value.value == "None")
+
+
+def called(value: cst.BaseExpression | None) -> cst.Call | None:
+    """The call ``value`` is, awaited or not (``f(...)``, ``await f(...)``), else None."""
+    if isinstance(value, cst.Await):
+        value = value.expression
+    return value if isinstance(value, cst.Call) else None
 
 
 def _param(p: cst.Param, kind: str) -> Param:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
+from vime_lint.static._cst import called, returns_nothing
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
 
@@ -333,28 +334,23 @@ class AgentReturnsNothing(FunctionTracker):
         if binding is None or binding.spec.dest != _AGENT:
             return
         values = [r for r in self.context.semantic.facts(node).returns
-                  if not _no_value(r.value) and not self._valueless_call(node, r.value)]
+                  if not returns_nothing(r.value) and not self._valueless_call(node, r.value)]
         if not values and not _only_raises(node):
             self.report(node.name, self.INVARIANT.render(name=node.name.value))
 
     def _valueless_call(self, fn: cst.FunctionDef, value: cst.BaseExpression | None) -> bool:
         """``return [await] helper(...)`` of the module's own function (or ``self`` method)
         that itself never returns a value (and is not a stub that raises)."""
-        if isinstance(value, cst.Await):
-            value = value.expression
-        if not isinstance(value, cst.Call):
+        call = called(value)
+        if call is None:
             return False
-        target = self.context.semantic.callee(value, fn, self.owner)
+        target = self.context.semantic.callee(call, fn, self.owner)
         if target is None or target is fn:
             return False
         facts = self.context.semantic.facts(target)
         return not facts.yields and not _only_raises(target) \
-            and all(_no_value(r.value) for r in facts.returns)
+            and all(returns_nothing(r.value) for r in facts.returns)
 
-
-def _no_value(value: cst.BaseExpression | None) -> bool:
-    """A bare ``return`` or ``return None``."""
-    return value is None or (isinstance(value, cst.Name) and value.value == "None")
 
 
 def _only_raises(node: cst.FunctionDef) -> bool:

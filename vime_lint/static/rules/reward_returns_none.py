@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import may_fall_through
+from vime_lint.static._cst import called, may_fall_through, returns_nothing
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 
@@ -95,7 +95,7 @@ class RewardReturnsNone(FunctionTracker):
             return
         name = binding.function
         for ret in facts.returns:
-            if _is_none(ret.value):
+            if returns_nothing(ret.value):
                 self.report(ret.node, self.INVARIANT.render(name=name, problem="`return None`"))
                 continue
             helper = self._none_helper(node, ret.value)
@@ -111,21 +111,16 @@ class RewardReturnsNone(FunctionTracker):
         """The name of the module's own function that ``return value`` hands back directly
         (``return helper(...)``, ``return await helper(...)``) when that function can end
         without a value (falls through, bare ``return``, ``return None``); else None."""
-        if isinstance(value, cst.Await):
-            value = value.expression
-        if not isinstance(value, cst.Call):
+        call = called(value)
+        if call is None:
             return None
-        target = self.context.semantic.callee(value, fn, self.owner)
+        target = self.context.semantic.callee(call, fn, self.owner)
         if target is None or target is fn:
             return None
         facts = self.context.semantic.facts(target)
         if facts.yields:
             return None
-        if facts.falls_through or any(_is_none(r.value) for r in facts.returns):
+        if facts.falls_through or any(returns_nothing(r.value) for r in facts.returns):
             return target.name.value
         return None
 
-
-def _is_none(value: cst.BaseExpression | None) -> bool:
-    """A bare ``return`` or ``return None``."""
-    return value is None or (isinstance(value, cst.Name) and value.value == "None")
