@@ -4,6 +4,7 @@ rollout ran names the custom generate; a reward finding on the output names the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,8 @@ def test_a_generate_boundary_finding_names_the_custom_generate(
     assert contexts and all(f"{hooks / 'owner_generate.py'}:5:" in c for c in contexts
                             if "VIM140" not in c), contexts
     assert "rollout_fn.py" not in out, out
+    # the rollout raised, so its output (B5) was never checked: not "pass"
+    assert re.search(r"^VIM124\s+length-budget\s+not run$", out, re.M), out
 
 
 def test_a_reward_finding_on_the_output_names_the_reward(
