@@ -283,18 +283,21 @@ def run(args: Namespace) -> int:
             print(f"vime train: {log.path}: dropped the lines of {dropped} steps from step "
                   f"{start if loaded is None else loaded + 1} on, written after the checkpoint "
                   "this run resumes from: they are trained and written again", flush=True)
-        if args.eval_interval and not args.skip_eval_before_train:
-            trackers.log(log.write(start, manager.call("eval", start)))
         watched: list[float] = []  # --early-stop-metric, one value per step that logged it
         stop_reason = ""
-        _PHASE["loop"] = True
-        t_loop = time.monotonic()
         with TrainProgress.for_args(args, total=args.num_rollout, start=start,
                                     run_started=t_run) as progress:
+            if args.eval_interval and not args.skip_eval_before_train:
+                progress.doing(f"evaluating before step {start + 1}")
+                trackers.log(log.write(start, manager.call("eval", start)))
+            _PHASE["loop"] = True
+            t_loop = time.monotonic()
             for rollout_id in range(start, args.num_rollout):
                 if STOP_REQUEST:
                     break
                 t0 = time.perf_counter()
+                step = f"step {rollout_id + 1}/{args.num_rollout}"
+                progress.doing(f"{step}: rollout")
                 if trainer is None:
                     _, metrics = manager.call("generate", rollout_id)
                 else:
@@ -304,15 +307,19 @@ def run(args: Namespace) -> int:
                     ahead = ((rollout_id + 1, *manager.call("generate", rollout_id + 1,
                                                             num_returns=2))
                              if overlap and rollout_id + 1 < args.num_rollout else None)
+                    progress.doing(f"{step}: training")
                     metrics.update(trainer.call("train", rollout_id, data))
                     save_now = args.save and (rollout_id + 1 == args.num_rollout or (
                         args.save_interval and (rollout_id + 1) % args.save_interval == 0))
                     last_done, unlogged = rollout_id, (rollout_id, metrics)
                     if save_now:   # marked complete below, once the step's metrics are written
+                        progress.doing(f"{step}: saving a checkpoint")
                         _save(args, trainer, manager, rollout_id, ahead, mark=False)
                         files_saved = rollout_id
+                    progress.doing(f"{step}: weight sync")
                     metrics["perf/weight_sync_time"] = sync(rollout_id + 1)
                 if args.eval_interval and (rollout_id + 1) % args.eval_interval == 0:
+                    progress.doing(f"{step}: evaluating")
                     metrics.update(manager.call("eval", rollout_id))
                 try:
                     stop_reason = early_stop(args, metrics, watched)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,8 +52,13 @@ def sft_args(model: Path, data: Path, run_dir: Path, *extra: str) -> list[str]:
 
 def test_sft_run_with_ray_actors(tiny_model_dir: Path, sft_data: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
-    proc = vime_train(*sft_args(tiny_model_dir, sft_data, run_dir, "--num-rollout", "4"))
+    # a short progress interval: the plain lines (stderr is a pipe) include what a step is
+    # doing while it runs longer than the interval
+    proc = vime_train(*sft_args(tiny_model_dir, sft_data, run_dir, "--num-rollout", "4",
+                                "--progress-interval-secs", "0.05"))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^vime train: step [1-4]/4: (rollout|training|weight sync) for \d:\d\d  "
+                     r"elapsed \d+:\d\d$", proc.stderr, re.M), proc.stderr[-3000:]
     records = metrics(run_dir)
     assert [r["rollout_id"] for r in records] == [0, 1, 2, 3]
     losses = [float(r["train/sft_loss"]) for r in records]  # type: ignore[arg-type]

@@ -410,8 +410,9 @@ def add_trainer_arguments(parser: argparse.ArgumentParser) -> argparse._Argument
     g.add_argument("--progress-interval-secs", type=float, default=30.0,
                    help="When stderr is not a terminal (a log file, CI, nohup): one plain "
                         "progress line (step, total, ETA, loss and --early-stop-metric) at most "
-                        "every this many seconds, and after the last step. In a terminal the "
-                        "bar (with ETA) updates every step.")
+                        "every this many seconds, and after the last step; while a step or an "
+                        "evaluation runs longer, a line this often says what it is doing. In a "
+                        "terminal the bar (with ETA) updates every step.")
     # added by the trainer
     g.add_argument("--single-process", action="store_true",
                    help="Run the rollout manager and the trainer in the `vime train` process "

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from argparse import Namespace
 from collections.abc import Mapping, Sequence
@@ -199,9 +200,15 @@ class TrainProgress:
     shows the gradient norm too (``grad``), and the first line whose loss is ~0 says once why
     that is expected (:data:`ZERO_LOSS_NOTE`).
 
+    A step, or an evaluation, that takes longer than ``interval`` is not silent: in plain mode
+    a background thread prints what the run is doing (the last :meth:`doing` label) whenever
+    ``interval`` seconds pass without a line, ``vime train: step 6/10: evaluating for 0:35
+    elapsed 3:12``.
+
     Usage::
 
         with TrainProgress.for_args(args, total=args.num_rollout, start=0) as progress:
+            progress.doing("step 1/10: rollout")
             progress.advance(rollout_id, metrics)
     """
 
@@ -219,6 +226,13 @@ class TrainProgress:
         #: ``clock()`` when the run began: the origin of ``elapsed``.
         self.run_started = self.started if run_started is None else float(run_started)
         self.last_line: float | None = None
+        #: ``clock()`` of the last line of any kind (a step's or :meth:`beat`'s)
+        self.last_output = self.started
+        #: (label, since) of :meth:`doing`, cleared by :meth:`advance`
+        self.current: tuple[str, float] | None = None
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._beats: threading.Thread | None = None
         #: (steps done, clock) at the first finished step: the ETA's origin after it
         self.first: tuple[int, float] | None = None
         self.plain = not self.console.is_terminal
@@ -259,11 +273,45 @@ class TrainProgress:
     def __enter__(self) -> TrainProgress:
         if self.progress is not None:
             self.progress.start()
+        elif self.interval > 0:
+            self._beats = threading.Thread(target=self._beat_loop, name="vime-progress",
+                                           daemon=True)
+            self._beats.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._stopped.set()
+        if self._beats is not None:
+            self._beats.join()
         if self.progress is not None:
             self.progress.stop()
+
+    def doing(self, label: str) -> None:
+        """What the run does from now until the next :meth:`doing` or :meth:`advance`
+        (``"step 3/10: evaluating"``): the text of :meth:`beat`'s lines."""
+        with self._lock:
+            self.current = (label, self.clock())
+
+    def beat(self) -> str | None:
+        """In plain mode, print ``vime train: <label> for M:SS  elapsed M:SS`` when
+        ``interval`` seconds passed since the last line and :meth:`doing` names what the run
+        does; returns the line printed, or None."""
+        with self._lock:
+            now = self.clock()
+            if (not self.plain or self.current is None
+                    or now - self.last_output < self.interval):
+                return None
+            label, since = self.current
+            text = (f"vime train: {label} for {_clock(now - since)}  "
+                    f"elapsed {_clock(now - self.run_started)}")
+            self.last_output = now
+            self.console.file.write(text + "\n")
+            self.console.file.flush()
+            return text
+
+    def _beat_loop(self) -> None:
+        while not self._stopped.wait(min(self.interval, 1.0)):
+            self.beat()
 
     def line(self, rollout_id: int, metrics: Mapping[str, Any]) -> str:
         """The plain progress line after ``rollout_id`` is done."""
@@ -296,12 +344,14 @@ class TrainProgress:
             self.progress.update(self.task, completed=rollout_id + 1,
                                  info=progress_metrics(metrics, self.loss_type, self.watch))
             return
-        now = self.clock()
-        last = rollout_id + 1 >= self.total
-        if self.last_line is None or last or now - self.last_line >= self.interval:
-            self.last_line = now
-            self.console.file.write(self.line(rollout_id, metrics) + "\n")
-            self.console.file.flush()
+        with self._lock:
+            self.current = None
+            now = self.clock()
+            last = rollout_id + 1 >= self.total
+            if self.last_line is None or last or now - self.last_line >= self.interval:
+                self.last_line = self.last_output = now
+                self.console.file.write(self.line(rollout_id, metrics) + "\n")
+                self.console.file.flush()
 
 
 def print_summary(records: Sequence[Mapping[str, Any]], run_dir: str | Path, *,

@@ -143,3 +143,55 @@ def test_elapsed_and_the_summary_count_from_the_same_start() -> None:
                   startup=200.0)
     assert ("4 rollout step(s) in 240.0 s (4:00 since the run began, 200.0 s of it start-up "
             "before the first step)") in summary.getvalue()
+
+
+def test_a_long_phase_gets_a_line_every_interval() -> None:
+    # an evaluation longer than --progress-interval-secs is not silent: beat() says what the
+    # run does, once per interval without another line; a step's line still comes after it
+    out, clock = io.StringIO(), Clock()
+    progress = TrainProgress(10, 0, console=Console(file=out, force_terminal=False),
+                             interval=30.0, clock=clock)
+    assert progress.beat() is None            # nothing said yet what the run does
+    progress.doing("evaluating before step 1")
+    clock.now += 29.0
+    assert progress.beat() is None            # not an interval yet
+    clock.now += 1.0
+    assert progress.beat() == "vime train: evaluating before step 1 for 0:30  elapsed 0:30"
+    clock.now += 10.0
+    assert progress.beat() is None            # an interval since the last line, not the start
+    progress.advance(0, {})                   # the first step's line comes whatever the beats
+    progress.doing("step 2/10: evaluating")
+    clock.now += 45.0
+    assert progress.beat() == "vime train: step 2/10: evaluating for 0:45  elapsed 1:25"
+    progress.advance(1, {})                   # a step line 45 s after the last one: shown
+    assert progress.beat() is None            # advance() ends the phase
+    clock.now += 60.0
+    assert progress.beat() is None
+    lines = out.getvalue().splitlines()
+    assert [line.split("  ")[0] for line in lines] == [
+        "vime train: evaluating before step 1 for 0:30", "vime train: step 1/10 (10%)",
+        "vime train: step 2/10: evaluating for 0:45", "vime train: step 2/10 (20%)"]
+
+
+def test_the_beat_thread_prints_without_a_step() -> None:
+    # the real thread (interval 0.05 s): lines arrive while the caller is blocked
+    import time
+
+    out = io.StringIO()
+    with TrainProgress(3, 0, console=Console(file=out, force_terminal=False),
+                       interval=0.05) as progress:
+        progress.doing("step 1/3: training")
+        deadline = time.monotonic() + 5.0
+        while "training for" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert out.getvalue().startswith("vime train: step 1/3: training for 0:00  elapsed 0:00")
+    assert progress._beats is not None and not progress._beats.is_alive()   # joined at exit
+
+
+def test_a_terminal_bar_gets_no_beat_lines() -> None:
+    out, clock = io.StringIO(), Clock()
+    progress = TrainProgress(3, 0, console=Console(file=out, force_terminal=True),
+                             interval=1.0, clock=clock)
+    progress.doing("step 1/3: rollout")
+    clock.now += 5.0
+    assert progress.beat() is None and progress._beats is None
