@@ -276,6 +276,10 @@ def run(args: Namespace) -> int:
             start = loaded + 1
             ahead = _resumed_ahead(args, loaded, start, overlap=overlap)
             sync(start)
+        elif engines and arg(args, "rollout_external_engine_addrs") and trainer is not None:
+            # an engine vime did not start may serve other weights than the trainer holds (an
+            # earlier run's on the same server): it gets the trainer's before the first rollout
+            sync(start)
         elif engines:
             manager.call("set_weight_version", start)
         dropped = log.drop_from(start if loaded is None else loaded + 1)

@@ -182,6 +182,35 @@ def test_async_rollout_trains_on_samples_one_version_behind(tiny_model_dir: Path
     assert indices(second / "dump_3.pt") == indices(first / "dump_3.pt")
 
 
+def test_an_external_engine_gets_the_trainers_weights_before_the_first_rollout(
+        tiny_model_dir: Path, vllm_server: object, tmp_path: Path) -> None:
+    """An engine vime did not start may hold other weights (an earlier run's): here the
+    session engine is given another model's (the tiny model of seed 1). The run pushes its
+    trainer's weights before its first rollout, so the sampler's log probs equal the trainer's
+    at step 0; without the push they would be the other model's."""
+    from vime.ray.engine_control import sync_weights
+    from vime.utils.tiny_model import build_tiny_model
+
+    url = vllm_server.url  # type: ignore[attr-defined]
+    other = build_tiny_model(tmp_path / "other", seed=1)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"input": f"{a}+1=", "label": str(a + 1)}) + "\n"
+                               for a in range(10, 14)))
+    try:
+        sync_weights([url], str(other), version="default")
+        proc = vime_train("--hf-checkpoint", str(tiny_model_dir), "--prompt-data", str(prompts),
+                          "--label-key", "label", "--rm-type", "f1", "--rollout-batch-size", "4",
+                          "--n-samples-per-prompt", "4", "--rollout-max-response-len", "8",
+                          "--micro-batch-size", "16", "--lr", "1e-6", "--num-rollout", "1",
+                          "--rollout-external-engine-addrs", url, "--get-mismatch-metrics",
+                          "--use-rollout-logprobs", "--run-dir", str(tmp_path / "run"))
+    finally:
+        sync_weights([url], str(tiny_model_dir), version="default")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    step0 = next(r for r in metrics(tmp_path / "run") if "train/loss" in r)
+    assert float(step0["train/mismatch_logprob_abs_diff"]) < 1e-3, step0  # type: ignore[arg-type]
+
+
 def test_grpo_run_with_network_engines(tiny_model_dir: Path, tmp_path: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """--rollout-host 0.0.0.0: vime's engine listens on every interface with the run's key
