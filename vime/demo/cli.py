@@ -16,6 +16,7 @@ from typing import Any
 
 from vime.demo.children import _banner
 from vime.demo.config import (
+    CONFIGS,
     QUICK,
     REAL,
     REAL_QUICK,
@@ -24,9 +25,12 @@ from vime.demo.config import (
     DemoPaths,
     Scale,
     StageResult,
+    _display,
 )
+from vime.demo.engine import DemoEngine
 from vime.demo.report import report
 from vime.demo.stages import (
+    grpo_init,
     stage_check,
     stage_grpo,
     stage_lint,
@@ -105,18 +109,27 @@ def main(argv: list[str] | None = None) -> int:
     else:
         stages.append(stage_sft(paths, scale))
     sft_ok = stages[-1].ok
-    if ns.skip_grpo or not sft_ok:
-        stages.append(StageResult("GRPO", skipped=True,
-                                  detail="" if ns.skip_grpo else "SFT failed"))
-    else:
-        stages.append(stage_grpo(paths, scale))
-    if ns.control:
-        stages.append(stage_grpo(paths, scale, control=True) if sft_ok else
-                      StageResult("control", skipped=True, detail="SFT failed"))
+    with _engine(paths, CONFIGS, scale, sft=True) as engine:   # GRPO's and the control's
+        if ns.skip_grpo or not sft_ok:
+            stages.append(StageResult("GRPO", skipped=True,
+                                      detail="" if ns.skip_grpo else "SFT failed"))
+        else:
+            stages.append(stage_grpo(paths, scale, engine=engine))
+        if ns.control:
+            stages.append(stage_grpo(paths, scale, control=True, engine=engine) if sft_ok else
+                          StageResult("control", skipped=True, detail="SFT failed"))
     _banner("summary")
     report(paths, stages, quick=ns.quick, total_seconds=time.perf_counter() - t0)
     return 0 if all(s.ok for s in stages) else 1
 
+
+
+def _engine(paths: DemoPaths, configs: Path, scale: Scale, *, sft: bool) -> DemoEngine:
+    """The engine the stages after it share (started by the first that needs it): on the model
+    GRPO starts from, with ``<configs>/grpo.yaml``'s vLLM flags and the scale's."""
+    init = grpo_init(paths, sft=sft)
+    return DemoEngine(init, _display(init), config=configs / "grpo.yaml",
+                      extra=scale.grpo_extra, log_dir=paths.out / "logs")
 
 
 def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPaths,
@@ -126,23 +139,25 @@ def _main_real(ns: argparse.Namespace, recipe: Any, scale: Scale, paths: DemoPat
     stages = [stage_setup_real(paths, scale, recipe, seed=ns.seed)]
     ready = stages[0].ok
     stages.append(StageResult("lint", skipped=True) if ns.skip_lint else stage_lint())
-    if not ready:
-        stages.append(StageResult("check", skipped=True, detail="set-up failed"))
-    else:
-        stages.append(StageResult("check", skipped=True) if ns.skip_lint else
-                      stage_check(paths, recipe, scale))
-    # a check that found errors in the recipe's hooks makes the training stages pointless:
-    # they are skipped, as the tiny demo skips GRPO after a failed SFT
-    why = "set-up failed" if not ready else "check failed" if not stages[-1].ok else ""
-    for control in (False, True):
-        name = "control" if control else "GRPO"
-        if control and ns.skip_control:
-            stages.append(StageResult(name, skipped=True))
-        elif ns.skip_grpo or why:
-            stages.append(StageResult(name, skipped=True, detail="" if ns.skip_grpo else why))
+    with _engine(paths, recipe.configs, scale, sft=False) as engine:   # check, GRPO, control
+        if not ready:
+            stages.append(StageResult("check", skipped=True, detail="set-up failed"))
         else:
-            stages.append(stage_grpo(paths, scale, control=control, configs=recipe.configs,
-                                     sft=False))
+            stages.append(StageResult("check", skipped=True) if ns.skip_lint else
+                          stage_check(paths, recipe, scale, engine=engine))
+        # a check that found errors in the recipe's hooks makes the training stages pointless:
+        # they are skipped, as the tiny demo skips GRPO after a failed SFT
+        why = "set-up failed" if not ready else "check failed" if not stages[-1].ok else ""
+        for control in (False, True):
+            name = "control" if control else "GRPO"
+            if control and ns.skip_control:
+                stages.append(StageResult(name, skipped=True))
+            elif ns.skip_grpo or why:
+                stages.append(StageResult(name, skipped=True,
+                                          detail="" if ns.skip_grpo else why))
+            else:
+                stages.append(stage_grpo(paths, scale, control=control, configs=recipe.configs,
+                                         sft=False, engine=engine))
     _banner("summary")
     report(paths, stages, quick=ns.quick, total_seconds=time.perf_counter() - t0, recipe=recipe)
     return 0 if all(s.ok for s in stages) else 1

