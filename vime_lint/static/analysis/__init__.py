@@ -10,7 +10,10 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
-- in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`).
+- in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`);
+- turn loops: the loops of a function that carry a trajectory from turn to turn
+  (:meth:`Semantic.turn_loops`) and its tokenizer calls that encode generated text again
+  (:meth:`Semantic.retokenised_calls`).
 
 Usage::
 
@@ -72,11 +75,19 @@ from vime_lint.static.analysis._invocations import (
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
+from vime_lint.static.analysis._samples import is_sample_name
+from vime_lint.static.analysis._turn_loops import (
+    TurnLoop,
+    is_tokenizer,
+    retokenised_calls,
+    tokenize_false,
+    turn_loops,
+)
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled",
+    "spelled", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -119,6 +130,8 @@ class Semantic:
         self._resolved_names: set[int] = set()
         self._attributes: ModuleAttributes | None = None
         self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
+        self._turn_loops: dict[int, list[TurnLoop]] = {}
+        self._retokenised: dict[int, list[cst.Call]] = {}
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -494,6 +507,24 @@ class Semantic:
         if all(k in ("blank", "group") for k, _ in kinds):
             return "group", f"`self.{attr}`, set to {sources[0]}"
         return None
+
+    # ---- turn loops --------------------------------------------------------------------------
+
+    def turn_loops(self, fn: cst.FunctionDef) -> list[TurnLoop]:
+        """The loops of ``fn`` that grow a trajectory and send it again (see
+        :func:`vime_lint.static.analysis._turn_loops.turn_loops`), computed once per function."""
+        hit = self._turn_loops.get(id(fn))
+        if hit is None:
+            hit = self._turn_loops[id(fn)] = turn_loops(self, fn)
+        return hit
+
+    def retokenised_calls(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The tokenizer calls in ``fn``'s loops that encode text the model generated there (see
+        :func:`vime_lint.static.analysis._turn_loops.retokenised_calls`), once per function."""
+        hit = self._retokenised.get(id(fn))
+        if hit is None:
+            hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
+        return hit
 
     # ---- in-place writes ---------------------------------------------------------------------
 

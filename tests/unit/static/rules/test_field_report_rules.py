@@ -9,10 +9,10 @@ import pytest
 from vime.contract import HOOKS, INVARIANTS
 from vime_lint.static._engine import file_context, lint_source
 from vime_lint.static._model import options_from_mapping
+from vime_lint.static.analysis._turn_loops import turn_loops
 from vime_lint.static.rules import ALL_RULES
 from vime_lint.static.rules._groups import group_params
 from vime_lint.static.rules._reward_values import reward_leaves
-from vime_lint.static.rules._turn_loops import turn_loops
 
 pytestmark = pytest.mark.unit
 
