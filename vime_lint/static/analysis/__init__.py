@@ -13,7 +13,9 @@ Rules ask it questions instead of walking the tree for themselves:
 - in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`);
 - turn loops: the loops of a function that carry a trajectory from turn to turn
   (:meth:`Semantic.turn_loops`) and its tokenizer calls that encode generated text again
-  (:meth:`Semantic.retokenised_calls`).
+  (:meth:`Semantic.retokenised_calls`);
+- returned values: what a function can return, through local names, module constants and the
+  module's helpers (:meth:`Semantic.returned`, :class:`Leaf`).
 
 Usage::
 
@@ -75,6 +77,7 @@ from vime_lint.static.analysis._invocations import (
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
+from vime_lint.static.analysis._returns import Leaf, Returned, constant_values
 from vime_lint.static.analysis._samples import is_sample_name
 from vime_lint.static.analysis._turn_loops import (
     TurnLoop,
@@ -87,7 +90,7 @@ from vime_lint.static.analysis._turn_loops import (
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
+    "spelled", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -132,6 +135,8 @@ class Semantic:
         self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
         self._turn_loops: dict[int, list[TurnLoop]] = {}
         self._retokenised: dict[int, list[cst.Call]] = {}
+        self._returned: dict[tuple[int, bool], Returned] = {}
+        self._constant_values: dict[str, cst.BaseExpression] | None = None
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -224,6 +229,25 @@ class Semantic:
         inner: list[FunctionNode | cst.ClassDef] = [*facts.nested.values(), *facts.lambdas,
                                                     *facts.classes]
         return _depth < 16 and any(self.mentions(i, name, _depth + 1) for i in inner)
+
+    @property
+    def constant_values(self) -> dict[str, cst.BaseExpression]:
+        """Module-level names bound once to an expression (``FAIL_SCORE = 0.0``), walked once."""
+        if self._constant_values is None:
+            self._constant_values = constant_values(self.module, self.definitions)
+        return self._constant_values
+
+    def returned(self, fn: cst.FunctionDef, *, elements: bool = False) -> Returned:
+        """What ``fn`` can return (with ``elements``: the elements of the list it returns),
+        following local names (all their bindings), conditional expressions, module constants
+        and calls of module-level helpers (``await`` too, at most six deep); parameters, loop
+        variables and calls the module does not show are left out (see
+        :mod:`vime_lint.static.analysis._returns`). Computed once per function."""
+        key = (id(fn), elements)
+        hit = self._returned.get(key)
+        if hit is None:
+            hit = self._returned[key] = Returned(self, fn, elements)
+        return hit
 
     def module_constants(self) -> list[FunctionFacts]:
         """Facts of each module-level statement other than ``def``/``class`` (constants,
