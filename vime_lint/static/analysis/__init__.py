@@ -15,7 +15,8 @@ Rules ask it questions instead of walking the tree for themselves:
   (:meth:`Semantic.turn_loops`) and its tokenizer calls that encode generated text again
   (:meth:`Semantic.retokenised_calls`);
 - returned values: what a function can return, through local names, module constants and the
-  module's helpers (:meth:`Semantic.returned`, :class:`Leaf`).
+  module's helpers (:meth:`Semantic.returned`, :class:`Leaf`), and the kinds of a rollout
+  function's returned value (:meth:`Semantic.returned_kinds`: train or eval output, a bare list).
 
 Usage::
 
@@ -77,6 +78,13 @@ from vime_lint.static.analysis._invocations import (
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
+from vime_lint.static.analysis._outputs import (
+    EVAL_OUT,
+    FINALIZE,
+    TRAIN_OUT,
+    classify,
+    is_output_call,
+)
 from vime_lint.static.analysis._returns import Leaf, Returned, constant_values
 from vime_lint.static.analysis._samples import is_sample_name
 from vime_lint.static.analysis._turn_loops import (
@@ -90,7 +98,7 @@ from vime_lint.static.analysis._turn_loops import (
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
+    "spelled", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -248,6 +256,15 @@ class Semantic:
         if hit is None:
             hit = self._returned[key] = Returned(self, fn, elements)
         return hit
+
+    def returned_kinds(self, fn: cst.FunctionDef, expr: cst.BaseExpression | None,
+                       owner: cst.ClassDef | None = None
+                       ) -> list[tuple[str, cst.BaseExpression | None]]:
+        """The kinds ``expr``, returned by ``fn``, can have (``TRAIN_OUT``, ``EVAL_OUT``,
+        ``"None"``, ``"a tuple"``, ``"a bare list"``, ``"a bare dict"``), each with the leaf it
+        comes from; empty when any leaf is unknown (see
+        :func:`vime_lint.static.analysis._outputs.classify`)."""
+        return classify(fn, expr, self, owner)
 
     def module_constants(self) -> list[FunctionFacts]:
         """Facts of each module-level statement other than ``def``/``class`` (constants,
