@@ -10,6 +10,9 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
+- hook options: what the module's ``add_arguments(parser)`` declares
+  (:attr:`Semantic.declared_options`) and which ``args`` attributes it reads
+  (:attr:`Semantic.args_reads`);
 - in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`);
 - turn loops: the loops of a function that carry a trajectory from turn to turn
   (:meth:`Semantic.turn_loops`) and its tokenizer calls that encode generated text again
@@ -78,6 +81,7 @@ from vime_lint.static.analysis._invocations import (
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
+from vime_lint.static.analysis._options import ArgsReads, Declared, declaration_of
 from vime_lint.static.analysis._outputs import (
     EVAL_OUT,
     FINALIZE,
@@ -98,7 +102,7 @@ from vime_lint.static.analysis._turn_loops import (
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
+    "spelled", "ArgsReads", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -145,6 +149,9 @@ class Semantic:
         self._retokenised: dict[int, list[cst.Call]] = {}
         self._returned: dict[tuple[int, bool], Returned] = {}
         self._constant_values: dict[str, cst.BaseExpression] | None = None
+        self._declared: Declared | None = None
+        self._declared_read = False
+        self._args_reads: ArgsReads | None = None
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -566,6 +573,27 @@ class Semantic:
         if hit is None:
             hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
         return hit
+
+    # ---- hook options ------------------------------------------------------------------------
+
+    @property
+    def declared_options(self) -> Declared | None:
+        """The options the module's ``add_arguments(parser)`` declares (None without one; see
+        :mod:`vime_lint.static.analysis._options`), walked once."""
+        if not self._declared_read:
+            self._declared = declaration_of(self.module)
+            self._declared_read = True
+        return self._declared
+
+    @property
+    def args_reads(self) -> ArgsReads:
+        """Every ``args.NAME`` read and ``getattr``/``hasattr(args, "NAME", ...)`` of the
+        module, walked once."""
+        if self._args_reads is None:
+            reads = ArgsReads()
+            self.module.visit(reads)
+            self._args_reads = reads
+        return self._args_reads
 
     # ---- in-place writes ---------------------------------------------------------------------
 
