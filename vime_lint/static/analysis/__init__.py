@@ -10,6 +10,8 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
+- values: the integer a name holds and the iteration count of a ``range`` loop
+  (:meth:`Semantic.int_value`, :meth:`Semantic.range_count`);
 - hook options: what the module's ``add_arguments(parser)`` declares
   (:attr:`Semantic.declared_options`) and which ``args`` attributes it reads
   (:attr:`Semantic.args_reads`);
@@ -98,6 +100,7 @@ from vime_lint.static.analysis._turn_loops import (
     tokenize_false,
     turn_loops,
 )
+from vime_lint.static.analysis._values import int_value, range_count
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
@@ -573,6 +576,18 @@ class Semantic:
         if hit is None:
             hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
         return hit
+
+    # ---- values ------------------------------------------------------------------------------
+
+    def int_value(self, expr: cst.BaseExpression, fn: cst.FunctionDef) -> int | None:
+        """The value of an integer literal, of a parameter of ``fn`` with one as its default,
+        or of a module-level constant bound once to one; else None."""
+        return int_value(self, expr, fn)
+
+    def range_count(self, loop: cst.For, fn: cst.FunctionDef) -> int | None:
+        """How many times ``for ... in range(...)`` in ``fn`` runs, when its bounds are known
+        integers (:meth:`int_value`); else None."""
+        return range_count(self, loop, fn)
 
     # ---- hook options ------------------------------------------------------------------------
 
