@@ -10,6 +10,8 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
+- generate functions: what one does with the engine's finish reason and ``status``
+  (:meth:`Semantic.finish_reason_use`);
 - values: the integer a name holds and the iteration count of a ``range`` loop
   (:meth:`Semantic.int_value`, :meth:`Semantic.range_count`);
 - hook options: what the module's ``add_arguments(parser)`` declares
@@ -54,6 +56,7 @@ from vime_lint.static.analysis._fields import (
     fields_set,
     sample_names,
 )
+from vime_lint.static.analysis._finish_reason import FinishReasonUse, finish_reason_use
 from vime_lint.static.analysis._functions import (
     AttrStore,
     CallSite,
@@ -105,7 +108,7 @@ from vime_lint.static.analysis._values import int_value, range_count
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled", "ArgsReads", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
+    "spelled", "ArgsReads", "FinishReasonUse", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -155,6 +158,7 @@ class Semantic:
         self._declared: Declared | None = None
         self._declared_read = False
         self._args_reads: ArgsReads | None = None
+        self._finish_reason: dict[int, FinishReasonUse] = {}
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -575,6 +579,17 @@ class Semantic:
         hit = self._retokenised.get(id(fn))
         if hit is None:
             hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
+        return hit
+
+    # ---- generate functions ------------------------------------------------------------------
+
+    def finish_reason_use(self, fn: cst.FunctionDef) -> FinishReasonUse:
+        """What generate function ``fn`` (with the module's functions it calls) does with the
+        finish reason and ``status`` (see :mod:`vime_lint.static.analysis._finish_reason`),
+        computed once per function."""
+        hit = self._finish_reason.get(id(fn))
+        if hit is None:
+            hit = self._finish_reason[id(fn)] = finish_reason_use(self, fn)
         return hit
 
     # ---- values ------------------------------------------------------------------------------
