@@ -1,0 +1,207 @@
+"""VIM003: every ``return`` of the rollout function gives a ``RolloutFnTrainOutput`` /
+``RolloutFnEvalOutput``, not a raw list or dict.
+
+See ``docs/contract.md`` §3, §4 (the ``call_rollout_fn`` table) and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS, Severity
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Fix, FunctionTracker
+from vime_lint.static.analysis import EVAL_OUT, TRAIN_OUT, Side
+from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
+
+__all__ = ["RawRolloutReturn"]
+
+
+BASE_TYPES = "vime.rollout.base_types"
+
+_IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
+
+
+class RawRolloutReturn(FunctionTracker):
+    """The rollout function returns ``RolloutFnTrainOutput`` / ``RolloutFnEvalOutput``.
+
+    ## What it does
+    Looks at every ``return`` of the rollout (or eval) function, following local variables,
+    conditional expressions and the module's own helpers and nested functions that build the
+    value. A bare list on the train path and a bare dict on the eval path are warnings
+    (``call_rollout_fn`` wraps them with a ``DeprecationWarning``); a bare dict on the train
+    path (or on a path that is not split by ``evaluation``), a bare list on the eval path,
+    ``return None``, a bare ``return``, a tuple, a generator (``yield``) or a path that falls
+    off the end of the function is an error.
+
+    ## Why is this bad?
+    ``call_rollout_fn`` wraps a bare list (train) or dict (eval) with a
+    ``DeprecationWarning`` only; None, a tuple, a generator, a dict in train mode or a list in
+    eval mode raise ``ContractError`` (VIM101) at the first rollout step, after engines and
+    trainer have started (failure kind: "runtime TypeError").
+
+    ## Example
+    ```python
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        return groups
+    ```
+
+    ## Use instead
+    ```python
+    from vime.rollout.base_types import RolloutFnTrainOutput
+
+    def generate_rollout(args, rollout_id, data_source, evaluation=False):
+        groups = data_source.get_samples(args.rollout_batch_size)
+        return RolloutFnTrainOutput(samples=groups)
+    ```
+
+    ## Fix safety
+    Wrapping a returned list in ``RolloutFnTrainOutput(samples=...)`` (adding the import if
+    missing) is unsafe: it is wrong on an evaluation path, which needs eval data instead.
+    """
+
+    INVARIANT = INVARIANTS["VIM003"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+              "    return RolloutFnTrainOutput(samples=[])\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    return run(rollout_async(args, rollout_id, data_source, evaluation))\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    while True:\n        pass\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    raise NotImplementedError\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    out = data_source.get_samples(1)\n    return out\n"),
+        # Aliased imports, a module helper and a nested function building the outputs.
+        Valid("import vime.rollout.base_types as bt\n"
+              "from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
+              "def _eval(args):\n    return EvalOutput(data={})\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    if evaluation:\n        return _eval(args)\n"
+              "    def pack(groups):\n        return bt.RolloutFnTrainOutput(samples=groups)\n"
+              "    return pack(data_source.get_samples(1))\n"),
+        # An instance whose __call__ is the rollout function.
+        Valid(_IMPORTS + "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        if evaluation:\n            return RolloutFnEvalOutput(data={})\n"
+              "        return RolloutFnTrainOutput(samples=[])\n"
+              "generate_rollout = Rollout()\n"),
+    ]
+    INVALID = [
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = [data_source.get_samples(1)]\n    return groups\n",
+                line=3, col=11, severity="warning",
+                fixed="from vime.rollout.base_types import RolloutFnTrainOutput\n"
+                      "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                      "    groups = [data_source.get_samples(1)]\n"
+                      "    return RolloutFnTrainOutput(samples=groups)\n"),
+        # A dict on the train path is fatal (call_rollout_fn raises VIM101).
+        Invalid("import vime.rollout.base_types as bt\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return dict(toy={})\n", line=3, col=11, severity="error"),
+        # A dict on the eval path is only wrapped with a DeprecationWarning.
+        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return {'toy': {}}\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=4, col=15,
+                severity="warning"),
+        # A list on the eval path is fatal.
+        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
+                "    return [s for s in []]\n", line=5, col=11, severity="error"),
+        # Built by a module helper, step by step, and returned through it.
+        Invalid("def _finish(groups):\n    out = {}\n    out['samples'] = groups\n    return out\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    groups = data_source.get_samples(1)\n    return _finish(groups)\n",
+                line=7, col=11, severity="error"),
+        # Built in a nested function.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    def pack(groups):\n        return tuple(groups)\n"
+                "    return pack(data_source.get_samples(1))\n", line=4, col=11,
+                severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    if evaluation:\n        return None\n"
+                "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15,
+                severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    data_source.get_samples(1)\n", line=1, col=4, severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    yield 1\n", line=1, col=4, severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return [] if evaluation else {}\n", line=2, col=11),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return groups, {}\n", line=2, col=11, severity="error"),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
+            return
+        name = binding.function
+        expected = f"{TRAIN_OUT} / {EVAL_OUT}"
+        sem = self.context.semantic
+        local = sem.facts(node)
+        if local.yields:
+            self.report(node.name, self.INVARIANT.render(
+                name=name, actual="a generator (it contains `yield`)", expected=expected))
+            return
+        for ret in local.returns:
+            kinds = sem.returned_kinds(node, ret.value, self.owner)
+            for kind in dict.fromkeys(k for k, _ in kinds):
+                if kind in (TRAIN_OUT, EVAL_OUT):
+                    continue
+                severity = _severity(kind, ret.side)
+                fix = None
+                if [k for k, _ in kinds] == ["a bare list"] and ret.value is not None \
+                        and ret.side != "eval":
+                    fix = self._wrap_fix(ret.value)
+                target = ret.value if ret.value is not None else ret.node
+                self.report(target, self.INVARIANT.render(
+                    name=name, actual=_describe(kind, ret.value, kinds), expected=expected)
+                    + _path_note(ret.side), severity=severity, fix=fix)
+        if local.falls_through:
+            self.report(node.name, self.INVARIANT.render(
+                name=name, actual="None (the function can end without `return`)",
+                expected=expected))
+
+    def _wrap_fix(self, value: cst.BaseExpression) -> Fix:
+        local = self.context.semantic.imported_as(TRAIN_OUT)
+        imports: tuple[tuple[str, str], ...] = ()
+        if local is None:
+            local = TRAIN_OUT
+            imports = ((BASE_TYPES, TRAIN_OUT),)
+        call = cst.Call(func=cst.Name(local), args=[cst.Arg(
+            value=value, keyword=cst.Name("samples"),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return Fix(f"Wrap in `{TRAIN_OUT}(samples=...)`", False, ((value, call),), imports)
+
+
+def _severity(kind: str, side: Side) -> Severity:
+    """``call_rollout_fn`` wraps a bare list on the train path and a bare dict on the eval
+    path with a DeprecationWarning; anything else fails the step (VIM101)."""
+    if kind == "a bare list" and side != "eval":
+        return "warning"
+    if kind == "a bare dict" and side == "eval":
+        return "warning"
+    return "error"
+
+
+def _describe(kind: str, value: cst.BaseExpression | None,
+              kinds: list[tuple[str, cst.BaseExpression | None]]) -> str:
+    leaf = next((leaf for k, leaf in kinds if k == kind), None)
+    if leaf is not None and value is not None and leaf is not value \
+            and not isinstance(value, cst.IfExp):
+        return f"{kind} (built as `{code_of(leaf)[:40]}`)"
+    return kind
+
+
+def _path_note(side: Side) -> str:
+    if side == "eval":
+        return " on the evaluation=True path"
+    if side == "train":
+        return " on the evaluation=False path"
+    return ""
