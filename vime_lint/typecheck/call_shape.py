@@ -12,9 +12,9 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from vime_lint.typecheck.annotate import TypedFunction
 from vime_lint.typecheck.contract_context import reached, via
 from vime_lint.typecheck.contract_types import type_sources
+from vime_lint.typecheck.plan import TypedFunction
 from vime_lint.typecheck.run import MypyMessage
 from vime_lint.typecheck.signatures import vime_signature
 from vime_lint.typecheck.source_index import SourceIndex

@@ -16,8 +16,13 @@ from functools import cache
 from pathlib import Path
 
 from vime.contract import FIELDS_BY_NAME, SAMPLE_FIELD_NAMES
-from vime_lint.typecheck.annotate import TypedFunction
-from vime_lint.typecheck.contract_types import field_hint, type_sources
+from vime_lint.typecheck.contract_types import (
+    LAUNCH_FIELDS,
+    field_hint,
+    launch_sample,
+    type_sources,
+)
+from vime_lint.typecheck.plan import TypedFunction
 from vime_lint.typecheck.run import MypyMessage
 from vime_lint.typecheck.source_index import chain_root, within
 
@@ -96,10 +101,8 @@ def _field_context(fn: TypedFunction, attr: ast.Attribute, message: str) -> str 
 
 
 def sample_field_type(fn: TypedFunction, attr: ast.Attribute) -> str | None:
-    """``Sample.<attr>``'s type, as narrowed by the launch (``annotate.LAUNCH_FIELDS``) when the
+    """``Sample.<attr>``'s type, as narrowed by the launch (``contract_types.LAUNCH_FIELDS``) when the
     chain starts at a parameter typed with a launch subclass of ``Sample``."""
-    from vime_lint.typecheck.annotate import LAUNCH_FIELDS, launch_sample
-
     root, _ = chain_root(attr)
     param = fn.params.get(root.id) if root is not None else None
     typed = param.type if param is not None else ""

@@ -47,7 +47,6 @@ from pathlib import Path
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES
 from vime.contract.errors import Severity
 from vime_lint.static._model import Finding
-from vime_lint.typecheck.annotate import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.call_shape import call_shape
 from vime_lint.typecheck.codes import rule_for
 from vime_lint.typecheck.contract_context import (
@@ -62,6 +61,7 @@ from vime_lint.typecheck.contract_context import (
 )
 from vime_lint.typecheck.contract_types import ALIAS_PREFIX
 from vime_lint.typecheck.fixes import fix_for
+from vime_lint.typecheck.plan import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.run import MypyMessage
 from vime_lint.typecheck.source_index import SourceIndex, focus
 from vime_lint.typecheck.strictness import GOT, strictness, union_members
@@ -73,7 +73,7 @@ _RETURN_CODES = frozenset({"return", "return-value", "empty-body"})
 _FIELD_CODES = frozenset({"assignment", "arg-type", "dict-item", "list-item", "call-arg",
                           "misc"})
 #: The copy's launch-typed ``Sample`` subclasses (``_vime_t_Sample_text_prompt``, see
-#: ``annotate.launch_sample``): a ``Sample`` with fields narrowed by the launch. mypy names
+#: ``contract_types.launch_sample``): a ``Sample`` with fields narrowed by the launch. mypy names
 #: them in its messages; they are read, and shown, as ``Sample``.
 _LAUNCH_SAMPLE = re.compile(rf"(?<!\w){ALIAS_PREFIX}Sample_\w+")
 
