@@ -26,7 +26,6 @@ The loop order follows upstream slime's ``slime/train.py``.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
@@ -36,49 +35,18 @@ from argparse import Namespace
 from typing import Any
 
 from vime.config import arg
-from vime.contract.errors import ContractError
+from vime.ray.handles import Local, Remote, resolve
+from vime.utils.stop_signals import (
+    PHASE,
+    STOP_REQUEST,
+    STOP_SIGNALS,
+    Terminated,
+    stop_after_this_step,
+    stop_status,
+)
+from vime.utils.train_errors import report_error
 
-__all__ = ["STOP_REQUEST", "Terminated", "early_stop", "main", "run"]
-
-class Terminated(KeyboardInterrupt):
-    """A second SIGTERM: stop at once (a ``KeyboardInterrupt``, because Ray's ``ray.get``
-    turns any other exception raised by a signal handler into a ``SystemError``)."""
-
-
-#: The first SIGINT or SIGTERM of this run: ``{"signum": N}``; empty until one arrives.
-STOP_REQUEST: dict[str, int] = {}
-#: ``{"loop": True}`` once the training loop runs; before that (Ray, the actors and the
-#: engines starting, a checkpoint loading) there is nothing to checkpoint, so a signal stops
-#: the run at once instead of after a step that has not begun.
-_PHASE: dict[str, bool] = {"loop": False}
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _stop_after_this_step() -> None:
-    """SIGINT/SIGTERM handlers (main thread only): the first signal asks the loop to stop
-    after the current step (checkpoint, engines stopped); a second one, or one during
-    start-up (:data:`_PHASE`), raises ``KeyboardInterrupt``/:class:`Terminated` at once.
-
-    Raising inside ``ray.get`` can leave Ray's driver in a state where the clean-up hangs
-    (a CI run hung for 120 s after Ctrl-C), so the first signal only sets
-    :data:`STOP_REQUEST`. Installed again after ``ray.init``, whose own SIGTERM handler
-    dumps a stack and exits at once, which orphaned vLLM's EngineCore processes."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if STOP_REQUEST or not _PHASE["loop"]:
-            STOP_REQUEST.setdefault("signum", signum)
-            if not _PHASE["loop"]:
-                print(f"vime train: {signal.Signals(signum).name} received during start-up: "
-                      "stopping now (nothing to checkpoint yet)", file=sys.stderr, flush=True)
-            raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
-        STOP_REQUEST["signum"] = signum
-        print(f"vime train: {signal.Signals(signum).name} received: stopping after this step "
-              "(send it again to stop at once)", file=sys.stderr, flush=True)
-
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, handler)
+__all__ = ["early_stop", "main", "run"]
 
 
 def _mark_driver() -> None:
@@ -90,57 +58,6 @@ def _mark_driver() -> None:
 
     run_id()
     os.environ[DRIVER_ENV] = driver_marker()
-
-
-def _stop_status(terminated: bool) -> int:
-    return 128 + signal.SIGTERM if terminated else 130
-
-
-class _Local:
-    """Calls methods on an in-process object the way :class:`_Remote` calls an actor."""
-
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-    def call(self, name: str, *a: Any, num_returns: int = 1, **kw: Any) -> Any:
-        return getattr(self.obj, name)(*a, **kw)
-
-    def close(self, timeout: float = 60.0) -> None:
-        """``shutdown()`` on the object (engines, router)."""
-        shutdown = getattr(self.obj, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
-
-
-#: The other returns of each multi-return actor call, by ref: fetched (their error dropped) when
-#: one of them fails, so that Ray does not log the same error again as an "Unhandled error".
-_SIBLINGS: dict[Any, list[Any]] = {}
-
-
-class _Remote:
-    """Calls a Ray actor's methods and waits for the result (refs passed through)."""
-
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
-
-    def call(self, name: str, *a: Any, num_returns: int = 1, **kw: Any) -> Any:
-        import ray
-
-        method = getattr(self.actor, name)
-        if num_returns > 1:
-            refs = method.options(num_returns=num_returns).remote(*a, **kw)
-            for ref in refs:
-                _SIBLINGS[ref] = [r for r in refs if r is not ref]
-            return refs
-        return ray.get(method.remote(*a, **kw))
-
-    def close(self, timeout: float = 60.0) -> None:
-        """``shutdown()`` on the actor (engines, router), then kill it even if it is busy."""
-        import ray
-
-        with contextlib.suppress(Exception):  # a busy or dead actor is killed below either way
-            ray.get(self.actor.shutdown.remote(), timeout=timeout)
-        ray.kill(self.actor)
 
 
 def _trainer_first(args: Namespace, *, gpu_engines: bool) -> bool:
@@ -188,19 +105,19 @@ def _start(args: Namespace) -> tuple[Any, Any]:
             # the address joined (--ray-address or RAY_ADDRESS), kept for the actors: their
             # environment is their node's, not this shell's (vime.ray.cores decides by it)
             args.ray_address = init_ray(args)
-            _stop_after_this_step()
+            stop_after_this_step()
 
     def remote_trainer(total: int) -> Any:
         if num_trainer_ranks(args) > 1:   # --actor-num-nodes x --actor-num-gpus-per-node
             return create_trainer_group(args, total_steps=total)
-        return _Remote(create_trainer_actor(args, total_steps=total))
+        return Remote(create_trainer_actor(args, total_steps=total))
 
-    manager: _Local | _Remote
+    manager: Local | Remote
     trainer: Any = None
     if args.single_process:
-        manager = _Local(RolloutManagerCore(args))
+        manager = Local(RolloutManagerCore(args))
     else:
-        manager = _Remote(create_rollout_manager(args))
+        manager = Remote(create_rollout_manager(args))
         gpu_engines = (needs_engines(args) and not arg(args, "rollout_external_engine_addrs")
                        and not is_vllm_cpu())
         if _trainer_first(args, gpu_engines=gpu_engines):
@@ -217,7 +134,7 @@ def _start(args: Namespace) -> tuple[Any, Any]:
     if args.debug_rollout_only or trainer is not None:
         return manager, trainer
     if args.single_process:
-        trainer = _Local(Trainer(args, total_steps=total))
+        trainer = Local(Trainer(args, total_steps=total))
     else:
         trainer = remote_trainer(total)
     return manager, trainer
@@ -244,12 +161,12 @@ def run(args: Namespace) -> int:
     last_saved: int | None = None  # last step whose checkpoint is marked complete
     files_saved: int | None = None  # last step whose checkpoint files are written
     unlogged: tuple[int, dict[str, Any]] | None = None  # a trained step's unwritten metrics
-    previous = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     STOP_REQUEST.clear()
-    _PHASE["loop"] = False
+    PHASE["loop"] = False
     _mark_driver()
     try:
-        _stop_after_this_step()
+        stop_after_this_step()
         manager, trainer = _start(args)
         trackers.log_config(args)
         engines = bool(manager.call("get_engine_urls"))
@@ -294,7 +211,7 @@ def run(args: Namespace) -> int:
             if args.eval_interval and not args.skip_eval_before_train:
                 progress.doing(f"evaluating before step {start + 1}")
                 trackers.log(log.write(start, manager.call("eval", start)))
-            _PHASE["loop"] = True
+            PHASE["loop"] = True
             t_loop = time.monotonic()
             for rollout_id in range(start, args.num_rollout):
                 if STOP_REQUEST:
@@ -307,7 +224,7 @@ def run(args: Namespace) -> int:
                 else:
                     _, data, metrics_ref = ahead or (
                         rollout_id, *manager.call("generate", rollout_id, num_returns=2))
-                    metrics = _resolve(metrics_ref)
+                    metrics = resolve(metrics_ref)
                     ahead = ((rollout_id + 1, *manager.call("generate", rollout_id + 1,
                                                             num_returns=2))
                              if overlap and rollout_id + 1 < args.num_rollout else None)
@@ -351,28 +268,28 @@ def run(args: Namespace) -> int:
             terminated = STOP_REQUEST["signum"] == signal.SIGTERM
             _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
                      log=log, unlogged=unlogged)
-            return _stop_status(terminated)
+            return stop_status(terminated)
         print_summary(log.records, args.run_dir, wall_time=time.monotonic() - t_run,
                       loss_type=args.loss_type, watch=[args.early_stop_metric or ""],
                       startup=t_loop - t_run)
         return 0
     except Exception as exc:
-        return _report_error(args, exc)
+        return report_error(args, exc)
     except KeyboardInterrupt as exc:  # raised by a rollout, or a second Ctrl-C/SIGTERM
         terminated = isinstance(exc, Terminated) or (
             STOP_REQUEST.get("signum") == signal.SIGTERM)
         _stopped(args, trainer, manager, last_done, last_saved, terminated, ahead,
                  log=log, unlogged=unlogged)
-        return _stop_status(terminated)
+        return stop_status(terminated)
     finally:
-        _PHASE["loop"] = False
+        PHASE["loop"] = False
         trackers.close()
         if arg(args, "report"):
             _write_report(args)
         if manager is not None:
             manager.close()
         close = getattr(trainer, "close", None)
-        if trainer is not None and not isinstance(trainer, (_Local, _Remote)) and close:
+        if trainer is not None and not isinstance(trainer, (Local, Remote)) and close:
             close()   # trainer ranks: their placement group holds one CPU or GPU per rank
         if threading.current_thread() is threading.main_thread():
             for signum, handler in previous.items():
@@ -391,52 +308,6 @@ def _write_report(args: Namespace) -> None:
               file=sys.stderr)
         return
     print(f"vime train: report: {path}", flush=True)
-
-
-def _report_error(args: Namespace, exc: Exception) -> int:
-    """A contract violation, or an error raised in user code (here or inside a Ray actor):
-    print the message, the user's file:line and where the full traceback went
-    (``RUN_DIR/train.log``); return 1. A refused checkpoint file (``UnsafeCheckpointError``):
-    its one line; return 2. An error with no user frame is vime's: raised again
-    (its traceback printed, exit status 1)."""
-    from vime.backends.checkpoint import UnsafeCheckpointError
-    from vime.ray.preflight import HookPreflightError
-    from vime.rollout.failures import HookFailureError
-    from vime.utils.user_errors import cause_of, short_report, user_frame, write_traceback
-
-    cause = cause_of(exc)
-    if isinstance(cause, UnsafeCheckpointError):
-        # a checkpoint file that is not plain data (a planted pickle): refused, never run
-        print(f"vime train: {cause}", file=sys.stderr)
-        return 2
-    if isinstance(cause, (HookFailureError, HookPreflightError)):
-        # too many failed samples / a hook that does not load on the workers: the message
-        # names the hooks, the errors and the fix (vime/rollout/failures.py, vime/ray/preflight.py)
-        print(f"vime train: {cause}", file=sys.stderr)
-        return 1
-    frame = user_frame(exc)
-    if not isinstance(cause, ContractError) and frame is None:
-        raise exc
-    log = write_traceback(args.run_dir, exc)
-    if isinstance(cause, ContractError):
-        print(f"vime train: contract violation, stopped before the optimiser step:\n"
-              f"{_grouped(cause)}\n  full traceback: {log}", file=sys.stderr)
-    else:
-        print(f"vime train: error in your code: {short_report(exc, log, frame=frame)}",
-              file=sys.stderr)
-    return 1
-
-
-def _grouped(error: ContractError) -> str:
-    """``error``'s header line, then one entry per (invariant, field, hook) with the count and
-    the first locations (``vime.contract.grouping``); its text as is without findings."""
-    from vime.contract.grouping import group_findings
-
-    if not error.violations:
-        return str(error)
-    first = str(error).splitlines()[0]
-    header = "" if first.startswith(error.violations[0].id) else first + "\n"
-    return header + "\n".join(g.format() for g in group_findings(error.violations))
 
 
 def _stopped(args: Namespace, trainer: Any, manager: Any, last_done: int | None,
@@ -541,26 +412,6 @@ def _peek(value: Any) -> Any:
 
         if isinstance(value, ray.ObjectRef):
             return ray.get(value)
-    return value
-
-
-def _resolve(value: Any) -> Any:
-    """``ray.get`` for an ``ObjectRef``, else the value itself. When it raises, the other
-    returns of the same call (:data:`_SIBLINGS`) are fetched and their error dropped."""
-    if "ray" in sys.modules:
-        import ray
-
-        if isinstance(value, ray.ObjectRef):
-            siblings = _SIBLINGS.pop(value, [])
-            for ref in siblings:   # forget the whole call: the refs are not kept alive here
-                _SIBLINGS.pop(ref, None)
-            try:
-                return ray.get(value)
-            except Exception:
-                for ref in siblings:
-                    with contextlib.suppress(Exception):
-                        ray.get(ref)
-                raise
     return value
 
 

@@ -97,7 +97,7 @@ def _get_all(refs: list[Any]) -> list[Any]:
 
 
 class TrainerGroup:
-    """The ranks of one run, called like ``vime.train._Remote``: :meth:`call` runs a
+    """The ranks of one run, called like ``vime.ray.handles.Remote``: :meth:`call` runs a
     ``Trainer`` method on every rank and returns rank 0's result."""
 
     def __init__(self, actors: list[Any], placement_group: Any) -> None:

@@ -55,7 +55,7 @@ class WeightSync(Protocol):
 
     def push(self, trainer: Any, manager: Any, version: int) -> float:
         """Send the weights; returns the seconds it took. ``trainer``/``manager`` are
-        ``vime.train``'s call wrappers (``.call(method, *args)``)."""
+        the call wrappers of ``vime.ray.handles`` (``.call(method, *args)``)."""
         ...
 
 

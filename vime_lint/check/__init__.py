@@ -9,6 +9,10 @@ checks the training runtime uses (``vime.contract.checks.boundaries.HOOK_BOUNDAR
   check's own);
 - :mod:`vime_lint.check.calls`: calling user code, turning crashes into messages;
 - :mod:`vime_lint.check.dry_run`: the stages (hooks, train step, eval step);
+- :mod:`vime_lint.check.hook_loading`: importing the hooks with their signature check;
+- :mod:`vime_lint.check.finding_owners`: which hook a finding on a rollout's output is about;
+- :mod:`vime_lint.check.probe_stage`: the probes after the stages, and the constant rewards
+  that scripted answers leave unjudged;
 - :mod:`vime_lint.check.report`: the per-invariant table and the exit status;
 - :mod:`vime_lint.check.synthetic`: the synthetic data source and generator of the dry run.
 """

@@ -19,12 +19,9 @@ import argparse
 import dataclasses
 import functools
 import logging
-import os
-import sys
 import warnings
 from typing import Any
 
-from vime.config.inputs import hook_module_problem
 from vime.contract.checks.boundaries import (
     HOOK_BOUNDARIES,
     boundary_problems,
@@ -43,16 +40,21 @@ from vime_lint.check.calls import (
     StageFindings,
     call_by_contract,
     contract_findings,
-    defined_at,
     hook_label,
     in_context,
-    loaded_object,
-    raised_at,
     warning_findings,
 )
 from vime_lint.check.code_watch import watching
 from vime_lint.check.engine import STAND_IN_REPLIES
-from vime_lint.check.probe_run import ANSWER_PROBES, ProbeOutcome
+from vime_lint.check.finding_owners import owners
+from vime_lint.check.hook_loading import load_hooks, located
+from vime_lint.check.probe_run import ProbeOutcome
+from vime_lint.check.probe_stage import (
+    constants_from_scripted_answers,
+    constants_from_stand_in,
+    probe_filter,
+    probe_reward,
+)
 from vime_lint.check.report import Report
 from vime_lint.check.synthetic import DRY_RUN_GENERATE, SyntheticDataSource, dry_run_generate
 
@@ -62,12 +64,6 @@ __all__ = ["DryRun"]
 #: The generate step of ``--agent-function-path`` (vime.agent.generate.AGENT_GENERATE_PATH,
 #: not imported here: vime.agent loads only when an agent is checked).
 _AGENT_GENERATE = "vime.agent.generate.generate"
-#: Runtime ids about the rewards of the batch, whatever the field path says.
-_REWARD_IDS = frozenset({"VIM110", "VIM117", "VIM121", "VIM122", "VIM171"})
-#: ``Sample`` fields a generate step (a custom generate, or the agent's trajectories) sets.
-_GENERATED_FIELDS = frozenset({"tokens", "response", "response_length", "loss_mask",
-                               "rollout_log_probs", "status", "weight_versions", "spec_info",
-                               "routed_experts", "top_k_log_probs", "top_k_token_ids"})
 
 
 #: What each stage method checks, for the report's notes.
@@ -133,71 +129,6 @@ class DryRun:
         result = call_by_contract(hook_label(bound.hook, path), HOOKS[bound.hook], fn,
                                   self.args, **inputs)
         return self._check(name, bound.hook, path, result, *(inputs[k] for k in bound.inputs))
-
-    # -- loading --
-
-    def load(self) -> None:
-        """Import every given hook with its load-time signature check (VIM100).
-
-        Raises:
-            HarnessError: a module cannot be imported or an attribute is missing.
-        """
-        from vime.utils.misc import load_function
-
-        cwd = os.getcwd()
-        if cwd not in sys.path:
-            sys.path.insert(0, cwd)
-        for spec in HOOKS.values():
-            value = getattr(self.ns, spec.dest, None)
-            if not spec.v1 or not value:
-                continue
-            paths = value if isinstance(value, list) else [value]
-            loaded = []
-            for path in paths:
-                missing = hook_module_problem(path, spec.arg) if isinstance(path, str) else None
-                if missing:
-                    raise HarnessError(f"{spec.arg}: {missing}")
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    try:
-                        obj = load_function(path, hook=spec.dest,
-                                            group_rm=bool(self.ns.group_rm)
-                                            and spec.dest == "custom_rm_path")
-                    except ContractError as exc:
-                        if not exc.violations:
-                            raise HarnessError(str(exc)) from exc
-                        self.report.add(exc.violations, ["VIM100"])
-                        self.report.notes.append(f"{spec.arg} `{path}` has signature errors; "
-                                                 "the stages that call it were skipped")
-                        obj = None
-                    except Exception as exc:  # import-time crash inside load_function
-                        raise HarnessError(f"cannot load {spec.arg} {path!r}: "
-                                           f"{type(exc).__name__}: {exc}{raised_at(exc)}") from exc
-                self.report.add(warning_findings(caught, f"{spec.arg} {path}"), ["VIM100"])
-                at = defined_at(obj if obj is not None else loaded_object(path)) \
-                    if isinstance(path, str) else None
-                if at is not None:
-                    self.sources[(spec.dest, path)] = at
-                if obj is not None:
-                    loaded.append((path, obj))
-            if loaded:
-                self.hooks[spec.dest] = loaded if spec.multiple else loaded[0]
-        self.report.checked.add("VIM100")
-
-    def _located(self, v: Violation) -> Violation:
-        """``v`` with the ``FILE:LINE`` of the hook's ``def`` leading its context when it
-        concerns one of the user's hooks: its context names the hook (`` `pkg.mod.fn`
-        (--arg)``), or it is about the hook itself (``where`` is its dotted path, as for the
-        load-time signature check). The dotted path and argument stay in the text."""
-        for (dest, path), at in self.sources.items():
-            arg = HOOKS[dest].arg
-            if v.context:
-                if f"`{path}` ({arg})" in v.context and not v.context.startswith(at):
-                    return dataclasses.replace(v, context=f"{at}: {v.context}")
-            elif v.where in (path, f"{arg} {path}"):
-                return dataclasses.replace(
-                    v, context=f"{at}: {CheckContext.for_hook(dest, path).describe()}")
-        return v
 
     # -- B2-B4: the hooks the default rollout calls --
 
@@ -396,8 +327,8 @@ class DryRun:
                                       source, evaluation=evaluation)
         except ContractError as exc:   # raised inside the rollout: by a hook it called too
             self.report.add([], ids)
-            for (owner_dest, owner_path), some in self._owners(contract_findings(exc), dest,
-                                                                path).items():
+            for (owner_dest, owner_path), some in owners(contract_findings(exc), dest, path,
+                                                         self.hooks).items():
                 self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
@@ -410,39 +341,10 @@ class DryRun:
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
             found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
         self.report.add([], ids)     # checked, with or without findings
-        for (owner_dest, owner_path), some in self._owners(found, dest, path).items():
+        for (owner_dest, owner_path), some in owners(found, dest, path, self.hooks).items():
             self.report.add(in_context(some, owner_dest, owner_path), ids)
         self._save_samples(out, evaluation)
         return out
-
-    def _owners(self, found: list[Violation], dest: str, path: str
-                ) -> dict[tuple[str, str], list[Violation]]:
-        """``found`` (B5/B6 findings on the output of the rollout ``path``) by the hook each
-        is about. Under vime's own rollout the output's rewards come from the user's
-        ``--custom-rm-path`` (else the agent, whose return value is the reward) and its token
-        fields from the user's ``--custom-generate-function-path`` (else the agent): a finding
-        on those names that hook (and its ``def``'s FILE:LINE), not vime's rollout module; so
-        does a generate (B2) or reward (B3) boundary finding raised while the rollout ran."""
-        by: dict[tuple[str, str], list[Violation]] = {}
-        own = path == hook_spec(dest).default
-        for v in found:
-            owner = (dest, path)
-            if own:
-                field = v.where.rsplit(".", 1)[-1].split("[", 1)[0] if "." in v.where else ""
-                at = INVARIANTS[v.id].boundaries if v.id in INVARIANTS else ()
-                wanted = (("custom_rm_path", "agent_function_path")
-                          if v.id in _REWARD_IDS or field == "reward" or at == ("B3",) else
-                          ("custom_generate_function_path", "agent_function_path")
-                          if field in _GENERATED_FIELDS or v.id == "VIM124" or at == ("B2",)
-                          else ())
-                for d in wanted:
-                    hook = self.hooks.get(d)
-                    if hook is not None and isinstance(hook, tuple) \
-                            and isinstance(hook[0], str):
-                        owner = (d, hook[0])
-                        break
-            by.setdefault(owner, []).append(v)
-        return by
 
     def _save_samples(self, out: Any, evaluation: bool) -> None:
         """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes
@@ -497,7 +399,7 @@ class DryRun:
             found = exc.violations
             for dest, path in self.sources:   # the hook that raised: its context and def
                 if hook_label(dest, path) == exc.label:
-                    found = [w for (d, p), some in self._owners(found, dest, path).items()
+                    found = [w for (d, p), some in owners(found, dest, path, self.hooks).items()
                              for w in in_context(some, d, p)]
                     break
             self.report.add(found, [v.id for v in found])
@@ -529,111 +431,6 @@ class DryRun:
                                                  "run)") for v in new], HOOK_BOUNDARIES[name].ids)
         return texts
 
-    def probe_reward(self) -> None:
-        """The reward probes (:mod:`vime_lint.check.probe_run`) when the launch has a reward
-        and ``--no-probe`` is not given, on ``--prompt-data`` rows (else the synthetic prompts),
-        at most 6 (about 160 reward calls)."""
-        args = self.args
-        if not getattr(self.ns, "probe", True) or not (args.custom_rm_path or args.rm_type):
-            return
-        if args.rm_type == "random":
-            self.report.notes.append("reward probes: --rm-type random is a control reward "
-                                     "(0 or 1 at random); not probed")
-            return
-        from vime_lint.check.probe_run import run_probes
-        from vime_lint.check.probes import ProbeRow
-        from vime_lint.check.synthetic import load_prompts, synthetic_prompts
-
-        prompts = (load_prompts(args.prompt_data, args.input_key, args.label_key,
-                                args.metadata_key)
-                   if args.prompt_data and args.label_key else synthetic_prompts(8))
-        rows = [ProbeRow(p if isinstance(p, str) else str(p), str(label),
-                         meta if isinstance(meta, dict) else None)
-                for p, label, meta in prompts[:6] if label is not None]
-        extra = None
-        if self.ns.probe_responses_path:
-            from vime.utils.misc import load_function
-
-            try:
-                extra = load_function(self.ns.probe_responses_path)
-            except ContractError as exc:
-                raise HarnessError(f"--probe-responses-path: {exc}") from None
-        from vime.contract.hooks import HOOKS
-
-        # the user's own hooks (the dry run's stand-in generate is not one)
-        own_rollout = (args.rollout_function_path != HOOKS["rollout_function_path"].default
-                       or "custom_generate_function_path" in self.hooks
-                       or "agent_function_path" in self.hooks)
-        try:
-            outcome = run_probes(args, rows, max_calls=self.ns.probe_max_calls, extra=extra,
-                                 metadata_from_hooks=own_rollout)
-        except ContractError as exc:
-            raise HarnessError(str(exc)) from None
-        from vime_lint.check.probes import FILTER_PROBES, PROBES
-
-        # an id counts as checked only when some prompt was judged (else it stays "not run")
-        self.report.add(outcome.findings, [p.id for p in PROBES
-                                           if outcome.judged and p.id not in FILTER_PROBES
-                                           and (p.id != "VIM307" or args.group_rm)
-                                           and not (outcome.code_reward
-                                                    and p.id in ANSWER_PROBES)])
-        if outcome.code_reward:
-            self.report.unjudged.update(ANSWER_PROBES)
-        self.report.notes.extend(outcome.notes)
-        self.reward_probe = outcome
-
-    def _scripted(self) -> bool:
-        """The rewards of the stages scored scripted bare answers: the engine stand-in's, or
-        the built-in generator's (the label or "no idea"), not a model's or the user's own."""
-        if "stand-in" in self.engine_note:
-            return True
-        return (not self.engine_note and "custom_generate_function_path" not in self.hooks
-                and "agent_function_path" not in self.hooks
-                and self.args.rollout_function_path == HOOKS["rollout_function_path"].default)
-
-    def _constant_from_scripted_answers(self) -> None:
-        """VIM117/VIM171 (constant rewards) are not judged when the reward probes show the
-        reward ranks the label's answer above a wrong one and an empty one only when it is
-        written in a format (``\\boxed{}``, ``####``, ...) that the dry run's scripted bare
-        answers do not use: the constant rewards then come from the scripted answers, not
-        from the reward."""
-        outcome = self.reward_probe
-        constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
-        if not constant or outcome is None or not outcome.judged or not self._scripted():
-            return
-        formats = outcome.gold_kinds - {"bare"}
-        if not formats or "bare" in outcome.gold_kinds \
-                or any(v.id in ("VIM300", "VIM301") for v in outcome.findings):
-            return
-        dropped = {id(v) for v in constant}
-        self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
-        self.report.unjudged.update(v.id for v in constant)
-        from vime_lint.check.probes import RENDERINGS, render
-
-        shown = ", ".join(repr(render(k, "ANSWER")) if k in RENDERINGS else k
-                          for k in sorted(formats))
-        self.report.notes.append(
-            f"constant rewards ({', '.join(sorted({v.id for v in constant}))}) not judged: the "
-            f"reward probes found that the reward pays for the answer written as {shown}, and "
-            "the dry run's scripted answers are bare (the label or \"no idea\"), so every "
-            "reward of the stages is the same; --hf-checkpoint MODEL runs a real engine")
-
-    def probe_filter(self) -> None:
-        """The dynamic sampling filter's probes (VIM308, VIM309;
-        :func:`vime_lint.check.probe_run.run_filter_probes`) when the launch has
-        ``--dynamic-sampling-filter-path`` and ``--no-probe`` is not given."""
-        if not getattr(self.ns, "probe", True) or not self.args.dynamic_sampling_filter_path:
-            return
-        from vime_lint.check.probe_run import run_filter_probes
-        from vime_lint.check.probes import FILTER_PROBES
-
-        try:
-            outcome = run_filter_probes(self.args)
-        except ContractError as exc:
-            raise HarnessError(str(exc)) from None
-        self.report.add(outcome.findings, list(FILTER_PROBES) if outcome.judged else [])
-        self.report.notes.extend(outcome.notes)
-
     def run(self) -> Report:
         """Load, run every stage, return the report.
 
@@ -644,7 +441,7 @@ class DryRun:
             HarnessError: a hook cannot be loaded.
             ValueError, OSError: ``--save-debug-rollout-data`` cannot be written (names it).
         """
-        self.load()
+        self.hooks, self.sources = load_hooks(self.ns, self.report)
         # vime's own checks inside the rollout log their findings too (--contract-check warn):
         # the report lists them once, so their log lines are held back while the stages run
         policy_log = logging.getLogger("vime.contract.checks")   # policy.enforce logs here
@@ -661,31 +458,13 @@ class DryRun:
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
-        constant = [v for v in self.report.findings if v.id in ("VIM117", "VIM171")]
-        if "stand-in" in self.engine_note and constant:
-            replies = " / ".join(repr(r) for r in STAND_IN_REPLIES)
-            if getattr(self.args, "prompt_data", None) or self.ran_scripted_answers:
-                # the scripted answers cannot match the labels of the user's own rows, nor are
-                # they programs for an agent that runs the answer as code, so equal rewards
-                # say nothing about the reward (the reward probes judge it)
-                dropped = {id(v) for v in constant}
-                self.report.findings = [v for v in self.report.findings if id(v) not in dropped]
-                self.report.unjudged.update(("VIM117", "VIM171"))
-                against = ("against the labels of --prompt-data" if not self.ran_scripted_answers
-                           else "and the agent ran them as programs, which they are not")
-                self.report.notes.append(
-                    f"constant rewards (VIM117, VIM171) not judged: the rewards score the "
-                    f"stand-in's scripted answers ({replies}), not a model's, {against}; "
-                    "--hf-checkpoint MODEL runs a real engine")
-            else:
-                self.report.notes.append(
-                    f"the rewards above score the stand-in's scripted answers ({replies}), not "
-                    "a model's: constant rewards (VIM117, VIM171) can come from them; "
-                    "--hf-checkpoint MODEL runs a real engine")
-        self.probe_reward()
-        self._constant_from_scripted_answers()
-        self.probe_filter()
-        self.report.findings = [self._located(v) for v in self.report.findings]
+        constants_from_stand_in(self.report, self.args, self.engine_note,
+                                self.ran_scripted_answers)
+        self.reward_probe = probe_reward(self.ns, self.args, self.report, self.hooks)
+        constants_from_scripted_answers(self.report, self.reward_probe, self.args,
+                                        self.engine_note, self.hooks)
+        probe_filter(self.ns, self.args, self.report)
+        self.report.findings = [located(v, self.sources) for v in self.report.findings]
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

@@ -2,7 +2,7 @@
 
 A finding about one of the user's hooks names it by ``FILE:LINE`` of its ``def`` first, then
 its dotted path and argument (``in /src/my_rollout.py:14: rollout `my_rollout.generate_rollout`
-(--rollout-function-path) step 0``; ``vime_lint.check.dry_run.DryRun._located``).
+(--rollout-function-path) step 0``; ``vime_lint.check.hook_loading.located``).
 
 Exit status: 0 clean; 1 any finding (errors and warnings alike), a hook that raised while it
 ran (an error in the user's code, as ``vime train`` exits 1 on it), or an engine that failed

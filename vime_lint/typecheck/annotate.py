@@ -41,95 +41,24 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vime.contract import HookSpec
-from vime_lint.typecheck.contract_types import ALIAS_PREFIX, aliased, hook_types, import_lines
+from vime_lint.typecheck.contract_types import (
+    ALIAS_PREFIX,
+    LAUNCH_FIELDS,
+    WIDE_TYPES,
+    aliased,
+    hook_types,
+    import_lines,
+    launch_sample,
+)
+from vime_lint.typecheck.plan import AnnotationPlan, Probe, TypedFunction, TypedParam
+from vime_lint.typecheck.seeds import Seeds
 
-__all__ = ["AnnotationPlan", "Probe", "Seeds", "TypedFunction", "TypedParam", "annotate",
-           "imported_calls"]
+__all__ = ["annotate"]
 
-#: Launch-aware field types (``annotate(launch_types=...)``): kind -> (field, type, why). A
-#: hook whose launches say so gets a ``Sample`` subclass with these fields narrowed, defined in
-#: the copy's tail (``_vime_t_Sample_text_prompt``).
-LAUNCH_FIELDS: Mapping[str, tuple[str, str, str]] = {
-    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template, "
-                                     "or a string in every row of its --prompt-data)"),
-    "scalar-reward": ("reward", "float | None",
-                      "no --reward-key in the launch: a reward is a number"),
-}
-
-
-def launch_sample(kinds: frozenset[str]) -> str:
-    """The name of the copy's ``Sample`` subclass for a set of launch kinds."""
-    return f"{ALIAS_PREFIX}Sample_" + "_".join(sorted(kinds)).replace("-", "_")
 #: How many calls deep types follow the samples from a hook into the module's helpers.
 _DEPTH = 4
 #: The first line appended to the copy (after the user's last line).
 TAIL_MARK = "# --- vime-lint types: the contract's names and probes (not in the user's file) ---"
-_WIDE = frozenset({"Any", "object"})
-
-
-@dataclass(frozen=True, slots=True)
-class TypedParam:
-    """A parameter's type in the copy and where it came from."""
-
-    name: str
-    #: The annotation text in force (the contract's, or the user's when kept).
-    type: str
-    #: Where it came from: ``"RewardFunction"`` (a hook's Protocol), ``"user annotation"``, or
-    #: ``"RewardFunction, via reward_func(sample)"`` for a helper.
-    origin: str
-
-
-@dataclass(frozen=True, slots=True)
-class TypedFunction:
-    """A hook or helper whose definition the copy annotates."""
-
-    name: str
-    #: The hook's spec (None for a helper that got types by propagation).
-    spec: HookSpec | None
-    #: 1-based first line (decorators included) and last line of the definition.
-    start_line: int
-    end_line: int
-    #: Position of the ``def`` keyword's line and the name (1-based line, 0-based column).
-    def_line: int
-    name_col: int
-    params: Mapping[str, TypedParam]
-    #: The return type in force (None: not annotated by the contract, e.g. a helper).
-    returns: str | None
-    #: The Protocol the types come from.
-    protocol: str
-    #: For a helper: the hooks that pass it their samples (directly or through helpers).
-    reached_from: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """Two appended functions that compare a user annotation with the contract's type."""
-
-    #: 1-based lines, in the copy, of the "user type is narrower" and "user type is wider" checks.
-    narrower_line: int
-    wider_line: int
-    function: str
-    #: The parameter name, or ``"return"``.
-    what: str
-    user: str
-    contract: str
-    protocol: str
-    #: The user's annotation in the original file (1-based line, 0-based columns).
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-
-
-@dataclass(frozen=True, slots=True)
-class AnnotationPlan:
-    """The annotated copy and what was annotated."""
-
-    text: str
-    functions: tuple[TypedFunction, ...]
-    probes: tuple[Probe, ...]
-    #: Number of lines of the user's text (lines after it are the appended tail).
-    user_lines: int = 0
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -259,9 +188,6 @@ def _wanted(fn: cst.FunctionDef, spec: HookSpec, types: Mapping[str, str], proto
     return out
 
 
-#: Types given to a module's helpers by hooks of other modules that import and call them:
-#: helper name -> (parameter position or name -> (type, origin), the hooks calling it).
-Seeds = Mapping[str, tuple[Mapping[int | str, tuple[str, str]], frozenset[str]]]
 
 
 def annotate(source: str, hooks: Mapping[str, HookSpec], *,
@@ -273,8 +199,8 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
     ``wider`` names user annotations (``(function, parameter or "return")``) that a first run's
     probes found wider than the contract's type: the contract's replaces them (the user's
     annotation wins only where it is narrower). ``seeds`` types helpers of this module that
-    hooks of other modules call with their samples (:func:`imported_calls`).
-    ``launch_types`` (hook -> kinds of :data:`LAUNCH_FIELDS`) says what the launches naming a
+    hooks of other modules call with their samples (:func:`vime_lint.typecheck.seeds.imported_calls`).
+    ``launch_types`` (hook -> kinds of :data:`~vime_lint.typecheck.contract_types.LAUNCH_FIELDS`) says what the launches naming a
     hook fix: its ``Sample`` parameters get a subclass whose fields are narrowed (``prompt:
     str`` with ``--apply-chat-template``, ``reward: float | None`` without ``--reward-key``).
 
@@ -316,7 +242,7 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
             if want is None:
                 continue
             contract, origin = want
-            if p.annotation is None or _normal(_code(p.annotation.annotation)) in _WIDE or (
+            if p.annotation is None or _normal(_code(p.annotation.annotation)) in WIDE_TYPES or (
                     owner, p.name.value) in wider:
                 new_params[i] = p.with_changes(annotation=_quoted(use(contract)))
                 kept[p.name.value] = TypedParam(p.name.value, contract, origin)
@@ -329,7 +255,7 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
         ret_node = fn.returns
         ret_type: str | None = None
         if returns is not None:
-            if fn.returns is None or _normal(_code(fn.returns.annotation)) in _WIDE or (
+            if fn.returns is None or _normal(_code(fn.returns.annotation)) in WIDE_TYPES or (
                     owner, "return") in wider:
                 ret_node = _quoted(use(returns))
                 ret_type = returns
@@ -410,7 +336,7 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
                 positional = _positional(hp.params)
                 for key, arg_name in args:
                     tp = params.get(arg_name)
-                    if tp is None or tp.type in _WIDE:
+                    if tp is None or tp.type in WIDE_TYPES:
                         continue
                     target: cst.Param | None
                     if isinstance(key, int):
@@ -488,47 +414,3 @@ def annotate(source: str, hooks: Mapping[str, HookSpec], *,
                             rng.start.line, rng.start.column, rng.end.line, rng.end.column))
     return AnnotationPlan(text + "\n".join(tail) + "\n", tuple(functions), tuple(probes),
                           user_lines)
-
-
-def imported_calls(source: str, module: str, plan: AnnotationPlan
-                   ) -> list[tuple[str, str, int | str, str, str, str]]:
-    """Calls in the hooks of ``source`` (module ``module``, dotted) to functions imported from
-    other modules (``from pkg.util import fill``; relative imports resolved against
-    ``module``), with a contract-typed parameter as a bare-name argument:
-    ``(imported module, function, parameter position or name, type, origin, hook)``."""
-    tree = ast.parse(source)
-    imported: dict[str, tuple[str, str]] = {}
-    package = module.rpartition(".")[0]
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module is not None or (
-                isinstance(node, ast.ImportFrom) and node.level):
-            assert isinstance(node, ast.ImportFrom)
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".") if package else []
-                parts = parts[:len(parts) - (node.level - 1)] if node.level > 1 else parts
-                base = ".".join([*parts, *([base] if base else [])])
-            for alias in node.names:
-                imported[alias.asname or alias.name] = (base, alias.name)
-    out: list[tuple[str, str, int | str, str, str, str]] = []
-    hooks = {f.name: f for f in plan.functions if f.spec is not None}
-    for node in tree.body:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name not in hooks:
-            continue
-        params = hooks[node.name].params
-        for call in ast.walk(node):
-            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
-                    and call.func.id in imported):
-                continue
-            mod, name = imported[call.func.id]
-            keys: list[tuple[int | str, ast.expr]] = [
-                *((i, a) for i, a in enumerate(call.args) if not isinstance(a, ast.Starred)),
-                *((k.arg, k.value) for k in call.keywords if k.arg is not None)]
-            for key, arg in keys:
-                if isinstance(arg, ast.Name) and arg.id in params and \
-                        params[arg.id].type not in _WIDE:
-                    tp = params[arg.id]
-                    out.append((mod, name, key, tp.type,
-                                f"{tp.origin}, via {node.name}({arg.id}) in {module}",
-                                node.name))
-    return out

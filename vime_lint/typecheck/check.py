@@ -23,7 +23,8 @@ from vime_lint.static._config import Config
 from vime_lint.static._model import Finding, HookBinding, LintOptions, LintResult, ParseFailure
 
 if TYPE_CHECKING:
-    from vime_lint.typecheck.annotate import AnnotationPlan, Seeds
+    from vime_lint.typecheck.plan import AnnotationPlan
+    from vime_lint.typecheck.seeds import Seeds
 
 __all__ = ["TypesOutcome", "TypesSettings", "UnknownSelector", "check_paths", "check_source"]
 
@@ -92,7 +93,7 @@ def launch_types(bindings: Sequence[HookBinding],
                  launch_files: Mapping[str, frozenset[str]],
                  root: Path | None = None) -> dict[str, frozenset[str]]:
     """What the launches naming each hook fix about its samples (kinds of
-    ``annotate.LAUNCH_FIELDS``), read from their flags as ``vime-lint rollout``'s
+    ``contract_types.LAUNCH_FIELDS``), read from their flags as ``vime-lint rollout``'s
     configuration-aware rules read them: ``text-prompt`` when every launch sets
     ``--apply-chat-template`` or (with ``root``, the project root the launch paths are
     relative to) gives a ``--prompt-data`` file whose every prompt is a string
@@ -193,7 +194,7 @@ def _seeds(plans: Mapping[str, tuple[str, AnnotationPlan, str]], root: Path
     """The helpers of the user's own modules (files under ``root``) that hooks import and
     call with their samples, per file: ``{file: {helper: ({param: (type, origin)}, hooks)}}``."""
     from vime_lint.static._discovery import module_file
-    from vime_lint.typecheck.annotate import imported_calls
+    from vime_lint.typecheck.seeds import imported_calls
 
     out: dict[Path, dict[str, tuple[dict[int | str, tuple[str, str]], set[str]]]] = {}
     for _display, (text, plan, rel) in plans.items():

@@ -13,12 +13,17 @@ Usage::
     types.returns                   # "float | dict[str, Any]"
     aliased("Sample | list[Sample]")   # ("_vime_t_Sample | list[_vime_t_Sample]", {"Sample"})
     import_lines({"Sample"})        # ["from vime.utils.types import Sample as _vime_t_Sample"]
+
+Where a launch fixes a field's type (text prompts, a numeric reward), :data:`LAUNCH_FIELDS`
+gives the narrower type and :func:`launch_sample` the name of the ``Sample`` subclass that
+carries it.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,12 +32,14 @@ from types import MappingProxyType
 from vime.contract import FIELDS_BY_NAME, HookSpec
 from vime.contract import protocols as _protocols
 
-__all__ = ["ALIAS_PREFIX", "HookTypes", "aliased", "field_hint", "hook_types", "import_lines",
-           "type_sources"]
+__all__ = ["ALIAS_PREFIX", "LAUNCH_FIELDS", "WIDE_TYPES", "HookTypes", "aliased", "field_hint",
+           "hook_types", "import_lines", "launch_sample", "type_sources"]
 
 #: Prefix of the names the analysed copy imports the contract's types under (so that they
 #: never clash with the user's own names).
 ALIAS_PREFIX = "_vime_t_"
+#: Annotations wider than any contract type: the contract's replaces them.
+WIDE_TYPES = frozenset({"Any", "object"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +131,19 @@ def field_hint(name: str) -> str | None:
     """The type hint text of ``Sample.<name>`` (``"str | list[dict[str, Any]]"``), or None."""
     spec = FIELDS_BY_NAME.get(name)
     return spec.hint if spec is not None else None
+
+
+#: Launch-aware field types (``annotate(launch_types=...)``): kind -> (field, type, why). A
+#: hook whose launches say so gets a ``Sample`` subclass with these fields narrowed, defined in
+#: the copy's tail (``_vime_t_Sample_text_prompt``).
+LAUNCH_FIELDS: Mapping[str, tuple[str, str, str]] = {
+    "text-prompt": ("prompt", "str", "the launch's prompts are text (--apply-chat-template, "
+                                     "or a string in every row of its --prompt-data)"),
+    "scalar-reward": ("reward", "float | None",
+                      "no --reward-key in the launch: a reward is a number"),
+}
+
+
+def launch_sample(kinds: frozenset[str]) -> str:
+    """The name of the copy's ``Sample`` subclass for a set of launch kinds."""
+    return f"{ALIAS_PREFIX}Sample_" + "_".join(sorted(kinds)).replace("-", "_")

@@ -1,5 +1,5 @@
 """`vime train` prints an error from user code as the message, the user's file:line and the
-path of the full traceback (vime.utils.user_errors, vime.train._report_error)."""
+path of the full traceback (vime.utils.user_errors, vime.utils.train_errors.report_error)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vime.contract.errors import ContractError
-from vime.train import _report_error
+from vime.utils.train_errors import report_error as _report_error
 from vime.utils.user_errors import TRAIN_LOG, cause_of, short_report, user_frame, write_traceback
 
 pytestmark = pytest.mark.unit
