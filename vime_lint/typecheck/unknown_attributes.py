@@ -43,7 +43,10 @@ def unknown_attribute(path: str, index: SourceIndex, m: MypyMessage, attr: str,
                        uses: tuple[set[str], set[str]]) -> Finding | None:
     """VIM031 for ``"Sample" has no attribute "attr"``, as ``vime-lint rollout`` reports it, or
     None for an attribute the module both stores and reads (its own)."""
-    from vime_lint.static.rules.unknown_sample_attribute import UnknownSampleAttribute, unknown_store
+    from vime_lint.static.rules.unknown_sample_attribute import (
+        UnknownSampleAttribute,
+        unknown_store,
+    )
 
     stores, reads = uses
     if attr.startswith("_"):
