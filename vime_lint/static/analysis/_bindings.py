@@ -27,7 +27,7 @@ from vime_lint.static._cst import params_of
 from vime_lint.static.analysis._functions import function_facts
 from vime_lint.static.analysis._names import Names, spelled
 
-__all__ = ["HookTarget", "module_symbols", "resolve_target"]
+__all__ = ["HookTarget", "has_wraps", "module_symbols", "resolve_target", "wrapper_of"]
 
 _MAX_STEPS = 5
 
@@ -91,7 +91,7 @@ def _is_partial(call: cst.Call, names: Names) -> bool:
         not names.is_bound(call.func) and spelled(call.func) in ("partial", "functools.partial"))
 
 
-def _wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
+def wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
     """The nested function a decorator ``def deco(fn): def wrapper(...): ...; return wrapper``
     returns, else None."""
     facts = function_facts(decorator)
@@ -101,7 +101,7 @@ def _wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
     return None
 
 
-def _has_wraps(fn: cst.FunctionDef, names: Names) -> bool:
+def has_wraps(fn: cst.FunctionDef, names: Names) -> bool:
     for d in fn.decorators:
         expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
         if "functools.wraps" in names.qualified(expr) or spelled(expr) in ("wraps",
@@ -125,9 +125,9 @@ def _decorated(name: str, fn: cst.FunctionDef, node: cst.CSTNode, decorators: li
         label = spelled(callee) or "a decorator"
         deco = symbols.get(label) if isinstance(callee, cst.Name) else None
         if isinstance(deco, cst.FunctionDef) and not isinstance(expr, cst.Call):
-            wrapper = _wrapper_of(deco)
+            wrapper = wrapper_of(deco)
             if wrapper is not None:
-                wraps = _has_wraps(wrapper, names)
+                wraps = has_wraps(wrapper, names)
                 is_async = wrapper.asynchronous is not None
                 if not _forwards(wrapper):
                     params = tuple(params_of(wrapper))
