@@ -451,7 +451,7 @@ _ALL: tuple[Invariant, ...] = (
          "unknown option",
          "`{flag}` is declared by add_arguments but `args.{dest}` is never read in this module",
          "read it where it matters, or remove the declaration"),
-    # ---- 6a: the agent function (--agent-function-path; vime_lint/static/rules/agent_function.py)
+    # ---- 6a: the agent function (--agent-function-path; vime_lint/static/rules/agent_*.py)
     _inv("VIM050", "static", "error", "agent-function-sync",
          "An `--agent-function-path` function is an `async def`.",
          "vime awaits `run(args, sample, base_url, api_key)` on the rollout's event loop; a plain "

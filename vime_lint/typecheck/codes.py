@@ -171,8 +171,8 @@ OFF_BY_DEFAULT = frozenset({"VIM204"})
 def types_rules() -> tuple[type[Rule], ...]:
     """The rules ``vime-lint types`` reports: its own, and the `rollout` rules whose id and
     severity it shares (VIM031 unknown `Sample` attributes, VIM032 stale flags)."""
-    from vime_lint.static.rules.sample_fields import UnknownSampleAttribute
-    from vime_lint.static.rules.stale_api import StaleSampleFlag
+    from vime_lint.static.rules.stale_sample_flag import StaleSampleFlag
+    from vime_lint.static.rules.unknown_sample_attribute import UnknownSampleAttribute
 
     return (*TYPE_RULES, UnknownSampleAttribute, StaleSampleFlag)
 

@@ -429,7 +429,10 @@ def _unknown_attribute(path: str, index: _Index, m: MypyMessage, attr: str,
                        uses: tuple[set[str], set[str]]) -> Finding | None:
     """VIM031 for ``"Sample" has no attribute "attr"``, as ``vime-lint rollout`` reports it, or
     None for an attribute the module both stores and reads (its own)."""
-    from vime_lint.static.rules.sample_fields import UnknownSampleAttribute, unknown_store
+    from vime_lint.static.rules.unknown_sample_attribute import (
+        UnknownSampleAttribute,
+        unknown_store,
+    )
 
     stores, reads = uses
     if attr.startswith("_"):
@@ -441,7 +444,7 @@ def _unknown_attribute(path: str, index: _Index, m: MypyMessage, attr: str,
         return None  # the module's own attribute: stored and read back (it works)
     target = ast.unparse(node) if node is not None else f"sample.{attr}"
     if attr in ("truncated", "aborted"):  # the stale flags: VIM032, as in `vime-lint rollout`
-        from vime_lint.static.rules.stale_api import StaleSampleFlag
+        from vime_lint.static.rules.stale_sample_flag import StaleSampleFlag
 
         inv = INVARIANTS["VIM032"]
         return Finding(code="VIM032", slug=StaleSampleFlag.slug(), severity=inv.severity,

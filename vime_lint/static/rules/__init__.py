@@ -1,4 +1,4 @@
-"""Every vime-lint rule, one module per rule family, collected by walking this package;
+"""Every vime-lint rule, one module per rule, collected by walking this package;
 :data:`ALL_RULES` in code order.
 """
 

@@ -6,18 +6,20 @@ A name holds a sample when it is a hook parameter named ``sample``, is assigned
 or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
 
-Also the ``Sample.Status`` member of each status value, and the ``Sample`` import line that
-rule examples start with.
+Also the ``Sample.Status`` member of each status value, the ``Sample`` import line that
+rule examples start with, and the field a misspelt attribute names (:func:`suggest_field`).
 """
 
 from __future__ import annotations
 
+import difflib
+
 import libcst as cst
 
-from vime.contract import STATUS_VALUES
+from vime.contract import SAMPLE_FIELD_NAMES, STATUS_VALUES
 from vime_lint.static._rule import FileContext, FunctionTracker
 
-__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_name"]
+__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_name", "suggest_field"]
 
 #: The import that rule examples (VALID / INVALID cases) using ``Sample`` start with.
 SAMPLE_IMPORT = "from vime.utils.types import Sample\n"
@@ -99,3 +101,9 @@ class SampleTracker(FunctionTracker):
     def is_sample(self, expr: cst.BaseExpression) -> bool:
         """True when ``expr`` is a name known (or spelled) to hold a ``Sample``."""
         return isinstance(expr, cst.Name) and is_sample_name(expr.value, self.sample_vars[-1])
+
+
+def suggest_field(name: str) -> str:
+    """``"; did you mean `field`?"`` for the ``Sample`` field closest to ``name``, or ``""``."""
+    close = difflib.get_close_matches(name, sorted(SAMPLE_FIELD_NAMES), n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""

@@ -19,8 +19,8 @@ from vime.contract import INVARIANTS
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, fields_set
+from vime_lint.static.rules._rollout_outputs import TRAIN_OUT, classify
 from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
-from vime_lint.static.rules.rollout_returns import TRAIN_OUT, classify
 
 __all__ = ["RequiredFieldsNeverSet"]
 

@@ -1,8 +1,5 @@
-"""``Sample`` fields: what ``Sample(...)`` is built with and which attributes code sets: VIM006.
-
-:class:`SampleConstructor` checks ``Sample(...)`` calls (keywords, known fields);
-:class:`UnknownSampleAttribute` checks assignments to attributes of names holding a sample.
-Field names come from ``vime.contract.SAMPLE_FIELDS``; nothing is copied here.
+"""VIM031: code sets only fields that ``Sample`` has: assignments to attributes of names holding
+a sample. Field names come from ``vime.contract.SAMPLE_FIELDS``; nothing is copied here.
 
 See ``docs/contract.md`` §2 and §6a.
 """
@@ -13,27 +10,20 @@ import difflib
 
 import libcst as cst
 
-from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
+from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES
 from vime.contract.errors import Severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, Fix, Rule
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
+from vime_lint.static._rule import FileContext
+from vime_lint.static.rules._samples import SampleTracker, suggest_field
 
-__all__ = ["SampleConstructor", "UnknownSampleAttribute", "unknown_store"]
-
-_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+__all__ = ["UnknownSampleAttribute", "unknown_store"]
 
 
 #: How close an unknown attribute must be to a field's name to be read as a typo of it (an
 #: error): ``loss_masks`` (0.95), ``tokenz`` (0.83), not ``reason_content`` (0.62 to
 #: ``response_length``).
 _TYPO_RATIO = 0.8
-
-
-def _suggest(name: str) -> str:
-    close = difflib.get_close_matches(name, sorted(SAMPLE_FIELD_NAMES), n=1)
-    return f"; did you mean `{close[0]}`?" if close else ""
 
 
 def unknown_store(target: str, attr: str) -> tuple[str, Severity]:
@@ -43,93 +33,8 @@ def unknown_store(target: str, attr: str) -> tuple[str, Severity]:
     close = difflib.get_close_matches(attr, sorted(SAMPLE_FIELD_NAMES), n=1)
     typo = bool(close) and difflib.SequenceMatcher(None, attr, close[0]).ratio() >= _TYPO_RATIO
     return (f"the attribute store `{target} = ...` sets `{attr}`, which is not a Sample field"
-            f"{_suggest(attr) if typo else ''}; nothing reads it",
+            f"{suggest_field(attr) if typo else ''}; nothing reads it",
             "error" if typo else "warning")
-
-
-class SampleConstructor(Rule):
-    """``Sample(...)`` is built with keywords and known fields only.
-
-    ## What it does
-    Reports positional arguments to ``Sample(...)`` (a warning) and keywords that are not
-    fields of ``Sample`` (an error, with the closest field name).
-
-    ## Why is this bad?
-    Positional arguments bind to whatever field sits at that position, and the field order
-    follows upstream's newest release: ``Sample("prompt")`` sets ``group_index``. An unknown
-    keyword raises ``TypeError`` when the rollout runs (failure kind: "field order changes").
-
-    ## Example
-    ```python
-    Sample(0, 1, None, "What is 2+2?")
-    Sample(prompt="What is 2+2?", lable="4")
-    ```
-
-    ## Use instead
-    ```python
-    Sample(group_index=0, index=1, rollout_id=None, prompt="What is 2+2?")
-    Sample(prompt="What is 2+2?", label="4")
-    ```
-
-    ## Fix safety
-    Turning positional arguments into keywords in ``SAMPLE_FIELDS`` order is safe: it binds
-    each value to the same field as before.
-    """
-
-    INVARIANT = INVARIANTS["VIM006"]
-    VALID = [
-        Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
-        Valid("class Sample:\n    pass\nSample(1, 2)\n"),
-        Valid(SAMPLE_IMPORT + "s = Sample(**fields)\n"),
-        # Built in a comprehension under an aliased import, keywords only.
-        Valid("from vime.utils.types import Sample as S\n"
-              "def load(rows):\n"
-              "    return [S(prompt=p, label=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
-              ),
-    ]
-    INVALID = [
-        Invalid(SAMPLE_IMPORT + "s = Sample(0, 1, prompt='hi')\n", line=2, col=4,
-                severity="warning",
-                fixed=SAMPLE_IMPORT + "s = Sample(group_index=0, index=1, prompt='hi')\n"),
-        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='hi', lable='1')\n", line=2, col=4,
-                severity="error"),
-        Invalid("import vime.utils.types as t\ns = t.Sample(prompt='x', tokenz=[1])\n",
-                line=2, col=4, severity="error"),
-        Invalid("from vime.utils.types import Sample as S\ns = S('x')\n", line=2, col=4,
-                fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
-        # The misspelt field inside a comprehension under an aliased import.
-        Invalid("from vime.utils.types import Sample as S\n"
-                "def load(rows):\n"
-                "    return [S(prompt=p, lable=lab, metadata={'i': i}) for i, (p, lab) in enumerate(rows)]\n",
-                line=3, col=12, severity="error"),
-    ]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not self.context.semantic.refers_to(node.func, "Sample"):
-            return
-        positional = [a for a in node.args if a.keyword is None and not a.star]
-        starred = any(a.star == "*" for a in node.args)
-        for a in node.args:
-            if a.keyword is not None and a.keyword.value not in SAMPLE_FIELD_NAMES:
-                kw = a.keyword.value
-                self.report(node, self.INVARIANT.render(
-                    problem=f"has no field `{kw}`{_suggest(kw)}"), severity="error")
-        if positional:
-            if len(positional) > len(SAMPLE_FIELDS):
-                self.report(node, self.INVARIANT.render(
-                    problem=f"takes {len(positional)} positional arguments; Sample has "
-                    f"{len(SAMPLE_FIELDS)} fields"), severity="error")
-                return
-            fix = None
-            if not starred:
-                repl = []
-                for a, spec in zip(positional, SAMPLE_FIELDS, strict=False):
-                    repl.append((a, a.with_changes(keyword=cst.Name(spec.name), equal=_EQ)))
-                fix = Fix("Pass the fields by keyword", True, tuple(repl))
-            names = ", ".join(f.name for f in SAMPLE_FIELDS[:len(positional)])
-            self.report(node, self.INVARIANT.render(
-                problem=f"passes {len(positional)} positional argument(s), bound by field "
-                f"order to {names}"), severity="warning", fix=fix)
 
 
 def read_by_name(node: cst.Call) -> str | None:
@@ -300,11 +205,11 @@ class UnknownSampleAttribute(SampleTracker):
                 difflib.SequenceMatcher(None, attr, close[0]).ratio() >= _TYPO_RATIO
             if default:
                 problem = (f"`{code_of(call)}` reads `{attr}`, which is not a Sample field and "
-                           f"which this module never stores{_suggest(attr) if typo else ''}: "
+                           f"which this module never stores{suggest_field(attr) if typo else ''}: "
                            "the default is returned for every sample")
             else:
                 problem = (f"`{code_of(call)}` reads `{attr}`, which is not a Sample field and "
-                           f"which this module never stores{_suggest(attr) if typo else ''}: "
+                           f"which this module never stores{suggest_field(attr) if typo else ''}: "
                            "it raises AttributeError")
             self.report(call, self.INVARIANT.render(problem=problem),
                         severity="error" if typo or not default else "warning")

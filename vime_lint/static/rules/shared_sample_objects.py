@@ -1,10 +1,6 @@
-"""Objects shared where each sample (or call) needs its own: VIM025, VIM026.
-
-:class:`SharedSampleObject` reports a dict or list bound outside a loop and given, without a
-copy, to a Sample field of each sample the loop builds; :class:`MutableDefaultArgument`
-reports mutable default arguments of hook functions and of the module's functions a hook
-calls. The fields come from ``vime.contract.SAMPLE_FIELDS``: the list and dict fields
-conversion reads or that hold one entry per response token.
+"""VIM025: a dict or list bound outside a loop is not given, without a copy, to a Sample field of
+each sample the loop builds. The fields come from ``vime.contract.SAMPLE_FIELDS``: the list and
+dict fields conversion reads or that hold one entry per response token.
 
 See ``docs/contract.md`` §2 and §6a.
 """
@@ -19,12 +15,13 @@ from vime.contract import INVARIANTS, SAMPLE_FIELDS
 from vime.contract.sample import RESPONSE_LENGTH_FIELDS, WRITTEN_IN_PLACE_FIELDS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static._rule import FileContext
 from vime_lint.static.analysis import Semantic
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 from vime_lint.static.rules._turn_loops import mentions
 
-__all__ = ["MutableDefaultArgument", "PER_SAMPLE_FIELDS", "SharedSampleObject"]
+__all__ = ["PER_SAMPLE_FIELDS", "SharedSampleObject"]
+
 
 #: Sample fields that hold a list or dict of one sample's own: what conversion reads, and the
 #: per-token lists (``tokens``, ``loss_mask``, ``rollout_log_probs``, ``metadata``, ...).
@@ -336,125 +333,3 @@ class SharedSampleObject(SampleTracker):
             if a.keyword is not None and a.keyword.value in PER_SAMPLE_FIELDS:
                 self._check(a, a.keyword.value, a.value, frames[-1],
                             f"Sample({a.keyword.value}=...)")
-
-
-_MUTABLE_CALLS = frozenset({"builtins.dict", "builtins.list", "builtins.set",
-                            "builtins.bytearray", "collections.defaultdict",
-                            "collections.OrderedDict", "collections.Counter",
-                            "collections.deque"})
-
-
-class MutableDefaultArgument(FunctionTracker):
-    """Hook functions, and the module's functions a hook calls, have no mutable default
-    arguments.
-
-    ## What it does
-    Reports a parameter whose default is a list, dict or set display, a comprehension, or a
-    call of ``dict``/``list``/``set``/``collections.defaultdict``/``OrderedDict``/``Counter``/
-    ``deque`` (resolved by qualified name), in a hook function (any ``--*-path`` binding) or
-    in a function of the module that a hook reaches: the semantic model's closure of the hook
-    (module-level helpers, nested ``def``s, ``self.method`` of a hook class), transitively.
-    A helper no hook calls is not reported.
-
-    ## Why is this bad?
-    A default is evaluated once, when the module is imported: every call of the hook (and of
-    each helper it calls without that argument), for every sample of every step in that
-    process, shares the same object and sees what earlier calls put in it, while other Ray
-    actors hold their own copy (NovaSky-AI/SkyRL#1189; failure kind: "template object shared
-    between samples"). A warning: a deliberate per-process cache is legitimate, but it reads
-    better at module level.
-
-    ## Example
-    ```python
-    async def reward_func(args, sample, seen={}, **kwargs):
-        seen[sample.index] = sample.response
-        ...
-    ```
-
-    ## Use instead
-    ```python
-    async def reward_func(args, sample, **kwargs):
-        seen: dict[int, str] = {}
-        ...
-    ```
-
-    ## Fix safety
-    No fix.
-    """
-
-    INVARIANT = INVARIANTS["VIM026"]
-    NEEDS_HOOKS = True
-    VALID = [
-        Valid("async def reward_func(args, sample, scale=1.0, names=('a', 'b'), **kwargs):\n"
-              "    return scale\n"),
-        Valid("def helper(x, cache={}):\n    return cache\n"),
-        Valid("async def reward_func(args, sample, cache=None, **kwargs):\n"
-              "    cache = {} if cache is None else cache\n    return 1.0\n"),
-        # A helper with a mutable default that no hook calls; a hook's helper without one.
-        Valid("def _unused(x, seen=[]):\n    return x\n"
-              "def _score(text, names=('a',)):\n    return len(text)\n"
-              "async def reward_func(args, sample, **kwargs):\n    return _score(sample.response)\n"),
-        # A local function of the same name as a module-level helper is another function.
-        Valid("def _norm(x, seen=[]):\n    return x\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    def _norm(x):\n        return x\n    return _norm(1.0)\n"),
-    ]
-    INVALID = [
-        Invalid("async def reward_func(args, sample, seen={}, **kwargs):\n    return 1.0\n",
-                line=1, col=41),
-        Invalid("from collections import defaultdict as dd\n"
-                "async def generate(args, sample, sampling_params, counts=dd(int)):\n"
-                "    return sample\n", line=2, col=57),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False, "
-                "history=[]):\n    pass\n", line=1, col=78),
-        # A module-level helper the reward calls.
-        Invalid("def _score(text, cache={}):\n    return cache.setdefault(text, len(text))\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return _score(sample.response)\n", line=1, col=23),
-        # ... reached through another helper.
-        Invalid("def _inner(x, seen=list()):\n    seen.append(x)\n    return x\n"
-                "def _outer(x):\n    return _inner(x)\n"
-                "async def reward_func(args, sample, **kwargs):\n    return _outer(1.0)\n",
-                line=1, col=19),
-        # ... a nested def of the hook.
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    def push(msg, log=[]):\n        log.append(msg)\n"
-                "    push(sample.prompt)\n    return sample\n", line=2, col=22),
-        # ... a method of a hook class that its __call__ calls.
-        Invalid("class Judge:\n    def _cached(self, text, memo={}):\n        return memo\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return len(self._cached(sample.response))\nreward_func = Judge()\n",
-                line=2, col=33),
-    ]
-
-    def visit_Module(self, node: cst.Module) -> None:
-        semantic = self.context.semantic
-        #: id(function) -> how a hook reaches it (the hooks themselves: "hook `name`").
-        self.reached: dict[int, str] = {}
-        for binding, target in self.context.targets.values():
-            fn = target.function
-            if not isinstance(fn, cst.FunctionDef):
-                continue
-            self.reached[id(fn)] = f"hook `{binding.function}`"
-            for helper in semantic.closure(fn, target.owner)[1:]:
-                self.reached.setdefault(
-                    id(helper), f"`{helper.name.value}` (called by hook `{binding.function}`)")
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
-        binding = self.hook_of(node)
-        where = f"hook `{binding.function}`" if binding is not None \
-            else self.reached.get(id(node))
-        if where is None:
-            return
-        for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
-            default = p.default
-            if default is None:
-                continue
-            mutable = isinstance(default, (cst.List, cst.Dict, cst.Set, cst.ListComp,
-                                           cst.DictComp, cst.SetComp))
-            if isinstance(default, cst.Call):
-                mutable = bool(self.qualified(default.func) & _MUTABLE_CALLS)
-            if mutable:
-                self.report(default, self.INVARIANT.render(
-                    where=where, param=p.name.value, code=code_of(default)))

@@ -1,10 +1,6 @@
-"""Groups used as samples: VIM013, VIM028.
-
-:class:`GetattrOnGroupElement` reports ``getattr(x, "status" | "reward", default)``;
-:class:`GroupUsedAsSample` reports Sample attributes read or set on a group, found by the type
-flow of :mod:`vime_lint.static.rules._groups` (``get_samples`` -> ``for group in groups``).
-When that flow knows the receiver is a group, VIM028 reports the ``getattr`` as an error and
-VIM013 stays quiet, so one mistake gives one finding.
+"""VIM028: elements of ``get_samples(...)`` are groups, not Samples: Sample attributes read
+or set on a group, found by the group flow of :mod:`vime_lint.static.rules._groups`
+(``get_samples`` -> ``for group in groups``).
 
 See ``docs/contract.md`` §3 (nested groups), §7 (``get_samples``) and §6a.
 """
@@ -14,151 +10,15 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import code_of, string_value
+from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._groups import SAMPLE_ATTRIBUTES, GroupFlow, group_flow
+from vime_lint.static._rule import FileContext
+from vime_lint.static.rules._groups import SAMPLE_ATTRIBUTES, GroupTracker, getattr_read
 
-__all__ = ["GetattrOnGroupElement", "GroupUsedAsSample"]
-
-
-class _GroupTracker(FunctionTracker):
-    """A rule that asks the group flow of the enclosing function (``self.group_of(expr)``),
-    comprehension targets included."""
+__all__ = ["GroupUsedAsSample"]
 
 
-    def __init__(self, context: FileContext) -> None:
-        super().__init__(context)
-        self.comp_groups: list[dict[str, str]] = []
-
-    def flow(self) -> GroupFlow | None:
-        """The flow of the innermost enclosing ``def`` (inside a lambda too: the flow knows
-        the lambda's parameters)."""
-        fn = next((f for f in reversed(self.functions) if f is not None), None)
-        return group_flow(fn, self.context) if fn is not None else None
-
-    def group_of(self, expr: cst.BaseExpression) -> str | None:
-        """How ``expr`` holds a group (list[Sample]), or None."""
-        if isinstance(expr, cst.Name):
-            for scope in reversed(self.comp_groups):
-                if expr.value in scope:
-                    return scope[expr.value]
-        flow = self.flow()
-        return flow.group_source(expr) if flow is not None else None
-
-    def _enter(self, for_in: cst.CompFor) -> None:
-        flow = self.flow()
-        self.comp_groups.append(flow.comprehension_groups(for_in) if flow is not None else {})
-
-    def visit_ListComp(self, node: cst.ListComp) -> None:
-        self._enter(node.for_in)
-
-    def leave_ListComp(self, original_node: cst.ListComp) -> None:
-        self.comp_groups.pop()
-
-    def visit_SetComp(self, node: cst.SetComp) -> None:
-        self._enter(node.for_in)
-
-    def leave_SetComp(self, original_node: cst.SetComp) -> None:
-        self.comp_groups.pop()
-
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
-        self._enter(node.for_in)
-
-    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
-        self.comp_groups.pop()
-
-    def visit_DictComp(self, node: cst.DictComp) -> None:
-        self._enter(node.for_in)
-
-    def leave_DictComp(self, original_node: cst.DictComp) -> None:
-        self.comp_groups.pop()
-
-
-def _getattr_read(rule: _GroupTracker, node: cst.Call) -> tuple[cst.BaseExpression, str] | None:
-    """``(receiver, attribute)`` of ``getattr(x, "attr", ...)`` with a literal name (the
-    builtin, resolved by qualified name)."""
-    if len(node.args) >= 2 and "builtins.getattr" in rule.qualified(node.func):
-        attr = string_value(node.args[1].value)
-        if attr is not None:
-            return node.args[0].value, attr
-    return None
-
-
-class GetattrOnGroupElement(_GroupTracker):
-    """No ``getattr(x, "status" | "reward", default)``: iterate leaves with ``iter_samples``.
-
-    ## What it does
-    Reports three-argument ``getattr`` calls that read ``status`` or ``reward``.
-
-    ## Why is this bad?
-    A group element may be a list of samples (fan-out); ``getattr`` with a default then
-    answers the default, and a check such as "any sample aborted" is silently always false
-    (failure kind: "aborted check false on nested group").
-
-    ## Example
-    ```python
-    aborted = any(getattr(s, "status", None) == Sample.Status.ABORTED for s in group)
-    ```
-
-    ## Use instead
-    ```python
-    aborted = any(s.status == Sample.Status.ABORTED for s in iter_samples(group))
-    ```
-
-    ## Fix safety
-    No fix.
-    """
-
-    INVARIANT = INVARIANTS["VIM013"]
-    VALID = [
-        Valid("getattr(s, 'status')\n"),
-        Valid("getattr(s, 'name', None)\n"),
-        # A known group (here a key= lambda's parameter): VIM028 reports it instead.
-        Valid("def f(ds):\n"
-              "    return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))\n"),
-        # An instance's __call__: getattr with a default on args, not on an element.
-        Valid("class Filter:\n"
-              "    def __call__(self, args, samples, **kwargs):\n"
-              "        key = getattr(args, 'reward_key', None)\n"
-              "        return len({s.get_reward_value(args) for s in samples}) > 1 or key is None\n"
-              "dynamic_sampling_filter = Filter()\n"),
-        # A module helper reading another attribute with a default, in a set comprehension.
-        Valid("def _reward_of(sample):\n"
-              "    return getattr(sample, 'metadata', {}).get('score', 0.0)\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return len({_reward_of(s) for s in samples}) > 1\n"),
-    ]
-    INVALID = [
-        Invalid("x = getattr(s, 'status', None)\n", line=1, col=4),
-        Invalid("def f(samples):\n"
-                "    return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))\n",
-                line=2, col=41),
-        Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5),
-        # The builtin under an aliased import, in a comprehension.
-        Invalid("from builtins import getattr as attr_or\n"
-                "def score(samples):\n"
-                "    return [attr_or(s, 'reward', 0.0) for s in samples]\n", line=3, col=12),
-        # An instance's __call__, in a generator under all().
-        Invalid("class Filter:\n"
-                "    def __call__(self, args, samples, **kwargs):\n"
-                "        return all(getattr(s, 'status', None) is not None for s in samples)\n"
-                "dynamic_sampling_filter = Filter()\n", line=3, col=19),
-        # In a module helper the hook calls on each element.
-        Invalid("def _reward_of(sample):\n"
-                "    return getattr(sample, 'reward', None) or 0.0\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return len({_reward_of(s) for s in samples}) > 1\n", line=2, col=11),
-    ]
-
-    def visit_Call(self, node: cst.Call) -> None:
-        read = _getattr_read(self, node)
-        if read is not None and len(node.args) == 3 and read[1] in ("status", "reward") \
-                and self.group_of(read[0]) is None:  # a known group: VIM028's error
-            self.report(node, self.INVARIANT.render(attr=read[1]))
-
-
-class GroupUsedAsSample(_GroupTracker):
+class GroupUsedAsSample(GroupTracker):
     """Elements of ``get_samples(...)`` are groups, not Samples.
 
     ## What it does
@@ -555,6 +415,6 @@ class GroupUsedAsSample(_GroupTracker):
         self._check(node, node.value, node.attr.value, id(node) in self.targets)
 
     def visit_Call(self, node: cst.Call) -> None:
-        read = _getattr_read(self, node)
+        read = getattr_read(self, node)
         if read is not None:
             self._check(node, read[0], read[1], False)

@@ -1,0 +1,97 @@
+"""VIM050: an agent function (``--agent-function-path``) is an ``async def``.
+
+See ``docs/contract.md`` §5 and §6a; the agent endpoint is ``vime/agent/``.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+
+__all__ = ["AgentFunctionSync"]
+
+
+_AGENT = "agent_function_path"
+
+
+class AgentFunctionSync(FunctionTracker):
+    """An agent function is an ``async def``.
+
+    ## What it does
+    Reports a plain ``def`` bound to ``--agent-function-path`` (by configuration, a
+    ``AgentFunction`` annotation, or the conventional name ``run_agent``).
+
+    ## Why is this bad?
+    vime awaits ``run(args, sample, base_url, api_key)`` on the rollout's event loop; a plain
+    ``def`` hands back its return value where a coroutine is awaited, and the first sample
+    fails after the engines have started (failure kind: "signature vs call mode").
+
+    ## Known problems
+    VIM004 reports the same definition against the hook's signature; VIM050 adds the agent's
+    fix (an async client).
+
+    ## Example
+    ```python
+    def run_agent(args, sample, base_url, api_key, **kwargs):
+        ...
+    ```
+
+    ## Use instead
+    ```python
+    async def run_agent(args, sample, base_url, api_key, **kwargs):
+        client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+        ...
+    ```
+
+    ## Fix safety
+    No fix: the body's calls have to become awaited calls too.
+    """
+
+    INVARIANT = INVARIANTS["VIM050"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
+              "    return 1.0\n"),
+        Valid("def run_agent(x):\n    return x\n"),
+        Valid("def helper(args, sample, base_url, api_key):\n    return 1.0\n"),
+        # An instance's async __call__; its sync helper method is not the hook.
+        Valid("class Agent:\n"
+              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+              "        return self._score(sample)\n"
+              "    def _score(self, sample):\n"
+              "        return 1.0\n"
+              "run_agent = Agent()\n"),
+        # An async function behind an aliased functools.partial, with a sync module helper.
+        Valid("from functools import partial as bind\n"
+              "async def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+              "    return _score(sample)\n"
+              "def _score(sample):\n"
+              "    return 1.0\n"
+              "run_agent = bind(_run, 4)\n"),
+    ]
+    INVALID = [
+        Invalid("def run_agent(args, sample, base_url, api_key, **kwargs):\n    return 1.0\n",
+                line=1, col=4),
+        Invalid("def run(args, sample, base_url, api_key):\n    return None\n", line=1, col=4,
+                options={"hooks": {"run": _AGENT}}),
+        # An instance bound as the agent function: its __call__ is a plain def.
+        Invalid("class Agent:\n"
+                "    def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
+                "        return 1.0\n"
+                "run_agent = Agent()\n", line=2, col=8),
+        # A plain def behind functools.partial imported under an alias.
+        Invalid("from functools import partial as bind\n"
+                "def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
+                "    return 1.0\n"
+                "run_agent = bind(_run, 4)\n", line=2, col=4),
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        binding = self.hook_of(node)
+        if binding is not None and binding.spec.dest == _AGENT and node.asynchronous is None:
+            self.report(node.name, self.INVARIANT.render(name=node.name.value),
+                        fix_hint=self.INVARIANT.fix.format(name=node.name.value))

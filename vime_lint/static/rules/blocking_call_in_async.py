@@ -1,0 +1,240 @@
+"""VIM005: no blocking calls inside ``async def`` hooks and the helpers they call.
+
+See ``docs/contract.md`` §4, §5 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import code_of
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.analysis import Semantic
+
+__all__ = ["BlockingCallInAsync"]
+
+
+#: Blocking callables by qualified name (prefix match when the entry ends with ".").
+BLOCKING = (
+    "time.sleep", "requests.", "urllib.request.urlopen", "urllib3.request",
+    "subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
+    "os.system", "httpx.get", "httpx.post", "httpx.put", "httpx.patch", "httpx.delete",
+    "httpx.head", "httpx.request", "socket.create_connection",
+)
+
+
+#: Iterations of a pure-Python loop that keep the event loop busy for tens of milliseconds
+#: or more (a ``for`` over ``range(n)``): the loop is CPU-bound work for a thread.
+_LONG_LOOP = 100_000
+
+
+def _int_value(semantic: Semantic, expr: cst.BaseExpression, fn: cst.FunctionDef
+               ) -> int | None:
+    """The value of an integer literal, of a parameter of ``fn`` with one as its default, or
+    of a module-level constant bound once to one; else None."""
+    if isinstance(expr, cst.Integer):
+        value = expr.evaluated_value
+        return value if isinstance(value, int) else None
+    if not isinstance(expr, cst.Name):
+        return None
+    params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+    for p in params:
+        if p.name.value == expr.value:
+            return _int_value(semantic, p.default, fn) \
+                if isinstance(p.default, cst.Integer) else None
+    if expr.value in semantic.facts(fn).values:
+        return None  # a local name
+    bound = [stmt for stmt in semantic.module.body
+             if isinstance(stmt, cst.SimpleStatementLine) for a in stmt.body
+             if isinstance(a, (cst.Assign, cst.AnnAssign)) and any(
+                 isinstance(t, cst.Name) and t.value == expr.value
+                 for t in ([x.target for x in a.targets] if isinstance(a, cst.Assign)
+                           else [a.target]))]
+    if len(bound) == 1:
+        a = bound[0].body[0]
+        bound_value = a.value if isinstance(a, (cst.Assign, cst.AnnAssign)) else None
+        if isinstance(bound_value, cst.Integer):
+            n = bound_value.evaluated_value
+            return n if isinstance(n, int) else None
+    return None
+
+
+def _long_loop(semantic: Semantic, loop: cst.For, fn: cst.FunctionDef) -> int | None:
+    """The iteration count of ``for ... in range(...)`` when it is a known number of at least
+    ``_LONG_LOOP``; else None."""
+    it = loop.iter
+    if not isinstance(it, cst.Call) or "builtins.range" not in semantic.qualified(it.func):
+        return None
+    args = [a for a in it.args if a.keyword is None and not a.star]
+    if not 1 <= len(args) <= 2 or len(args) != len(it.args):
+        return None
+    stop = _int_value(semantic, args[-1].value, fn)
+    start = _int_value(semantic, args[0].value, fn) if len(args) == 2 else 0
+    if stop is None or start is None or stop - start < _LONG_LOOP:
+        return None
+    return stop - start
+
+
+def _blocking(names: set[str]) -> str | None:
+    for n in names:
+        for b in BLOCKING:
+            if n == b or (b.endswith(".") and n.startswith(b) and n.count(".") == 1):
+                return n
+    return None
+
+
+class BlockingCallInAsync(FunctionTracker):
+    """No blocking calls inside ``async def``.
+
+    ## What it does
+    Reports calls of ``time.sleep``, ``requests.*``, ``urllib.request.urlopen``,
+    ``subprocess.run``/``call``/``check_output``, ``os.system`` and sync ``httpx`` functions
+    directly inside an ``async def`` (resolving ``from time import sleep`` and aliases),
+    a ``for`` loop over ``range(n)`` of at least 100000 iterations there (``n`` a literal, a
+    parameter's default or a module constant), and a call of one of the module's own sync
+    functions that does either (itself or through the sync helpers it calls). Passing the
+    function to ``asyncio.to_thread`` or an executor is fine.
+
+    ## Why is this bad?
+    Generate and reward hooks share one event loop per process; a blocking call, or seconds
+    of CPU-bound checking in plain Python, stalls every concurrent request and serialises the
+    whole rollout (failure kind: "blocking work on the event loop"; redai-studio/Relax#181).
+
+    ## Example
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        r = requests.post(URL, json={"text": sample.response})
+        return r.json()["score"]
+    ```
+
+    ## Use instead
+    ```python
+    async def reward_func(args, sample, **kwargs):
+        r = await asyncio.to_thread(requests.post, URL, json={"text": sample.response})
+        return r.json()["score"]
+    ```
+
+    ## Known problems
+    A loop bound read from a parameter's default counts even where the call passes a smaller
+    value; a loop bound computed at run time is not seen.
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM005"]
+    VALID = [
+        Valid("import asyncio, time\nasync def f():\n    await asyncio.sleep(1)\n"),
+        Valid("import time\ndef f():\n    time.sleep(1)\n"),
+        Valid("import asyncio, requests\nasync def f(u):\n"
+              "    return await asyncio.to_thread(requests.get, u)\n"),
+        Valid("import time\nasync def f():\n    def g():\n        time.sleep(1)\n"
+              "    return g\n"),
+        # A short loop, a loop of unknown length, CPU work handed to a thread, an async
+        # helper (awaited: its own body is checked where it is defined).
+        Valid("def norm(text):\n    for _ in range(10):\n        text = text.strip()\n"
+              "    return text\nasync def reward_func(args, sample, **kwargs):\n"
+              "    return float(norm(sample.response) == sample.label)\n"),
+        Valid("def check(answer, rounds):\n    for i in range(rounds):\n        pass\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return float(check(sample.response, len(sample.response)))\n"),
+        Valid("import asyncio\ndef check(answer, rounds=1_000_000):\n"
+              "    for i in range(rounds):\n        pass\n    return True\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return float(await asyncio.to_thread(check, sample.response))\n"),
+        Valid("import asyncio\nasync def fetch(u):\n    await asyncio.sleep(0)\n"
+              "async def f(u):\n    return await fetch(u)\n"),
+    ]
+    INVALID = [
+        Invalid("import time\nasync def f():\n    time.sleep(1)\n", line=3, col=4),
+        Invalid("from time import sleep\nasync def f():\n    sleep(1)\n", line=3, col=4),
+        Invalid("import requests as rq\nasync def f(u):\n    return rq.get(u)\n", line=3,
+                col=11),
+        Invalid("import subprocess\nasync def f():\n    subprocess.run(['ls'])\n", line=3,
+                col=4),
+        # CPU-bound work in a sync helper (a default parameter, a module constant, one
+        # helper further), or a long loop in the async def itself.
+        Invalid("def equivalent(a, b, rounds=200_000):\n    acc = 0\n"
+                "    for i in range(rounds):\n        acc = (acc * 31 + i) % 7\n"
+                "    return a == b\nasync def reward_func(args, sample, **kwargs):\n"
+                "    return float(equivalent(sample.response, sample.label))\n",
+                line=7, col=17),
+        Invalid("ROUNDS = 500_000\ndef _mix(a):\n    for i in range(1, ROUNDS):\n"
+                "        a = hash((a, i))\n    return a\ndef verify(a):\n"
+                "    return _mix(a) > 0\nasync def reward_func(args, sample, **kwargs):\n"
+                "    ok = verify(sample.response)\n    return float(ok)\n", line=9, col=9),
+        Invalid("async def reward_func(args, sample, **kwargs):\n    acc = 0\n"
+                "    for i in range(1_000_000):\n        acc += i\n    return 0.0\n",
+                line=3, col=4),
+        # A blocking call in a sync helper.
+        Invalid("import requests\ndef score(text):\n"
+                "    return requests.post(URL, json={'t': text}).json()['score']\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return score(sample.response)\n", line=5, col=11),
+    ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        #: id(sync function) -> what blocks in it (or in the sync helpers it calls), or None.
+        self._blocks: dict[int, str | None] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        fn = self.current
+        if fn is None or fn.asynchronous is None:
+            return
+        name = fn.name.value
+        hit = _blocking(self.qualified(node.func))
+        if hit is not None:
+            self.report(node, self.INVARIANT.render(
+                problem=f"blocking call `{hit}` inside async def `{name}`"))
+            return
+        target = self.context.semantic.callee(node, fn, self.owner)
+        if target is None or target.asynchronous is not None:
+            return
+        what = self._helper_blocks(target)
+        if what is not None:
+            self.report(node, self.INVARIANT.render(
+                problem=f"`{code_of(node.func)}(...)` inside async def `{name}` blocks the "
+                f"event loop: it {what}"))
+
+    def visit_For(self, node: cst.For) -> None:
+        fn = self.current
+        if fn is None or fn.asynchronous is None:
+            return
+        n = _long_loop(self.context.semantic, node, fn)
+        if n is not None:
+            self.report(node, self.INVARIANT.render(
+                problem=f"a pure-Python loop of {n} iterations inside async def "
+                f"`{fn.name.value}` runs on the event loop"))
+
+    def _helper_blocks(self, target: cst.FunctionDef) -> str | None:
+        """What blocks the loop in the sync function ``target`` or the sync helpers of the
+        module it calls: a blocking call, or a loop of at least ``_LONG_LOOP`` iterations."""
+        if id(target) in self._blocks:
+            return self._blocks[id(target)]
+        self._blocks[id(target)] = None
+        semantic = self.context.semantic
+        found: str | None = None
+        for helper in semantic.closure(target, self.owner):
+            if helper.asynchronous is not None:
+                continue
+            where = f"`{helper.name.value}`"
+            for site in semantic.facts(helper).calls:
+                hit = _blocking(self.qualified(site.node.func))
+                if hit is not None:
+                    found = f"makes the blocking call `{hit}` (in {where})"
+                    break
+            if found is None:
+                for loop in m.findall(helper.body, m.For()):
+                    assert isinstance(loop, cst.For)
+                    n = _long_loop(semantic, loop, helper)
+                    if n is not None:
+                        found = f"runs a pure-Python loop of {n} iterations (in {where})"
+                        break
+            if found is not None:
+                break
+        self._blocks[id(target)] = found
+        return found

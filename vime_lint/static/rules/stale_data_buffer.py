@@ -1,0 +1,100 @@
+"""VIM033: no ``data_buffer`` on vime's objects: the data source is ``data_source``.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import FunctionTracker
+
+__all__ = ["StaleDataBuffer"]
+
+
+class StaleDataBuffer(FunctionTracker):
+    """No ``data_buffer`` on vime's objects: the data source is ``data_source``.
+
+    ## What it does
+    Reports attribute access to ``.data_buffer`` (``self.data_buffer``, ``args.data_buffer``)
+    unless the object is an instance of the module's own class that assigns that attribute
+    (``self.data_buffer = ...`` in a method, a class-level field, also through a base class
+    of the module): then the attribute is the user's, not a stale vime API. The rollout
+    function's parameter of that name is VIM001's.
+
+    ## Why is this bad?
+    ``data_buffer`` is the name of an old API; vime's manager and hooks pass and hold a
+    ``data_source``. The attribute does not exist on vime's objects and fails with
+    ``AttributeError``.
+
+    ## Example
+    ```python
+    samples = self.data_buffer.get_samples(4)
+    ```
+
+    ## Use instead
+    ```python
+    samples = self.data_source.get_samples(4)
+    ```
+
+    ## Fix safety
+    No fix: the owner of the attribute may really define one.
+    """
+
+    INVARIANT = INVARIANTS["VIM033"]
+    ALIASES = ("VIM007",)
+    VALID = [
+        Valid("self.data_source.get_samples(4)\n"),
+        # The user's class assigns it in __init__ and reads it in another method.
+        Valid("class Replay:\n    def __init__(self, data_buffer):\n"
+              "        self.data_buffer = data_buffer\n"
+              "    def sample(self, n):\n        return self.data_buffer[:n]\n"),
+        # A dataclass field, read through an instance of the class.
+        Valid("from dataclasses import dataclass, field\n@dataclass\nclass State:\n"
+              "    data_buffer: list = field(default_factory=list)\n"
+              "def push(x):\n    state = State()\n    state.data_buffer.append(x)\n"),
+        # Assigned by a base class of the module; a parameter annotated with the class.
+        Valid("class Base:\n    def __init__(self):\n        self.data_buffer = []\n"
+              "class Child(Base):\n    def add(self, x):\n        self.data_buffer.append(x)\n"
+              "def drain(c: Child):\n    return c.data_buffer\n"),
+        # Read in a callback nested in a method: `self` is the method's (upstream slime's
+        # fully-async worker requeues aborted groups this way).
+        Valid("class Worker:\n    def __init__(self, data_buffer):\n"
+              "        self.data_buffer = data_buffer\n"
+              "    def done_cb(self):\n        def _cb(task):\n"
+              "            self.data_buffer.add_samples([task.result()])\n        return _cb\n"),
+    ]
+    INVALID = [
+        Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4),
+        # A class that never assigns it.
+        Invalid("class Runner:\n    def __init__(self, data_source):\n"
+                "        self.data_source = data_source\n"
+                "    def step(self):\n        return self.data_buffer.get_samples(1)\n",
+                line=5, col=15),
+        # vime's args, inside a hook.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return args.data_buffer\n", line=2, col=11),
+        # A callback nested in a method of a class that never assigns it.
+        Invalid("class Worker:\n    def __init__(self, data_source):\n"
+                "        self.data_source = data_source\n"
+                "    def done_cb(self):\n        def _cb(task):\n"
+                "            self.data_buffer.add_samples([task.result()])\n        return _cb\n",
+                line=6, col=12),
+        # An instance of the user's class that assigns something else.
+        Invalid("class Holder:\n    def __init__(self):\n        self.items = []\n"
+                "holder = Holder()\ndef f():\n    return holder.data_buffer\n",
+                line=6, col=11),
+    ]
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "data_buffer":
+            return
+        cls = self.context.semantic.instance_class(node.value, self.current, self.owner,
+                                                   self.functions)
+        if cls is not None and self.context.semantic.class_owns(cls, "data_buffer"):
+            return
+        where = f" (`{cls.name.value}` never assigns it)" if cls is not None else ""
+        self.report(node, self.INVARIANT.render(
+            problem=f"`.data_buffer` is a stale API{where}; the data source is `data_source`"))

@@ -1,0 +1,137 @@
+"""VIM007: ``status`` is set from and compared with ``Sample.Status`` members, not strings. Status
+values come from ``vime.contract.STATUS_VALUES``; nothing is copied here.
+
+See ``docs/contract.md`` §2 and §6a.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Fix
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, STATUS_BY_VALUE, SampleTracker
+
+__all__ = ["StatusString"]
+
+
+def _status_member(value: str) -> str | None:
+    return STATUS_BY_VALUE.get(value.lower())
+
+
+class StatusString(SampleTracker):
+    """``status`` is set from and compared with ``Sample.Status`` members, not strings.
+
+    ## What it does
+    Reports ``x.status = "completed"``, ``x.status == "aborted"`` and
+    ``Sample(status="truncated")``. A receiver not known to hold a sample is left alone when
+    it holds an instance of the module's own class, or when the module defines a class with a
+    ``status`` attribute of its own (an ``Order`` whose status is ``"pending"``).
+
+    ## Why is this bad?
+    ``Sample.Status`` is an ``Enum``: a string never equals a member, so status checks are
+    always false, and ``to_dict`` needs ``.value`` (failure kind: "to_dict needs .value").
+
+    ## Example
+    ```python
+    sample.status = "truncated"
+    ```
+
+    ## Use instead
+    ```python
+    sample.status = Sample.Status.TRUNCATED
+    ```
+
+    ## Fix safety
+    Replacing a known status string with its ``Sample.Status`` member is safe when ``Sample``
+    is imported in the module; no fix is offered otherwise.
+    """
+
+    INVARIANT = INVARIANTS["VIM007"]
+    VALID = [
+        Valid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = Sample.Status.TRUNCATED\n"),
+        Valid("response.status = 'ok'\n"),
+        Valid("if resp.status == 200:\n    pass\n"),
+        # The module's own class has a `status` (an order, a job): its strings are its own.
+        Valid("from dataclasses import dataclass\n@dataclass\nclass Order:\n    status: str\n"
+              "def cancel(orders, oid):\n    order = orders.get(oid)\n"
+              "    if order.status != 'pending':\n        raise ValueError(oid)\n"
+              "    order.status = 'completed'\n"),
+        Valid("class Job:\n    def __init__(self):\n        self.status = 'pending'\n"
+              "    def done(self):\n        return self.status == 'completed'\n"),
+    ]
+    INVALID = [
+        Invalid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = 'truncated'\n", line=3, col=4,
+                fixed=SAMPLE_IMPORT + "def f(sample):\n"
+                "    sample.status = Sample.Status.TRUNCATED\n"),
+        Invalid("def f(x):\n    if x.status == 'aborted':\n        pass\n", line=2, col=7),
+        # ... but a receiver known to hold a sample is still reported next to such a class.
+        Invalid(SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
+                "def f(sample: Sample):\n    return sample.status == 'aborted'\n",
+                line=5, col=11, fixed=SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
+                "def f(sample: Sample):\n    return sample.status == Sample.Status.ABORTED\n"),
+        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='p', status='completed')\n", line=2, col=4,
+                fixed=SAMPLE_IMPORT + "s = Sample(prompt='p', status=Sample.Status.COMPLETED)\n"),
+    ]
+
+    def _member(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        value = string_value(node)
+        member = _status_member(value) if value is not None else None
+        alias = self.context.semantic.imported_as("Sample")
+        if member is None or alias is None:
+            return None
+        return cst.parse_expression(f"{alias}.Status.{member}")
+
+    def _report(self, node: cst.CSTNode, literal: cst.BaseExpression, what: str) -> None:
+        repl = self._member(literal)
+        value = string_value(literal)
+        fix = Fix(f"Use `Sample.Status.{_status_member(value or '')}`", True,
+                  ((literal, repl),)) if repl is not None else None
+        self.report(node, self.INVARIANT.render(
+            problem=f"{what} the string {value!r} instead of a `Sample.Status` member"), fix=fix)
+
+    def _other_status(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver.status`` may well be another class's: ``receiver`` is not known to hold a
+        sample and the module defines a class of its own with a ``status`` attribute (an
+        ``Order`` dataclass, a tool-call record), or ``receiver`` holds an instance of one."""
+        if self.is_sample(receiver):
+            return False
+        semantic = self.context.semantic
+        if semantic.instance_class(receiver, self.current, self.owner) is not None:
+            return True
+        return any(isinstance(d, cst.ClassDef) and semantic.class_owns(d, "status")
+                   for d in semantic.definitions.values())
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        super().visit_Assign(node)
+        value = string_value(node.value)
+        if value is None:
+            return
+        for t in node.targets:
+            tgt = t.target
+            if isinstance(tgt, cst.Attribute) and tgt.attr.value == "status" and (
+                    self.is_sample(tgt.value) or (_status_member(value) is not None
+                                                  and not self._other_status(tgt.value))):
+                self._report(node, node.value, "`status` is set to")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        if not (isinstance(left, cst.Attribute) and left.attr.value == "status"):
+            return
+        if self._other_status(left.value):
+            return
+        for comp in node.comparisons:
+            value = string_value(comp.comparator)
+            if value is not None and _status_member(value) is not None \
+                    and isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
+                self._report(node, comp.comparator, "`status` is compared with")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.context.semantic.refers_to(node.func, "Sample"):
+            return
+        for a in node.args:
+            if a.keyword is not None and a.keyword.value == "status" \
+                    and string_value(a.value) is not None:
+                self._report(node, a.value, "`status` is built from")

@@ -1,0 +1,149 @@
+"""VIM039: every option a hook module declares in its ``add_arguments(parser)``
+(``vime/config/hook_options.py``) is read in it.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vime.contract import INVARIANTS
+from vime_lint.static._cst import string_value
+from vime_lint.static._model import Invalid, Valid
+from vime_lint.static._rule import Rule
+from vime_lint.static.rules._declared_options import declaration_of
+
+__all__ = ["UnreadHookOption"]
+
+
+def _declared(module: cst.Module) -> dict[str, tuple[str, cst.Call]]:
+    found = declaration_of(module)
+    return found.found if found is not None else {}
+
+
+class _Reads(cst.CSTVisitor):
+    """Every ``args.NAME`` read and ``getattr``/``hasattr(args, "NAME"...)`` of a module."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.guarded: set[str] = set()
+        #: ``getattr(args, name)`` with a name the source does not spell (``for k in ...``).
+        self.dynamic = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "args":
+            self.names.add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
+                and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
+                and node.args[0].value.value == "args":
+            name = string_value(node.args[1].value)
+            if name is None:
+                self.dynamic = True
+            if name:
+                self.names.add(name)
+                if node.func.value == "hasattr" or len(node.args) >= 3:
+                    self.guarded.add(name)
+
+
+class UnreadHookOption(Rule):
+    """Every option a hook module declares in ``add_arguments`` is read in it.
+
+    ## What it does
+    Reports a ``parser.add_argument("--flag", ...)`` in a module's ``add_arguments`` whose dest
+    the module never reads (no ``args.dest``, no ``getattr(args, "dest")``). Quiet when the
+    module reads ``getattr(args, name)`` with a computed name.
+
+    ## Why is this bad?
+    The option is accepted and ignored: a user sets it, and nothing changes (failure kind:
+    "unknown option").
+
+    ## Example
+    ```python
+    def add_arguments(parser):
+        parser.add_argument("--format-bonus", type=float, default=0.1)
+
+    async def reward_func(args, sample):
+        return 1.0
+    ```
+
+    ## Use instead
+    ```python
+    def add_arguments(parser):
+        parser.add_argument("--format-bonus", type=float, default=0.1)
+
+    async def reward_func(args, sample):
+        return 1.0 + args.format_bonus
+    ```
+
+    ## Fix safety
+    No fix.
+    """
+
+    INVARIANT = INVARIANTS["VIM039"]
+    NEEDS_HOOKS = True
+    VALID = [
+        Valid("def add_arguments(parser):\n    parser.add_argument('--bonus', type=float)\n\n"
+              "async def reward_func(args, sample):\n    return args.bonus\n"),
+        Valid("def add_arguments(parser):\n    parser.add_argument('--b', dest='bonus')\n\n"
+              "async def reward_func(args, sample):\n    return getattr(args, 'bonus', 0.0)\n"),
+        # Options on an argument group, both read in an instance's __call__.
+        Valid("def add_arguments(parser):\n"
+              "    group = parser.add_argument_group('judge')\n"
+              "    group.add_argument('--judge-url')\n"
+              "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
+              "class Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        return await ask(args.judge_url, sample, timeout=args.judge_timeout)\n"
+              "reward_func = Judge()\n"),
+        # Read in a module helper's comprehension by computed name: not knowable, so quiet.
+        Valid("def add_arguments(parser):\n"
+              "    parser.add_argument('--w-acc', type=float, default=1.0)\n"
+              "    parser.add_argument('--w-fmt', type=float, default=0.5)\n"
+              "def _weights(args):\n"
+              "    return [getattr(args, k) for k in ('w_acc', 'w_fmt')]\n"
+              "async def reward_func(args, sample, **kwargs):\n"
+              "    return sum(_weights(args))\n"),
+    ]
+    INVALID = [
+        Invalid("def add_arguments(parser):\n    parser.add_argument('--format-bonus')\n\n"
+                "async def reward_func(args, sample):\n    return 1.0\n", line=2, col=4),
+        Invalid("def add_arguments(group):\n    group.add_argument('--a')\n"
+                "    group.add_argument('--b')\n\n"
+                "async def reward_func(args, sample):\n    return float(args.a)\n",
+                line=3, col=4),
+        # An option of an argument group that the instance's __call__ never reads.
+        Invalid("def add_arguments(parser):\n"
+                "    group = parser.add_argument_group('judge')\n"
+                "    group.add_argument('--judge-url')\n"
+                "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
+                "class Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return await ask(args.judge_url, sample)\n"
+                "reward_func = Judge()\n", line=4, col=4),
+        # getattr with the flag's spelling: argparse stores format_bonus.
+        Invalid("def add_arguments(parser):\n"
+                "    parser.add_argument('--format-bonus', type=float, default=0.1)\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return 1.0 + getattr(args, 'format-bonus', 0.0)\n", line=2, col=4),
+        # One option read in a module helper, the other never.
+        Invalid("def add_arguments(parser):\n"
+                "    parser.add_argument('--bonus', type=float)\n"
+                "    parser.add_argument('--penalty', type=float)\n"
+                "def _bonus(args):\n"
+                "    return args.bonus\n"
+                "async def reward_func(args, sample, **kwargs):\n"
+                "    return [_bonus(args) for _ in range(1)][0]\n", line=3, col=4),
+    ]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        declared = _declared(node)
+        if not declared:
+            return
+        reads = _Reads()
+        node.visit(reads)
+        if reads.dynamic:
+            return  # which options it reads is not in the source
+        for dest, (flag, call) in declared.items():
+            if dest not in reads.names:
+                self.report(call, self.INVARIANT.render(flag=flag, dest=dest))
