@@ -108,13 +108,15 @@ class _Resolver:
             if ret.value is not None:
                 self.expr(ret.value, fn, via, elements)
 
-    def _helper(self, expr: cst.BaseExpression) -> cst.FunctionDef | None:
+    def _helper(self, expr: cst.BaseExpression, fn: cst.FunctionDef) -> cst.FunctionDef | None:
+        """The module's own function whose result ``expr`` is: a module-level ``def`` (also
+        through an alias), a ``def`` nested in ``fn``, or a ``self`` method of ``fn``'s class
+        (:meth:`~vime_lint.static.analysis.Semantic.callee`)."""
         if isinstance(expr, cst.Await):
             expr = expr.expression
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            target = self.context.definitions.get(expr.func.value)
-            if isinstance(target, cst.FunctionDef):
-                return target
+        if isinstance(expr, cst.Call):
+            semantic = self.context.semantic
+            return semantic.callee(expr, fn, semantic.owner(fn))
         return None
 
     def expr(self, e: cst.BaseExpression, fn: cst.FunctionDef, via: tuple[str, ...],
@@ -123,7 +125,7 @@ class _Resolver:
             self.expr(e.body, fn, via, elements)
             self.expr(e.orelse, fn, via, elements)
             return
-        helper = self._helper(e)
+        helper = self._helper(e, fn)
         if helper is not None:
             if helper is not fn and helper.name.value not in via and len(via) < _MAX_DEPTH:
                 self.function(helper, (*via, helper.name.value), elements)
@@ -187,7 +189,8 @@ def reward_leaves(fn: cst.FunctionDef, binding: HookBinding, context: FileContex
                   qualified: Qualified) -> list[Leaf]:
     """The expressions reward hook ``fn`` can return (the rewards of its list for a batch
     reward function), following local names (all their bindings), conditional expressions,
-    module constants and calls of module-level helpers (``await`` too, at most six deep).
+    module constants and calls of the module's own helpers (module-level, nested, ``self``
+    methods; ``await`` too, at most six deep).
     Parameters, loop variables and calls the linter cannot see are left out. ``qualified``
     resolves builtins (``list(...)``); the result is cached per file."""
     return _resolve(fn, binding, context, qualified).leaves
