@@ -19,6 +19,7 @@ __all__ = [
     "called",
     "returns_nothing",
     "body_statements", "code_of", "dotted", "dotted_text", "may_fall_through", "params_of",
+    "reads_any",
     "string_value",
 ]
 
@@ -170,3 +171,10 @@ def may_fall_through(suite: cst.BaseSuite) -> bool:
     if not stmts:
         return True
     return _stmt_may_fall_through(stmts[-1])
+
+
+def reads_any(node: cst.CSTNode, names: set[str] | frozenset[str]) -> bool:
+    """True when ``node`` reads one of ``names`` (nested functions included)."""
+    if isinstance(node, cst.Name):
+        return node.value in names
+    return any(reads_any(c, names) for c in node.children)

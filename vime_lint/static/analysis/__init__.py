@@ -10,7 +10,16 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
-- in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`).
+- hook options: what the module's ``add_arguments(parser)`` declares
+  (:attr:`Semantic.declared_options`) and which ``args`` attributes it reads
+  (:attr:`Semantic.args_reads`);
+- in-place writes: which names and attributes something writes into (:attr:`Semantic.writes`);
+- turn loops: the loops of a function that carry a trajectory from turn to turn
+  (:meth:`Semantic.turn_loops`) and its tokenizer calls that encode generated text again
+  (:meth:`Semantic.retokenised_calls`);
+- returned values: what a function can return, through local names, module constants and the
+  module's helpers (:meth:`Semantic.returned`, :class:`Leaf`), and the kinds of a rollout
+  function's returned value (:meth:`Semantic.returned_kinds`: train or eval output, a bare list).
 
 Usage::
 
@@ -72,11 +81,28 @@ from vime_lint.static.analysis._invocations import (
 )
 from vime_lint.static.analysis._mutations import MUTATING_METHODS, InPlaceWrites
 from vime_lint.static.analysis._names import UPSTREAM_PACKAGES, Names, is_upstream, spelled
+from vime_lint.static.analysis._options import ArgsReads, Declared, declaration_of
+from vime_lint.static.analysis._outputs import (
+    EVAL_OUT,
+    FINALIZE,
+    TRAIN_OUT,
+    classify,
+    is_output_call,
+)
+from vime_lint.static.analysis._returns import Leaf, Returned, constant_values
+from vime_lint.static.analysis._samples import is_sample_name
+from vime_lint.static.analysis._turn_loops import (
+    TurnLoop,
+    is_tokenizer,
+    retokenised_calls,
+    tokenize_false,
+    turn_loops,
+)
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled",
+    "spelled", "ArgsReads", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -119,6 +145,13 @@ class Semantic:
         self._resolved_names: set[int] = set()
         self._attributes: ModuleAttributes | None = None
         self._group_attributes: dict[tuple[int, str, int], tuple[str, str] | None] = {}
+        self._turn_loops: dict[int, list[TurnLoop]] = {}
+        self._retokenised: dict[int, list[cst.Call]] = {}
+        self._returned: dict[tuple[int, bool], Returned] = {}
+        self._constant_values: dict[str, cst.BaseExpression] | None = None
+        self._declared: Declared | None = None
+        self._declared_read = False
+        self._args_reads: ArgsReads | None = None
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -211,6 +244,35 @@ class Semantic:
         inner: list[FunctionNode | cst.ClassDef] = [*facts.nested.values(), *facts.lambdas,
                                                     *facts.classes]
         return _depth < 16 and any(self.mentions(i, name, _depth + 1) for i in inner)
+
+    @property
+    def constant_values(self) -> dict[str, cst.BaseExpression]:
+        """Module-level names bound once to an expression (``FAIL_SCORE = 0.0``), walked once."""
+        if self._constant_values is None:
+            self._constant_values = constant_values(self.module, self.definitions)
+        return self._constant_values
+
+    def returned(self, fn: cst.FunctionDef, *, elements: bool = False) -> Returned:
+        """What ``fn`` can return (with ``elements``: the elements of the list it returns),
+        following local names (all their bindings), conditional expressions, module constants
+        and calls of the module's own helpers (module-level, nested, ``self`` methods; ``await``
+        too, at most six deep); parameters, loop
+        variables and calls the module does not show are left out (see
+        :mod:`vime_lint.static.analysis._returns`). Computed once per function."""
+        key = (id(fn), elements)
+        hit = self._returned.get(key)
+        if hit is None:
+            hit = self._returned[key] = Returned(self, fn, elements)
+        return hit
+
+    def returned_kinds(self, fn: cst.FunctionDef, expr: cst.BaseExpression | None,
+                       owner: cst.ClassDef | None = None
+                       ) -> list[tuple[str, cst.BaseExpression | None]]:
+        """The kinds ``expr``, returned by ``fn``, can have (``TRAIN_OUT``, ``EVAL_OUT``,
+        ``"None"``, ``"a tuple"``, ``"a bare list"``, ``"a bare dict"``), each with the leaf it
+        comes from; empty when any leaf is unknown (see
+        :func:`vime_lint.static.analysis._outputs.classify`)."""
+        return classify(fn, expr, self, owner)
 
     def module_constants(self) -> list[FunctionFacts]:
         """Facts of each module-level statement other than ``def``/``class`` (constants,
@@ -494,6 +556,45 @@ class Semantic:
         if all(k in ("blank", "group") for k, _ in kinds):
             return "group", f"`self.{attr}`, set to {sources[0]}"
         return None
+
+    # ---- turn loops --------------------------------------------------------------------------
+
+    def turn_loops(self, fn: cst.FunctionDef) -> list[TurnLoop]:
+        """The loops of ``fn`` that grow a trajectory and send it again (see
+        :func:`vime_lint.static.analysis._turn_loops.turn_loops`), computed once per function."""
+        hit = self._turn_loops.get(id(fn))
+        if hit is None:
+            hit = self._turn_loops[id(fn)] = turn_loops(self, fn)
+        return hit
+
+    def retokenised_calls(self, fn: cst.FunctionDef) -> list[cst.Call]:
+        """The tokenizer calls in ``fn``'s loops that encode text the model generated there (see
+        :func:`vime_lint.static.analysis._turn_loops.retokenised_calls`), once per function."""
+        hit = self._retokenised.get(id(fn))
+        if hit is None:
+            hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
+        return hit
+
+    # ---- hook options ------------------------------------------------------------------------
+
+    @property
+    def declared_options(self) -> Declared | None:
+        """The options the module's ``add_arguments(parser)`` declares (None without one; see
+        :mod:`vime_lint.static.analysis._options`), walked once."""
+        if not self._declared_read:
+            self._declared = declaration_of(self.module)
+            self._declared_read = True
+        return self._declared
+
+    @property
+    def args_reads(self) -> ArgsReads:
+        """Every ``args.NAME`` read and ``getattr``/``hasattr(args, "NAME", ...)`` of the
+        module, walked once."""
+        if self._args_reads is None:
+            reads = ArgsReads()
+            self.module.visit(reads)
+            self._args_reads = reads
+        return self._args_reads
 
     # ---- in-place writes ---------------------------------------------------------------------
 

@@ -1,18 +1,24 @@
 """What the reward-return rules share (VIM023, VIM024, VIM030): :class:`RewardRule`, the base
-of a rule that checks module-level ``--custom-rm-path`` functions, and the wording helpers of
-their messages.
+of a rule that checks module-level ``--custom-rm-path`` functions, the values a reward function
+returns (:func:`reward_leaves`, :func:`reward_functions`: the semantic model's
+:meth:`~vime_lint.static.analysis.Semantic.returned`, per sample for a batch reward function),
+and the wording helpers of their messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
+from vime.contract.hooks import GROUP_RM_SPEC
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import HookBinding
-from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._reward_values import Leaf
+from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.analysis import Leaf
 
-__all__ = ["EVAL_FN", "GENERATE", "RM", "STR_CALLS", "RewardRule", "short", "via"]
+__all__ = ["EVAL_FN", "GENERATE", "RM", "STR_CALLS", "RewardRule", "is_batched_reward",
+           "reward_functions", "reward_leaves", "short", "via"]
 
 RM = "custom_rm_path"
 GENERATE = "custom_generate_function_path"
@@ -46,3 +52,26 @@ class RewardRule(FunctionTracker):
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
         """Check reward function ``fn``."""
         raise NotImplementedError
+
+
+def is_batched_reward(binding: HookBinding, fn: cst.FunctionDef, context: FileContext) -> bool:
+    """True for a ``--group-rm`` reward function: its spec says so, the launch configuration
+    sets ``--group-rm``, or its second parameter is ``samples``."""
+    if binding.spec is GROUP_RM_SPEC or "--group-rm" in context.options.launch_flags:
+        return True
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    return len(params) >= 2 and params[1] == "samples"
+
+
+def reward_leaves(fn: cst.FunctionDef, binding: HookBinding, context: FileContext) -> list[Leaf]:
+    """The expressions reward hook ``fn`` can return (the rewards of its list for a batch
+    reward function): :meth:`~vime_lint.static.analysis.Semantic.returned`."""
+    return context.semantic.returned(
+        fn, elements=is_batched_reward(binding, fn, context)).leaves
+
+
+def reward_functions(fn: cst.FunctionDef, binding: HookBinding, context: FileContext
+                     ) -> Iterator[tuple[cst.FunctionDef, tuple[str, ...]]]:
+    """``fn`` and the module-level helpers whose result it returns, with the helper chain."""
+    yield from context.semantic.returned(
+        fn, elements=is_batched_reward(binding, fn, context)).functions

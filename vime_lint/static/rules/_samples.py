@@ -3,7 +3,7 @@
 A name holds a sample when it is a hook parameter named ``sample``, is assigned
 ``Sample(...)``, loops over vime's ``iter_samples(...)`` (by qualified name: also
 ``bt.iter_samples`` or an ``as`` alias) or over a name ending in ``group``/``samples``,
-or is spelled ``sample``/``*_sample``. Rules about Sample attributes only fire on such names,
+or is spelled ``sample``/``*_sample`` (:func:`vime_lint.static.analysis.is_sample_name`). Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
 
 Also the ``Sample.Status`` member of each status value, the ``Sample`` import line that
@@ -18,19 +18,14 @@ import libcst as cst
 
 from vime.contract import SAMPLE_FIELD_NAMES, STATUS_VALUES
 from vime_lint.static._rule import FileContext, FunctionTracker
+from vime_lint.static.analysis import is_sample_name
 
-__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "is_sample_name", "suggest_field"]
+__all__ = ["SAMPLE_IMPORT", "STATUS_BY_VALUE", "SampleTracker", "suggest_field"]
 
 #: The import that rule examples (VALID / INVALID cases) using ``Sample`` start with.
 SAMPLE_IMPORT = "from vime.utils.types import Sample\n"
 #: Status value -> ``Sample.Status`` member name (``"truncated"`` -> ``"TRUNCATED"``).
 STATUS_BY_VALUE = {value: name for name, value in STATUS_VALUES}
-
-
-def is_sample_name(name: str, known: set[str] | frozenset[str]) -> bool:
-    """True when ``name`` is one of the ``known`` sample names or is spelled ``sample`` or
-    ``*_sample``."""
-    return name in known or name == "sample" or name.endswith("_sample")
 
 
 def _group_like(name: str) -> bool:

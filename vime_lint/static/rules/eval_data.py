@@ -15,7 +15,7 @@ from vime.contract.hooks import EVAL_ENTRY_KEYS
 from vime_lint.static._cst import string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._rollout_outputs import EVAL_OUT, is_output_call
+from vime_lint.static.analysis import EVAL_OUT, is_output_call
 
 __all__ = ["EvalDataKeys"]
 

@@ -12,7 +12,7 @@ from vime.contract import INVARIANTS, Severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._rollout_outputs import EVAL_OUT, TRAIN_OUT, classify
+from vime_lint.static.analysis import EVAL_OUT, TRAIN_OUT
 from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["EvaluationBranch"]
@@ -136,7 +136,7 @@ class EvaluationBranch(FunctionTracker):
             if ret.side is None or ret.value is None:
                 continue
             wrong = TRAIN_OUT if ret.side == "eval" else EVAL_OUT
-            for kind, leaf in classify(node, ret.value, sem, self.owner):
+            for kind, leaf in sem.returned_kinds(node, ret.value, self.owner):
                 if kind != wrong:
                     continue
                 via = f" (built as `{code_of(leaf)[:40]}`)" if leaf is not None \

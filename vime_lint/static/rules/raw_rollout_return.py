@@ -12,8 +12,7 @@ from vime.contract import INVARIANTS, Severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
-from vime_lint.static.analysis import Side
-from vime_lint.static.rules._rollout_outputs import EVAL_OUT, TRAIN_OUT, classify
+from vime_lint.static.analysis import EVAL_OUT, TRAIN_OUT, Side
 from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["RawRolloutReturn"]
@@ -151,7 +150,7 @@ class RawRolloutReturn(FunctionTracker):
                 name=name, actual="a generator (it contains `yield`)", expected=expected))
             return
         for ret in local.returns:
-            kinds = classify(node, ret.value, sem, self.owner)
+            kinds = sem.returned_kinds(node, ret.value, self.owner)
             for kind in dict.fromkeys(k for k, _ in kinds):
                 if kind in (TRAIN_OUT, EVAL_OUT):
                     continue

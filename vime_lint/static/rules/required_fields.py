@@ -18,8 +18,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, fields_set
-from vime_lint.static.rules._rollout_outputs import TRAIN_OUT, classify
+from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, TRAIN_OUT, fields_set
 from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["RequiredFieldsNeverSet"]
@@ -321,7 +320,7 @@ class RequiredFieldsNeverSet(FunctionTracker):
             return
         sem = self.context.semantic
         returns = [r for r in sem.facts(node).returns if r.side != "eval" and r.value is not None
-                   and any(k == TRAIN_OUT for k, _ in classify(node, r.value, sem, self.owner))]
+                   and any(k == TRAIN_OUT for k, _ in sem.returned_kinds(node, r.value, self.owner))]
         if not returns:
             return
         # What only the `if evaluation:` branch sets never reaches the train output.

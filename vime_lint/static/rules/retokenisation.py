@@ -3,7 +3,7 @@
 :class:`ReencodedGeneratedText` looks at rollout, eval and custom generate functions together
 with the module-level helpers they call
 (:meth:`~vime_lint.static.analysis.Semantic.closure`); the per-function analysis is
-:func:`~vime_lint.static.rules._turn_loops.retokenised_calls`.
+:meth:`~vime_lint.static.analysis.Semantic.retokenised_calls`.
 
 See ``docs/contract.md`` §2 (``append_response_tokens``), §8 and §6a.
 """
@@ -16,7 +16,6 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._turn_loops import retokenised_calls
 
 #: A loop over ``{call}(...)`` that encodes ``row.response`` again (VALID/INVALID cases).
 _ROW_LOOP = ("async def generate(args, sample, sampling_params):\n"
@@ -229,7 +228,7 @@ class ReencodedGeneratedText(FunctionTracker):
             return
         semantic = self.context.semantic
         for fn in semantic.closure(node, semantic.owner(node)):
-            for call in retokenised_calls(self.context.semantic, fn):
+            for call in semantic.retokenised_calls(fn):
                 if id(call) in self.reported:
                     continue
                 self.reported.add(id(call))

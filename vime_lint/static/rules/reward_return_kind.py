@@ -1,6 +1,6 @@
 """VIM023: every return path of a reward function returns the same kind, a number or a
 dict; the values are read through
-:func:`~vime_lint.static.rules._reward_values.reward_leaves` (local names, helpers, the list of a
+:func:`~vime_lint.static.rules._reward_rule.reward_leaves` (local names, helpers, the list of a
 batch reward function)."""
 
 from __future__ import annotations
@@ -9,16 +9,8 @@ import libcst as cst
 
 from vime.contract import INVARIANTS
 from vime_lint.static._model import HookBinding, Invalid, Valid
-from vime_lint.static.rules._reward_rule import (
-    RM,
-    RewardRule,
-    short,
-    via,
-)
-from vime_lint.static.rules._reward_values import (
-    Leaf,
-    reward_leaves,
-)
+from vime_lint.static.analysis import Leaf
+from vime_lint.static.rules._reward_rule import RM, RewardRule, reward_leaves, short, via
 
 __all__ = ["RewardReturnKind"]
 
@@ -165,7 +157,7 @@ class RewardReturnKind(RewardRule):
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
         first: dict[str, Leaf] = {}
-        for leaf in reward_leaves(fn, binding, self.context, self.qualified):
+        for leaf in reward_leaves(fn, binding, self.context):
             kind = self._kind(leaf.value)
             if kind is not None and kind not in first:
                 first[kind] = leaf

@@ -1,6 +1,6 @@
 """VIM024: a reward is a Python number, not a tensor, an array or a string: what a
 ``--custom-rm-path`` function returns (through
-:func:`~vime_lint.static.rules._reward_values.reward_leaves`), and what a rollout or custom
+:func:`~vime_lint.static.rules._reward_rule.reward_leaves`), and what a rollout or custom
 generate function stores in ``sample.reward``."""
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from vime_lint.static.rules._reward_rule import (
     GENERATE,
     STR_CALLS,
     RewardRule,
+    reward_leaves,
     short,
     via,
-)
-from vime_lint.static.rules._reward_values import (
-    reward_leaves,
 )
 from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
@@ -350,7 +348,7 @@ class RewardReturnsTensor(RewardRule):
         return "a string" if self._text(value, fn) else None
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        for leaf in reward_leaves(fn, binding, self.context, self.qualified):
+        for leaf in reward_leaves(fn, binding, self.context):
             values = [leaf.value]
             if isinstance(leaf.value, cst.Dict):
                 values = [el.value for el in leaf.value.elements

@@ -13,12 +13,11 @@ import libcst as cst
 
 from vime.contract import INVARIANTS, SAMPLE_FIELDS
 from vime.contract.sample import RESPONSE_LENGTH_FIELDS, WRITTEN_IN_PLACE_FIELDS
-from vime_lint.static._cst import code_of
+from vime_lint.static._cst import code_of, reads_any
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext
 from vime_lint.static.analysis import Semantic
 from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
-from vime_lint.static.rules._turn_loops import mentions
 
 __all__ = ["PER_SAMPLE_FIELDS", "SharedSampleObject"]
 
@@ -67,7 +66,7 @@ def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> cst.Name 
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
     cur = value
     while isinstance(cur, (cst.Attribute, cst.Subscript)):
-        if isinstance(cur, cst.Subscript) and mentions(cur.slice[0] if len(cur.slice) == 1
+        if isinstance(cur, cst.Subscript) and reads_any(cur.slice[0] if len(cur.slice) == 1
                                                        else cur, per_iteration):
             return None
         cur = cur.value

@@ -1,6 +1,6 @@
 """VIM030: a reward function does not turn a broad exception into a constant score (in
 the function and the module-level helpers whose result it returns, through
-:func:`~vime_lint.static.rules._reward_values.reward_functions`)."""
+:func:`~vime_lint.static.rules._reward_rule.reward_functions`)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import HookBinding, Invalid, Valid
-from vime_lint.static.rules._reward_rule import (
-    STR_CALLS,
-    RewardRule,
-    short,
-)
-from vime_lint.static.rules._reward_values import (
-    module_constants,
-    reward_functions,
-)
+from vime_lint.static.rules._reward_rule import STR_CALLS, RewardRule, reward_functions, short
 
 __all__ = ["SwallowedRewardFailure"]
 
@@ -164,7 +156,7 @@ class SwallowedRewardFailure(RewardRule):
                 and self.qualified(e.func) & _NUMBER_CASTS:
             return self._constant(e.args[0].value)
         if isinstance(e, cst.Name):
-            value = module_constants(self.context).get(e.value)
+            value = self.context.semantic.constant_values.get(e.value)
             return value is not None and not isinstance(value, cst.Name) \
                 and self._constant(value)
         if isinstance(e, cst.Dict) and numeric:
@@ -181,7 +173,7 @@ class SwallowedRewardFailure(RewardRule):
         return isinstance(e, cst.Call) and bool(self.qualified(e.func) & STR_CALLS)
 
     def reward(self, fn: cst.FunctionDef, binding: HookBinding) -> None:
-        for helper, via in reward_functions(fn, binding, self.context, self.qualified):
+        for helper, via in reward_functions(fn, binding, self.context):
             sem = self.context.semantic
             facts = sem.facts(helper)
             returned = {r.value.value for r in facts.returns if isinstance(r.value, cst.Name)}

@@ -14,8 +14,8 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext
+from vime_lint.static.analysis import is_tokenizer, tokenize_false
 from vime_lint.static.rules._samples import SampleTracker
-from vime_lint.static.rules._turn_loops import _is_tokenizer, _tokenize_false
 
 __all__ = ["TemplatedTextSpecialTokens"]
 
@@ -206,7 +206,7 @@ class TemplatedTextSpecialTokens(SampleTracker):
             return False
         for leaf, where in self.context.semantic.origins(fn, expr, owner=self.owner):
             if isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Attribute) \
-                    and leaf.func.attr.value == "apply_chat_template" and _tokenize_false(leaf):
+                    and leaf.func.attr.value == "apply_chat_template" and tokenize_false(leaf):
                 return True
             if isinstance(leaf, cst.BinaryOperation) and isinstance(leaf.operator, cst.Add) \
                     and isinstance(where, cst.FunctionDef) \
@@ -225,9 +225,9 @@ class TemplatedTextSpecialTokens(SampleTracker):
             return
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _ENCODE \
-                and _is_tokenizer(func.value):
+                and is_tokenizer(func.value):
             how = f"`.{func.attr.value}`"
-        elif _is_tokenizer(func):
+        elif is_tokenizer(func):
             how = "calling the tokenizer"
         else:
             return

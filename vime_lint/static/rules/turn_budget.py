@@ -2,7 +2,7 @@
 
 :class:`FullBudgetEveryTurn` looks at the custom generate and rollout functions (with the
 module-level helpers they call, :meth:`~vime_lint.static.analysis.Semantic.closure`) and
-their turn loops (:func:`~vime_lint.static.rules._turn_loops.turn_loops`).
+their turn loops (the semantic model's :meth:`~vime_lint.static.analysis.Semantic.turn_loops`).
 
 See ``docs/contract.md`` §5 (``sampling_params``), §8 and §6a.
 """
@@ -14,11 +14,10 @@ import libcst.matchers as m
 
 from vime.contract import INVARIANTS
 from vime.contract.hooks import ASYNC_API
-from vime_lint.static._cst import code_of, string_value
+from vime_lint.static._cst import code_of, reads_any, string_value
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._samples import is_sample_name
-from vime_lint.static.rules._turn_loops import TurnLoop, mentions, turn_loops
+from vime_lint.static.analysis import TurnLoop, is_sample_name
 
 #: A generate loop that asks for the full budget each turn, over ``{loop}`` (VALID/INVALID).
 _TURNS = ("async def generate(args, sample, sampling_params):\n    response = ''\n"
@@ -399,7 +398,7 @@ class FullBudgetEveryTurn(FunctionTracker):
             out.append((param, None, key))
             for pname, values in bound.items():  # params = dict(sampling_params), {**...}
                 if pname != param and values and all(
-                        v is not None and not _holds(loop.node, v) and mentions(v, {param})
+                        v is not None and not _holds(loop.node, v) and reads_any(v, {param})
                         and not self._sites(v, None) for v in values):
                     out.append((pname, None, key))
         for pname, values in bound.items():
@@ -453,7 +452,7 @@ class FullBudgetEveryTurn(FunctionTracker):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
             self._check_prompt_charged(fn)
-            for loop in turn_loops(self.context.semantic, fn):
+            for loop in self.context.semantic.turn_loops(fn):
                 self._check_loop(fn, loop, binding if fn is node else None, params)
 
 

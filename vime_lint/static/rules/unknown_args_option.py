@@ -13,7 +13,6 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext, FunctionTracker
-from vime_lint.static.rules._declared_options import declaration_of
 
 __all__ = ["UnknownArgsOption"]
 
@@ -144,7 +143,7 @@ class UnknownArgsOption(FunctionTracker):
         self.known = _known()
 
     def visit_Module(self, node: cst.Module) -> None:
-        declaration = declaration_of(node)
+        declaration = self.context.semantic.declared_options
         self.declared = set(declaration.found) if declaration is not None else set()
         self.open = declaration is not None and declaration.open
 
@@ -153,7 +152,8 @@ class UnknownArgsOption(FunctionTracker):
             return   # any name may be one the module declares out of sight
         # A guard anywhere in the module (``hasattr(args, "x")``, a ``getattr`` default) covers
         # every read of the name, so reads are reported once the traversal has seen all guards
-        # (collected by visit_Call, as _Reads does, without a walk of its own).
+        # (collected by visit_Call, as the semantic model's ArgsReads does, without a walk of
+        # its own).
         for name, (node, fn) in self.first.items():
             if name in self.guarded:
                 continue

@@ -7,43 +7,10 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
-from vime_lint.static._cst import string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Rule
-from vime_lint.static.rules._declared_options import declaration_of
 
 __all__ = ["UnreadHookOption"]
-
-
-def _declared(module: cst.Module) -> dict[str, tuple[str, cst.Call]]:
-    found = declaration_of(module)
-    return found.found if found is not None else {}
-
-
-class _Reads(cst.CSTVisitor):
-    """Every ``args.NAME`` read and ``getattr``/``hasattr(args, "NAME"...)`` of a module."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-        self.guarded: set[str] = set()
-        #: ``getattr(args, name)`` with a name the source does not spell (``for k in ...``).
-        self.dynamic = False
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value == "args":
-            self.names.add(node.attr.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
-                and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
-                and node.args[0].value.value == "args":
-            name = string_value(node.args[1].value)
-            if name is None:
-                self.dynamic = True
-            if name:
-                self.names.add(name)
-                if node.func.value == "hasattr" or len(node.args) >= 3:
-                    self.guarded.add(name)
 
 
 class UnreadHookOption(Rule):
@@ -137,11 +104,12 @@ class UnreadHookOption(Rule):
     ]
 
     def visit_Module(self, node: cst.Module) -> None:
-        declared = _declared(node)
+        sem = self.context.semantic
+        found = sem.declared_options
+        declared = found.found if found is not None else {}
         if not declared:
             return
-        reads = _Reads()
-        node.visit(reads)
+        reads = sem.args_reads
         if reads.dynamic:
             return  # which options it reads is not in the source
         for dest, (flag, call) in declared.items():

@@ -9,10 +9,10 @@ import pytest
 from vime.contract import HOOKS, INVARIANTS
 from vime_lint.static._engine import file_context, lint_source
 from vime_lint.static._model import options_from_mapping
+from vime_lint.static.analysis._turn_loops import turn_loops
 from vime_lint.static.rules import ALL_RULES
 from vime_lint.static.rules._groups import group_params
-from vime_lint.static.rules._reward_values import reward_leaves
-from vime_lint.static.rules._turn_loops import turn_loops
+from vime_lint.static.rules._reward_rule import reward_leaves
 
 pytestmark = pytest.mark.unit
 
@@ -60,7 +60,7 @@ def test_reward_leaves_follow_names_helpers_and_batch_lists() -> None:
     ctx, _ = file_context("m.py", module, options_from_mapping({}))
     fn = ctx.definitions["group_reward_func"]
     assert isinstance(fn, cst.FunctionDef)
-    leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx, lambda node: set())
+    leaves = reward_leaves(fn, ctx.hooks["group_reward_func"][0], ctx)
     assert [cst.Module([]).code_for_node(leaf.value) for leaf in leaves] == ["1.0", "{'s': 0.0}"]
     assert {leaf.via for leaf in leaves} == {("helper",)}
 

@@ -1,5 +1,6 @@
-"""What a hook module declares in ``add_arguments(parser)`` (``vime/config/hook_options.py``),
-read from the CST: shared by VIM038 and VIM039.
+"""The options a hook module declares and reads: what its ``add_arguments(parser)`` declares
+(``vime/config/hook_options.py``; :meth:`Semantic.declared_options`) and which ``args``
+attributes it reads (:meth:`Semantic.args_reads`). Read by VIM038 and VIM039.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import libcst as cst
 
 from vime_lint.static._cst import string_value
 
-__all__ = ["DECLARE", "Declared", "declaration_of"]
+__all__ = ["DECLARE", "ArgsReads", "Declared", "declaration_of"]
 
 
 DECLARE = "add_arguments"
@@ -60,3 +61,29 @@ def declaration_of(module: cst.Module) -> Declared | None:
             stmt.visit(visitor)
             return visitor
     return None
+
+
+class ArgsReads(cst.CSTVisitor):
+    """Every ``args.NAME`` read and ``getattr``/``hasattr(args, "NAME"...)`` of a module."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.guarded: set[str] = set()
+        #: ``getattr(args, name)`` with a name the source does not spell (``for k in ...``).
+        self.dynamic = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "args":
+            self.names.add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
+                and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
+                and node.args[0].value.value == "args":
+            name = string_value(node.args[1].value)
+            if name is None:
+                self.dynamic = True
+            if name:
+                self.names.add(name)
+                if node.func.value == "hasattr" or len(node.args) >= 3:
+                    self.guarded.add(name)

@@ -1,25 +1,32 @@
-"""Turn loops of multi-turn code: which tokenizer calls encode generated text again (the
-analysis of VIM018), and which loops carry a trajectory from turn to turn (VIM027).
+"""Turn loops of multi-turn code: which tokenizer calls encode generated text again, and which
+loops carry a trajectory from turn to turn. Facts of the semantic model
+(:meth:`Semantic.retokenised_calls`, :meth:`Semantic.turn_loops`, cached per function).
 
 :func:`retokenised_calls` finds, per function, the tokenizer calls inside a loop whose text
 comes from the model (a taint fixpoint over the loop's assignments) and whose ids become the
-next turn's tokens. :class:`~vime_lint.static.rules.retokenisation.ReencodedGeneratedText`
-reports them. :func:`turn_loops` finds the loops that grow a trajectory and send it again on
-the next iteration (:class:`TurnLoop`); :mod:`~vime_lint.static.rules.turn_budget` reads them.
+next turn's tokens; VIM018 (:mod:`~vime_lint.static.rules.retokenisation`) reports them.
+:func:`turn_loops` finds the loops that grow a trajectory and send it again on the next
+iteration (:class:`TurnLoop`); VIM027 (:mod:`~vime_lint.static.rules.turn_budget`) reads them.
+:func:`is_tokenizer` and :func:`tokenize_false` say which receivers are tokenizers and which
+chat-template calls render text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from vime_lint.static._cst import dotted, string_value
-from vime_lint.static.analysis import CallSite, Semantic
-from vime_lint.static.rules._samples import is_sample_name
+from vime_lint.static._cst import dotted, reads_any, string_value
+from vime_lint.static.analysis._functions import CallSite
+from vime_lint.static.analysis._samples import is_sample_name
 
-__all__ = ["TurnLoop", "mentions", "retokenised_calls", "turn_loops"]
+if TYPE_CHECKING:
+    from vime_lint.static.analysis import Semantic
+
+__all__ = ["TurnLoop", "is_tokenizer", "retokenised_calls", "tokenize_false", "turn_loops"]
 
 _DECODE = frozenset({"decode", "batch_decode"})
 _ENCODE = frozenset({"encode", "encode_plus", "batch_encode_plus"})
@@ -30,7 +37,7 @@ _TOKEN_KEYS = frozenset({"tokens", "token_ids", "prompt_token_ids", "input_ids",
                          "prompt"})
 
 
-def _is_tokenizer(expr: cst.BaseExpression) -> bool:
+def is_tokenizer(expr: cst.BaseExpression) -> bool:
     """``tokenizer``, ``self.tokenizer``, ``hf_tokenizer``, ``tok``, ``processor``: by the
     last name of the receiver (``token_count`` or ``stock`` are not tokenizers)."""
     name = (dotted(expr) or "").rpartition(".")[2].lower()
@@ -49,7 +56,8 @@ def _subscript_keys(expr: cst.BaseExpression) -> list[str]:
     return keys
 
 
-def _tokenize_false(call: cst.Call) -> bool:
+def tokenize_false(call: cst.Call) -> bool:
+    """True for a call with ``tokenize=False`` (``apply_chat_template``: text, not ids)."""
     return any(a.keyword is not None and a.keyword.value == "tokenize"
                and isinstance(a.value, cst.Name) and a.value.value == "False"
                for a in call.args)
@@ -72,7 +80,7 @@ class _Taint:
         if not self.generates:
             return False
         if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) \
-                and expr.func.attr.value in _DECODE and _is_tokenizer(expr.func.value):
+                and expr.func.attr.value in _DECODE and is_tokenizer(expr.func.value):
             return True
         return isinstance(expr, cst.Attribute) and expr.attr.value == "response" \
             and isinstance(expr.value, cst.Name) \
@@ -112,7 +120,7 @@ class _Taint:
         if not isinstance(func, cst.Attribute):
             return False
         attr = func.attr.value
-        if attr == "apply_chat_template" and _tokenize_false(call):
+        if attr == "apply_chat_template" and tokenize_false(call):
             return bool(call.args) and self.tainted(call.args[0].value)
         if attr in ("join", "format"):
             return any(self.tainted(a.value) for a in call.args)
@@ -127,12 +135,12 @@ class _Taint:
         func = call.func
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
-            if attr in _ENCODE and _is_tokenizer(func.value):
+            if attr in _ENCODE and is_tokenizer(func.value):
                 return self.tainted(arg)
-            if attr == "apply_chat_template" and not _tokenize_false(call):
+            if attr == "apply_chat_template" and not tokenize_false(call):
                 return self.tainted(arg)
             return False
-        return _is_tokenizer(func) and self.tainted(arg)
+        return is_tokenizer(func) and self.tainted(arg)
 
     def text_sink(self, call: cst.Call) -> bool:
         """``apply_chat_template(messages, tokenize=False)`` on generated text: a text prompt
@@ -140,7 +148,7 @@ class _Taint:
         ``Sample.prompt``; ``/v1/completions`` encodes ``"prompt"``)."""
         func = call.func
         return (isinstance(func, cst.Attribute) and func.attr.value == "apply_chat_template"
-                and _tokenize_false(call) and bool(call.args)
+                and tokenize_false(call) and bool(call.args)
                 and call.args[0].keyword is None and self.tainted(call.args[0].value))
 
 
@@ -283,13 +291,6 @@ def _becomes_tokens(sink: cst.Call, facts: _LoopFlow) -> bool:
     return any(_contains(use, sink, names) for use in facts.token_uses)
 
 
-def mentions(node: cst.CSTNode, names: set[str] | frozenset[str]) -> bool:
-    """True when ``node`` reads one of ``names`` (nested functions included)."""
-    if isinstance(node, cst.Name):
-        return node.value in names
-    return any(mentions(c, names) for c in node.children)
-
-
 @dataclass(slots=True)
 class TurnLoop:
     """A loop that grows a trajectory and sends it again: a multi-turn loop."""
@@ -312,7 +313,7 @@ class TurnLoop:
     def reaching(self, start: set[str]) -> set[str]:
         """``start`` and the names the loop binds to values that read them (a fixpoint)."""
         names = set(start)
-        _bound_names(self.binds, names, lambda value: mentions(value, names))
+        _bound_names(self.binds, names, lambda value: reads_any(value, names))
         return names
 
     def receivers(self, names: set[str], node: cst.CSTNode | None = None) -> list[cst.Call]:
@@ -320,7 +321,7 @@ class TurnLoop:
         out = []
         for call in self.calls:
             for a in call.args:
-                if mentions(a.value, names) or (node is not None and _contains(a.value, node,
+                if reads_any(a.value, names) or (node is not None and _contains(a.value, node,
                                                                                 set())):
                     out.append(call)
                     break
@@ -351,7 +352,7 @@ def _turn_loop(semantic: Semantic, node: cst.For | cst.While
         if isinstance(target, cst.Name):
             loop.binds.append((target.value, value))
             loop.written.add(target.value)
-            if mentions(value, {target.value}):
+            if reads_any(value, {target.value}):
                 grown.add(target.value)
                 growth.append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -458,7 +459,7 @@ def turn_loops(semantic: Semantic, fn: cst.FunctionDef) -> list[TurnLoop]:
         carried = loop.reaching(set(grown))
         sends = [c for c in loop.calls
                  if not (isinstance(c.func, cst.Attribute) and c.func.attr.value in _GROW_ATTRS)
-                 and any(mentions(a.value, carried) for a in c.args)]
+                 and any(reads_any(a.value, carried) for a in c.args)]
         if any(_feeds_back(c, loop, growth) for c in sends):
             out.append(loop)
     return out

@@ -1,13 +1,17 @@
-"""What the rollout function returns, as the rollout rules read it: the output class names,
-:func:`is_output_call`, :func:`kind_of` and :func:`classify`; shared by VIM002, VIM003, the
-eval-data rule (VIM020) and the required-fields rule (VIM036).
+"""What a rollout function returns: the kinds of a returned value (vime's train or eval output,
+``None``, a tuple, a bare list or dict), followed to its leaves; a fact of the semantic model
+(:meth:`Semantic.returned_kinds`), read by VIM002, VIM003 and VIM036. Also the output class
+names and :func:`is_output_call` (VIM020).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
-from vime_lint.static.analysis import Semantic
+if TYPE_CHECKING:
+    from vime_lint.static.analysis import Semantic
 
 __all__ = ["EVAL_OUT", "FINALIZE", "TRAIN_OUT", "classify", "is_output_call", "kind_of"]
 
