@@ -43,7 +43,7 @@ class BareNoqa(Rule):
     ENGINE_ONLY = True
     VALID = [
         Valid("x = 1  # noqa: E501\n"), Valid("x = 1\n"),
-        # Codes without a space or several of another tool; "# noqa" inside a string.
+        # Codes without a space, or several of another tool; the directive inside a string.
         Valid("def f(sample):\n    sample.aborted = True  # noqa:VIM007\n"),
         Valid("x = 1  # noqa: E501,W291\n"),
         Valid("x = '# noqa'\n"),
