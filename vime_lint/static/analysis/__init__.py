@@ -109,6 +109,9 @@ FunctionNode = cst.FunctionDef | cst.Lambda
 
 _MAX_CLOSURE = 64
 
+#: Calls that run a coroutine to completion and return its value.
+_RUNNERS = frozenset({"asyncio.run", "vime.utils.async_utils.run", "asyncio.runners.run"})
+
 
 def _blank(e: cst.BaseExpression) -> bool:
     """``None``, ``[]`` or ``list()``: an attribute not set to anything yet."""
@@ -331,8 +334,9 @@ class Semantic:
                 owner: cst.ClassDef | None = None
                 ) -> Iterator[tuple[cst.BaseExpression | None, FunctionNode]]:
         """Where the value of ``expr`` in ``fn`` comes from: ``(expression, its function)``
-        leaves, following local names, conditional expressions, ``await`` and calls of the
-        module's own functions (their return values), two calls deep. A leaf of None is an
+        leaves, following local names, conditional expressions, ``await``, the coroutine
+        ``asyncio.run(...)`` / vime's ``run(...)`` runs, and calls of the module's own
+        functions (their return values), two calls deep. A leaf of None is an
         unknown value (a parameter, a loop variable)."""
         if isinstance(expr, cst.Await):
             yield from self.origins(fn, expr.expression, depth, owner)
@@ -351,6 +355,11 @@ class Semantic:
                     else:
                         yield from self.origins(fn, v, depth + 1, owner)
                 return
+        if isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None \
+                and self.names.qualified(expr.func) & _RUNNERS and depth < 4:
+            # asyncio.run(coro(...)) / vime's run(...): the value the coroutine returns
+            yield from self.origins(fn, expr.args[0].value, depth + 1, owner)
+            return
         if isinstance(expr, cst.Call) and depth < 4:
             target = self.callee(expr, fn, owner)
             if target is not None and target is not fn and depth < 3:
