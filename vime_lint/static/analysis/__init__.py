@@ -381,7 +381,16 @@ class Semantic:
             if nested is not None:
                 return func.value if nested.asynchronous is not None else None
             if func.value in facts.values:
-                return None  # a local name shadows the module-level one
+                # a local name shadows the module-level one: an alias (f = _fetch) of one
+                # async function of the module is that function
+                values = facts.values[func.value]
+                names = {v.value for v in values if isinstance(v, cst.Name)}
+                if len(names) == 1 and len(values) == 1 and func.value not in names:
+                    alias = next(iter(names))
+                    t = self.target(alias) if alias not in facts.values else None
+                    if t is not None and t.function is not None and t.is_async:
+                        return alias
+                return None
             t = self.target(func.value)
             if t is not None and t.function is not None:
                 return func.value if t.is_async else None
@@ -390,6 +399,13 @@ class Semantic:
             m = method(owner, func.attr.value)
             if m is not None:
                 return f"self.{func.attr.value}" if m.asynchronous is not None else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # a method of an instance of the module's own class (judge = Judge(); judge.x())
+            cls = self.instance_class(func.value, within, owner)
+            m = method(cls, func.attr.value) if cls is not None else None
+            if m is not None:
+                return (f"{func.value.value}.{func.attr.value}" if m.asynchronous is not None
+                        else None)
         hit = self.names.qualified_in(func, known)
         return hit
 
