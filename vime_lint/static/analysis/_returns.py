@@ -1,6 +1,6 @@
 """What a function returns, followed through local names, conditional expressions, module
-constants and the module's own helpers whose result it returns (module-level, nested,
-``self`` methods of the function's class) (the values the reward rules
+constants and the module's own helpers (module-level, nested, ``self`` methods) whose result
+it returns (the values the reward rules
 VIM023, VIM024 and VIM030 judge).
 
 A hook's value is rarely a literal in its own ``return``: it is a local name bound on several
