@@ -10,6 +10,10 @@ Rules ask it questions instead of walking the tree for themselves:
   function reaches (:meth:`Semantic.closure`) and where a returned value comes from
   (:meth:`Semantic.origins`);
 - classes: the attributes a class assigns itself (:meth:`Semantic.owned_attributes`);
+- generate functions: what one does with the engine's finish reason and ``status``
+  (:meth:`Semantic.finish_reason_use`);
+- values: the integer a name holds and the iteration count of a ``range`` loop
+  (:meth:`Semantic.int_value`, :meth:`Semantic.range_count`);
 - hook options: what the module's ``add_arguments(parser)`` declares
   (:attr:`Semantic.declared_options`) and which ``args`` attributes it reads
   (:attr:`Semantic.args_reads`);
@@ -52,6 +56,7 @@ from vime_lint.static.analysis._fields import (
     fields_set,
     sample_names,
 )
+from vime_lint.static.analysis._finish_reason import FinishReasonUse, finish_reason_use
 from vime_lint.static.analysis._functions import (
     AttrStore,
     CallSite,
@@ -98,11 +103,12 @@ from vime_lint.static.analysis._turn_loops import (
     tokenize_false,
     turn_loops,
 )
+from vime_lint.static.analysis._values import int_value, range_count
 
 __all__ = [
     "GENERATED_FIELDS", "GROUPS_TYPE", "MUTATING_METHODS", "SAMPLE_ATTRIBUTES", "GroupFlow", "group_params", "REQUIRED_FIELDS", "SCHEDULERS", "AttrStore", "FieldsSet", "CallSite", "FunctionFacts", "HookTarget", "InPlaceWrites", "ReturnPath",
     "AttrWrite", "Invocation", "SameScope", "Semantic", "Side", "UPSTREAM_PACKAGES", "evaluation_test", "fields_set", "is_upstream", "on_side", "sample_names",
-    "spelled", "ArgsReads", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
+    "spelled", "ArgsReads", "FinishReasonUse", "Declared", "EVAL_OUT", "FINALIZE", "TRAIN_OUT", "is_output_call", "Leaf", "Returned", "TurnLoop", "is_sample_name", "is_tokenizer", "tokenize_false",
 ]
 
 FunctionNode = cst.FunctionDef | cst.Lambda
@@ -155,6 +161,7 @@ class Semantic:
         self._declared: Declared | None = None
         self._declared_read = False
         self._args_reads: ArgsReads | None = None
+        self._finish_reason: dict[int, FinishReasonUse] = {}
         #: Positions in ``fn``'s own positional parameters (``self`` included) of those the
         #: contract types ``list[list[Sample]]`` (a hook's: set by the rules, which know the
         #: launch's hook bindings).
@@ -599,6 +606,29 @@ class Semantic:
         if hit is None:
             hit = self._retokenised[id(fn)] = retokenised_calls(self, fn)
         return hit
+
+    # ---- generate functions ------------------------------------------------------------------
+
+    def finish_reason_use(self, fn: cst.FunctionDef) -> FinishReasonUse:
+        """What generate function ``fn`` (with the module's functions it calls) does with the
+        finish reason and ``status`` (see :mod:`vime_lint.static.analysis._finish_reason`),
+        computed once per function."""
+        hit = self._finish_reason.get(id(fn))
+        if hit is None:
+            hit = self._finish_reason[id(fn)] = finish_reason_use(self, fn)
+        return hit
+
+    # ---- values ------------------------------------------------------------------------------
+
+    def int_value(self, expr: cst.BaseExpression, fn: cst.FunctionDef) -> int | None:
+        """The value of an integer literal, of a parameter of ``fn`` with one as its default,
+        or of a module-level constant bound once to one; else None."""
+        return int_value(self, expr, fn)
+
+    def range_count(self, loop: cst.For, fn: cst.FunctionDef) -> int | None:
+        """How many times ``for ... in range(...)`` in ``fn`` runs, when its bounds are known
+        integers (:meth:`int_value`); else None."""
+        return range_count(self, loop, fn)
 
     # ---- hook options ------------------------------------------------------------------------
 
