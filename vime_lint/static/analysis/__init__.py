@@ -115,6 +115,9 @@ FunctionNode = cst.FunctionDef | cst.Lambda
 
 _MAX_CLOSURE = 64
 
+#: Calls that run a coroutine to completion and return its value.
+_RUNNERS = frozenset({"asyncio.run", "vime.utils.async_utils.run", "asyncio.runners.run"})
+
 
 def _blank(e: cst.BaseExpression) -> bool:
     """``None``, ``[]`` or ``list()``: an attribute not set to anything yet."""
@@ -262,7 +265,8 @@ class Semantic:
     def returned(self, fn: cst.FunctionDef, *, elements: bool = False) -> Returned:
         """What ``fn`` can return (with ``elements``: the elements of the list it returns),
         following local names (all their bindings), conditional expressions, module constants
-        and calls of module-level helpers (``await`` too, at most six deep); parameters, loop
+        and calls of the module's own helpers (module-level, nested, ``self`` methods; ``await``
+        too, at most six deep); parameters, loop
         variables and calls the module does not show are left out (see
         :mod:`vime_lint.static.analysis._returns`). Computed once per function."""
         key = (id(fn), elements)
@@ -337,8 +341,9 @@ class Semantic:
                 owner: cst.ClassDef | None = None
                 ) -> Iterator[tuple[cst.BaseExpression | None, FunctionNode]]:
         """Where the value of ``expr`` in ``fn`` comes from: ``(expression, its function)``
-        leaves, following local names, conditional expressions, ``await`` and calls of the
-        module's own functions (their return values), two calls deep. A leaf of None is an
+        leaves, following local names, conditional expressions, ``await``, the coroutine
+        ``asyncio.run(...)`` / vime's ``run(...)`` runs, and calls of the module's own
+        functions (their return values), two calls deep. A leaf of None is an
         unknown value (a parameter, a loop variable)."""
         if isinstance(expr, cst.Await):
             yield from self.origins(fn, expr.expression, depth, owner)
@@ -357,6 +362,11 @@ class Semantic:
                     else:
                         yield from self.origins(fn, v, depth + 1, owner)
                 return
+        if isinstance(expr, cst.Call) and expr.args and expr.args[0].keyword is None \
+                and self.names.qualified(expr.func) & _RUNNERS and depth < 4:
+            # asyncio.run(coro(...)) / vime's run(...): the value the coroutine returns
+            yield from self.origins(fn, expr.args[0].value, depth + 1, owner)
+            return
         if isinstance(expr, cst.Call) and depth < 4:
             target = self.callee(expr, fn, owner)
             if target is not None and target is not fn and depth < 3:
@@ -378,7 +388,16 @@ class Semantic:
             if nested is not None:
                 return func.value if nested.asynchronous is not None else None
             if func.value in facts.values:
-                return None  # a local name shadows the module-level one
+                # a local name shadows the module-level one: an alias (f = _fetch) of one
+                # async function of the module is that function
+                values = facts.values[func.value]
+                names = {v.value for v in values if isinstance(v, cst.Name)}
+                if len(names) == 1 and len(values) == 1 and func.value not in names:
+                    alias = next(iter(names))
+                    t = self.target(alias) if alias not in facts.values else None
+                    if t is not None and t.function is not None and t.is_async:
+                        return alias
+                return None
             t = self.target(func.value)
             if t is not None and t.function is not None:
                 return func.value if t.is_async else None
@@ -387,6 +406,13 @@ class Semantic:
             m = method(owner, func.attr.value)
             if m is not None:
                 return f"self.{func.attr.value}" if m.asynchronous is not None else None
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            # a method of an instance of the module's own class (judge = Judge(); judge.x())
+            cls = self.instance_class(func.value, within, owner)
+            m = method(cls, func.attr.value) if cls is not None else None
+            if m is not None:
+                return (f"{func.value.value}.{func.attr.value}" if m.asynchronous is not None
+                        else None)
         hit = self.names.qualified_in(func, known)
         return hit
 

@@ -3,7 +3,9 @@
 A hook name may be bound by ``def``/``async def``, by an instance of a class with
 ``__call__`` (plain or async), by a module-level ``lambda``, by ``functools.partial(f, ...)``,
 by a decorated function (the decorator's wrapper, with or without ``functools.wraps``), by a
-call of a decorator (``hook = timed(_impl)``), or by an alias (``generate_rollout = _impl``).
+call of a decorator (``hook = timed(_impl)``), by a method of an instance
+(``generate_rollout = Runner().run``, or of a module-level name bound to one), or by an alias
+(``generate_rollout = _impl``).
 :func:`resolve_target` follows those forms (up to five steps) to the function whose parameters
 vime's call binds and whose body runs.
 
@@ -25,7 +27,7 @@ from vime_lint.static._cst import params_of
 from vime_lint.static.analysis._functions import function_facts
 from vime_lint.static.analysis._names import Names, spelled
 
-__all__ = ["HookTarget", "module_symbols", "resolve_target"]
+__all__ = ["HookTarget", "has_wraps", "module_symbols", "resolve_target", "wrapper_of"]
 
 _MAX_STEPS = 5
 
@@ -89,7 +91,7 @@ def _is_partial(call: cst.Call, names: Names) -> bool:
         not names.is_bound(call.func) and spelled(call.func) in ("partial", "functools.partial"))
 
 
-def _wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
+def wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
     """The nested function a decorator ``def deco(fn): def wrapper(...): ...; return wrapper``
     returns, else None."""
     facts = function_facts(decorator)
@@ -99,7 +101,7 @@ def _wrapper_of(decorator: cst.FunctionDef) -> cst.FunctionDef | None:
     return None
 
 
-def _has_wraps(fn: cst.FunctionDef, names: Names) -> bool:
+def has_wraps(fn: cst.FunctionDef, names: Names) -> bool:
     for d in fn.decorators:
         expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
         if "functools.wraps" in names.qualified(expr) or spelled(expr) in ("wraps",
@@ -123,9 +125,9 @@ def _decorated(name: str, fn: cst.FunctionDef, node: cst.CSTNode, decorators: li
         label = spelled(callee) or "a decorator"
         deco = symbols.get(label) if isinstance(callee, cst.Name) else None
         if isinstance(deco, cst.FunctionDef) and not isinstance(expr, cst.Call):
-            wrapper = _wrapper_of(deco)
+            wrapper = wrapper_of(deco)
             if wrapper is not None:
-                wraps = _has_wraps(wrapper, names)
+                wraps = has_wraps(wrapper, names)
                 is_async = wrapper.asynchronous is not None
                 if not _forwards(wrapper):
                     params = tuple(params_of(wrapper))
@@ -134,6 +136,26 @@ def _decorated(name: str, fn: cst.FunctionDef, node: cst.CSTNode, decorators: li
                 continue
         via = via or f"decorated by `{label}`"
     return HookTarget(name, fn, node, params, is_async, via)
+
+
+def _instance_of(expr: cst.BaseExpression, symbols: Mapping[str, Symbol]) -> cst.ClassDef | None:
+    """The module's class ``expr`` is an instance of: ``Cls(...)``, or a module-level name
+    bound to one; else None."""
+    if isinstance(expr, cst.Name):
+        bound = symbols.get(expr.value)
+        expr = bound if isinstance(bound, cst.Call) else expr
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
+        cls = symbols.get(expr.func.value)
+        return cls if isinstance(cls, cst.ClassDef) else None
+    return None
+
+
+def _decorated_static(fn: cst.FunctionDef) -> bool:
+    """True when ``fn`` is a ``staticmethod``/``classmethod``/``property`` (its first
+    parameter is not the instance)."""
+    return any(isinstance(d.decorator, cst.Name)
+               and d.decorator.value in ("staticmethod", "classmethod", "property")
+               for d in fn.decorators)
 
 
 def resolve_target(name: str, symbols: Mapping[str, Symbol], names: Names,
@@ -179,6 +201,15 @@ def _resolve(name: str, sym: Symbol, symbols: Mapping[str, Symbol], names: Names
         return HookTarget(name, t.function, sym, t.params, t.is_async,
                           f"an alias of `{sym.value}`" + (f", {t.via}" if t.via else ""),
                           t.unpicklable, t.owner)
+    if isinstance(sym, cst.Attribute) and not sym.attr.value.startswith("__"):
+        cls = _instance_of(sym.value, symbols)
+        meth = method(cls, sym.attr.value) if cls is not None else None
+        if cls is None or meth is None or _decorated_static(meth):
+            return None
+        return HookTarget(name, meth, sym, tuple(params_of(meth, drop_self=True)),
+                          meth.asynchronous is not None,
+                          f"the method `{sym.attr.value}` of a `{cls.name.value}` instance",
+                          owner=cls)
     if isinstance(sym, cst.Call):
         if _is_partial(sym, names) and sym.args and sym.args[0].keyword is None:
             first = sym.args[0].value

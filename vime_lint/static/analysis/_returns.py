@@ -1,5 +1,6 @@
 """What a function returns, followed through local names, conditional expressions, module
-constants and the module-level helpers whose result it returns (the values the reward rules
+constants and the module's own helpers (module-level, nested, ``self`` methods) whose result
+it returns (the values the reward rules
 VIM023, VIM024 and VIM030 judge).
 
 A hook's value is rarely a literal in its own ``return``: it is a local name bound on several
@@ -98,13 +99,14 @@ class Returned:
             if ret.value is not None:
                 self.expr(ret.value, fn, via, elements)
 
-    def _helper(self, expr: cst.BaseExpression) -> cst.FunctionDef | None:
+    def _helper(self, expr: cst.BaseExpression, fn: cst.FunctionDef) -> cst.FunctionDef | None:
+        """The module's own function whose result ``expr`` is: a module-level ``def`` (also
+        through an alias), a ``def`` nested in ``fn``, or a ``self`` method of ``fn``'s class
+        (:meth:`~vime_lint.static.analysis.Semantic.callee`)."""
         if isinstance(expr, cst.Await):
             expr = expr.expression
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name):
-            target = self.semantic.definitions.get(expr.func.value)
-            if isinstance(target, cst.FunctionDef):
-                return target
+        if isinstance(expr, cst.Call):
+            return self.semantic.callee(expr, fn, self.semantic.owner(fn))
         return None
 
     def expr(self, e: cst.BaseExpression, fn: cst.FunctionDef, via: tuple[str, ...],
@@ -113,7 +115,7 @@ class Returned:
             self.expr(e.body, fn, via, elements)
             self.expr(e.orelse, fn, via, elements)
             return
-        helper = self._helper(e)
+        helper = self._helper(e, fn)
         if helper is not None:
             if helper is not fn and helper.name.value not in via and len(via) < _MAX_DEPTH:
                 self.function(helper, (*via, helper.name.value), elements)

@@ -1,8 +1,9 @@
 """Which expressions hold a ``Sample``, as far as the code shows it (shared by rule families).
 
-A name holds a sample when it is a hook parameter named ``sample``, is assigned
-``Sample(...)``, loops over vime's ``iter_samples(...)`` (by qualified name: also
-``bt.iter_samples`` or an ``as`` alias) or over a name ending in ``group``/``samples``,
+A name holds a sample when it is a hook parameter named ``sample`` or a parameter annotated
+``Sample`` (any import alias), is assigned ``Sample(...)``, loops over vime's
+``iter_samples(...)`` (by qualified name: also ``bt.iter_samples`` or an ``as`` alias), over a
+name ending in ``group``/``samples`` or over a local list of ``Sample(...)`` calls,
 or is spelled ``sample``/``*_sample`` (:func:`vime_lint.static.analysis.is_sample_name`). Rules about Sample attributes only fire on such names,
 so an unrelated object with a ``.status`` or ``.truncated`` attribute is left alone.
 
@@ -42,9 +43,13 @@ class SampleTracker(FunctionTracker):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         names: set[str] = set()
+        semantic = self.context.semantic
         for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
             if p.name.value == "sample":
                 names.add("sample")
+            elif p.annotation is not None and semantic.refers_to(p.annotation.annotation,
+                                                                 "Sample"):
+                names.add(p.name.value)   # def fill(s: Sample) (any import alias)
         self.sample_vars.append(names)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
@@ -66,8 +71,26 @@ class SampleTracker(FunctionTracker):
         it = node.iter
         if isinstance(it, cst.Call) and self.context.semantic.refers_to(it.func, "iter_samples"):
             self.sample_vars[-1].add(node.target.value)
-        elif isinstance(it, cst.Name) and _group_like(it.value):
+        elif isinstance(it, cst.Name) and (_group_like(it.value) or self._built_samples(it)):
             self.sample_vars[-1].add(node.target.value)
+
+    def _built_samples(self, name: cst.Name) -> bool:
+        """``name`` is bound in the current function only to lists of ``Sample(...)`` calls
+        (``out = [Sample(prompt=p) for p in prompts]``)."""
+        fn = self.current
+        values = self.context.semantic.facts(fn).values.get(name.value) if fn is not None \
+            else None
+        if not values:
+            return False
+        semantic = self.context.semantic
+
+        def built(e: cst.BaseExpression | None) -> bool:
+            return isinstance(e, cst.Call) and semantic.refers_to(e.func, "Sample")
+        return all(
+            (isinstance(v, (cst.ListComp, cst.GeneratorExp)) and built(v.elt))
+            or (isinstance(v, cst.List) and bool(v.elements)
+                and all(built(el.value) for el in v.elements))
+            for v in values)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         if isinstance(node.target, cst.Name) and isinstance(node.iter, cst.Name) \

@@ -41,5 +41,17 @@ class BareNoqa(Rule):
 
     INVARIANT = INVARIANTS["VIM090"]
     ENGINE_ONLY = True
-    VALID = [Valid("x = 1  # noqa: E501\n"), Valid("x = 1\n")]
-    INVALID = [Invalid("x = 1  # noqa\n", line=1, col=7)]
+    VALID = [
+        Valid("x = 1  # noqa: E501\n"), Valid("x = 1\n"),
+        # Codes without a space, or several of another tool; the directive inside a string.
+        Valid("def f(sample):\n    sample.aborted = True  # noqa:VIM007\n"),
+        Valid("x = 1  # noqa: E501,W291\n"),
+        Valid("x = '# noqa'\n"),
+    ]
+    INVALID = [
+        Invalid("x = 1  # noqa\n", line=1, col=7),
+        # Upper case, no space, after another comment.
+        Invalid("x = 1  # NOQA\n", line=1, col=7),
+        Invalid("x = 1  #noqa\n", line=1, col=7),
+        Invalid("x = 1  # type: ignore  # noqa\n", line=1, col=23),
+    ]

@@ -52,7 +52,8 @@ class BlockingCallInAsync(FunctionTracker):
     ## What it does
     Reports calls of ``time.sleep``, ``requests.*``, ``urllib.request.urlopen``,
     ``subprocess.run``/``call``/``check_output``, ``os.system`` and sync ``httpx`` functions
-    directly inside an ``async def`` (resolving ``from time import sleep`` and aliases),
+    directly inside an ``async def`` (resolving ``from time import sleep``, import aliases
+    and local names bound to them, ``post = requests.post``),
     a ``for`` loop over ``range(n)`` of at least 100000 iterations there (``n`` a literal, a
     parameter's default or a module constant), and a call of one of the module's own sync
     functions that does either (itself or through the sync helpers it calls). Passing the
@@ -105,6 +106,17 @@ class BlockingCallInAsync(FunctionTracker):
               "    for i in range(rounds):\n        pass\n    return True\n"
               "async def reward_func(args, sample, **kwargs):\n"
               "    return float(await asyncio.to_thread(check, sample.response))\n"),
+        # A class reward handing its blocking self method to a thread; a lambda run in an
+        # executor.
+        Valid("import asyncio, requests\nclass Judge:\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        return await asyncio.to_thread(self._post, sample.response)\n"
+              "    def _post(self, text):\n"
+              "        return requests.post(URL, json={'t': text}).json()['score']\n"
+              "reward_func = Judge()\n"),
+        Valid("import asyncio, time\nasync def reward_func(args, sample, **kwargs):\n"
+              "    loop = asyncio.get_running_loop()\n"
+              "    return await loop.run_in_executor(None, lambda: time.sleep(1) or 1.0)\n"),
         Valid("import asyncio\nasync def fetch(u):\n    await asyncio.sleep(0)\n"
               "async def f(u):\n    return await fetch(u)\n"),
     ]
@@ -129,6 +141,22 @@ class BlockingCallInAsync(FunctionTracker):
         Invalid("async def reward_func(args, sample, **kwargs):\n    acc = 0\n"
                 "    for i in range(1_000_000):\n        acc += i\n    return 0.0\n",
                 line=3, col=4),
+        # A class reward's __call__; its sync self method; a batch comprehension; a local
+        # alias of requests.post.
+        Invalid("import time\nclass Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+                "        time.sleep(0.1)\n        return 1.0\nreward_func = Judge()\n",
+                line=4, col=8),
+        Invalid("import requests\nclass Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return self._post(sample.response)\n    def _post(self, text):\n"
+                "        return requests.post(URL, json={'t': text}).json()['score']\n"
+                "reward_func = Judge()\n", line=4, col=15),
+        Invalid("import requests\nasync def reward_func(args, samples, **kwargs):\n"
+                "    return [requests.post(URL, json={'t': s.response}).json()['score']"
+                " for s in samples]\n", line=3, col=12),
+        Invalid("import requests\nasync def reward_func(args, sample, **kwargs):\n"
+                "    post = requests.post\n    return post(URL).json()['score']\n",
+                line=4, col=11),
         # A blocking call in a sync helper.
         Invalid("import requests\ndef score(text):\n"
                 "    return requests.post(URL, json={'t': text}).json()['score']\n"
@@ -147,6 +175,12 @@ class BlockingCallInAsync(FunctionTracker):
             return
         name = fn.name.value
         hit = _blocking(self.qualified(node.func))
+        if hit is None and isinstance(node.func, cst.Name) \
+                and node.func.value in self.context.semantic.facts(fn).values:
+            # a local alias of a blocking function (post = requests.post; post(...))
+            for leaf, _ in self.context.semantic.origins(fn, node.func, owner=self.owner):
+                if isinstance(leaf, (cst.Name, cst.Attribute)) and leaf is not node.func:
+                    hit = hit or _blocking(self.qualified(leaf))
         if hit is not None:
             self.report(node, self.INVARIANT.render(
                 problem=f"blocking call `{hit}` inside async def `{name}`"))

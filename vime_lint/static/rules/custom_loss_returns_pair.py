@@ -21,8 +21,11 @@ class CustomLossReturnsPair(FunctionTracker):
 
     ## What it does
     Reports a ``return`` in a ``--custom-loss-function-path`` function whose value is a bare
-    tensor (arithmetic, ``x.mean()``, ``torch.sum(...)``, a local name only ever assigned
-    such a value), a tuple of another length, or None.
+    tensor (arithmetic, ``x.mean()``, ``torch.sum(...)``, a call of the trainer's reducer,
+    the hook's fourth parameter ``sum_of_sample_mean``; a local name only ever assigned such a
+    value), a tuple of another length, or None; also when every value a returned
+    local name or call of the module's own helper (a ``self`` method of a class loss too)
+    can hold is one of those (:meth:`~vime_lint.static.analysis.Semantic.origins`).
 
     ## Why is this bad?
     The trainer unpacks ``loss, log_dict = custom_loss(args, batch, logits,
@@ -60,6 +63,19 @@ class CustomLossReturnsPair(FunctionTracker):
               "    def inner(x):\n        return x.mean()\n"
               "    return inner(logits), {}\n", options=_HOOK),
         Valid("def other(args, batch, logits, sum_of_sample_mean):\n    return logits.mean()\n"),
+        # A module helper / a class loss's self method that returns the pair; the pair built
+        # from a comprehension's sum.
+        Valid("def _compute(logits):\n    loss = logits.mean()\n"
+              "    return loss, {'loss': loss.detach()}\n"
+              "def my_loss(args, batch, logits, sum_of_sample_mean):\n"
+              "    return _compute(logits)\n", options=_HOOK),
+        Valid("class Loss:\n    def __call__(self, args, batch, logits, sum_of_sample_mean):\n"
+              "        return self._pg(logits)\n    def _pg(self, logits):\n"
+              "        loss = -logits.sum()\n        return loss, {}\nmy_loss = Loss()\n",
+              options=_HOOK),
+        Valid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
+              "    parts = [x.mean() for x in logits]\n    total = sum(parts)\n"
+              "    return sum_of_sample_mean(total), {'n': len(parts)}\n", options=_HOOK),
     ]
     INVALID = [
         Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
@@ -73,6 +89,25 @@ class CustomLossReturnsPair(FunctionTracker):
         Invalid("import torch\n\ndef my_loss(args, batch, logits, sum_of_sample_mean):\n"
                 "    if logits is None:\n        return\n    return torch.sum(logits), {}\n",
                 line=5, col=8, options=_HOOK),
+        # The trainer's reducer returned bare (by position, in a class loss too); a module
+        # helper's bare tensor; a self method's 3-tuple; torch under another name through
+        # local aliases.
+        Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
+                "    return sum_of_sample_mean(per_token_loss(logits, batch))\n",
+                line=2, col=11, options=_HOOK),
+        Invalid("class Loss:\n    def __call__(self, args, batch, logits, reduce):\n"
+                "        loss = reduce(logits)\n        return loss\nmy_loss = Loss()\n",
+                line=4, col=15, options=_HOOK),
+        Invalid("def _compute(logits):\n    return logits.mean()\n"
+                "def my_loss(args, batch, logits, sum_of_sample_mean):\n"
+                "    return _compute(logits)\n", line=4, col=11, options=_HOOK),
+        Invalid("class Loss:\n    def __call__(self, args, batch, logits, sum_of_sample_mean):\n"
+                "        return self._pg(logits)\n    def _pg(self, logits):\n"
+                "        return -logits.sum(), {}, 0\nmy_loss = Loss()\n", line=3, col=15,
+                options=_HOOK),
+        Invalid("import torch as T\ndef my_loss(args, batch, logits, sum_of_sample_mean):\n"
+                "    terms = [T.log(x) for x in logits]\n    out = T.stack(terms).mean()\n"
+                "    res = out\n    return res\n", line=6, col=11, options=_HOOK),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -80,13 +115,36 @@ class CustomLossReturnsPair(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest != "custom_loss_function_path":
             return
-        body = _body(self.context.semantic, node)
+        semantic = self.context.semantic
+        owner = semantic.owner(node)
+        hit = self.context.hook_target(node)
+        params = [p.name for p in hit[1].params] if hit is not None else []
+        reducer = params[3] if len(params) > 3 else None   # sum_of_sample_mean, by position
+        body = _body(semantic, node)
+
+        def problem_of(value: cst.BaseExpression | None) -> str | None:
+            if isinstance(value, cst.Call) and reducer is not None \
+                    and isinstance(value.func, cst.Name) and value.func.value == reducer:
+                return "a bare tensor"   # the trainer's reducer returns a scalar tensor
+            call = value.expression if isinstance(value, cst.Await) else value
+            if isinstance(call, cst.Call) and semantic.callee(call, node, owner) is not None:
+                return None   # the module's own helper: judged by what it returns, below
+            return _describe(value)
+
         for ret in body.returns:
-            problem = _describe(ret.value)
+            problem = problem_of(ret.value)
             if problem is None and isinstance(ret.value, cst.Name):
                 values = body.assigned.get(ret.value.value, [])
-                if values and all(_tensor_like(v) for v in values):
+                if values and all(_tensor_like(v) or problem_of(v) for v in values):
                     problem = "a bare tensor"
+            if problem is None and isinstance(ret.value, (cst.Name, cst.Call, cst.Await)):
+                # a local alias or the module's own helper (self methods too): every value
+                # it can hold is not a pair
+                leaves = [leaf for leaf, _ in semantic.origins(node, ret.value, owner=owner)]
+                found = [problem_of(leaf) if leaf is not None and leaf is not ret.value
+                         else None for leaf in leaves]
+                if found and all(found):
+                    problem = found[0]
             if problem is not None:
                 self.report(ret.value if ret.value is not None else ret,
-                            self.INVARIANT.render(name=node.name.value, actual=problem))
+                            self.INVARIANT.render(name=binding.function, actual=problem))

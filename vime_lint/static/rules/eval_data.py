@@ -49,8 +49,10 @@ class EvalDataKeys(FunctionTracker):
 
     ## What it does
     Checks the ``data`` of ``RolloutFnEvalOutput(data=...)`` when the code shows it: a dict
-    literal of dict literals, or a local variable filled with ``data = {...}`` /
-    ``data[name] = {...}``.
+    literal of dict literals (or ``dict(...)`` calls), a dict comprehension over datasets
+    (``{name: {...} for name in ...}``), or a local variable filled with ``data = {...}`` /
+    ``data[name] = {...}``, following local names and the module's helpers (``self`` methods
+    of a class eval function too).
 
     ## Why is this bad?
     Eval logging averages ``rewards`` (``eval/<name>``), reads ``truncated`` for the
@@ -80,6 +82,24 @@ class EvalDataKeys(FunctionTracker):
         Valid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
               "def f(r, t, s):\n    entry = dict(rewards=r, truncated=t, samples=s)\n"
               "    return EvalOutput(data={'toy': entry})\n"),
+        # A dict comprehension over datasets with every key; entries stored in a loop; a
+        # class eval function whose self method builds the data.
+        Valid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
+              "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
+              "    data = {n: {'rewards': r, 'truncated': t, 'samples': s}"
+              " for n, (r, t, s) in run(args).items()}\n"
+              "    return RolloutFnEvalOutput(data=data)\n"),
+        Valid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
+              "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
+              "    data = {}\n    for name in ('a', 'b'):\n"
+              "        data[name] = dict(rewards=[], truncated=[], samples=[])\n"
+              "    return RolloutFnEvalOutput(data=data)\n"),
+        Valid("from vime.rollout.base_types import RolloutFnEvalOutput\nclass Evaluator:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=True):\n"
+              "        return RolloutFnEvalOutput(data=self._data())\n"
+              "    def _data(self):\n"
+              "        return {'toy': {'rewards': [], 'truncated': [], 'samples': []}}\n"
+              "eval_rollout = Evaluator()\n"),
         # The user's own class of the same name is not vime's.
         Valid("class RolloutFnEvalOutput:\n    def __init__(self, data):\n        self.data = data\n"
               "RolloutFnEvalOutput(data={'toy': {}})\n"),
@@ -97,6 +117,22 @@ class EvalDataKeys(FunctionTracker):
         Invalid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
                 "def f(r, s):\n    entry = dict(rewards=r, samples=s)\n"
                 "    return EvalOutput(data={'toy': entry})\n", line=3, col=12),
+        # A dict comprehension over datasets (inline); a class eval function's self method;
+        # an entry bound to a local name in a loop, then stored.
+        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
+                "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
+                "    return RolloutFnEvalOutput(data={n: {'rewards': r, 'samples': s}"
+                " for n, (r, s) in run(args).items()})\n", line=3, col=40),
+        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\nclass Evaluator:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=True):\n"
+                "        return RolloutFnEvalOutput(data=self._data())\n"
+                "    def _data(self):\n        return {'toy': {'rewards': [], 'samples': []}}\n"
+                "eval_rollout = Evaluator()\n", line=6, col=23),
+        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
+                "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
+                "    data = {}\n    for name in ('a', 'b'):\n"
+                "        entry = {'rewards': [], 'samples': []}\n        data[name] = entry\n"
+                "    return RolloutFnEvalOutput(data=data)\n", line=5, col=16),
         # The data built by a module helper.
         Invalid("import vime.rollout.base_types as bt\n"
                 "def _data(r, s):\n    return {'toy': {'rewards': r, 'samples': s}}\n"
@@ -112,18 +148,23 @@ class EvalDataKeys(FunctionTracker):
             if (arg.keyword is not None and arg.keyword.value == "data") or (
                     i == 0 and arg.keyword is None and not arg.star):
                 data = arg.value
-        for outer in self._leaves(data):
+        for outer in self._leaves(data, comprehensions=True):
             if isinstance(outer, cst.Dict):
                 self._check_outer(outer)
+            elif isinstance(outer, cst.DictComp):  # {name: {...} for name in ...}
+                for entry in self._leaves(outer.value):
+                    self._check_entry(entry, "<dataset>")
         if isinstance(data, cst.Name) and self.current is not None:
             local = self.context.semantic.facts(self.current)
             for v in local.subscript_values.get(data.value, []):
                 for entry in self._leaves(v):
                     self._check_entry(entry, "<dataset>")
 
-    def _leaves(self, expr: cst.BaseExpression | None) -> list[cst.BaseExpression]:
-        """The dict literals and ``dict(...)`` calls ``expr`` comes from (through local names
-        and the module's own helpers)."""
+    def _leaves(self, expr: cst.BaseExpression | None,
+                comprehensions: bool = False) -> list[cst.BaseExpression]:
+        """The dict literals and ``dict(...)`` calls (with ``comprehensions``, also dict
+        comprehensions) ``expr`` comes from (through local names and the module's own
+        helpers)."""
         if expr is None:
             return []
         leaves = [expr] if self.current is None else [
@@ -131,6 +172,7 @@ class EvalDataKeys(FunctionTracker):
             if leaf is not None]
         sem = self.context.semantic
         return [leaf for leaf in leaves if isinstance(leaf, cst.Dict) or (
+            comprehensions and isinstance(leaf, cst.DictComp)) or (
             isinstance(leaf, cst.Call) and isinstance(leaf.func, cst.Name)
             and leaf.func.value == "dict" and sem.qualified(leaf.func) <= {"dict", "builtins.dict"})]
 

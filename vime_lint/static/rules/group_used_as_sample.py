@@ -193,8 +193,22 @@ class GroupUsedAsSample(GroupTracker):
               '            for s in g:\n'
               '                s.remove_sample = key is None\n'
               'rollout_sample_filter = Filter()\n'),
+        # A method of a module-level instance bound as the filter, walking the samples.
+        Valid("class Filter:\n    def run(self, args, groups):\n        for g in groups:\n"
+              "            for s in g:\n                s.remove_sample = True\n"
+              "rollout_sample_filter = Filter().run\n"),
     ]
     INVALID = [
+        # A method of a module-level instance bound as the filter: `groups` after `self`;
+        # the output's samples through a module alias, in a comprehension.
+        Invalid("class Filter:\n    def run(self, args, groups):\n        for s in groups:\n"
+                "            s.remove_sample = True\nrollout_sample_filter = Filter().run\n",
+                line=4, col=12),
+        Invalid("import vime.rollout.base_types as bt\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    out = bt.RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"
+                "    rewards = [s.reward for s in out.samples]\n    return out\n",
+                line=4, col=15),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    for s in data_source.get_samples(args.rollout_batch_size):\n"
                 "        s.reward = 0.0\n", line=3, col=8),

@@ -25,7 +25,9 @@ class HookSignature(Rule):
     ## What it does
     Checks functions bound to a hook other than the rollout function (custom generate,
     reward function single and ``--group-rm`` batch, dynamic sampling filter, buffer filter,
-    data source class, sample hook, ...) with ``vime.contract.check_signature``.
+    data source class, sample hook, ...) with ``vime.contract.check_signature``, through
+    every binding form VIM001 follows (alias, ``functools.partial``, decorator, an instance's
+    ``__call__``, a method of a module-level instance).
 
     ## Why is this bad?
     vime awaits ``--custom-generate-function-path`` and ``--custom-rm-path`` hooks and calls
@@ -67,6 +69,13 @@ class HookSignature(Rule):
               "    return scale\nreward_func = functools.partial(_rm, scale=2.0)\n"),
         Valid("async def _gen(args, sample, sampling_params):\n    return sample\n"
               "custom_generate = _gen\n"),
+        # A method of a module-level instance; an instance whose async __call__ calls a
+        # sync self method (only the hook itself is awaited).
+        Valid("class Judge:\n    async def score(self, args, sample, **kwargs):\n"
+              "        return 1.0\n_judge = Judge()\nreward_func = _judge.score\n"),
+        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        return self._go(sample)\n    def _go(self, sample):\n"
+              "        return sample\ngenerate = Gen()\n"),
         # Positional parameters bind by position: a group reward's `samples` without a known
         # --group-rm, a generate's `params`, an instance's `batch`.
         Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0 for _ in samples]\n"),
@@ -103,6 +112,17 @@ class HookSignature(Rule):
         # A reward lambda (vime awaits it), named by the launch configuration.
         Invalid("score = lambda args, sample, **kw: 1.0\n", line=1, col=8,
                 options={"hooks": {"score": "custom_rm_path"}}),
+        # A plain method of an instance; a partial (imported under another name) of a plain
+        # def; a filter instance whose __call__ is async; an alias lacking sampling_params.
+        Invalid("class Judge:\n    def score(self, args, sample, **kwargs):\n"
+                "        return 1.0\nreward_func = Judge().score\n", line=4, col=14),
+        Invalid("from functools import partial as bind\n"
+                "def _rm(args, sample, scale=1.0, **kwargs):\n    return scale\n"
+                "reward_func = bind(_rm, scale=2.0)\n", line=4, col=14),
+        Invalid("class Filt:\n    async def __call__(self, args, samples):\n"
+                "        return True\ndynamic_sampling_filter = Filt()\n", line=4, col=26),
+        Invalid("async def _gen(args, sample):\n    return sample\ncustom_generate = _gen\n",
+                line=3, col=18),
         # A partial of a generate function that binds `sample`.
         Invalid("import functools\nasync def _gen(args, sample, sampling_params):\n"
                 "    return sample\ngenerate = functools.partial(_gen, None, None)\n",

@@ -51,5 +51,17 @@ class FileNotLinted(Rule):
 
     INVARIANT = INVARIANTS["VIM092"]
     ENGINE_ONLY = True
-    VALID = [Valid("ok = a and b and c\n")]
-    INVALID = [Invalid(_DEEP_BOOL, line=1, col=0)]
+    VALID = [
+        Valid("ok = a and b and c\n"),
+        # Under the depth limit: a 100-operand chain, 60 nested ifs, 40 nested lists.
+        Valid("ok = " + " and ".join(["a"] * 100) + "\n"),
+        Valid("".join("    " * i + "if x:\n" for i in range(60)) + "    " * 60 + "pass\n"),
+        Valid("x = " + "[" * 40 + "]" * 40 + "\n"),
+    ]
+    INVALID = [
+        Invalid(_DEEP_BOOL, line=1, col=0),
+        # An `or` chain, a `+` chain, the chain inside a function (still reported at line 1).
+        Invalid("ok = " + " or ".join(["a"] * 130) + "\n", line=1, col=0),
+        Invalid("n = " + " + ".join(["1"] * 130) + "\n", line=1, col=0),
+        Invalid("def f(a):\n    return " + " and ".join(["a"] * 130) + "\n", line=1, col=0),
+    ]

@@ -31,7 +31,9 @@ class MutableDefaultArgument(FunctionTracker):
     call of ``dict``/``list``/``set``/``collections.defaultdict``/``OrderedDict``/``Counter``/
     ``deque`` (resolved by qualified name), in a hook function (any ``--*-path`` binding) or
     in a function of the module that a hook reaches: the semantic model's closure of the hook
-    (module-level helpers, nested ``def``s, ``self.method`` of a hook class), transitively.
+    (module-level helpers, nested ``def``s, ``self.method`` of a hook class), and the
+    functions they hand to ``map``/``filter``/``sorted(key=...)`` or call through
+    ``functools.partial``, transitively.
     A helper no hook calls is not reported.
 
     ## Why is this bad?
@@ -56,6 +58,9 @@ class MutableDefaultArgument(FunctionTracker):
         ...
     ```
 
+    ## Known problems
+    A ``lambda``'s mutable default (``_norm = lambda x, seen=[]: x``) is not reported.
+
     ## Fix safety
     No fix.
     """
@@ -72,6 +77,13 @@ class MutableDefaultArgument(FunctionTracker):
         Valid("def _unused(x, seen=[]):\n    return x\n"
               "def _score(text, names=('a',)):\n    return len(text)\n"
               "async def reward_func(args, sample, **kwargs):\n    return _score(sample.response)\n"),
+        # An immutable default (frozenset) of a helper mapped over the batch; a None default
+        # on a method of an instance bound as the hook.
+        Valid("def _score(text, names=frozenset()):\n    return len(text)\n"
+              "async def reward_func(args, samples, **kwargs):\n"
+              "    return list(map(_score, [s.response for s in samples]))\n"),
+        Valid("class Judge:\n    async def score(self, args, sample, seen=None, **kwargs):\n"
+              "        return 1.0\nreward_func = Judge().score\n"),
         # A local function of the same name as a module-level helper is another function.
         Valid("def _norm(x, seen=[]):\n    return x\n"
               "async def reward_func(args, sample, **kwargs):\n"
@@ -98,6 +110,17 @@ class MutableDefaultArgument(FunctionTracker):
         Invalid("async def generate(args, sample, sampling_params):\n"
                 "    def push(msg, log=[]):\n        log.append(msg)\n"
                 "    push(sample.prompt)\n    return sample\n", line=2, col=22),
+        # ... a helper called in a comprehension, or handed to map(); a method of an
+        # instance bound as the hook.
+        Invalid("def _score(text, cache={}):\n    return len(text)\n"
+                "async def reward_func(args, samples, **kwargs):\n"
+                "    return [_score(s.response) for s in samples]\n", line=1, col=23),
+        Invalid("def _score(text, cache={}):\n    return len(text)\n"
+                "async def reward_func(args, samples, **kwargs):\n"
+                "    return list(map(_score, [s.response for s in samples]))\n",
+                line=1, col=23),
+        Invalid("class Judge:\n    async def score(self, args, sample, seen=[], **kwargs):\n"
+                "        return 1.0\nreward_func = Judge().score\n", line=2, col=45),
         # ... a method of a hook class that its __call__ calls.
         Invalid("class Judge:\n    def _cached(self, text, memo={}):\n        return memo\n"
                 "    async def __call__(self, args, sample, **kwargs):\n"
@@ -114,7 +137,21 @@ class MutableDefaultArgument(FunctionTracker):
             if not isinstance(fn, cst.FunctionDef):
                 continue
             self.reached[id(fn)] = f"hook `{binding.function}`"
-            for helper in semantic.closure(fn, target.owner)[1:]:
+            # the closure (calls), and what the functions in it hand to map/filter/sorted's
+            # key= or call through functools.partial (the model's invocations), transitively
+            todo = list(semantic.closure(fn, target.owner))
+            seen = {id(f) for f in todo}
+            i = 0
+            while i < len(todo) and len(todo) < 64:
+                for inv in semantic.invocations(todo[i]).found:
+                    callee = inv.callee
+                    if isinstance(callee, cst.FunctionDef) and id(callee) not in seen:
+                        seen.add(id(callee))
+                        todo += [h for h in semantic.closure(callee, target.owner)
+                                 if id(h) not in seen or h is callee]
+                        seen.update(id(h) for h in todo)
+                i += 1
+            for helper in todo[1:]:
                 self.reached.setdefault(
                     id(helper), f"`{helper.name.value}` (called by hook `{binding.function}`)")
 

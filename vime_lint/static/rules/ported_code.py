@@ -12,7 +12,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted_text, string_value
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static._rule import Rule
+from vime_lint.static._rule import FileContext, Rule
 from vime_lint.static.analysis import is_upstream
 
 __all__ = ["PortedSglangShape"]
@@ -29,9 +29,11 @@ class PortedSglangShape(Rule):
     Reports ``import slime`` / ``from slime... import`` (and the same for ``miles``, a fork of
     slime) and imports of ``_private`` names or modules of ``vime`` from outside the package
     (errors), and SGLang response/request keys:
-    ``"meta_info"`` and ``"output_token_logprobs"`` used as keys, a request dict with
-    ``"input_ids"`` or ``"return_logprob"`` next to ``"sampling_params"``, and the SGLang
-    ``"/generate"`` endpoint (warnings).
+    ``"meta_info"`` and ``"output_token_logprobs"`` used as keys (``x[key]`` or
+    ``x.get(key, ...)``), a request dict (``{...}`` or ``dict(...)``) with ``"input_ids"`` or
+    ``"return_logprob"`` next to ``"sampling_params"``, and the SGLang ``"/generate"``
+    endpoint, also at the end of an f-string URL (warnings). An import of slime in the body of
+    a ``try`` whose handler catches ``ImportError`` is a fallback and is not reported.
 
     ## Why is this bad?
     vime talks to vLLM's ``/inference/v1/generate``, whose response carries
@@ -51,6 +53,10 @@ class PortedSglangShape(Rule):
     logprobs = [c["logprob"] for c in output["choices"][0]["logprobs"]["content"]]
     ```
 
+    ## Known problems
+    A request built one key at a time (``payload["input_ids"] = ids``) and a key held in a
+    variable (``KEY = "meta_info"; out[KEY]``) are not seen.
+
     ## Fix safety
     No fix.
     """
@@ -61,6 +67,16 @@ class PortedSglangShape(Rule):
         Valid("url = base + '/inference/v1/generate'\n"),
         Valid("ids = tokenizer(text)['input_ids']\n"),
         Valid("import milestones\nfrom slimer import x\n"),
+        # A fallback import, vLLM's endpoint in an f-string, vLLM's request in dict(...),
+        # vLLM's response read in a class hook.
+        Valid("try:\n    from slime.utils.types import Sample\nexcept ImportError:\n"
+              "    from vime.utils.types import Sample\n"),
+        Valid("url = f'http://{host}:{port}/inference/v1/generate'\n"),
+        Valid("payload = dict(token_ids=ids, sampling_params=sp)\nx = d.get('meta')\n"),
+        Valid("from vime.utils.types import Sample as S\nclass Gen:\n"
+              "    async def __call__(self, args, sample, sampling_params):\n"
+              "        out = await self._post(sample)\n"
+              "        return [c['logprob'] for c in out['choices'][0]['logprobs']['content']]\n"),
     ]
     INVALID = [
         Invalid("from slime.utils.types import Sample\n", line=1, col=0, severity="error"),
@@ -75,13 +91,43 @@ class PortedSglangShape(Rule):
         Invalid("payload = {'input_ids': ids, 'sampling_params': sp}\n", line=1, col=10,
                 severity="warning"),
         Invalid("url = f'{base}' + '/generate'\n", line=1, col=18, severity="warning"),
+        # .get(key), dict(...) requests, an f-string endpoint, keys inside a class hook's
+        # comprehension; an import under a try that does not catch ImportError.
+        Invalid("lp = output.get('meta_info', {}).get('output_token_logprobs', [])\n",
+                line=1, col=16, severity="warning"),
+        Invalid("payload = dict(input_ids=ids, sampling_params=sp, return_logprob=True)\n",
+                line=1, col=10, severity="warning"),
+        Invalid("url = f'http://{host}:{port}/generate'\n", line=1, col=6, severity="warning"),
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        out = await self._post(sample)\n"
+                "        return [t for _, t in out['meta_info']['output_token_logprobs']]\n",
+                line=4, col=34, severity="warning"),
+        Invalid("try:\n    from slime.utils.types import Sample\nexcept KeyError:\n    pass\n",
+                line=2, col=4, severity="error"),
     ]
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        self._guarded: set[int] = set()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        """Imports in the body of a ``try`` whose handler catches ``ImportError`` (or
+        ``ModuleNotFoundError``, ``Exception``, a bare ``except``) are a fallback: code that
+        also runs where slime is not installed."""
+        if not any(_catches_import_error(h) for h in node.handlers):
+            return
+        for stmt in node.body.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                self._guarded.update(id(s) for s in stmt.body
+                                     if isinstance(s, (cst.Import, cst.ImportFrom)))
 
     def _inside_vime(self) -> bool:
         parts = PurePath(self.context.path).parts
         return "vime" in parts or "vime_lint" in parts
 
     def visit_Import(self, node: cst.Import) -> None:
+        if id(node) in self._guarded:
+            return
         for alias in node.names:
             name = dotted_text(alias.name)
             if is_upstream(name):
@@ -95,7 +141,7 @@ class PortedSglangShape(Rule):
                     problem=f"`import {name}` imports a private vime module"), severity="error")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if node.relative:
+        if node.relative or id(node) in self._guarded:
             return
         mod = dotted_text(node.module)
         if is_upstream(mod):
@@ -124,8 +170,25 @@ class PortedSglangShape(Rule):
                     problem=f"{key!r} is an SGLang response key; vLLM returns choices[0] with "
                     "token_ids and logprobs.content"), severity="warning")
 
+    def visit_Call(self, node: cst.Call) -> None:
+        """``x.get("meta_info", ...)`` reads an SGLang key as ``x["meta_info"]`` does;
+        ``dict(input_ids=..., sampling_params=...)`` builds an SGLang request."""
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "get" and node.args \
+                and node.args[0].keyword is None:
+            key = string_value(node.args[0].value)
+            if key in _SGLANG_KEYS:
+                self.report(node.args[0].value, self.INVARIANT.render(
+                    problem=f"{key!r} is an SGLang response key; vLLM returns choices[0] with "
+                    "token_ids and logprobs.content"), severity="warning")
+        elif isinstance(func, cst.Name) and func.value == "dict":
+            self._request(node, {a.keyword.value for a in node.args if a.keyword is not None})
+
     def visit_Dict(self, node: cst.Dict) -> None:
-        keys = {string_value(el.key) for el in node.elements if isinstance(el, cst.DictElement)}
+        self._request(node, {string_value(el.key) for el in node.elements
+                             if isinstance(el, cst.DictElement)})
+
+    def _request(self, node: cst.CSTNode, keys: set[str | None]) -> None:
         if "sampling_params" in keys:
             bad = sorted(k for k in keys if k in _REQUEST_KEYS)
             if bad:
@@ -134,8 +197,26 @@ class PortedSglangShape(Rule):
                     "vLLM's /inference/v1/generate takes token_ids and sampling_params"),
                     severity="warning")
 
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        """``f"http://{host}:{port}/generate"``: the endpoint after a formatted part."""
+        last = node.parts[-1] if node.parts else None
+        if len(node.parts) > 1 and isinstance(last, cst.FormattedStringText) \
+                and last.value.endswith(_SGLANG_ENDPOINT) and "/v1/" not in last.value:
+            self.report(node, self.INVARIANT.render(
+                problem="'/generate' is SGLang's endpoint; vLLM serves /inference/v1/generate"),
+                severity="warning")
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if string_value(node) == _SGLANG_ENDPOINT:
             self.report(node, self.INVARIANT.render(
                 problem="'/generate' is SGLang's endpoint; vLLM serves /inference/v1/generate"),
                 severity="warning")
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) \
+        else [handler.type]
+    return any(isinstance(t, cst.Name) and t.value in ("ImportError", "ModuleNotFoundError",
+                                                       "Exception") for t in types)

@@ -38,7 +38,8 @@ class PositionalGroups(FunctionTracker):
 
     ## What it does
     In a ``--custom-reward-post-process-path``, ``--custom-convert-samples-to-train-data-path``
-    or ``--custom-advantage-function-path`` function (and the module's helpers it calls),
+    or ``--custom-advantage-function-path`` function (and the module's helpers it calls; a
+    class hook's ``self`` methods too),
     reports cutting the flat samples (or values made from them) into rows of
     ``n_samples_per_prompt`` by position: ``x.view(-1, n)``, ``.reshape``, ``.unflatten``,
     ``.split``, ``torch.reshape``/``np.reshape``/``np.split`` with a size that is
@@ -107,6 +108,21 @@ class PositionalGroups(FunctionTracker):
         Valid("def chunks(args, xs):\n"
               "    return [xs[i:i + args.n_samples_per_prompt]\n"
               "            for i in range(0, len(xs), args.n_samples_per_prompt)]\n"),
+        # A class hook's self method grouping by group_index; a comprehension that steps by
+        # 1 (not the group size).
+        Valid("from collections import defaultdict\nclass Post:\n"
+              "    def __call__(self, args, samples):\n"
+              "        raw = [s.get_reward_value(args) for s in samples]\n"
+              "        return raw, self._norm(raw, samples)\n"
+              "    def _norm(self, raw, samples):\n        groups = defaultdict(list)\n"
+              "        for i, s in enumerate(samples):\n"
+              "            groups[s.group_index].append(raw[i])\n"
+              "        return [raw[i] - sum(groups[s.group_index]) / len(groups[s.group_index])"
+              " for i, s in enumerate(samples)]\nreward_post_process = Post()\n"),
+        Valid("def reward_post_process(args, samples):\n"
+              "    raw = [s.get_reward_value(args) for s in samples]\n"
+              "    n = args.n_samples_per_prompt\n"
+              "    return raw, [raw[i] / n for i in range(0, len(raw), 1)]\n"),
         # The group size used as a number, not a row size.
         Valid("def reward_post_process(args, samples):\n"
               "    raw = [s.get_reward_value(args) for s in samples]\n"
@@ -133,6 +149,31 @@ class PositionalGroups(FunctionTracker):
                 "    raw = [s.get_reward_value(args) for s in samples]\n"
                 "    return raw, _normalise(raw, args.n_samples_per_prompt)\n",
                 line=3, col=13),
+        # A class hook: the self method it gives the group size; __call__ itself through
+        # self.args; a comprehension stepping by a local alias; numpy under another name.
+        Invalid("class Post:\n    def __call__(self, args, samples):\n"
+                "        raw = [s.get_reward_value(args) for s in samples]\n"
+                "        return raw, self._norm(raw, args.n_samples_per_prompt)\n"
+                "    def _norm(self, raw, n):\n        out = []\n"
+                "        for i in range(0, len(raw), n):\n            row = raw[i:i + n]\n"
+                "            out += [x - sum(row) / len(row) for x in row]\n"
+                "        return out\nreward_post_process = Post()\n", line=7, col=17),
+        Invalid("import torch\nclass Post:\n    def __call__(self, args, samples):\n"
+                "        raw = [s.get_reward_value(args) for s in samples]\n"
+                "        rows = torch.tensor(raw).view(-1, self.args.n_samples_per_prompt)\n"
+                "        return raw, rows.flatten().tolist()\nreward_post_process = Post()\n",
+                line=5, col=15),
+        Invalid("def reward_post_process(args, samples):\n"
+                "    raw = [s.get_reward_value(args) for s in samples]\n"
+                "    n = args.n_samples_per_prompt\n"
+                "    rows = [raw[i:i + n] for i in range(0, len(raw), n)]\n"
+                "    return raw, [x - sum(r) / len(r) for r in rows for x in r]\n",
+                line=4, col=34),
+        Invalid("import numpy as xp\ndef reward_post_process(args, samples):\n"
+                "    raw = xp.array([s.get_reward_value(args) for s in samples])\n"
+                "    rows = xp.split(raw, len(raw) // args.n_samples_per_prompt)\n"
+                "    return raw.tolist(), xp.concatenate([r - r.mean() for r in rows]).tolist()\n",
+                line=4, col=11),
         # An advantage hook that splits the rewards by getattr's group size.
         Invalid("import torch\ndef adv(args, rollout_data):\n"
                 "    g = getattr(args, 'n_samples_per_prompt', 1)\n"
@@ -189,19 +230,22 @@ class PositionalGroups(FunctionTracker):
             return
         hook = node.name.value
         semantic = self.context.semantic
+        owner = semantic.owner(node)
         flows = [node]
-        for fn in semantic.closure(node):
+        for fn in semantic.closure(node, owner):
             if fn is not node:
                 flows.append(fn)
         # A helper called with the group size: its parameter stands for it there.
         sized: dict[int, set[str]] = {}
         for fn in flows:
             for site in semantic.facts(fn).calls:
-                target = semantic.callee(site.node, fn)
+                target = semantic.callee(site.node, fn, owner)
                 if target is None or target is fn:
                     continue
                 params = [p.name.value for p in (*target.params.posonly_params,
                                                  *target.params.params)]
+                if isinstance(site.node.func, cst.Attribute) and params:
+                    params = params[1:]   # self.method(...): the first parameter is self
                 for i, a in enumerate(site.node.args):
                     if a.keyword is None and not a.star and i < len(params) \
                             and self._size(a.value, fn):

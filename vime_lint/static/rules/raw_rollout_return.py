@@ -28,8 +28,9 @@ class RawRolloutReturn(FunctionTracker):
 
     ## What it does
     Looks at every ``return`` of the rollout (or eval) function, following local variables,
-    conditional expressions and the module's own helpers and nested functions that build the
-    value. A bare list on the train path and a bare dict on the eval path are warnings
+    conditional expressions, the module's own helpers, ``self`` methods and nested functions
+    that build the value, and the coroutine that ``asyncio.run(...)`` or vime's ``run(...)``
+    runs. A bare list on the train path and a bare dict on the eval path are warnings
     (``call_rollout_fn`` wraps them with a ``DeprecationWarning``); a bare dict on the train
     path (or on a path that is not split by ``evaluation``), a bare list on the eval path,
     ``return None``, a bare ``return``, a tuple, a generator (``yield``) or a path that falls
@@ -84,6 +85,21 @@ class RawRolloutReturn(FunctionTracker):
               "    if evaluation:\n        return _eval(args)\n"
               "    def pack(groups):\n        return bt.RolloutFnTrainOutput(samples=groups)\n"
               "    return pack(data_source.get_samples(1))\n"),
+        # A sync function running the module's async rollout (asyncio.run, vime's run under
+        # another name); a class rollout's self method with the aliased output.
+        Valid(_IMPORTS + "import asyncio\n"
+              "async def _go(args, data_source):\n"
+              "    return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    return asyncio.run(_go(args, data_source))\n"),
+        Valid("from vime.rollout.base_types import RolloutFnTrainOutput as Out\n"
+              "from vime.utils.async_utils import run as drive\n"
+              "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        return drive(self._run(data_source))\n"
+              "    async def _run(self, data_source):\n"
+              "        return Out(samples=data_source.get_samples(1))\n"
+              "generate_rollout = Rollout()\n"),
         # An instance whose __call__ is the rollout function.
         Valid(_IMPORTS + "class Rollout:\n"
               "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
@@ -117,6 +133,32 @@ class RawRolloutReturn(FunctionTracker):
                 "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    groups = data_source.get_samples(1)\n    return _finish(groups)\n",
                 line=7, col=11, severity="error"),
+        # A class rollout's self method building a dict; a method of an instance bound as
+        # the rollout returning None; a comprehension's list; a dict comprehension through
+        # a local alias; None from the coroutine asyncio.run runs.
+        Invalid("class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        return self._run(data_source)\n    def _run(self, data_source):\n"
+                "        return {'samples': data_source.get_samples(1)}\n"
+                "generate_rollout = Rollout()\n", line=3, col=15, severity="error"),
+        Invalid("class Rollout:\n"
+                "    def run(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        return None\ngenerate_rollout = Rollout().run\n", line=3, col=15,
+                severity="error"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return [g for g in data_source.get_samples(2)]\n", line=2, col=11,
+                severity="warning",
+                fixed="from vime.rollout.base_types import RolloutFnTrainOutput\n"
+                      "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                      "    return RolloutFnTrainOutput(samples=[g for g in"
+                      " data_source.get_samples(2)])\n"),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    out = {k: v for k, v in [('samples', [])]}\n    res = out\n"
+                "    return res\n", line=4, col=11, severity="error"),
+        Invalid("import asyncio\nasync def _go(args, data_source):\n    return None\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return asyncio.run(_go(args, data_source))\n", line=5, col=11,
+                severity="error"),
         # Built in a nested function.
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    def pack(groups):\n        return tuple(groups)\n"

@@ -145,6 +145,16 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "meta_info={'finish_reason': 'stop'})\n"
               "            s.reward = 1.0\n"
               "    return bt.finalize_rollout_groups(args, rollout_id, groups)\n"),
+        # A class rollout whose self method sets every field on each sample.
+        Valid(_HEAD + "class Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        groups = data_source.get_samples(2)\n        for g in groups:\n"
+              "            for s in g:\n                self._finish(args, s)\n"
+              "        return RolloutFnTrainOutput(samples=groups)\n"
+              "    def _finish(self, args, s):\n"
+              "        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
+              "        s.status = Sample.Status.COMPLETED\n        s.reward = 1.0\n"
+              "generate_rollout = Rollout()\n"),
         # Untouched samples of a data source (a replay buffer may hold complete ones).
         Valid(_HEAD + _SIG + "    return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"),
         # Handed to an imported environment: it may set them; not reported.
@@ -251,6 +261,25 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "        s = Sample(prompt=row, response='ok')\n        _score(s)\n"
                 "        out.append([s])\n    return RolloutFnTrainOutput(samples=out)\n",
                 line=12, col=11),
+        # Aliased imports, samples built in a comprehension; a class rollout whose self
+        # method forgets the reward; a class generate hook through a local alias.
+        Invalid("from vime.rollout.base_types import RolloutFnTrainOutput as Out\n"
+                "from vime.utils.types import Sample as S\n" + _SIG
+                + "    groups = [[S(prompt=p, response='ok')] for p in ['a', 'b']]\n"
+                "    return Out(samples=groups)\n", line=5, col=11),
+        Invalid(_HEAD + "class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        groups = data_source.get_samples(2)\n        for g in groups:\n"
+                "            for s in g:\n                self._finish(args, s)\n"
+                "        return RolloutFnTrainOutput(samples=groups)\n"
+                "    def _finish(self, args, s):\n"
+                "        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
+                "        s.status = Sample.Status.COMPLETED\ngenerate_rollout = Rollout()\n",
+                line=9, col=15),
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        out = await post(URL, {'text': sample.prompt})\n"
+                "        cur = sample\n        cur.response = out['text']\n"
+                "        return cur\ngenerate = Gen()\n", line=6, col=15),
         # An instance whose __call__ is the rollout builds samples and sets nothing.
         Invalid(_HEAD + "class Rollout:\n"
                 "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"

@@ -60,6 +60,9 @@ class ResponseTextCut(SampleTracker):
     # reward and leave sample.response whole
     ```
 
+    ## Known problems
+    A cut written through ``setattr(s, "response", ...)`` is not seen.
+
     ## Fix safety
     No fix.
     """
@@ -86,6 +89,18 @@ class ResponseTextCut(SampleTracker):
         # The sample's own method that trims tokens with the text.
         Valid(_CUT.format(cut="sample.response[:at]",
                           after="        sample.truncate_tokens(at)\n")),
+        # A class hook whose self method trims the tokens to the kept text; a class reward
+        # that cuts a local copy.
+        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        sample = await engine(args, sample, sampling_params)\n"
+              "        sample.response = sample.response[:self.limit]\n"
+              "        self._trim(sample)\n        return sample\n"
+              "    def _trim(self, sample):\n"
+              "        sample.tokens = sample.tokens[:len(sample.tokens) - 1]\n"
+              "        sample.response_length -= 1\ngenerate = Gen()\n"),
+        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        answer = sample.response[:200]\n"
+              "        return float(answer == sample.label)\nreward_func = Judge()\n"),
         # Another object's `response`.
         Valid("def f(out):\n    out.response = out.response[:10]\n    return out\n"),
     ]
@@ -96,6 +111,26 @@ class ResponseTextCut(SampleTracker):
                             after=""), line=5, col=8),
         Invalid(_CUT.format(cut="text.partition('</answer>')[0]", after="").replace(
             "    at = ", "    text = sample.response\n    at = "), line=6, col=8),
+        # In a module helper given an annotated sample (aliased import); in a class hook's
+        # __call__; an rsplit index; through a local alias of the sample.
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def _clip(sample: S, marker):\n    at = sample.response.find(marker)\n"
+                "    if at >= 0:\n        sample.response = sample.response[:at]\n"
+                "async def generate(args, sample, sampling_params):\n"
+                "    sample = await engine(args, sample, sampling_params)\n"
+                "    _clip(sample, '</answer>')\n    return sample\n", line=5, col=8),
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample = await engine(args, sample, sampling_params)\n"
+                "        sample.response = sample.response[:self.limit]\n"
+                "        return sample\ngenerate = Gen()\n", line=4, col=8),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    sample = await engine(args, sample, sampling_params)\n"
+                "    sample.response = sample.response.rsplit('</answer>', 1)[0]\n"
+                "    return sample\n", line=3, col=4),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    sample = await engine(args, sample, sampling_params)\n"
+                "    cur = sample\n    cur.response = cur.response[:100]\n    return sample\n",
+                line=4, col=4),
         # In a rollout function's loop over a group's samples.
         Invalid(SAMPLE_IMPORT + "def generate_rollout(args, rollout_id, data_source,"
                 " evaluation=False):\n"

@@ -33,7 +33,8 @@ class ReencodedGeneratedText(FunctionTracker):
     """Turn loops keep the sampled token ids instead of re-encoding generated text.
 
     ## What it does
-    In rollout, eval and custom generate functions (and the module-level helpers they call),
+    In rollout, eval and custom generate functions (and the module-level helpers and, for a
+    class hook's ``__call__``, the ``self`` methods they call),
     reports a tokenizer call inside a ``for``/``while`` loop that encodes text the model
     generated to build the next turn's tokens: ``tokenizer.encode(text)``, ``tokenizer(text)``,
     or
@@ -120,6 +121,18 @@ class ReencodedGeneratedText(FunctionTracker):
               " tokenize=False)\n"
               "        break\n"
               "    return sample\n"),
+        # Tool output encoded in a comprehension and appended as non-trainable tokens, in a
+        # class hook's self method.
+        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        return await self._episode(args, sample)\n"
+              "    async def _episode(self, args, sample):\n        for _ in range(3):\n"
+              "            out = await engine(sample.tokens)\n"
+              "            sample.append_response_tokens(args, tokens=out['token_ids'],"
+              " log_probs=out['lp'])\n"
+              "            tool = [tokenizer.encode(r, add_special_tokens=False)"
+              " for r in run_tools(out)]\n"
+              "            sample.append_response_tokens(args, tokens=sum(tool, []),"
+              " trainable=False)\n        return sample\ngenerate = Gen()\n"),
         # `row` holds a sample only through vime's iter_samples (qualified names)
         Valid("from mylib import iter_samples\n" + _ROW_LOOP.format(call="iter_samples")),
         Valid("import mylib as bt\n" + _ROW_LOOP.format(call="bt.iter_samples")),
@@ -172,6 +185,30 @@ class ReencodedGeneratedText(FunctionTracker):
                 "        msgs.append({'role': 'assistant', 'content': out.json()['choices'][0]['text']})\n"
                 "        prompt = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
                 "    return sample\n", line=5, col=17),
+        # A class hook's __call__ (self.tokenizer), the self method it awaits, a tokenizer
+        # held in a local name, decoded text joined from a comprehension.
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        for _ in range(3):\n            out = await engine(ids)\n"
+                "            text = self.tokenizer.decode(out['token_ids'])\n"
+                "            ids = self.tokenizer.encode(sample.prompt + text)\n"
+                "        return sample\ngenerate = Gen()\n", line=6, col=18),
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        return await self._episode(sample)\n"
+                "    async def _episode(self, sample):\n        for _ in range(3):\n"
+                "            out = await engine(ids)\n"
+                "            text = tokenizer.decode(out['token_ids'])\n"
+                "            ids = tokenizer.encode(sample.prompt + text)\n"
+                "        return sample\ngenerate = Gen()\n", line=8, col=18),
+        Invalid("async def generate(args, sample, sampling_params):\n"
+                "    tok = load_tokenizer(args)\n    for _ in range(3):\n"
+                "        out = await engine(ids)\n        text = tok.decode(out['token_ids'])\n"
+                "        ids = tok.encode(sample.prompt + text)\n    return sample\n",
+                line=6, col=14),
+        Invalid("async def generate(args, sample, sampling_params):\n    for _ in range(3):\n"
+                "        out = await engine(ids)\n"
+                "        texts = [tokenizer.decode(t) for t in out['token_ids']]\n"
+                "        ids = tokenizer.encode(''.join(texts))\n    return sample\n",
+                line=5, col=14),
         Invalid("from vime.rollout.base_types import iter_samples as leaves\n"
                 + _ROW_LOOP.format(call="leaves"), line=5, col=14),
         Invalid("import vime.rollout.base_types as bt\n"
@@ -189,8 +226,9 @@ class ReencodedGeneratedText(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest not in _TURN_DESTS:
             return
-        for fn in self.context.semantic.closure(node):
-            for call in self.context.semantic.retokenised_calls(fn):
+        semantic = self.context.semantic
+        for fn in semantic.closure(node, semantic.owner(node)):
+            for call in semantic.retokenised_calls(fn):
                 if id(call) in self.reported:
                     continue
                 self.reported.add(id(call))

@@ -33,8 +33,8 @@ class RewardReturnKind(RewardRule):
 
     ## What it does
     Follows every value a ``--custom-rm-path`` function can return (through local names,
-    conditional expressions, module constants and module-level helpers such as
-    ``return compute_score(...)``; the elements of the returned list for a ``--group-rm``
+    conditional expressions, module constants and the module's own helpers such as
+    ``return compute_score(...)`` or, in a class reward, ``return self._score(...)``; the elements of the returned list for a ``--group-rm``
     batch function) and reports the first value of a second kind when one path returns a
     number (a literal, ``float(...)``, arithmetic, a comparison, ``math``/``numpy``/``torch``
     results) and another a dict (``{...}``, ``dict(...)``). Values it cannot see (parameters,
@@ -83,6 +83,16 @@ class RewardReturnKind(RewardRule):
               "def helper():\n    return 1.0\n"
               "async def reward_func(args, sample, **kwargs):\n"
               "    return score(sample.response)\n"),
+        # A class reward whose self method returns the same kind; a batch comprehension of
+        # dicts.
+        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        if not sample.response:\n            return {'score': 0.0, 'acc': 0.0}\n"
+              "        return self._full(sample)\n    def _full(self, sample):\n"
+              "        return {'score': 1.0, 'acc': float(sample.response == sample.label)}\n"
+              "reward_func = Judge()\n"),
+        Valid("async def reward_func(args, samples, **kwargs):\n"
+              "    return [{'score': float(bool(s.response))} for s in samples]\n",
+              options={"launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -103,6 +113,22 @@ class RewardReturnKind(RewardRule):
                 "    for s in samples:\n        if s.response:\n"
                 "            rewards.append({'score': 1.0})\n        else:\n"
                 "            rewards.append(0.0)\n    return rewards\n", line=7, col=27),
+        # A class reward's __call__, and the self method it returns; a batch comprehension
+        # mixing kinds; numpy imported under another name, through local aliases.
+        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+                "        if not sample.response:\n            return 0.0\n"
+                "        return {'score': 1.0}\nreward_func = Judge()\n", line=5, col=15),
+        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+                "        return self._score(sample)\n    def _score(self, sample):\n"
+                "        if not sample.response:\n            return 0.0\n"
+                "        return {'score': 1.0}\nreward_func = Judge()\n", line=7, col=15),
+        Invalid("async def reward_func(args, samples, **kwargs):\n"
+                "    return [{'score': 1.0} if s.response else 0.0 for s in samples]\n",
+                line=2, col=46, options={"launch_flags": ["--group-rm"]}),
+        Invalid("import numpy as xp\nasync def reward_func(args, sample, **kwargs):\n"
+                "    if not sample.response:\n        return {'score': 0.0}\n"
+                "    out = xp.mean([1.0, 0.5])\n    res = out\n    return res\n",
+                line=5, col=10),
     ]
 
     def _kind(self, e: cst.BaseExpression) -> str | None:

@@ -118,6 +118,10 @@ class RewardReturnsTensor(RewardRule):
         return RolloutFnTrainOutput(samples=groups)
     ```
 
+    ## Known problems
+    An element taken out of a list (``scores = [torch.tensor(x) ...]; return scores[0]``) is
+    not followed: the list's elements are not tracked through subscripts.
+
     ## Fix safety
     No fix: ``float(x)`` fails on a tensor of several elements, which the author must reduce,
     and on a string that is not a number.
@@ -157,6 +161,10 @@ class RewardReturnsTensor(RewardRule):
               "        step = Env().step()\n        step.reward = 'done'\n"
               "        return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"
               "generate_rollout = Rollout()\n"),
+        # A class reward whose self method gives a tensor it takes .item() of.
+        Valid("import torch\nclass Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        return self._score(sample).item()\n    def _score(self, sample):\n"
+              "        return torch.tensor(1.0)\nreward_func = Judge()\n"),
         # A custom generate function that stores a float.
         Valid(_GEN + "    out = await post(URL, {})\n"
               "    sample.reward = float(out['score'])\n    return sample\n"),
@@ -178,6 +186,19 @@ class RewardReturnsTensor(RewardRule):
                 "    return {'score': F.sigmoid(torch.zeros(1))[0]}\n", line=4, col=21),
         Invalid("import jax.numpy as jnp\nasync def batched_reward_func(args, samples, **kw):\n"
                 "    return [jnp.mean(jnp.ones(2)) for s in samples]\n", line=3, col=12),
+        # A class reward returning its self method's tensor; a nested helper's tensor; a
+        # class generate hook storing a tensor.
+        Invalid("import torch\nclass Judge:\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return self._score(sample)\n    def _score(self, sample):\n"
+                "        return torch.tensor(1.0)\nreward_func = Judge()\n", line=6, col=15),
+        Invalid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
+                "    def inner():\n        return torch.tensor(1.0)\n    return inner()\n",
+                line=4, col=15),
+        Invalid("import torch\nclass Gen:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.reward = torch.sigmoid(torch.zeros(1))\n        return sample\n"
+                "generate = Gen()\n", line=4, col=24),
         # A reward function returning text: a literal, str(...) through a name.
         Invalid("async def reward_func(args, sample, **kwargs):\n"
                 "    if sample.response == sample.label:\n        return '1'\n"

@@ -26,7 +26,10 @@ class RolloutFunctionSignature(Rule):
     ## What it does
     Checks a function bound to ``--rollout-function-path`` or ``--eval-function-path``
     against ``vime.contract.HOOKS``: a module-level plain ``def`` taking
-    ``(args, rollout_id, data_source, evaluation=False)`` in that order.
+    ``(args, rollout_id, data_source, evaluation=False)`` in that order. The name may be bound
+    to a ``def``, an alias, a ``functools.partial`` (under any import name), a decorated
+    function, an instance's ``__call__`` or a method of a module-level instance
+    (``Runner().run``).
 
     ## Why is this bad?
     The manager calls ``fn(args, rollout_id, data_source, evaluation=...)`` synchronously.
@@ -76,6 +79,17 @@ class RolloutFunctionSignature(Rule):
               "    return wrapper\n"
               "@timed\ndef generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
               "    pass\n"),
+        # A method of a module-level instance that fits; a sync function that runs an
+        # async helper itself; evaluation keyword-only (the manager passes it by name).
+        Valid("class Runner:\n"
+              "    def run(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        pass\n_runner = Runner()\ngenerate_rollout = _runner.run\n"),
+        Valid("import asyncio\n"
+              "async def _gen(args, rollout_id, data_source):\n    return []\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    return asyncio.run(_gen(args, rollout_id, data_source))\n"),
+        Valid("def generate_rollout(args, rollout_id, data_source, *, evaluation=False,"
+              " **kwargs):\n    pass\n"),
         # A name known only from the launch configuration.
         Valid("def odd_name(args, rollout_id, data_source, evaluation=False):\n    pass\n",
               options={"hooks": {"odd_name": "rollout_function_path"}}),
@@ -117,6 +131,16 @@ class RolloutFunctionSignature(Rule):
         # An alias of an async def.
         Invalid("async def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
                 "generate_rollout = _impl\n", line=3, col=19),
+        # A method of an instance (Runner().run), lacking data_source; partial imported
+        # under another name.
+        Invalid("class Runner:\n    def run(self, args, rollout_id, evaluation=False):\n"
+                "        pass\ngenerate_rollout = Runner().run\n", line=4, col=19),
+        Invalid("from functools import partial as bind\n"
+                "def _impl(args, rollout_id, evaluation=False):\n    pass\n"
+                "generate_rollout = bind(_impl)\n", line=4, col=19),
+        # A method-shaped def at module level: self takes the args slot.
+        Invalid("def generate_rollout(self, args, rollout_id, data_source, evaluation=False):\n"
+                "    pass\n", line=1, col=4),
         # Decorated without functools.wraps: vime calls the async wrapper.
         Invalid("def timed(fn):\n    async def wrapper(*args, **kwargs):\n"
                 "        return fn(*args, **kwargs)\n    return wrapper\n"

@@ -64,6 +64,9 @@ def _target_names(target: cst.BaseExpression) -> set[str]:
 def _root(value: cst.BaseExpression, per_iteration: frozenset[str]) -> cst.Name | None:
     """``meta`` for ``meta``, ``template.meta`` or ``group[0].tokens``: the name a shared
     object is read from (None when an index changes per iteration: ``masks[i]``)."""
+    if isinstance(value, cst.Subscript) and any(isinstance(el.slice, cst.Slice)
+                                                for el in value.slice):
+        return None   # mask[:], self.mask[1:]: a new list
     cur = value
     while isinstance(cur, (cst.Attribute, cst.Subscript)):
         if isinstance(cur, cst.Subscript) and reads_any(cur.slice[0] if len(cur.slice) == 1
@@ -153,8 +156,34 @@ class SharedSampleObject(SampleTracker):
               "in groups}\n"),
         Valid(SAMPLE_IMPORT + "def f(rows):\n    return [Sample(loss_mask=m) for r in rows "
               "for m in r.masks]\n"),
+        # A slice of a shared list is a new list (was a false finding).
+        Valid("def f(group, mask):\n    for s in group:\n        s.loss_mask = mask[:]\n"),
+        # A rollout function's comprehension copying the mask (aliased import); a class
+        # rollout copying its template attribute on each pass.
+        Valid("from vime.utils.types import Sample as S\n"
+              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    mask = [1, 1]\n"
+              "    return [[S(prompt=p, tokens=[1, 2], loss_mask=list(mask))] for p in ['a', 'b']]\n"),
+        Valid("from vime.utils.types import Sample as S\nclass Rollout:\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        out = []\n        for p in ['a', 'b']:\n            s = S(prompt=p)\n"
+              "            s.loss_mask = self.mask[:]\n            out.append([s])\n"
+              "        return out\ngenerate_rollout = Rollout()\n"),
     ]
     INVALID = [
+        # A rollout function's comprehension (aliased import) sharing a mask vime extends; a
+        # class rollout sharing its own attribute.
+        Invalid("from vime.utils.types import Sample as S\n"
+                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    mask = [1, 1]\n"
+                "    return [[S(prompt=p, tokens=[1, 2], loss_mask=mask)] for p in ['a', 'b']]\n",
+                line=4, col=40, severity="error"),
+        Invalid("from vime.utils.types import Sample as S\nclass Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        out = []\n        for p in ['a', 'b']:\n            s = S(prompt=p)\n"
+                "            s.loss_mask = self.mask\n            out.append([s])\n"
+                "        return out\ngenerate_rollout = Rollout()\n", line=7, col=12,
+                severity="error"),
         Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
                 "        sample.metadata = meta\n", line=4, col=8),
         Invalid("def f(groups, n):\n    mask = [1] * n\n    for group in groups:\n"

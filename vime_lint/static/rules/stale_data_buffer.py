@@ -8,6 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
+from vime_lint.static._cst import string_value
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 
@@ -21,7 +22,9 @@ class StaleDataBuffer(FunctionTracker):
     Reports attribute access to ``.data_buffer`` (``self.data_buffer``, ``args.data_buffer``)
     unless the object is an instance of the module's own class that assigns that attribute
     (``self.data_buffer = ...`` in a method, a class-level field, also through a base class
-    of the module): then the attribute is the user's, not a stale vime API. The rollout
+    of the module): then the attribute is the user's, not a stale vime API. Also
+    ``getattr(obj, "data_buffer")`` without a default (with one, the code expects it may be
+    missing). The rollout
     function's parameter of that name is VIM001's.
 
     ## Why is this bad?
@@ -65,9 +68,28 @@ class StaleDataBuffer(FunctionTracker):
               "        self.data_buffer = data_buffer\n"
               "    def done_cb(self):\n        def _cb(task):\n"
               "            self.data_buffer.add_samples([task.result()])\n        return _cb\n"),
+        # getattr with a default (probing for the old name); a dict key of that name; a
+        # class hook's own attribute set in __init__ and read in __call__.
+        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+              "    source = getattr(args, 'data_buffer', None) or data_source\n"
+              "    return source.get_samples(1)\n"),
+        Valid("cfg = {'data_buffer': 4}\nx = cfg['data_buffer']\n"),
+        Valid("class Rollout:\n    def __init__(self):\n        self.data_buffer = []\n"
+              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+              "        return [self.data_buffer.pop() for _ in range(2)]\n"
+              "generate_rollout = Rollout()\n"),
     ]
     INVALID = [
         Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4),
+        # getattr without a default; a local alias of args; a class hook's comprehension.
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    return getattr(args, 'data_buffer').get_samples(1)\n", line=2, col=11),
+        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                "    cfg = args\n    return cfg.data_buffer\n", line=3, col=11),
+        Invalid("class Rollout:\n"
+                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
+                "        return [self.data_buffer.pop() for _ in range(2)]\n"
+                "generate_rollout = Rollout()\n", line=3, col=16),
         # A class that never assigns it.
         Invalid("class Runner:\n    def __init__(self, data_source):\n"
                 "        self.data_source = data_source\n"
@@ -98,3 +120,17 @@ class StaleDataBuffer(FunctionTracker):
         where = f" (`{cls.name.value}` never assigns it)" if cls is not None else ""
         self.report(node, self.INVARIANT.render(
             problem=f"`.data_buffer` is a stale API{where}; the data source is `data_source`"))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """``getattr(obj, "data_buffer")`` without a default: the same AttributeError."""
+        if len(node.args) != 2 or "builtins.getattr" not in self.qualified(node.func) \
+                or string_value(node.args[1].value) != "data_buffer":
+            return
+        obj = node.args[0].value
+        cls = self.context.semantic.instance_class(obj, self.current, self.owner,
+                                                   self.functions)
+        if cls is not None and self.context.semantic.class_owns(cls, "data_buffer"):
+            return
+        self.report(node, self.INVARIANT.render(
+            problem="`getattr(..., 'data_buffer')` reads a stale API (AttributeError); the "
+            "data source is `data_source`"))

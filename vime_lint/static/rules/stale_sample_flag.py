@@ -8,8 +8,9 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS
+from vime_lint.static._cst import code_of, string_value
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static.rules._samples import SampleTracker
+from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
 
 __all__ = ["StaleSampleFlag"]
 
@@ -18,7 +19,8 @@ class StaleSampleFlag(SampleTracker):
     """No ``.truncated`` / ``.aborted`` booleans on samples: read ``status``.
 
     ## What it does
-    Reports reads and writes of ``.truncated`` or ``.aborted`` on a name holding a sample.
+    Reports reads and writes of ``.truncated`` or ``.aborted`` on a name holding a sample
+    (also through ``getattr``/``setattr`` with the name as a string).
 
     ## Why is this bad?
     These are fields of an old API. ``Sample`` accepts the attribute, so writing it raises
@@ -53,9 +55,26 @@ class StaleSampleFlag(SampleTracker):
               "    for row in ml.iter_samples(data):\n        print(row.aborted)\n"),
         Valid("from mylib import walk as iter_samples\ndef f(data):\n"
               "    for row in iter_samples(data):\n        print(row.truncated)\n"),
+        # The status read in a class filter's comprehension; another object's getattr.
+        Valid(SAMPLE_IMPORT + "class Keep:\n    def __call__(self, args, samples):\n"
+              "        return [s for s in samples if s.status != Sample.Status.TRUNCATED]\n"
+              "dynamic_sampling_filter = Keep()\n"),
+        Valid("def f(out):\n    return getattr(out, 'truncated', False)\n"),
     ]
     INVALID = [
         Invalid("def f(sample):\n    if sample.truncated:\n        pass\n", line=2, col=7),
+        # A comprehension in a class filter; a helper whose parameter is annotated with the
+        # aliased Sample; getattr with a default (always the default) and setattr.
+        Invalid("class Keep:\n    def __call__(self, args, samples):\n"
+                "        return [s for s in samples if not s.truncated]\n"
+                "dynamic_sampling_filter = Keep()\n", line=3, col=42),
+        Invalid("from vime.utils.types import Sample as S\ndef _cut(s: S):\n"
+                "    return s.aborted\n", line=3, col=11),
+        Invalid("async def reward_func(args, sample, **kwargs):\n"
+                "    return 0.0 if getattr(sample, 'truncated', False) else 1.0\n",
+                line=2, col=18),
+        Invalid("def f(group):\n    for s in group:\n        setattr(s, 'aborted', True)\n",
+                line=3, col=8),
         Invalid("def f(group):\n    for s in group:\n        s.aborted = True\n", line=3, col=8),
         # vime's iter_samples under other names
         Invalid("from vime.rollout.base_types import iter_samples as leaves\ndef f(data):\n"
@@ -75,3 +94,15 @@ class StaleSampleFlag(SampleTracker):
             self.report(node, self.INVARIANT.render(
                 problem=f"`.{attr}` is a stale Sample API; use `status == "
                 f"Sample.Status.{member}`"))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        """``getattr(sample, "truncated", False)`` / ``setattr(sample, "aborted", True)``."""
+        names = self.qualified(node.func)
+        if not names & {"builtins.getattr", "builtins.setattr"} or len(node.args) < 2:
+            return
+        attr = string_value(node.args[1].value)
+        if attr in ("truncated", "aborted") and self.is_sample(node.args[0].value):
+            member = "TRUNCATED" if attr == "truncated" else "ABORTED"
+            self.report(node, self.INVARIANT.render(
+                problem=f"`{code_of(node.func)}(..., {attr!r}, ...)` uses a stale Sample API; "
+                f"use `status == Sample.Status.{member}`"))

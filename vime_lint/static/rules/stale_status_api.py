@@ -25,8 +25,8 @@ class StatusString(SampleTracker):
     """``status`` is set from and compared with ``Sample.Status`` members, not strings.
 
     ## What it does
-    Reports ``x.status = "completed"``, ``x.status == "aborted"`` and
-    ``Sample(status="truncated")``. A receiver not known to hold a sample is left alone when
+    Reports ``x.status = "completed"``, ``x.status == "aborted"`` (either side),
+    ``x.status in ("aborted", "truncated")`` and ``Sample(status="truncated")``. A receiver not known to hold a sample is left alone when
     it holds an instance of the module's own class, or when the module defines a class with a
     ``status`` attribute of its own (an ``Order`` whose status is ``"pending"``).
 
@@ -43,6 +43,9 @@ class StatusString(SampleTracker):
     ```python
     sample.status = Sample.Status.TRUNCATED
     ```
+
+    ## Known problems
+    ``setattr(sample, "status", "completed")`` is not seen.
 
     ## Fix safety
     Replacing a known status string with its ``Sample.Status`` member is safe when ``Sample``
@@ -61,6 +64,13 @@ class StatusString(SampleTracker):
               "    order.status = 'completed'\n"),
         Valid("class Job:\n    def __init__(self):\n        self.status = 'pending'\n"
               "    def done(self):\n        return self.status == 'completed'\n"),
+        # The member's value or name compared with a string; members in a tuple; an HTTP
+        # status among numbers.
+        Valid("def f(sample):\n    return sample.status.value == 'aborted'\n"),
+        Valid("def f(sample):\n    return sample.status.name == 'ABORTED'\n"),
+        Valid(SAMPLE_IMPORT + "def f(samples):\n    return [s for s in samples if s.status in"
+              " (Sample.Status.ABORTED, Sample.Status.TRUNCATED)]\n"),
+        Valid("def f(resp):\n    return resp.status in (200, 201)\n"),
     ]
     INVALID = [
         Invalid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = 'truncated'\n", line=3, col=4,
@@ -72,6 +82,25 @@ class StatusString(SampleTracker):
                 "def f(sample: Sample):\n    return sample.status == 'aborted'\n",
                 line=5, col=11, fixed=SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
                 "def f(sample: Sample):\n    return sample.status == Sample.Status.ABORTED\n"),
+        # In a comprehension (aliased import, the fix spells the alias); membership in a
+        # tuple of strings; the string on the left; a class generate hook's store.
+        Invalid("from vime.utils.types import Sample as S\ndef f(samples):\n"
+                "    return [s for s in samples if s.status == 'completed']\n", line=3, col=34,
+                fixed="from vime.utils.types import Sample as S\ndef f(samples):\n"
+                      "    return [s for s in samples if s.status == S.Status.COMPLETED]\n"),
+        Invalid("def f(sample):\n    if sample.status in ('aborted', 'truncated'):\n"
+                "        return None\n", line=2, col=7),
+        Invalid(SAMPLE_IMPORT + "def f(sample):\n    return 'aborted' == sample.status\n",
+                line=3, col=11, fixed=SAMPLE_IMPORT + "def f(sample):\n"
+                "    return Sample.Status.ABORTED == sample.status\n"),
+        Invalid(SAMPLE_IMPORT + "class Gen:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.status = 'completed'\n        return sample\n"
+                "generate = Gen()\n", line=4, col=8,
+                fixed=SAMPLE_IMPORT + "class Gen:\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.status = Sample.Status.COMPLETED\n        return sample\n"
+                "generate = Gen()\n"),
         Invalid(SAMPLE_IMPORT + "s = Sample(prompt='p', status='completed')\n", line=2, col=4,
                 fixed=SAMPLE_IMPORT + "s = Sample(prompt='p', status=Sample.Status.COMPLETED)\n"),
     ]
@@ -118,15 +147,36 @@ class StatusString(SampleTracker):
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         left = node.left
-        if not (isinstance(left, cst.Attribute) and left.attr.value == "status"):
-            return
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator,
+                                                     (cst.Equal, cst.NotEqual)):
+            right = node.comparisons[0].comparator
+            if _is_status(right) and not _is_status(left) and string_value(left) is not None:
+                swapped = node.with_changes(    # "aborted" == sample.status
+                    left=right, comparisons=[node.comparisons[0].with_changes(comparator=left)])
+                self._compare(swapped, right, report_at=node)
+                return
+        if _is_status(left):
+            self._compare(node, left, report_at=None)
+
+    def _compare(self, node: cst.Comparison, left: cst.BaseExpression,
+                 report_at: cst.CSTNode | None) -> None:
+        assert isinstance(left, cst.Attribute)
         if self._other_status(left.value):
             return
         for comp in node.comparisons:
             value = string_value(comp.comparator)
             if value is not None and _status_member(value) is not None \
                     and isinstance(comp.operator, (cst.Equal, cst.NotEqual)):
-                self._report(node, comp.comparator, "`status` is compared with")
+                self._report(report_at or node, comp.comparator, "`status` is compared with")
+            elif isinstance(comp.operator, (cst.In, cst.NotIn)) \
+                    and isinstance(comp.comparator, (cst.Tuple, cst.List, cst.Set)):
+                strings = [string_value(el.value) for el in comp.comparator.elements]
+                members = [v for v in strings if v is not None and _status_member(v)]
+                if members:   # sample.status in ("aborted", "truncated"): never true
+                    self.report(report_at or node, self.INVARIANT.render(
+                        problem=f"`status` is looked up among the strings "
+                        f"{', '.join(repr(m) for m in members)} instead of `Sample.Status` "
+                        "members"))
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.context.semantic.refers_to(node.func, "Sample"):
@@ -135,3 +185,8 @@ class StatusString(SampleTracker):
             if a.keyword is not None and a.keyword.value == "status" \
                     and string_value(a.value) is not None:
                 self._report(node, a.value, "`status` is built from")
+
+
+def _is_status(expr: cst.BaseExpression) -> bool:
+    """``x.status``."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "status"

@@ -31,7 +31,9 @@ class SwallowedRewardFailure(RewardRule):
     ``Exception``, ``BaseException``) or the errors of an HTTP client (``httpx``,
     ``requests``, ``aiohttp``, ``openai``, ``ConnectionError``) and then returns a constant
     score (``return 0.0``, ``return -1``, ``return {"score": 0.0, "error": str(e)}``, a module
-    constant), or assigns one to the name the function returns. A block that re-raises is
+    constant), or assigns one to the name the function returns (or appends one to the list a
+    ``--group-rm`` batch function returns). The helpers followed include a class reward's
+    ``self`` methods. A block that re-raises is
     fine, and so is a narrow handler (``except ValueError: return 0.0`` for an unparsable
     answer, which is a wrong answer).
 
@@ -76,6 +78,19 @@ class SwallowedRewardFailure(RewardRule):
         Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
               "        return await judge(sample)\n    except Exception:\n"
               "        return await fallback_judge(sample)\n"),
+        # A class reward that logs and re-raises; one that chains a new error.
+        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+              "        try:\n            return await self.client.score(sample.response)\n"
+              "        except Exception:\n            self.log.exception('judge failed')\n"
+              "            raise\nreward_func = Judge()\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
+              "        return await judge(sample)\n    except Exception as e:\n"
+              "        raise RuntimeError('judge') from e\n"),
+        # A batch reward that appends a parsed fallback for a narrow error.
+        Valid("async def reward_func(args, samples, **kwargs):\n    out = []\n"
+              "    for s in samples:\n        try:\n            out.append(float(s.response))\n"
+              "        except ValueError:\n            out.append(0.0)\n    return out\n",
+              options={"launch_flags": ["--group-rm"]}),
         Valid("def parse(text):\n    try:\n        return int(text)\n    except Exception:\n"
               "        return 0\n"
               "async def reward_func(args, sample, **kwargs):\n"
@@ -96,6 +111,25 @@ class SwallowedRewardFailure(RewardRule):
                 "        return -1.0\n"
                 "async def reward_func(args, sample, **kwargs):\n"
                 "    return await call_judge(sample.response)\n", line=9, col=8),
+        # A class reward's __call__ and the self method it awaits; requests imported under
+        # another name; a batch reward appending a constant for each failed judge call.
+        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+                "        try:\n            return await self.client.score(sample.response)\n"
+                "        except Exception:\n            return 0.0\nreward_func = Judge()\n",
+                line=6, col=12),
+        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
+                "        return await self._ask(sample)\n    async def _ask(self, sample):\n"
+                "        try:\n            return await self.client.score(sample.response)\n"
+                "        except Exception:\n            return 0.0\nreward_func = Judge()\n",
+                line=8, col=12),
+        Invalid("import requests as rq\nasync def reward_func(args, sample, **kwargs):\n"
+                "    try:\n        r = rq.post('http://judge', json={})\n"
+                "        score = float(r.json()['score'])\n    except rq.RequestException:\n"
+                "        score = -1\n    return score\n", line=7, col=8),
+        Invalid("async def reward_func(args, samples, **kwargs):\n    out = []\n"
+                "    for s in samples:\n        try:\n            out.append(await judge(s))\n"
+                "        except Exception:\n            out.append(0.0)\n    return out\n",
+                line=7, col=23, options={"launch_flags": ["--group-rm"]}),
         Invalid("FAILED = 0.0\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
                 "        return {'score': await judge(sample)}\n"
                 "    except (KeyError, Exception) as exc:\n"
@@ -157,6 +191,9 @@ class SwallowedRewardFailure(RewardRule):
                         if r.value is not None and self._constant(r.value)]
                     hits += [(a, a.value) for name, a in body.assigns
                              if name in returned and self._constant(a.value)]
+                    # a batch reward's list: rewards.append(0.0) in the handler
+                    hits += [(item, item) for name in sorted(returned)
+                             for item in body.appends.get(name, ()) if self._constant(item)]
                     for node, value in hits:
                         self.report(node, self.INVARIANT.render(
                             name=binding.function, value=short(value), caught=caught,

@@ -37,7 +37,8 @@ class TemplatedTextSpecialTokens(SampleTracker):
     Reports ``tokenizer.encode(text)``, ``tokenizer.encode_plus(text)`` and
     ``tokenizer(text)`` where ``text`` is the output of
     ``apply_chat_template(..., tokenize=False)`` (directly, through local names, the
-    module's own helpers that return it, or at the start of a ``+`` concatenation) and
+    module's own helpers that return it, at the start of a ``+`` concatenation or an
+    f-string, or as the element of a list of rendered texts a loop or comprehension walks) and
     ``add_special_tokens`` is not ``False`` (given as ``True``, or left to its default,
     ``True``). Runtime twin: VIM176 (checked on the tokens when the BOS id is known).
 
@@ -73,6 +74,13 @@ class TemplatedTextSpecialTokens(SampleTracker):
               "    return tokenizer.apply_chat_template(messages, tokenize=True)\n"),
         Valid("def f(tokenizer, sample):\n    return tokenizer.encode(sample.prompt)\n"),
         Valid(_RENDER.format(encode="tokenizer.encode(text, add_special_tokens=flag)")),
+        # A batch of rendered texts encoded without special tokens in a comprehension; a
+        # loop over plain prompts with them.
+        Valid("def f(tokenizer, batch):\n"
+              "    texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]\n"
+              "    return [tokenizer.encode(t, add_special_tokens=False) for t in texts]\n"),
+        Valid("def f(tokenizer, samples):\n    out = []\n    for t in [s.prompt for s in samples]:\n"
+              "        out.append(tokenizer.encode(t))\n    return out\n"),
         # Templated text that something is appended to, encoded without special tokens.
         Valid(_RENDER.format(encode="tok.encode(text + sample.response, "
                                     "add_special_tokens=False)")),
@@ -89,6 +97,28 @@ class TemplatedTextSpecialTokens(SampleTracker):
                 "def prompt_ids(tok, sample):\n"
                 "    return tok.encode(render(tok, sample.prompt) + '<think>')\n",
                 line=4, col=11),
+        # A comprehension (and a for loop) over rendered texts; an f-string that starts with
+        # the rendered text; a class hook's self method rendering it; a local tokenizer
+        # alias called directly.
+        Invalid("def f(tokenizer, batch):\n"
+                "    texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]\n"
+                "    return [tokenizer.encode(t) for t in texts]\n", line=3, col=12),
+        Invalid("def f(tokenizer, batch):\n    out = []\n"
+                "    for t in (tokenizer.apply_chat_template(m, tokenize=False) for m in batch):\n"
+                "        out.append(tokenizer(t)['input_ids'])\n    return out\n",
+                line=4, col=19),
+        Invalid("def f(tokenizer, messages):\n"
+                "    text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
+                "    return tokenizer.encode(f'{text}<think>')\n", line=3, col=11),
+        Invalid("class Gen:\n    def _render(self, messages):\n"
+                "        return self.tok.apply_chat_template(messages, tokenize=False,"
+                " add_generation_prompt=True)\n"
+                "    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.tokens = self.tok.encode(self._render(sample.prompt))\n"
+                "        return sample\ngenerate = Gen()\n", line=5, col=24),
+        Invalid("def f(tokenizer, messages):\n    tok = tokenizer\n"
+                "    text = tok.apply_chat_template(messages, tokenize=False)\n"
+                "    return tok(text, return_tensors=None)['input_ids']\n", line=4, col=11),
         Invalid("class Env:\n    def reset(self, messages):\n"
                 "        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False)\n"
                 "        return self.tokenizer.encode_plus(prompt)['input_ids']\n",
@@ -97,6 +127,77 @@ class TemplatedTextSpecialTokens(SampleTracker):
 
     def __init__(self, context: FileContext) -> None:
         super().__init__(context)
+        #: ``(target name, iterated expression)`` of the loops and comprehensions around the
+        #: node being visited (innermost last).
+        self.loops: list[tuple[str, cst.BaseExpression]] = []
+
+    def _push_comp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp
+                   | cst.DictComp) -> None:
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            if isinstance(comp.target, cst.Name):
+                self.loops.append((comp.target.value, comp.iter))
+            else:
+                self.loops.append(("", comp.iter))
+            comp = comp.inner_for_in
+
+    def _pop_comp(self, node: cst.ListComp | cst.SetComp | cst.GeneratorExp
+                  | cst.DictComp) -> None:
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            self.loops.pop()
+            comp = comp.inner_for_in
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        super().visit_ListComp(node)
+        self._push_comp(node)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._pop_comp(original_node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        super().visit_SetComp(node)
+        self._push_comp(node)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._pop_comp(original_node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        super().visit_GeneratorExp(node)
+        self._push_comp(node)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._pop_comp(original_node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        super().visit_DictComp(node)
+        self._push_comp(node)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._pop_comp(original_node)
+
+    def visit_For(self, node: cst.For) -> None:
+        super().visit_For(node)
+        name = node.target.value if isinstance(node.target, cst.Name) else ""
+        self.loops.append((name, node.iter))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.loops.pop()
+
+    def _element_templated(self, fn: cst.FunctionDef, name: str) -> bool:
+        """``name`` is the target of a loop or comprehension around the call whose iterated
+        list holds rendered text (``[tok.apply_chat_template(m, tokenize=False) for m in
+        batch]``)."""
+        for target, it in reversed(self.loops):
+            if target != name:
+                continue
+            for leaf, where in self.context.semantic.origins(fn, it, owner=self.owner):
+                if isinstance(leaf, (cst.ListComp, cst.GeneratorExp)) \
+                        and isinstance(where, cst.FunctionDef) \
+                        and self._templated(where, leaf.elt, 1):
+                    return True
+            return False
+        return False
 
     def _templated(self, fn: cst.FunctionDef, expr: cst.BaseExpression | None,
                    depth: int = 0) -> bool:
@@ -111,6 +212,11 @@ class TemplatedTextSpecialTokens(SampleTracker):
                     and isinstance(where, cst.FunctionDef) \
                     and self._templated(where, leaf.left, depth + 1):
                 return True
+            if isinstance(leaf, cst.FormattedString) and leaf.parts \
+                    and isinstance(leaf.parts[0], cst.FormattedStringExpression) \
+                    and isinstance(where, cst.FunctionDef) \
+                    and self._templated(where, leaf.parts[0].expression, depth + 1):
+                return True   # f"{text}<think>"
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -135,7 +241,8 @@ class TemplatedTextSpecialTokens(SampleTracker):
         if text is None:
             text = next((a.value for a in node.args
                          if a.keyword is not None and a.keyword.value == "text"), None)
-        if not self._templated(fn, text):
+        if not self._templated(fn, text) and not (
+                isinstance(text, cst.Name) and self._element_templated(fn, text.value)):
             return
         flag = "add_special_tokens=True" if special is not None else \
             "add_special_tokens defaults to True"

@@ -62,7 +62,7 @@ class FullBudgetEveryTurn(FunctionTracker):
 
     ## What it does
     In a ``--custom-generate-function-path`` or rollout function, and the module-level helpers
-    it calls, finds the turn loops (``while`` and ``for _ in range(...)`` loops that grow a
+    (and, for a class hook, the ``self`` methods) it calls, finds the turn loops (``while`` and ``for _ in range(...)`` loops that grow a
     trajectory: ``response += ...``, ``messages.append(...)``, ``prompt = prompt + ...``,
     ``sample.append_response_tokens(...)``) and reports sampling parameters whose
     ``max_tokens`` / ``max_new_tokens`` is exactly ``args.rollout_max_response_len`` (also
@@ -186,6 +186,17 @@ class FullBudgetEveryTurn(FunctionTracker):
               + _PER_TURN.format(new="_fork(sample)")),
         Valid("from miles.utils.types import Sample\n"
               + _PER_TURN.format(new="Sample(prompt=list(messages))")),
+        # A class hook's self method that subtracts what the response already holds.
+        Valid("class Agent:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        return await self._loop(args, sample)\n"
+              "    async def _loop(self, args, sample):\n        response = ''\n"
+              "        for _ in range(3):\n"
+              "            left = args.rollout_max_response_len - len(response)\n"
+              "            params = {'max_new_tokens': left}\n"
+              "            out = await post(URL, {'text': sample.prompt + response,"
+              " 'sampling_params': params})\n"
+              "            response += out['text']\n        return sample\n"
+              "generate = Agent()\n"),
         # What is left of the response budget, or of the context (which holds the prompt);
         # the length of the engine's own output tokens.
         Valid(_LEFT.format(left="args.rollout_max_response_len - sample.response_length")),
@@ -234,6 +245,30 @@ class FullBudgetEveryTurn(FunctionTracker):
                 line=5, col=44),
         Invalid("import itertools\n" + _TURNS.format(loop="itertools.count()"),
                 line=5, col=44),
+        # A class generate hook: the self method it awaits holds the loop; in __call__
+        # itself through self.args; the budget held in a local name before the loop.
+        Invalid("class Agent:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        return await self._loop(args, sample)\n"
+                "    async def _loop(self, args, sample):\n        response = ''\n"
+                "        for _ in range(3):\n"
+                "            params = {'max_new_tokens': args.rollout_max_response_len}\n"
+                "            out = await post(URL, {'text': sample.prompt + response,"
+                " 'sampling_params': params})\n"
+                "            response += out['text']\n        return sample\n"
+                "generate = Agent()\n", line=7, col=40),
+        Invalid("class Agent:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        response = ''\n        for _ in range(3):\n"
+                "            params = {'max_new_tokens': self.args.rollout_max_response_len}\n"
+                "            out = await post(URL, {'text': sample.prompt + response,"
+                " 'sampling_params': params})\n"
+                "            response += out['text']\n        return sample\n"
+                "generate = Agent()\n", line=5, col=40),
+        Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
+                "    budget = args.rollout_max_response_len\n    for _ in range(3):\n"
+                "        params = {**sampling_params, 'max_new_tokens': budget}\n"
+                "        out = await post(URL, {'text': sample.prompt + response,"
+                " 'sampling_params': params})\n"
+                "        response += out['text']\n    return sample\n", line=5, col=55),
         # The prompt charged to the response budget: in the loop, through a local name, a
         # config reader, a helper of the module, a rollout function's samples.
         Invalid(_LEFT.format(left="args.rollout_max_response_len - len(sample.tokens)"),
@@ -412,7 +447,8 @@ class FullBudgetEveryTurn(FunctionTracker):
         binding = self.hook_of(node)
         if binding is None or binding.spec.dest not in _DESTS:
             return
-        for fn in self.context.semantic.closure(node):
+        semantic = self.context.semantic
+        for fn in semantic.closure(node, semantic.owner(node)):
             params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
                                              *fn.params.kwonly_params)}
             self._check_prompt_charged(fn)

@@ -23,8 +23,9 @@ class UnawaitedCoroutine(FunctionTracker):
     """A call of an async function is awaited or scheduled.
 
     ## What it does
-    Reports calls of an ``async def`` of the same module (also a nested one, an alias, an
-    instance with an async ``__call__``), an async method of the same class (``self.fetch()``),
+    Reports calls of an ``async def`` of the same module (also a nested one, an alias, a
+    local name bound to one, an instance with an async ``__call__``), an async method of the
+    same class (``self.fetch()``) or of a module-level instance (``judge.score()``),
     or a known async function of vime (``generate``, ``generate_and_rm``, ``async_rm``, ...)
     whose coroutine never runs: a bare statement, a comprehension statement, a value
     (``f().x``, ``f()[0]``, ``f() + 1``, ``if f():``, ``print(f())``), or a coroutine bound to
@@ -78,6 +79,15 @@ class UnawaitedCoroutine(FunctionTracker):
         Valid("import asyncio\nfrom vime.utils.async_utils import run\nasync def f(x):\n    pass\n"
               "def g(xs):\n    coros = {x: f(x) for x in xs}\n"
               "    return run(asyncio.gather(*coros.values()))\n"),
+        # An async method of a module-level instance awaited; a local alias of a sync def;
+        # a helper's list of coroutines gathered by the caller.
+        Valid("class Judge:\n    async def score(self, s):\n        return 1.0\n"
+              "judge = Judge()\nasync def g(s):\n    s.reward = await judge.score(s)\n"),
+        Valid("async def _fetch(x):\n    return x\ndef _sync(x):\n    return x\n"
+              "async def g(xs):\n    f = _sync\n    f(1)\n"),
+        Valid("import asyncio\nasync def _fetch(x):\n    return x\n"
+              "def helper(xs):\n    return [_fetch(x) for x in xs]\n"
+              "async def g(xs):\n    return await asyncio.gather(*helper(xs))\n"),
         # A sync method named like a module coroutine is not one.
         Valid("async def fetch():\n    pass\nclass A:\n    def fetch(self):\n        pass\n"
               "    def run(self):\n        self.fetch()\n"),
@@ -105,6 +115,15 @@ class UnawaitedCoroutine(FunctionTracker):
                 "    one(samples[0])\n", line=4, col=4),
         Invalid("class Judge:\n    async def __call__(self, s):\n        return 1.0\n"
                 "judge = Judge()\nasync def g(s):\n    s.reward = judge(s)\n", line=6, col=15),
+        # vime's async_rm imported under another name; an async method of a module-level
+        # instance; a local alias of an async def.
+        Invalid("from vime.rollout.rm_hub import async_rm as score\nasync def g(args, s):\n"
+                "    s.reward = score(args, s)\n", line=3, col=15),
+        Invalid("class Judge:\n    async def score(self, s):\n        return 1.0\n"
+                "judge = Judge()\nasync def g(s):\n    s.reward = judge.score(s)\n",
+                line=6, col=15),
+        Invalid("async def _fetch(x):\n    return x\nasync def g(xs):\n    f = _fetch\n"
+                "    f(1)\n", line=5, col=4),
         # Passed to a builtin that does not await it.
         Invalid("async def f():\n    pass\nasync def g():\n    print(f())\n", line=4, col=10),
     ]

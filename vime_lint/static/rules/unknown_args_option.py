@@ -37,7 +37,9 @@ class UnknownArgsOption(FunctionTracker):
 
     ## What it does
     In modules that define hooks, reports ``args.NAME`` (and ``getattr(args, "NAME")`` without
-    a default) inside functions that take ``args``, where ``NAME`` is neither a ``vime train``
+    a default, vime's ``arg(args, "NAME")``) inside functions that take ``args`` (also through a
+    local name bound to it, and ``self.args.NAME`` in a class whose method stores its ``args``
+    parameter as ``self.args``), where ``NAME`` is neither a ``vime train``
     option's dest nor declared by the module's ``add_arguments(parser)``. Writes are VIM016's;
     a name guarded by ``hasattr(args, ...)`` or read with a ``getattr`` default is not reported;
     each name is reported once per module (its first read). Off when a launch script or config
@@ -107,6 +109,20 @@ class UnknownArgsOption(FunctionTracker):
         Valid("DEST = 'judge'\n\ndef add_arguments(parser):\n"
               "    parser.add_argument('--url', dest=DEST)\n\n"
               "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
+        # A class hook reading a declared option and a vime option through self.args; a
+        # local alias of args; vime's arg() of a vime option; another object's self.args.
+        Valid("def add_arguments(parser):\n    parser.add_argument('--judge-url')\n\n"
+              "class Judge:\n    def __init__(self, args):\n        self.args = args\n"
+              "    async def __call__(self, args, sample, **kwargs):\n"
+              "        return float(bool(self.args.judge_url and self.args.rm_type))\n"
+              "reward_func = Judge()\n"),
+        Valid("async def reward_func(args, sample, **kwargs):\n    cfg = args\n"
+              "    return float(cfg.rm_type == 'x')\n"),
+        Valid("from vime.config import arg\nasync def reward_func(args, sample, **kwargs):\n"
+              "    return float(arg(args, 'rm_type') == 'x')\n"),
+        Valid("class Job:\n    def __init__(self, spec):\n        self.args = spec\n"
+              "    def run(self):\n        return self.args.judge_url\n"
+              "async def reward_func(args, sample, **kwargs):\n    return 1.0\n"),
         Valid("OPTS = {'dest': 'judge'}\n\ndef add_arguments(parser):\n"
               "    parser.add_argument('--url', **OPTS)\n\n"
               "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
@@ -124,6 +140,19 @@ class UnknownArgsOption(FunctionTracker):
         Invalid("def _budget(args):\n    return getattr(args, 'tool_budget')\n\n"
                 "async def reward_func(args, sample):\n    return float(_budget(args))\n",
                 line=2, col=11),
+        # Through self.args in a class hook; a local alias of args; a batch reward's
+        # comprehension; vime's arg() under a module alias (it raises for a name that is no
+        # option).
+        Invalid("class Judge:\n    def __init__(self, args):\n        self.args = args\n"
+                "    async def __call__(self, args, sample, **kwargs):\n"
+                "        return float(bool(self.args.judge_url))\nreward_func = Judge()\n",
+                line=5, col=26),
+        Invalid("async def reward_func(args, sample, **kwargs):\n    cfg = args\n"
+                "    return float(bool(cfg.judge_url))\n", line=3, col=22),
+        Invalid("async def reward_func(args, samples, **kwargs):\n"
+                "    return [float(args.judge_weight) for s in samples]\n", line=2, col=18),
+        Invalid("import vime.config as C\nasync def reward_func(args, sample, **kwargs):\n"
+                "    return float(bool(C.arg(args, 'judge_url')))\n", line=3, col=22),
         Invalid("def add_arguments(group):\n    g = group.add_argument_group('judge')\n"
                 "    g.add_argument('--judge-url')\n\n"
                 "async def reward_func(args, sample):\n"
@@ -161,17 +190,44 @@ class UnknownArgsOption(FunctionTracker):
             hint = f" (did you mean `{close[0]}`?)" if close else ""
             self.report(node, self.INVARIANT.render(attr=name, name=fn, hint=hint))
 
-    def _check(self, node: cst.CSTNode, name: str) -> None:
-        if not _takes_args(self.current) or name in self.known or name in self.declared \
-                or name in self.first or name.startswith("__"):
+    def _is_args(self, expr: cst.BaseExpression) -> bool:
+        """``args``; a local name bound only to it (``cfg = args``); ``self.args`` in a method
+        of a class that sets it from a parameter named ``args``."""
+        if isinstance(expr, cst.Name):
+            if expr.value == "args":
+                return True
+            values = self.context.semantic.facts(self.current).values.get(expr.value) \
+                if self.current is not None else None
+            return bool(values) and all(isinstance(v, cst.Name) and v.value == "args"
+                                        for v in values or ())
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "args" \
+                and isinstance(expr.value, cst.Name) and expr.value.value == "self" \
+                and self.owner is not None:
+            return self._owner_keeps_args(self.owner)
+        return False
+
+    def _owner_keeps_args(self, cls: cst.ClassDef) -> bool:
+        """A method of ``cls`` stores its ``args`` parameter as ``self.args``."""
+        semantic = self.context.semantic
+        for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+            if isinstance(stmt, cst.FunctionDef) and _takes_args(stmt):
+                for store in semantic.facts(stmt).attr_stores:
+                    if store.attr == "args" and isinstance(store.value, cst.Name) \
+                            and store.value.value == "args":
+                        return True
+        return False
+
+    def _check(self, node: cst.CSTNode, name: str, through_self: bool = False) -> None:
+        if not (through_self or _takes_args(self.current)) or name in self.known \
+                or name in self.declared or name in self.first or name.startswith("__"):
             return
         assert self.current is not None
         self.first[name] = (node, self.current.name.value)   # once per name: its first read
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value == "args" \
-                and id(node) not in self.writes:
-            self._check(node, node.attr.value)
+        if id(node) not in self.writes and self.current is not None \
+                and self._is_args(node.value):
+            self._check(node, node.attr.value, through_self=isinstance(node.value, cst.Attribute))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         # assignment targets are writes (VIM016's), not reads
@@ -181,6 +237,14 @@ class UnknownArgsOption(FunctionTracker):
         self.writes.add(id(node.target))
 
     def visit_Call(self, node: cst.Call) -> None:
+        if len(node.args) == 2 and isinstance(node.args[0].value, cst.Name) \
+                and node.args[0].value.value == "args" and any(
+                    n.startswith("vime.config") and n.endswith(".arg")
+                    for n in self.qualified(node.func)):
+            name = string_value(node.args[1].value)
+            if name:   # vime's arg(args, name) raises for a name that is no option
+                self._check(node, name)
+            return
         if isinstance(node.func, cst.Name) and node.func.value in ("getattr", "hasattr") \
                 and len(node.args) >= 2 and isinstance(node.args[0].value, cst.Name) \
                 and node.args[0].value.value == "args":

@@ -51,7 +51,9 @@ class UnknownSampleAttribute(SampleTracker):
 
     ## What it does
     Reports an assignment to an attribute that is not a ``Sample`` field, on a name known to
-    hold a sample (a hook's ``sample`` parameter, ``x = Sample(...)``, a loop over a group).
+    hold a sample (a hook's ``sample`` parameter, a parameter annotated ``Sample``,
+    ``x = Sample(...)`` or a local alias of a sample, a loop over a group or over a list of
+    ``Sample(...)`` the function built).
     A near miss of a field name (``loss_masks``) is an error, any other name a warning; an
     attribute the module reads back (``sample.response_content`` stored in one function and
     read in another) is the module's own and is not reported (``Sample`` keeps it).
@@ -111,6 +113,15 @@ class UnknownSampleAttribute(SampleTracker):
               "def g(sample):\n    return getattr(sample, 'turns', 0)\n"),
         Valid("def f(sample, name):\n    return getattr(sample, name, None)\n"),
         Valid("def f(tool):\n    return getattr(tool, 'call_count', 0)\n"),
+        # A class hook's own attribute; an annotated helper setting a real field; samples
+        # built in a comprehension given real fields.
+        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+              "        self.loss_masks = [1]\n        return sample\ngenerate = Gen()\n"),
+        Valid("from vime.utils.types import Sample as S\ndef _fill(s: S, mask):\n"
+              "    s.loss_mask = mask\n"),
+        Valid("from vime.utils.types import Sample as S\ndef f(prompts):\n"
+              "    out = [S(prompt=p) for p in prompts]\n    for s in out:\n"
+              "        s.loss_mask = [1]\n    return out\n"),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -118,6 +129,22 @@ class UnknownSampleAttribute(SampleTracker):
                 severity="error"),
         Invalid("def f(group):\n    for s in group:\n        s.my_score = 1\n", line=3, col=8,
                 severity="warning"),
+        # A class hook's __call__; a helper whose parameter is annotated with the aliased
+        # Sample; a local alias of the sample; a loop over samples built by a comprehension;
+        # a batch reward's comprehension reading a misspelt field.
+        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
+                "        sample.loss_masks = [1]\n        return sample\ngenerate = Gen()\n",
+                line=3, col=8, severity="error"),
+        Invalid("from vime.utils.types import Sample as S\ndef _fill(s: S, mask):\n"
+                "    s.loss_masks = mask\n", line=3, col=4, severity="error"),
+        Invalid("async def generate(args, sample, sampling_params):\n    cur = sample\n"
+                "    cur.rewrd = 1.0\n    return sample\n", line=3, col=4, severity="error"),
+        Invalid("from vime.utils.types import Sample as S\ndef f(prompts):\n"
+                "    out = [S(prompt=p) for p in prompts]\n    for s in out:\n"
+                "        s.lossmask = [1]\n    return out\n", line=5, col=8, severity="error"),
+        Invalid("async def reward_func(args, samples, **kwargs):\n"
+                "    return [getattr(s, 'respons', '') for s in samples]\n", line=2, col=12,
+                severity="error"),
         # Loosely like a field (`response_length`) but no typo of it: a warning.
         Invalid("def f(sample, text):\n    sample.reason_content = text\n", line=2, col=4,
                 severity="warning"),

@@ -12,6 +12,7 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
+from vime_lint.static.analysis._bindings import has_wraps, wrapper_of
 
 __all__ = ["UnpicklableHook"]
 
@@ -24,7 +25,10 @@ class UnpicklableHook(FunctionTracker):
     module binds to a ``lambda`` or a ``functools.partial`` instead of a ``def``, or to the
     value of a call of the module's own factory function that returns a nested ``def`` or a
     ``lambda`` (``reward_func = make_reward(0.5)``; the returned value is followed through
-    local names and the module's helpers, as the shared analysis does).
+    local names and the module's helpers, as the shared analysis does). A lambda or partial
+    reached through a module-level alias, ``partial`` imported under another name, and a
+    ``def`` decorated by the module's own decorator whose wrapper has no ``functools.wraps``
+    (the name is bound to ``timed.<locals>.wrapper``) are reported too.
 
     ## Why is this bad?
     Hooks are loaded by dotted path inside Ray actors and sent between processes; a lambda,
@@ -62,6 +66,23 @@ class UnpicklableHook(FunctionTracker):
               "        return self.weight\n"
               "def make_reward(weight):\n    judge = Judge(weight)\n    return judge\n"
               "rm = make_reward(0.5)\n", options={"hooks": {"rm": "custom_rm_path"}}),
+        # The same decorator with functools.wraps (the wrapper takes the hook's qualified
+        # name); a method of a module-level instance; partials and lambdas inside the hook;
+        # an alias of a def.
+        Valid("import functools\ndef timed(fn):\n    @functools.wraps(fn)\n"
+              "    async def wrapper(*a, **k):\n        return await fn(*a, **k)\n"
+              "    return wrapper\n"
+              "@timed\nasync def rm(args, sample, **kwargs):\n    return 1.0\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("class Judge:\n    async def score(self, args, sample, **kwargs):\n"
+              "        return 1.0\nrm = Judge().score\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("import functools\nasync def rm(args, sample, **kwargs):\n"
+              "    f = functools.partial(max, 0.0)\n"
+              "    return [f(x) for x in (lambda: [1.0])()][0]\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("async def _rm(args, sample, **kwargs):\n    return 1.0\nrm = _rm\n",
+              options={"hooks": {"rm": "custom_rm_path"}}),
         # A factory's nested function used inside the module, not bound as a hook.
         Valid("def make(weight):\n    def inner(x):\n        return weight * x\n"
               "    return inner\nscale = make(2)\n"
@@ -69,6 +90,18 @@ class UnpicklableHook(FunctionTracker):
               options={"hooks": {"rm": "custom_rm_path"}}),
     ]
     INVALID = [
+        # Through a module-level alias; a partial imported under another name; a def
+        # decorated by the module's decorator whose wrapper lacks functools.wraps.
+        Invalid("_score = lambda args, sample, **kw: 1.0\nrm = _score\n", line=2, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("from functools import partial as bind\n"
+                "async def _rm(args, sample, scale=1.0, **kwargs):\n    return scale\n"
+                "rm = bind(_rm, scale=2.0)\n", line=4, col=0,
+                options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("def timed(fn):\n    async def wrapper(*a, **k):\n"
+                "        return await fn(*a, **k)\n    return wrapper\n"
+                "@timed\nasync def rm(args, sample, **kwargs):\n    return 1.0\n",
+                line=6, col=10, options={"hooks": {"rm": "custom_rm_path"}}),
         Invalid("rm = lambda args, sample: 1.0\n", line=1, col=0,
                 options={"hooks": {"rm": "custom_rm_path"}}),
         Invalid("import functools\nrm = functools.partial(f, scale=2)\n", line=2, col=0,
@@ -98,20 +131,42 @@ class UnpicklableHook(FunctionTracker):
             if binding is None or not binding.explicit:
                 continue
             value = node.value
-            what = None
-            if isinstance(value, cst.Lambda):
-                what = "a lambda"
-            elif isinstance(value, cst.Call):
-                func = value.func
-                name = func.attr.value if isinstance(func, cst.Attribute) else (
-                    func.value if isinstance(func, cst.Name) else "")
-                if name == "partial":
-                    what = "a functools.partial"
+            # A lambda or functools.partial (under any import name), also through a
+            # module-level alias (rm = _scorer), as the shared binding resolution sees it.
+            hook = self.context.semantic.target(t.value)
+            what = (hook.unpicklable or None) if hook is not None else None
+            if what is not None and hook is not None and hook.via.startswith("an alias"):
+                what = f"{what} ({hook.via.split(',')[0]})"
             if what is None and isinstance(value, cst.Call):
                 what = self._factory_result(value)
             if what is not None:
                 self.report(node,
                             self.INVARIANT.render(name=t.value, problem=what))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """A hook ``def`` decorated by the module's own decorator whose wrapper has no
+        ``functools.wraps``: the name is bound to the nested wrapper, whose qualified name
+        (``timed.<locals>.wrapper``) cannot be imported."""
+        outer = bool(self.functions or self.class_depth)
+        super().visit_FunctionDef(node)
+        if outer or not node.decorators:
+            return
+        binding = self.context.binding(node.name.value)
+        if binding is None or not binding.explicit:
+            return
+        semantic = self.context.semantic
+        for d in node.decorators:
+            if not isinstance(d.decorator, cst.Name):
+                continue
+            deco = semantic.definitions.get(d.decorator.value)
+            wrapper = wrapper_of(deco) if isinstance(deco, cst.FunctionDef) else None
+            if wrapper is not None and not has_wraps(wrapper, semantic.names):
+                self.report(node.name, self.INVARIANT.render(
+                    name=node.name.value,
+                    problem=f"the nested function `{wrapper.name.value}` of its decorator "
+                    f"`{d.decorator.value}` (no functools.wraps: only a module-level def or "
+                    "class is picklable by reference)"))
+                return
 
     def _factory_result(self, call: cst.Call) -> str | None:
         """What the module's own factory called by ``call`` returns when it is a nested

@@ -56,6 +56,10 @@ def test_qualified_names_follow_imports_aliases_and_module_assignments() -> None
      "    return wrapper\ndef _impl(args, rollout_id, data_source, evaluation=False):\n"
      "    pass\ngenerate_rollout = deco(_impl)\n",
      "decorated by `deco` (vime calls its wrapper `wrapper`, without functools.wraps)", 4, True),
+    ("class R:\n    async def run(self, args, rollout_id, data_source, evaluation=False):\n"
+     "        pass\ngenerate_rollout = R().run\n", "the method `run` of a `R` instance", 4, True),
+    ("class R:\n    def run(self, args, rollout_id, data_source):\n        pass\n"
+     "_r = R()\ngenerate_rollout = _r.run\n", "the method `run` of a `R` instance", 3, False),
 ])
 def test_hook_targets_for_every_binding_form(code: str, via: str, n_params: int,
                                              is_async: bool) -> None:
@@ -310,3 +314,40 @@ def test_resolve_scopes_is_libcsts_resolution_without_its_idle_walks(code: str) 
         (n.value, len(s.accesses[n.value]), len(s.assignments[n.value]))
         for n, s in scopes.items() if isinstance(n, cst.Name) and s is not None)
     assert name_reads(got) == name_reads(want)
+
+
+def test_a_static_method_or_an_unknown_object_s_method_is_no_hook_target() -> None:
+    code = ("class R:\n    @staticmethod\n    def run(args, rollout_id, data_source):\n"
+            "        pass\na = R().run\nb = make().run\nc = R().missing\n")
+    sem = _context(code).semantic
+    assert [sem.target(n) for n in ("a", "b", "c")] == [None, None, None]
+
+
+def test_origins_follow_the_coroutine_asyncio_run_runs() -> None:
+    code = ("import asyncio\nfrom vime.utils.async_utils import run as drive\n"
+            "async def _go():\n    return [1]\n"
+            "def f():\n    return asyncio.run(_go())\n"
+            "def g():\n    return drive(_go())\n"
+            "def h():\n    return other.run(_go())\n")
+    ctx = _context(code)
+    sem = ctx.semantic
+    fns = {d.name.value: d for d in ctx.module.body if isinstance(d, cst.FunctionDef)}
+    for name in ("f", "g"):
+        ret = sem.facts(fns[name]).returns[0].value
+        leaves = [leaf for leaf, _ in sem.origins(fns[name], ret)]
+        assert len(leaves) == 1 and isinstance(leaves[0], cst.List), name
+    ret = sem.facts(fns["h"]).returns[0].value
+    assert [leaf for leaf, _ in sem.origins(fns["h"], ret)] == [ret]   # not asyncio's run
+
+
+def test_coroutine_callee_knows_a_module_instance_s_async_method_and_a_local_alias() -> None:
+    code = ("class J:\n    async def score(self):\n        pass\n    def sync(self):\n"
+            "        pass\njudge = J()\nasync def _fetch():\n    pass\n"
+            "async def f():\n    judge.score()\n    judge.sync()\n    a = _fetch\n    a()\n"
+            "    b = len\n    b([])\n")
+    ctx = _context(code)
+    sem = ctx.semantic
+    fn = next(d for d in ctx.module.body if isinstance(d, cst.FunctionDef) and d.name.value == "f")
+    calls = [site.node for site in sem.facts(fn).calls]
+    got = [sem.coroutine_callee(c, fn, None, frozenset()) for c in calls]
+    assert got == ["judge.score", None, "_fetch", None]
