@@ -186,9 +186,15 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
             elif (mode := _legacy_return(fn, m.message)) is not None:
                 legacy = True
                 other = "train" if mode == "eval" else "eval"
-                ctx += (f", a legacy form on the {mode} path only: vime wraps it there with a "
-                        f"DeprecationWarning; returned on the {other} path it is an error at "
-                        "run time (VIM101)")
+                got = GOT.search(m.message)
+                value = f"`{got['got']}`" if got else "this value"
+                # mypy cannot tell the paths apart: say what was returned, and both outcomes
+                ctx = (f"`{fn.name}` returns {value} where `{fn.returns}` is due "
+                       f"({fn.protocol}" + (", the hook's own annotation)" if user else ")")
+                       + reached(fn)
+                       + f": a legacy form on the {mode} path only: vime wraps it there with a "
+                       f"DeprecationWarning; returned on the {other} path it is an error at "
+                       f"run time (VIM101; `vime-lint rollout` tells the paths apart)")
         elif (shape := call_shape(index, fn, nodes, m)) is not None:
             # a call of vime's function that does not fit its parameters: one finding at the
             # call (mypy's sentences about it merged), in the contract's words

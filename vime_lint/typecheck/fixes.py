@@ -22,6 +22,10 @@ def fix_for(code: str, context: str, detail: str) -> str:
             return "return a value on every path (raise instead of returning None)"
         if 'got "list[' in detail and "RolloutFn" in context:
             return "wrap the groups: `return RolloutFnTrainOutput(samples=groups)`"
+        if 'got "dict[' in detail and "RolloutFn" in context:
+            return ("return the output dataclass: `RolloutFnTrainOutput(samples=groups, "
+                    "metrics=...)` on the train path, `RolloutFnEvalOutput(data={name: {...}})` "
+                    "on the eval path")
         if 'got "str"' in detail:
             return "convert the text to the contract's type (`float(text)` for a reward)"
     if code == "VIM202" and "(Sample.reward)" in context:

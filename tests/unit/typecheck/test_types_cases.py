@@ -83,6 +83,16 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             return groups
         ''', [(3, "VIM200", 'got "list[list[Sample]]", expected "RolloutFnTrainOutput | '
                            'RolloutFnEvalOutput"')]),
+    "rollout_returns_dict.py": ('''
+        from vime.rollout.base_types import RolloutFnEvalOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return RolloutFnEvalOutput(data={})
+            groups = data_source.get_samples(args.rollout_batch_size)
+            return {"samples": groups, "metrics": {}}
+        ''', [(7, "VIM200", 'got "dict[str, Collection[list[Sample]]]", expected '
+                           '"RolloutFnTrainOutput | RolloutFnEvalOutput"')]),
     "metrics_list.py": ('''
         from vime.rollout.base_types import RolloutFnTrainOutput
 
@@ -546,11 +556,23 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
     outcome, *_ = checked
     (f,) = _findings(outcome, "rollout_returns_list.py")
     assert f.severity == "warning", f
+    # it says what was returned and what is due, not the due type alone
+    assert f.message.startswith("`generate_rollout` returns `list[list[Sample]]` where `"), \
+        f.message
     assert ("a legacy form on the train path only: vime wraps it there with a "
-            "DeprecationWarning; returned on the eval path it is an error at run time (VIM101): "
-            "wrap the groups") in f.message, f.message
+            "DeprecationWarning; returned on the eval path it is an error at run time (VIM101; "
+            "`vime-lint rollout` tells the paths apart): wrap the groups") in f.message, f.message
     (f,) = _findings(outcome, "reward_tensor.py")
     assert f.severity == "error"
+    # a bare dict: what was returned first (a new user read "returns `RolloutFnTrainOutput |
+    # ...`" as "the return type is right"), both paths' outcomes, the dataclass to return
+    (f,) = _findings(outcome, "rollout_returns_dict.py")
+    assert f.severity == "warning", f
+    assert f.message.startswith("`generate_rollout` returns `dict[str, Collection[list[Sample]]]`"
+                                " where `RolloutFnTrainOutput | RolloutFnEvalOutput` is due"), \
+        f.message
+    assert "returned on the train path it is an error at run time (VIM101" in f.message
+    assert f.fix_hint.startswith("return the output dataclass: `RolloutFnTrainOutput(samples="), f
 
 
 @pytest.mark.parametrize("name", sorted(STRICT))
