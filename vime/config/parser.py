@@ -189,9 +189,9 @@ def _add_reward_arguments(parser: argparse.ArgumentParser) -> None:
                    help="Score whole groups with one batched reward call.")
     g.add_argument("--advantage-estimator", type=str, default="grpo",
                    choices=[*ESTIMATORS, *NOT_IN_V1_ESTIMATORS],
-                   help="Advantage estimator: grpo, gspo, cispo (MiniMax-M1), "
-                        "reinforce_plus_plus, reinforce_plus_plus_baseline (ppo: not in v1, it "
-                        "needs a critic).")
+                   help=f"Advantage estimator: {', '.join(ESTIMATORS)} (their papers: "
+                        "vime/contract/estimators.py); "
+                        f"{', '.join(NOT_IN_V1_ESTIMATORS)}: not in v1 (it needs a critic).")
     g.add_argument("--disable-rewards-normalization", dest="rewards_normalization",
                    action="store_false", help="Do not subtract the group mean reward.")
     g.add_argument("--disable-grpo-std-normalization", dest="grpo_std_normalization",
