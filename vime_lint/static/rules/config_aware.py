@@ -98,7 +98,7 @@ class DictRewardWithoutRewardKey(LaunchTracker):
                 return _score(sample)['acc']
         """,
               options={'hooks': {'reward_func': 'custom_rm_path'},
-              'launch_flags': ['--custom-rm-path']}),
+                       'launch_flags': ['--custom-rm-path']}),
         # An instance's __call__ that builds a dict but returns one float from it.
         Valid("""
             class Judge:
@@ -108,15 +108,15 @@ class DictRewardWithoutRewardKey(LaunchTracker):
             reward_func = Judge()
         """,
               options={'hooks': {'reward_func': 'custom_rm_path'},
-              'launch_flags': ['--custom-rm-path']}),
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("""
             async def reward_func(args, sample, **kwargs):
                 return {'acc': 1.0, 'format': 0.0}
         """,
-                line=2, col=4, options={"hooks": {"reward_func": RM},
-                "launch_flags": ["--custom-rm-path"]}),
+                line=2, col=4,
+                options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
         Invalid("""
             async def batched(args, samples, **kwargs):
                 return [{'acc': float(s.response == s.label)} for s in samples]
@@ -133,8 +133,9 @@ class DictRewardWithoutRewardKey(LaunchTracker):
                 scores = {'acc': float(sample.response == sample.label)}
                 return scores
         """,
-                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # The dict built by a module helper the hook returns.
         Invalid("""
             def _score(sample):
@@ -142,16 +143,18 @@ class DictRewardWithoutRewardKey(LaunchTracker):
             async def reward_func(args, sample, **kwargs):
                 return _score(sample)
         """,
-                line=4, col=4, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=4, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # A dict comprehension.
         Invalid("""
             async def reward_func(args, sample, **kwargs):
                 checks = {'acc': sample.label, 'fmt': '</answer>'}
                 return {k: float(v in sample.response) for k, v in checks.items()}
         """,
-                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the reward function: its __call__ returns the dict.
         Invalid("""
             class Judge:
@@ -159,8 +162,9 @@ class DictRewardWithoutRewardKey(LaunchTracker):
                     return {'acc': float(sample.response == sample.label)}
             reward_func = Judge()
         """,
-                line=3, col=8, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=8,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,

@@ -83,7 +83,7 @@ class LabelWithoutLabelKey(LaunchTracker):
                 return [float(s.response in wanted) for s in samples]
         """,
               options={'hooks': {'reward_func': 'custom_rm_path'},
-              'launch_flags': ['--custom-rm-path']}),
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("""
@@ -91,8 +91,8 @@ class LabelWithoutLabelKey(LaunchTracker):
                 answer = sample.label
                 return float(sample.response.strip() == sample.label)
         """,
-                line=2, col=13, options={"hooks": {"reward_func": RM},
-                "launch_flags": ["--custom-rm-path"]}),
+                line=2, col=13,
+                options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
         Invalid("""
             async def score(args, samples, **kwargs):
                 return [float(s.response == s.label) for s in samples]
@@ -103,16 +103,18 @@ class LabelWithoutLabelKey(LaunchTracker):
                 cur = sample
                 return 1.0 if cur.label in cur.response else 0.0
         """,
-                line=3, col=18, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=18,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # In a set comprehension over the samples of a batch.
         Invalid("""
             async def reward_func(args, samples, **kwargs):
                 wanted = {s.label for s in samples}
                 return [float(s.response in wanted) for s in samples]
         """,
-                line=2, col=14, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=2, col=14,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the reward function: its __call__ reads the label.
         Invalid("""
             class Judge:
@@ -120,8 +122,9 @@ class LabelWithoutLabelKey(LaunchTracker):
                     return {'acc': float(sample.response == sample.label)}
             reward_func = Judge()
         """,
-                line=3, col=48, options={'hooks': {'reward_func': 'custom_rm_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=48,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def __init__(self, context: FileContext) -> None:

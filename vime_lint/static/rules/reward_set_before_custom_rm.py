@@ -79,7 +79,7 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                 return cur
         """,
               options={'hooks': {'generate': 'custom_generate_function_path'},
-              'launch_flags': ['--custom-rm-path']}),
+                       'launch_flags': ['--custom-rm-path']}),
         # A nested helper passes a score to the RM in metadata.
         Valid("""
             async def generate(args, sample, sampling_params):
@@ -90,7 +90,7 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                 return sample
         """,
               options={'hooks': {'generate': 'custom_generate_function_path'},
-              'launch_flags': ['--custom-rm-path']}),
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -104,8 +104,8 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                     s.reward += 1
                 return sample
         """,
-                line=3, col=8, options={"hooks": {"gen": GENERATE},
-                "launch_flags": ["--custom-rm-path"]}),
+                line=3, col=8,
+                options={"hooks": {"gen": GENERATE}, "launch_flags": ["--custom-rm-path"]}),
         # Through a local alias of the sample.
         Invalid("""
             async def generate(args, sample, sampling_params):
@@ -114,8 +114,9 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                 cur.reward = float(cur.label in cur.response)
                 return cur
         """,
-                line=4, col=4, options={'hooks': {'generate': 'custom_generate_function_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=4, col=4,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # In a helper nested in the generate function.
         Invalid("""
             async def generate(args, sample, sampling_params):
@@ -125,8 +126,9 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                 _finish(sample, (await post(url, sampling_params))['text'])
                 return sample
         """,
-                line=4, col=8, options={'hooks': {'generate': 'custom_generate_function_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=4, col=8,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the generate function: its __call__ sets the reward.
         Invalid("""
             class Gen:
@@ -135,8 +137,9 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                     return sample
             generate = Gen()
         """,
-                line=3, col=8, options={'hooks': {'generate': 'custom_generate_function_path'},
-                'launch_flags': ['--custom-rm-path']}),
+                line=3, col=8,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,
