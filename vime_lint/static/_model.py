@@ -13,6 +13,7 @@ The shape follows Fixit's ``LintViolation`` and Ruff's JSON output.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,6 +154,16 @@ class LintOptions:
         return bool(self.launch_flags & {"--eval-interval", "--eval-prompt-data", "--eval-config"})
 
 
+def dedent_case(code: str) -> str:
+    """A test case's code as the rule sees it: ``textwrap.dedent``-ed, less one leading newline.
+
+    A case is written as an indented triple-quoted block that opens with a newline (Fixit's
+    style): ``Valid(\"\"\"<newline>    x = 1<newline>\"\"\")`` reads ``"x = 1\\n"``. Code
+    without common indentation and without a leading newline is unchanged."""
+    code = textwrap.dedent(code)
+    return code[1:] if code.startswith("\n") else code
+
+
 @dataclass(frozen=True, slots=True)
 class Valid:
     """A snippet a rule must accept (a rule's test case and documentation example)."""
@@ -160,6 +171,9 @@ class Valid:
     code: str
     #: Options for the snippet (hooks, launch flags), as :class:`LintOptions` fields.
     options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", dedent_case(self.code))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +191,11 @@ class Invalid:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: Expected severity (None: the invariant's default).
     severity: Severity | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", dedent_case(self.code))
+        if self.fixed is not None:
+            object.__setattr__(self, "fixed", dedent_case(self.fixed))
 
 
 def options_from_mapping(data: Mapping[str, Any]) -> LintOptions:

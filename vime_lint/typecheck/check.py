@@ -253,7 +253,7 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     from vime_lint.static._guard import DEFAULT_LIMITS, OverBudget, Skipped, screen, time_budget
     from vime_lint.static._runner import _rules_for_file
     from vime_lint.static.rules import ALL_RULES
-    from vime_lint.static.rules.limits import FileNotLinted
+    from vime_lint.static.rules.file_not_linted import FileNotLinted
     from vime_lint.typecheck.annotate import annotate
     from vime_lint.typecheck.codes import OFF_BY_DEFAULT, TYPE_RULES, types_rules
     from vime_lint.typecheck.diagnostics import findings_for, wider_annotations

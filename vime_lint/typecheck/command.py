@@ -253,7 +253,7 @@ def _run_uncached(ns: argparse.Namespace, paths: list[Path], root: Path, config:
     for p in outcome.problems:
         loc = f"{p.path}:{p.line}:{p.col}" if p.line else p.path
         print(f"{loc}: error: {p.message}", file=err)
-    from vime_lint.static.rules.limits import FileNotLinted
+    from vime_lint.static.rules.file_not_linted import FileNotLinted
 
     skipped = any(f.code == FileNotLinted.code() for r in outcome.results for f in r.findings)
     out.write(render(outcome.results, ns.output_format,

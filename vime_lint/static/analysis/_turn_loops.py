@@ -4,9 +4,9 @@ loops carry a trajectory from turn to turn. Facts of the semantic model
 
 :func:`retokenised_calls` finds, per function, the tokenizer calls inside a loop whose text
 comes from the model (a taint fixpoint over the loop's assignments) and whose ids become the
-next turn's tokens; VIM018 (:mod:`~vime_lint.static.rules.retokenisation`) reports them.
+next turn's tokens; VIM018 (:mod:`~vime_lint.static.rules.retokenisation_drift`) reports them.
 :func:`turn_loops` finds the loops that grow a trajectory and send it again on the next
-iteration (:class:`TurnLoop`); VIM027 (:mod:`~vime_lint.static.rules.turn_budget`) reads them.
+iteration (:class:`TurnLoop`); VIM027 (:mod:`~vime_lint.static.rules.per_turn_token_budget`) reads them.
 :func:`is_tokenizer` and :func:`tokenize_false` say which receivers are tokenizers and which
 chat-template calls render text.
 """

@@ -53,40 +53,60 @@ class AgentFunctionSync(FunctionTracker):
     INVARIANT = INVARIANTS["VIM050"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-              "    return 1.0\n"),
-        Valid("def run_agent(x):\n    return x\n"),
-        Valid("def helper(args, sample, base_url, api_key):\n    return 1.0\n"),
+        Valid("""
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                return 1.0
+        """),
+        Valid("""
+            def run_agent(x):
+                return x
+        """),
+        Valid("""
+            def helper(args, sample, base_url, api_key):
+                return 1.0
+        """),
         # An instance's async __call__; its sync helper method is not the hook.
-        Valid("class Agent:\n"
-              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
-              "        return self._score(sample)\n"
-              "    def _score(self, sample):\n"
-              "        return 1.0\n"
-              "run_agent = Agent()\n"),
+        Valid("""
+            class Agent:
+                async def __call__(self, args, sample, base_url, api_key, **kwargs):
+                    return self._score(sample)
+                def _score(self, sample):
+                    return 1.0
+            run_agent = Agent()
+        """),
         # An async function behind an aliased functools.partial, with a sync module helper.
-        Valid("from functools import partial as bind\n"
-              "async def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
-              "    return _score(sample)\n"
-              "def _score(sample):\n"
-              "    return 1.0\n"
-              "run_agent = bind(_run, 4)\n"),
+        Valid("""
+            from functools import partial as bind
+            async def _run(max_turns, args, sample, base_url, api_key, **kwargs):
+                return _score(sample)
+            def _score(sample):
+                return 1.0
+            run_agent = bind(_run, 4)
+        """),
     ]
     INVALID = [
-        Invalid("def run_agent(args, sample, base_url, api_key, **kwargs):\n    return 1.0\n",
-                line=1, col=4),
-        Invalid("def run(args, sample, base_url, api_key):\n    return None\n", line=1, col=4,
-                options={"hooks": {"run": _AGENT}}),
+        Invalid("""
+            def run_agent(args, sample, base_url, api_key, **kwargs):
+                return 1.0
+        """, line=1, col=4),
+        Invalid("""
+            def run(args, sample, base_url, api_key):
+                return None
+        """, line=1, col=4, options={"hooks": {"run": _AGENT}}),
         # An instance bound as the agent function: its __call__ is a plain def.
-        Invalid("class Agent:\n"
-                "    def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
-                "        return 1.0\n"
-                "run_agent = Agent()\n", line=2, col=8),
+        Invalid("""
+            class Agent:
+                def __call__(self, args, sample, base_url, api_key, **kwargs):
+                    return 1.0
+            run_agent = Agent()
+        """, line=2, col=8),
         # A plain def behind functools.partial imported under an alias.
-        Invalid("from functools import partial as bind\n"
-                "def _run(max_turns, args, sample, base_url, api_key, **kwargs):\n"
-                "    return 1.0\n"
-                "run_agent = bind(_run, 4)\n", line=2, col=4),
+        Invalid("""
+            from functools import partial as bind
+            def _run(max_turns, args, sample, base_url, api_key, **kwargs):
+                return 1.0
+            run_agent = bind(_run, 4)
+        """, line=2, col=4),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

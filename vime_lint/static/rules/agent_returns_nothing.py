@@ -57,50 +57,76 @@ class AgentReturnsNothing(FunctionTracker):
     INVARIANT = INVARIANTS["VIM052"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def run_agent(args, sample, base_url, api_key):\n"
-              "    if sample.label:\n        return 1.0\n    return None\n"),
-        Valid("async def run_agent(args, sample, base_url, api_key):\n"
-              "    return {'score': 1.0}\n"),
-        Valid("async def run_agent(args, sample, base_url, api_key):\n"
-              "    raise NotImplementedError\n"),
+        Valid("""
+            async def run_agent(args, sample, base_url, api_key):
+                if sample.label:
+                    return 1.0
+                return None
+        """),
+        Valid("""
+            async def run_agent(args, sample, base_url, api_key):
+                return {'score': 1.0}
+        """),
+        Valid("""
+            async def run_agent(args, sample, base_url, api_key):
+                raise NotImplementedError
+        """),
         # Returns what a module helper returns, and the helper returns the score.
-        Valid("async def _episode(sample, base_url):\n"
-              "    reply = await chat(base_url, sample.prompt)\n"
-              "    return float(sample.label in reply)\n"
-              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-              "    return await _episode(sample, base_url)\n"),
+        Valid("""
+            async def _episode(sample, base_url):
+                reply = await chat(base_url, sample.prompt)
+                return float(sample.label in reply)
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                return await _episode(sample, base_url)
+        """),
         # An instance's __call__ returning a dict built from a comprehension.
-        Valid("class Agent:\n"
-              "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
-              "        replies = [await chat(base_url, api_key, p) for p in sample.prompt]\n"
-              "        return {'score': sum(sample.label in r for r in replies)}\n"
-              "run_agent = Agent()\n"),
+        Valid("""
+            class Agent:
+                async def __call__(self, args, sample, base_url, api_key, **kwargs):
+                    replies = [await chat(base_url, api_key, p) for p in sample.prompt]
+                    return {'score': sum(sample.label in r for r in replies)}
+            run_agent = Agent()
+        """),
     ]
     INVALID = [
-        Invalid("async def run_agent(args, sample, base_url, api_key):\n"
-                "    reward = 1.0\n", line=1, col=10),
-        Invalid("async def run_agent(args, sample, base_url, api_key):\n"
-                "    def helper():\n        return 1.0\n    return None\n", line=1, col=10),
-        Invalid("async def agent(args, sample, base_url, api_key):\n    return\n", line=1,
-                col=10, options={"hooks": {"agent": _AGENT}}),
+        Invalid("""
+            async def run_agent(args, sample, base_url, api_key):
+                reward = 1.0
+        """, line=1, col=10),
+        Invalid("""
+            async def run_agent(args, sample, base_url, api_key):
+                def helper():
+                    return 1.0
+                return None
+        """, line=1, col=10),
+        Invalid("""
+            async def agent(args, sample, base_url, api_key):
+                return
+        """, line=1, col=10, options={"hooks": {"agent": _AGENT}}),
         # An instance's __call__ that sets the reward but returns nothing.
-        Invalid("class Agent:\n"
-                "    async def __call__(self, args, sample, base_url, api_key, **kwargs):\n"
-                "        reply = await chat(base_url, api_key, sample.prompt)\n"
-                "        sample.reward = float(sample.label in reply)\n"
-                "run_agent = Agent()\n", line=2, col=14),
+        Invalid("""
+            class Agent:
+                async def __call__(self, args, sample, base_url, api_key, **kwargs):
+                    reply = await chat(base_url, api_key, sample.prompt)
+                    sample.reward = float(sample.label in reply)
+            run_agent = Agent()
+        """, line=2, col=14),
         # Returns a module helper's result, and the helper returns nothing.
-        Invalid("async def _episode(sample, base_url):\n"
-                "    reply = await chat(base_url, sample.prompt)\n"
-                "    sample.metadata['reply'] = reply\n"
-                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-                "    return await _episode(sample, base_url)\n", line=4, col=10),
+        Invalid("""
+            async def _episode(sample, base_url):
+                reply = await chat(base_url, sample.prompt)
+                sample.metadata['reply'] = reply
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                return await _episode(sample, base_url)
+        """, line=4, col=10),
         # Behind an aliased functools.partial, a loop and no return.
-        Invalid("import functools as ft\n"
-                "async def _agent(max_turns, args, sample, base_url, api_key, **kwargs):\n"
-                "    for _ in range(max_turns):\n"
-                "        await chat(base_url, sample.prompt)\n"
-                "run_agent = ft.partial(_agent, 3)\n", line=2, col=10),
+        Invalid("""
+            import functools as ft
+            async def _agent(max_turns, args, sample, base_url, api_key, **kwargs):
+                for _ in range(max_turns):
+                    await chat(base_url, sample.prompt)
+            run_agent = ft.partial(_agent, 3)
+        """, line=2, col=10),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

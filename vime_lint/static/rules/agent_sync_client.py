@@ -73,22 +73,32 @@ class AgentSyncClient(FunctionTracker):
     INVARIANT = INVARIANTS["VIM051"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("from openai import AsyncOpenAI\n"
-              "async def run_agent(args, sample, base_url, api_key):\n"
-              "    client = AsyncOpenAI(base_url=base_url, api_key=api_key)\n"
-              "    return 1.0\n"),
-        Valid("import openai\nasync def other(args, sample, base_url, api_key):\n"
-              "    return openai.OpenAI()\n"),
-        Valid("import httpx\nasync def run_agent(args, sample, base_url, api_key):\n"
-              "    async with httpx.AsyncClient() as c:\n"
-              "        await c.post(base_url + '/chat/completions', json={})\n"
-              "    return None\n"),
+        Valid("""
+            from openai import AsyncOpenAI
+            async def run_agent(args, sample, base_url, api_key):
+                client = AsyncOpenAI(base_url=base_url, api_key=api_key)
+                return 1.0
+        """),
+        Valid("""
+            import openai
+            async def other(args, sample, base_url, api_key):
+                return openai.OpenAI()
+        """),
+        Valid("""
+            import httpx
+            async def run_agent(args, sample, base_url, api_key):
+                async with httpx.AsyncClient() as c:
+                    await c.post(base_url + '/chat/completions', json={})
+                return None
+        """),
         # An aliased requests handed to asyncio.to_thread (run off the loop), not called.
-        Valid("import asyncio\n"
-              "import requests as rq\n"
-              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-              "    resp = await asyncio.to_thread(rq.get, args.tool_url, timeout=10)\n"
-              "    return resp.json()['score']\n"),
+        Valid("""
+            import asyncio
+            import requests as rq
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                resp = await asyncio.to_thread(rq.get, args.tool_url, timeout=10)
+                return resp.json()['score']
+        """),
         # An instance's __call__ with the async client under an alias, awaited in a comprehension.
         Valid("from openai import AsyncOpenAI as Client\n"
               "class Agent:\n"
@@ -98,27 +108,41 @@ class AgentSyncClient(FunctionTracker):
               "        return len(replies)\n"
               "run_agent = Agent()\n"),
         # A blocking module helper only handed to asyncio.to_thread: it runs off the loop.
-        Valid("import asyncio\n"
-              "import requests\n"
-              "def _fetch(url):\n"
-              "    return requests.get(url, timeout=10).json()\n"
-              "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-              "    data = await asyncio.to_thread(_fetch, args.tool_url)\n"
-              "    return data['score']\n"),
+        Valid("""
+            import asyncio
+            import requests
+            def _fetch(url):
+                return requests.get(url, timeout=10).json()
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                data = await asyncio.to_thread(_fetch, args.tool_url)
+                return data['score']
+        """),
     ]
     INVALID = [
-        Invalid("import openai\nasync def run_agent(args, sample, base_url, api_key):\n"
-                "    client = openai.OpenAI(base_url=base_url, api_key=api_key)\n"
-                "    return 1.0\n", line=3, col=13),
-        Invalid("from openai import OpenAI as Sync\n"
-                "async def run_agent(args, sample, base_url, api_key):\n"
-                "    c = Sync(base_url=base_url)\n    return 1.0\n", line=3, col=8),
-        Invalid("import httpx\nasync def run_agent(args, sample, base_url, api_key):\n"
-                "    with httpx.Client() as c:\n        c.post(base_url)\n    return 1.0\n",
-                line=3, col=9),
-        Invalid("import requests\nasync def agent(args, sample, base_url, api_key):\n"
-                "    return requests.post(base_url, json={}).json()['r']\n", line=3, col=11,
-                options={"hooks": {"agent": _AGENT}}),
+        Invalid("""
+            import openai
+            async def run_agent(args, sample, base_url, api_key):
+                client = openai.OpenAI(base_url=base_url, api_key=api_key)
+                return 1.0
+        """, line=3, col=13),
+        Invalid("""
+            from openai import OpenAI as Sync
+            async def run_agent(args, sample, base_url, api_key):
+                c = Sync(base_url=base_url)
+                return 1.0
+        """, line=3, col=8),
+        Invalid("""
+            import httpx
+            async def run_agent(args, sample, base_url, api_key):
+                with httpx.Client() as c:
+                    c.post(base_url)
+                return 1.0
+        """, line=3, col=9),
+        Invalid("""
+            import requests
+            async def agent(args, sample, base_url, api_key):
+                return requests.post(base_url, json={}).json()['r']
+        """, line=3, col=11, options={"hooks": {"agent": _AGENT}}),
         # An instance's __call__: an aliased requests called in a comprehension.
         Invalid("import requests as rq\n"
                 "class Agent:\n"
@@ -127,12 +151,14 @@ class AgentSyncClient(FunctionTracker):
                 "        return len(replies)\n"
                 "run_agent = Agent()\n", line=4, col=19),
         # The sync client built in a module helper the agent function calls.
-        Invalid("import openai\n"
-                "def _client(base_url, api_key):\n"
-                "    return openai.OpenAI(base_url=base_url, api_key=api_key)\n"
-                "async def run_agent(args, sample, base_url, api_key, **kwargs):\n"
-                "    client = _client(base_url, api_key)\n"
-                "    return 1.0\n", line=3, col=11),
+        Invalid("""
+            import openai
+            def _client(base_url, api_key):
+                return openai.OpenAI(base_url=base_url, api_key=api_key)
+            async def run_agent(args, sample, base_url, api_key, **kwargs):
+                client = _client(base_url, api_key)
+                return 1.0
+        """, line=3, col=11),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -56,48 +56,70 @@ class ArgsMutation(FunctionTracker):
     INVARIANT = INVARIANTS["VIM016"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    n = args.rollout_batch_size\n"),
-        Valid("args = parse()\nargs.x = 1\n"),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                n = args.rollout_batch_size
+        """),
+        Valid("""
+            args = parse()
+            args.x = 1
+        """),
         # A copy of args (import copy) is the hook's own to change.
-        Valid("import copy\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    local = copy.copy(args)\n"
-              "    local.max_new_tokens = 16\n"
-              "    return sample\n"),
+        Valid("""
+            import copy
+            async def generate(args, sample, sampling_params):
+                local = copy.copy(args)
+                local.max_new_tokens = 16
+                return sample
+        """),
         # A class hook keeps its state on self, reading args in __init__.
-        Valid("class Rollout:\n"
-              "    def __init__(self, args):\n"
-              "        self.args = args\n"
-              "        self.batch = args.rollout_batch_size\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        self.last = rollout_id\n"
-              "        return data_source.get_samples(self.batch)\n"),
+        Valid("""
+            class Rollout:
+                def __init__(self, args):
+                    self.args = args
+                    self.batch = args.rollout_batch_size
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    self.last = rollout_id
+                    return data_source.get_samples(self.batch)
+        """),
     ]
     INVALID = [
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    args.counter = rollout_id\n", line=2, col=4),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    setattr(args, 'cache', {})\n    return sample\n", line=2, col=4),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    args.steps += 1\n", line=2, col=4),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                args.counter = rollout_id
+        """, line=2, col=4),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                setattr(args, 'cache', {})
+                return sample
+        """, line=2, col=4),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                args.steps += 1
+        """, line=2, col=4),
         # An instance's __call__.
-        Invalid("class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        args.last_rollout_id = rollout_id\n"
-                "        return data_source.get_samples(1)\n"
-                "generate_rollout = Rollout()\n", line=3, col=8),
+        Invalid("""
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    args.last_rollout_id = rollout_id
+                    return data_source.get_samples(1)
+            generate_rollout = Rollout()
+        """, line=3, col=8),
         # In a module helper the hook calls with args.
-        Invalid("def _setup(args):\n"
-                "    args.tokenizer_loaded = True\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    _setup(args)\n"
-                "    return sample\n", line=2, col=4),
+        Invalid("""
+            def _setup(args):
+                args.tokenizer_loaded = True
+            async def generate(args, sample, sampling_params):
+                _setup(args)
+                return sample
+        """, line=2, col=4),
         # Through a local alias of args (the same object, not a copy).
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    cfg = args\n"
-                "    cfg.max_new_tokens = 16\n"
-                "    return sample\n", line=3, col=4),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                cfg = args
+                cfg.max_new_tokens = 16
+                return sample
+        """, line=3, col=4),
     ]
 
     def _is_args(self, expr: cst.BaseExpression) -> bool:

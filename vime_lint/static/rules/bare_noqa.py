@@ -44,7 +44,10 @@ class BareNoqa(Rule):
     VALID = [
         Valid("x = 1  # noqa: E501\n"), Valid("x = 1\n"),
         # Codes without a space, or several of another tool; the directive inside a string.
-        Valid("def f(sample):\n    sample.aborted = True  # noqa:VIM007\n"),
+        Valid("""
+            def f(sample):
+                sample.aborted = True  # noqa:VIM007
+        """),
         Valid("x = 1  # noqa: E501,W291\n"),
         Valid("x = '# noqa'\n"),
     ]

@@ -88,80 +88,168 @@ class BlockingCallInAsync(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM005"]
     VALID = [
-        Valid("import asyncio, time\nasync def f():\n    await asyncio.sleep(1)\n"),
-        Valid("import time\ndef f():\n    time.sleep(1)\n"),
-        Valid("import asyncio, requests\nasync def f(u):\n"
-              "    return await asyncio.to_thread(requests.get, u)\n"),
-        Valid("import time\nasync def f():\n    def g():\n        time.sleep(1)\n"
-              "    return g\n"),
+        Valid("""
+            import asyncio, time
+            async def f():
+                await asyncio.sleep(1)
+        """),
+        Valid("""
+            import time
+            def f():
+                time.sleep(1)
+        """),
+        Valid("""
+            import asyncio, requests
+            async def f(u):
+                return await asyncio.to_thread(requests.get, u)
+        """),
+        Valid("""
+            import time
+            async def f():
+                def g():
+                    time.sleep(1)
+                return g
+        """),
         # A short loop, a loop of unknown length, CPU work handed to a thread, an async
         # helper (awaited: its own body is checked where it is defined).
-        Valid("def norm(text):\n    for _ in range(10):\n        text = text.strip()\n"
-              "    return text\nasync def reward_func(args, sample, **kwargs):\n"
-              "    return float(norm(sample.response) == sample.label)\n"),
-        Valid("def check(answer, rounds):\n    for i in range(rounds):\n        pass\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return float(check(sample.response, len(sample.response)))\n"),
-        Valid("import asyncio\ndef check(answer, rounds=1_000_000):\n"
-              "    for i in range(rounds):\n        pass\n    return True\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return float(await asyncio.to_thread(check, sample.response))\n"),
+        Valid("""
+            def norm(text):
+                for _ in range(10):
+                    text = text.strip()
+                return text
+            async def reward_func(args, sample, **kwargs):
+                return float(norm(sample.response) == sample.label)
+        """),
+        Valid("""
+            def check(answer, rounds):
+                for i in range(rounds):
+                    pass
+            async def reward_func(args, sample, **kwargs):
+                return float(check(sample.response, len(sample.response)))
+        """),
+        Valid("""
+            import asyncio
+            def check(answer, rounds=1_000_000):
+                for i in range(rounds):
+                    pass
+                return True
+            async def reward_func(args, sample, **kwargs):
+                return float(await asyncio.to_thread(check, sample.response))
+        """),
         # A class reward handing its blocking self method to a thread; a lambda run in an
         # executor.
-        Valid("import asyncio, requests\nclass Judge:\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        return await asyncio.to_thread(self._post, sample.response)\n"
-              "    def _post(self, text):\n"
-              "        return requests.post(URL, json={'t': text}).json()['score']\n"
-              "reward_func = Judge()\n"),
-        Valid("import asyncio, time\nasync def reward_func(args, sample, **kwargs):\n"
-              "    loop = asyncio.get_running_loop()\n"
-              "    return await loop.run_in_executor(None, lambda: time.sleep(1) or 1.0)\n"),
-        Valid("import asyncio\nasync def fetch(u):\n    await asyncio.sleep(0)\n"
-              "async def f(u):\n    return await fetch(u)\n"),
+        Valid("""
+            import asyncio, requests
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return await asyncio.to_thread(self._post, sample.response)
+                def _post(self, text):
+                    return requests.post(URL, json={'t': text}).json()['score']
+            reward_func = Judge()
+        """),
+        Valid("""
+            import asyncio, time
+            async def reward_func(args, sample, **kwargs):
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(None, lambda: time.sleep(1) or 1.0)
+        """),
+        Valid("""
+            import asyncio
+            async def fetch(u):
+                await asyncio.sleep(0)
+            async def f(u):
+                return await fetch(u)
+        """),
     ]
     INVALID = [
-        Invalid("import time\nasync def f():\n    time.sleep(1)\n", line=3, col=4),
-        Invalid("from time import sleep\nasync def f():\n    sleep(1)\n", line=3, col=4),
-        Invalid("import requests as rq\nasync def f(u):\n    return rq.get(u)\n", line=3,
-                col=11),
-        Invalid("import subprocess\nasync def f():\n    subprocess.run(['ls'])\n", line=3,
-                col=4),
+        Invalid("""
+            import time
+            async def f():
+                time.sleep(1)
+        """, line=3, col=4),
+        Invalid("""
+            from time import sleep
+            async def f():
+                sleep(1)
+        """, line=3, col=4),
+        Invalid("""
+            import requests as rq
+            async def f(u):
+                return rq.get(u)
+        """, line=3, col=11),
+        Invalid("""
+            import subprocess
+            async def f():
+                subprocess.run(['ls'])
+        """, line=3, col=4),
         # CPU-bound work in a sync helper (a default parameter, a module constant, one
         # helper further), or a long loop in the async def itself.
-        Invalid("def equivalent(a, b, rounds=200_000):\n    acc = 0\n"
-                "    for i in range(rounds):\n        acc = (acc * 31 + i) % 7\n"
-                "    return a == b\nasync def reward_func(args, sample, **kwargs):\n"
-                "    return float(equivalent(sample.response, sample.label))\n",
-                line=7, col=17),
-        Invalid("ROUNDS = 500_000\ndef _mix(a):\n    for i in range(1, ROUNDS):\n"
-                "        a = hash((a, i))\n    return a\ndef verify(a):\n"
-                "    return _mix(a) > 0\nasync def reward_func(args, sample, **kwargs):\n"
-                "    ok = verify(sample.response)\n    return float(ok)\n", line=9, col=9),
-        Invalid("async def reward_func(args, sample, **kwargs):\n    acc = 0\n"
-                "    for i in range(1_000_000):\n        acc += i\n    return 0.0\n",
-                line=3, col=4),
+        Invalid("""
+            def equivalent(a, b, rounds=200_000):
+                acc = 0
+                for i in range(rounds):
+                    acc = (acc * 31 + i) % 7
+                return a == b
+            async def reward_func(args, sample, **kwargs):
+                return float(equivalent(sample.response, sample.label))
+        """, line=7, col=17),
+        Invalid("""
+            ROUNDS = 500_000
+            def _mix(a):
+                for i in range(1, ROUNDS):
+                    a = hash((a, i))
+                return a
+            def verify(a):
+                return _mix(a) > 0
+            async def reward_func(args, sample, **kwargs):
+                ok = verify(sample.response)
+                return float(ok)
+        """, line=9, col=9),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                acc = 0
+                for i in range(1_000_000):
+                    acc += i
+                return 0.0
+        """, line=3, col=4),
         # A class reward's __call__; its sync self method; a batch comprehension; a local
         # alias of requests.post.
-        Invalid("import time\nclass Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-                "        time.sleep(0.1)\n        return 1.0\nreward_func = Judge()\n",
-                line=4, col=8),
-        Invalid("import requests\nclass Judge:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return self._post(sample.response)\n    def _post(self, text):\n"
-                "        return requests.post(URL, json={'t': text}).json()['score']\n"
-                "reward_func = Judge()\n", line=4, col=15),
-        Invalid("import requests\nasync def reward_func(args, samples, **kwargs):\n"
-                "    return [requests.post(URL, json={'t': s.response}).json()['score']"
-                " for s in samples]\n", line=3, col=12),
-        Invalid("import requests\nasync def reward_func(args, sample, **kwargs):\n"
-                "    post = requests.post\n    return post(URL).json()['score']\n",
-                line=4, col=11),
+        Invalid("""
+            import time
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    time.sleep(0.1)
+                    return 1.0
+            reward_func = Judge()
+        """, line=4, col=8),
+        Invalid("""
+            import requests
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return self._post(sample.response)
+                def _post(self, text):
+                    return requests.post(URL, json={'t': text}).json()['score']
+            reward_func = Judge()
+        """, line=4, col=15),
+        Invalid("""
+            import requests
+            async def reward_func(args, samples, **kwargs):
+                return [requests.post(URL, json={'t': s.response}).json()['score'] for s in samples]
+        """, line=3, col=12),
+        Invalid("""
+            import requests
+            async def reward_func(args, sample, **kwargs):
+                post = requests.post
+                return post(URL).json()['score']
+        """, line=4, col=11),
         # A blocking call in a sync helper.
-        Invalid("import requests\ndef score(text):\n"
-                "    return requests.post(URL, json={'t': text}).json()['score']\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return score(sample.response)\n", line=5, col=11),
+        Invalid("""
+            import requests
+            def score(text):
+                return requests.post(URL, json={'t': text}).json()['score']
+            async def reward_func(args, sample, **kwargs):
+                return score(sample.response)
+        """, line=5, col=11),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -75,36 +75,52 @@ class DictRewardWithoutRewardKey(LaunchTracker):
         Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n",
               options={"hooks": {"reward_func": RM},
                        "launch_flags": ["--custom-rm-path", "--reward-key"]}),
-        Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n",
-              options={"hooks": {"reward_func": RM}}),
-        Valid("async def reward_func(args, sample, **kwargs):\n    return 1.0\n",
-              options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return {'acc': 1.0}
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return {'acc': 1.0}
+        """, options={"hooks": {"reward_func": RM}}),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return 1.0
+        """, options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
         Valid("async def reward_func(args, sample, **kwargs):\n    return {'acc': 1.0}\n",
               options={"hooks": {"reward_func": RM},
                        "launch_flags": ["--custom-rm-path", FORWARDED_ARGS]}),
         # A module helper's dict, but the hook returns one float from it.
-        Valid("def _score(sample):\n"
-              "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return _score(sample)['acc']\n",
-              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Valid("""
+            def _score(sample):
+                return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}
+            async def reward_func(args, sample, **kwargs):
+                return _score(sample)['acc']
+        """,
+              options={'hooks': {'reward_func': 'custom_rm_path'},
+                       'launch_flags': ['--custom-rm-path']}),
         # An instance's __call__ that builds a dict but returns one float from it.
-        Valid("class Judge:\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        scores = {'acc': float(sample.response == sample.label)}\n"
-              "        return scores['acc']\n"
-              "reward_func = Judge()\n",
-              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    scores = {'acc': float(sample.response == sample.label)}
+                    return scores['acc']
+            reward_func = Judge()
+        """,
+              options={'hooks': {'reward_func': 'custom_rm_path'},
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    return {'acc': 1.0, 'format': 0.0}\n", line=2, col=4,
-                options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
-        Invalid("async def batched(args, samples, **kwargs):\n"
-                "    return [{'acc': float(s.response == s.label)} for s in samples]\n",
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                return {'acc': 1.0, 'format': 0.0}
+        """,
                 line=2, col=4,
-                options={"hooks": {"batched": RM}, "launch_flags": ["--group-rm"]}),
+                options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
+        Invalid("""
+            async def batched(args, samples, **kwargs):
+                return [{'acc': float(s.response == s.label)} for s in samples]
+        """, line=2, col=4, options={"hooks": {"batched": RM}, "launch_flags": ["--group-rm"]}),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    for group in data_source.get_samples(1):\n"
                 "        for s in group:\n"
@@ -112,27 +128,43 @@ class DictRewardWithoutRewardKey(LaunchTracker):
                 options={"hooks": {"generate_rollout": "rollout_function_path"},
                          "launch_flags": []}),
         # Through a local name bound to the dict.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    scores = {'acc': float(sample.response == sample.label)}\n"
-                "    return scores\n",
-                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                scores = {'acc': float(sample.response == sample.label)}
+                return scores
+        """,
+                line=3, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # The dict built by a module helper the hook returns.
-        Invalid("def _score(sample):\n"
-                "    return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return _score(sample)\n",
-                line=4, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            def _score(sample):
+                return {'acc': float(sample.response == sample.label), 'len': len(sample.response)}
+            async def reward_func(args, sample, **kwargs):
+                return _score(sample)
+        """,
+                line=4, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # A dict comprehension.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    checks = {'acc': sample.label, 'fmt': '</answer>'}\n"
-                "    return {k: float(v in sample.response) for k, v in checks.items()}\n",
-                line=3, col=4, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                checks = {'acc': sample.label, 'fmt': '</answer>'}
+                return {k: float(v in sample.response) for k, v in checks.items()}
+        """,
+                line=3, col=4,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the reward function: its __call__ returns the dict.
-        Invalid("class Judge:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return {'acc': float(sample.response == sample.label)}\n"
-                "reward_func = Judge()\n",
-                line=3, col=8, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return {'acc': float(sample.response == sample.label)}
+            reward_func = Judge()
+        """,
+                line=3, col=8,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,

@@ -53,66 +53,95 @@ class EvaluationBranch(FunctionTracker):
     INVARIANT = INVARIANTS["VIM002"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
-              "    return RolloutFnTrainOutput(samples=[])\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    return helper(args, data_source, evaluation=evaluation)\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
-              "    return RolloutFnEvalOutput(data={})\n"),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnEvalOutput(data={})
+                return RolloutFnTrainOutput(samples=[])
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return helper(args, data_source, evaluation=evaluation)
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if not evaluation:
+                    return RolloutFnTrainOutput(samples=[])
+                return RolloutFnEvalOutput(data={})
+        """),
         # An instance's __call__ through an aliased module, both paths right.
-        Valid("import vime.rollout.base_types as bt\n"
-              "class Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        if evaluation:\n"
-              "            return bt.RolloutFnEvalOutput(data={})\n"
-              "        return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            import vime.rollout.base_types as bt
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    if evaluation:
+                        return bt.RolloutFnEvalOutput(data={})
+                    return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))
+            generate_rollout = Rollout()
+        """),
         # A local alias of the flag (bool(evaluation)), both paths right.
-        Valid("from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    is_eval = bool(evaluation)\n"
-              "    if not is_eval:\n"
-              "        return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
-              "    return RolloutFnEvalOutput(data={})\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                is_eval = bool(evaluation)
+                if not is_eval:
+                    return RolloutFnTrainOutput(samples=data_source.get_samples(1))
+                return RolloutFnEvalOutput(data={})
+        """),
     ]
     INVALID = [
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return RolloutFnTrainOutput(samples=[])\n", line=1, col=52,
-                severity="warning"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return RolloutFnTrainOutput(samples=[])\n", line=1, col=52,
-                severity="error", options={"launch_flags": ["--eval-interval"]}),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    if evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
-                "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
-                "    return RolloutFnEvalOutput(data={})\n", line=4, col=11),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return RolloutFnTrainOutput(samples=[])
+        """, line=1, col=52, severity="warning"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return RolloutFnTrainOutput(samples=[])
+        """, line=1, col=52, severity="error", options={"launch_flags": ["--eval-interval"]}),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnTrainOutput(samples=[])
+                return RolloutFnTrainOutput(samples=[])
+        """, line=3, col=15),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnEvalOutput(data={})
+                return RolloutFnEvalOutput(data={})
+        """, line=4, col=11),
         # An aliased import, bound to a name first.
-        Invalid("from vime.rollout.base_types import RolloutFnTrainOutput as TrainOut\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    out = TrainOut(samples=data_source.get_samples(1))\n"
-                "    if evaluation is True:\n        return out\n    return out\n",
-                line=5, col=15),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput as TrainOut
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                out = TrainOut(samples=data_source.get_samples(1))
+                if evaluation is True:
+                    return out
+                return out
+        """, line=5, col=15),
         # Built by a module helper, on the eval path of an instance's __call__.
-        Invalid("import vime.rollout.base_types as bt\n"
-                "def _train(groups):\n    return bt.RolloutFnTrainOutput(samples=groups)\n"
-                "class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        if evaluation:\n            return _train([])\n"
-                "        return _train(data_source.get_samples(1))\n"
-                "generate_rollout = Rollout()\n", line=7, col=19),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            def _train(groups):
+                return bt.RolloutFnTrainOutput(samples=groups)
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    if evaluation:
+                        return _train([])
+                    return _train(data_source.get_samples(1))
+            generate_rollout = Rollout()
+        """, line=7, col=19),
         # Train output under a local alias of the flag, in an instance's __call__.
-        Invalid("import vime.rollout.base_types as bt\n"
-                "class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        mode = evaluation\n"
-                "        if mode:\n"
-                "            return bt.RolloutFnTrainOutput(samples=[])\n"
-                "        return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
-                "generate_rollout = Rollout()\n", line=6, col=19),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    mode = evaluation
+                    if mode:
+                        return bt.RolloutFnTrainOutput(samples=[])
+                    return bt.RolloutFnTrainOutput(samples=data_source.get_samples(1))
+            generate_rollout = Rollout()
+        """, line=6, col=19),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -47,40 +47,53 @@ class GetattrOnGroupElement(GroupTracker):
         Valid("getattr(s, 'status')\n"),
         Valid("getattr(s, 'name', None)\n"),
         # A known group (here a key= lambda's parameter): VIM028 reports it instead.
-        Valid("def f(ds):\n"
-              "    return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))\n"),
+        Valid("""
+            def f(ds):
+                return max(ds.get_samples(2), key=lambda g: getattr(g, 'reward', 0.0))
+        """),
         # An instance's __call__: getattr with a default on args, not on an element.
-        Valid("class Filter:\n"
-              "    def __call__(self, args, samples, **kwargs):\n"
-              "        key = getattr(args, 'reward_key', None)\n"
-              "        return len({s.get_reward_value(args) for s in samples}) > 1 or key is None\n"
-              "dynamic_sampling_filter = Filter()\n"),
+        Valid("""
+            class Filter:
+                def __call__(self, args, samples, **kwargs):
+                    key = getattr(args, 'reward_key', None)
+                    return len({s.get_reward_value(args) for s in samples}) > 1 or key is None
+            dynamic_sampling_filter = Filter()
+        """),
         # A module helper reading another attribute with a default, in a set comprehension.
-        Valid("def _reward_of(sample):\n"
-              "    return getattr(sample, 'metadata', {}).get('score', 0.0)\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return len({_reward_of(s) for s in samples}) > 1\n"),
+        Valid("""
+            def _reward_of(sample):
+                return getattr(sample, 'metadata', {}).get('score', 0.0)
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return len({_reward_of(s) for s in samples}) > 1
+        """),
     ]
     INVALID = [
         Invalid("x = getattr(s, 'status', None)\n", line=1, col=4),
-        Invalid("def f(samples):\n"
-                "    return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))\n",
-                line=2, col=41),
+        Invalid("""
+            def f(samples):
+                return sorted(samples, key=lambda s: getattr(s, 'reward', 0.0))
+        """, line=2, col=41),
         Invalid("x = [getattr(s, 'reward', 0.0) for s in group]\n", line=1, col=5),
         # The builtin under an aliased import, in a comprehension.
-        Invalid("from builtins import getattr as attr_or\n"
-                "def score(samples):\n"
-                "    return [attr_or(s, 'reward', 0.0) for s in samples]\n", line=3, col=12),
+        Invalid("""
+            from builtins import getattr as attr_or
+            def score(samples):
+                return [attr_or(s, 'reward', 0.0) for s in samples]
+        """, line=3, col=12),
         # An instance's __call__, in a generator under all().
-        Invalid("class Filter:\n"
-                "    def __call__(self, args, samples, **kwargs):\n"
-                "        return all(getattr(s, 'status', None) is not None for s in samples)\n"
-                "dynamic_sampling_filter = Filter()\n", line=3, col=19),
+        Invalid("""
+            class Filter:
+                def __call__(self, args, samples, **kwargs):
+                    return all(getattr(s, 'status', None) is not None for s in samples)
+            dynamic_sampling_filter = Filter()
+        """, line=3, col=19),
         # In a module helper the hook calls on each element.
-        Invalid("def _reward_of(sample):\n"
-                "    return getattr(sample, 'reward', None) or 0.0\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return len({_reward_of(s) for s in samples}) > 1\n", line=2, col=11),
+        Invalid("""
+            def _reward_of(sample):
+                return getattr(sample, 'reward', None) or 0.0
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return len({_reward_of(s) for s in samples}) > 1
+        """, line=2, col=11),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

@@ -63,57 +63,75 @@ class GroupExpandedTwice(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM017"]
     VALID = [
-        Valid("def f(args, ds):\n    return ds.get_samples(4)\n"),
-        Valid("def f(args, prompts):\n    return [[p for _ in range(args.n_samples_per_prompt)]"
-              " for p in prompts]\n"),
+        Valid("""
+            def f(args, ds):
+                return ds.get_samples(4)
+        """),
+        Valid("""
+            def f(args, prompts):
+                return [[p for _ in range(args.n_samples_per_prompt)] for p in prompts]
+        """),
         # A class hook that checks the group size on self.args, without copying.
-        Valid("class Rollout:\n"
-              "    def __init__(self, args):\n"
-              "        self.args = args\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        groups = data_source.get_samples(self.args.rollout_batch_size)\n"
-              "        assert all(len(g) == self.args.n_samples_per_prompt for g in groups)\n"
-              "        return groups\n"),
+        Valid("""
+            class Rollout:
+                def __init__(self, args):
+                    self.args = args
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    groups = data_source.get_samples(self.args.rollout_batch_size)
+                    assert all(len(g) == self.args.n_samples_per_prompt for g in groups)
+                    return groups
+        """),
         # A local alias of the setting used for arithmetic; the loop is over the group.
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    n = args.n_samples_per_prompt\n"
-              "    groups = data_source.get_samples(args.rollout_batch_size)\n"
-              "    for group in groups:\n"
-              "        for i in range(len(group)):\n"
-              "            group[i].metadata['index'] = i % n\n"
-              "    return groups\n"),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                n = args.n_samples_per_prompt
+                groups = data_source.get_samples(args.rollout_batch_size)
+                for group in groups:
+                    for i in range(len(group)):
+                        group[i].metadata['index'] = i % n
+                return groups
+        """),
     ]
     INVALID = [
-        Invalid("def f(args, ds):\n    groups = ds.get_samples(4)\n"
-                "    return [[g[0] for _ in range(args.n_samples_per_prompt)] for g in groups]\n",
-                line=3, col=27),
+        Invalid("""
+            def f(args, ds):
+                groups = ds.get_samples(4)
+                return [[g[0] for _ in range(args.n_samples_per_prompt)] for g in groups]
+        """, line=3, col=27),
         # An instance's __call__ reading the setting through self.args.
-        Invalid("import copy\n"
-                "class Rollout:\n"
-                "    def __init__(self, args):\n"
-                "        self.args = args\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        groups = data_source.get_samples(self.args.rollout_batch_size)\n"
-                "        return [[copy.deepcopy(g[0]) for _ in range(self.args.n_samples_per_prompt)]\n"
-                "                for g in groups]\n", line=7, col=46),
+        Invalid("""
+            import copy
+            class Rollout:
+                def __init__(self, args):
+                    self.args = args
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    groups = data_source.get_samples(self.args.rollout_batch_size)
+                    return [[copy.deepcopy(g[0]) for _ in range(self.args.n_samples_per_prompt)]
+                            for g in groups]
+        """, line=7, col=46),
         # Through a local alias of the setting, under an aliased import.
-        Invalid("import copy as cp\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    n = args.n_samples_per_prompt\n"
-                "    out = []\n"
-                "    for group in data_source.get_samples(args.rollout_batch_size):\n"
-                "        out.append([cp.copy(group[0]) for _ in range(n)])\n"
-                "    return out\n", line=6, col=47),
+        Invalid("""
+            import copy as cp
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                n = args.n_samples_per_prompt
+                out = []
+                for group in data_source.get_samples(args.rollout_batch_size):
+                    out.append([cp.copy(group[0]) for _ in range(n)])
+                return out
+        """, line=6, col=47),
         # A flattening comprehension that repeats every group.
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    groups = data_source.get_samples(args.rollout_batch_size)\n"
-                "    flat = [s for g in groups for _ in range(args.n_samples_per_prompt) for s in g]\n"
-                "    return flat\n", line=3, col=39),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(args.rollout_batch_size)
+                flat = [s for g in groups for _ in range(args.n_samples_per_prompt) for s in g]
+                return flat
+        """, line=3, col=39),
         # Inside a lambda given to map over the groups.
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    groups = data_source.get_samples(args.rollout_batch_size)\n"
-                "    return list(map(lambda g: [g[0] for _ in range(args.n_samples_per_prompt)], groups))\n",
-                line=3, col=45),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(args.rollout_batch_size)
+                return list(map(lambda g: [g[0] for _ in range(args.n_samples_per_prompt)], groups))
+        """, line=3, col=45),
     ]
 
     def __init__(self, context: FileContext) -> None:

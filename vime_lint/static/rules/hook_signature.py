@@ -55,78 +55,170 @@ class HookSignature(Rule):
     INVARIANT = INVARIANTS["VIM004"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def generate(args, sample, sampling_params):\n    return sample\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    return 1.0\n"),
-        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0]\n",
-              options={"launch_flags": ["--group-rm"]}),
-        Valid("def sample_hook(args, sample, rollout_id=None):\n    return None\n"),
-        Valid("async def sample_hook(args, sample):\n    return None\n"),
-        Valid("class Source:\n    def __init__(self, args):\n        self.args = args\n",
-              options={"hooks": {"Source": "data_source_path"}}),
-        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-              "        return 1.0\nreward_func = Judge()\n"),
-        Valid("import functools\nasync def _rm(args, sample, scale=1.0, **kwargs):\n"
-              "    return scale\nreward_func = functools.partial(_rm, scale=2.0)\n"),
-        Valid("async def _gen(args, sample, sampling_params):\n    return sample\n"
-              "custom_generate = _gen\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                return sample
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return 1.0
+        """),
+        Valid("""
+            async def reward_func(args, samples, **kwargs):
+                return [1.0]
+        """, options={"launch_flags": ["--group-rm"]}),
+        Valid("""
+            def sample_hook(args, sample, rollout_id=None):
+                return None
+        """),
+        Valid("""
+            async def sample_hook(args, sample):
+                return None
+        """),
+        Valid("""
+            class Source:
+                def __init__(self, args):
+                    self.args = args
+        """, options={"hooks": {"Source": "data_source_path"}}),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return 1.0
+            reward_func = Judge()
+        """),
+        Valid("""
+            import functools
+            async def _rm(args, sample, scale=1.0, **kwargs):
+                return scale
+            reward_func = functools.partial(_rm, scale=2.0)
+        """),
+        Valid("""
+            async def _gen(args, sample, sampling_params):
+                return sample
+            custom_generate = _gen
+        """),
         # A method of a module-level instance; an instance whose async __call__ calls a
         # sync self method (only the hook itself is awaited).
-        Valid("class Judge:\n    async def score(self, args, sample, **kwargs):\n"
-              "        return 1.0\n_judge = Judge()\nreward_func = _judge.score\n"),
-        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-              "        return self._go(sample)\n    def _go(self, sample):\n"
-              "        return sample\ngenerate = Gen()\n"),
+        Valid("""
+            class Judge:
+                async def score(self, args, sample, **kwargs):
+                    return 1.0
+            _judge = Judge()
+            reward_func = _judge.score
+        """),
+        Valid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    return self._go(sample)
+                def _go(self, sample):
+                    return sample
+            generate = Gen()
+        """),
         # Positional parameters bind by position: a group reward's `samples` without a known
         # --group-rm, a generate's `params`, an instance's `batch`.
-        Valid("async def reward_func(args, samples, **kwargs):\n    return [1.0 for _ in samples]\n"),
-        Valid("async def generate(args, sample, params):\n    return sample\n"),
-        Valid("class Judge:\n    async def __call__(self, args, batch, **kwargs):\n"
-              "        return [1.0] * len(batch)\nreward_func = Judge()\n"),
-        Valid("def dynamic_sampling_filter(args, group):\n    return True\n"),
+        Valid("""
+            async def reward_func(args, samples, **kwargs):
+                return [1.0 for _ in samples]
+        """),
+        Valid("""
+            async def generate(args, sample, params):
+                return sample
+        """),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, batch, **kwargs):
+                    return [1.0] * len(batch)
+            reward_func = Judge()
+        """),
+        Valid("""
+            def dynamic_sampling_filter(args, group):
+                return True
+        """),
         # A group reward (--group-rm: `fn(args, samples, **kwargs)`) under any positional
         # name: a method, a launch-named function, a partial.
-        Valid("class Judge:\n    async def __call__(self, args, samples, **kwargs):\n"
-              "        return [1.0] * len(samples)\nreward_func = Judge()\n",
-              options={"launch_flags": ["--group-rm"]}),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, samples, **kwargs):
+                    return [1.0] * len(samples)
+            reward_func = Judge()
+        """, options={"launch_flags": ["--group-rm"]}),
         Valid("async def score_group(args, batch, **kwargs):\n    return [0.0 for _ in batch]\n",
               options={"launch_flags": ["--group-rm"],
                        "hooks": {"score_group": "custom_rm_path"}}),
-        Valid("import functools\nasync def _rm(args, samples, scale=1.0, **kwargs):\n"
-              "    return [scale] * len(samples)\nreward_func = functools.partial(_rm, scale=2.0)\n",
-              options={"launch_flags": ["--group-rm"]}),
+        Valid("""
+            import functools
+            async def _rm(args, samples, scale=1.0, **kwargs):
+                return [scale] * len(samples)
+            reward_func = functools.partial(_rm, scale=2.0)
+        """, options={"launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
-        Invalid("def generate(args, sample, sampling_params):\n    return sample\n",
-                line=1, col=4),
-        Invalid("async def reward_func(args, sample):\n    return 1.0\n", line=1, col=10,
-                options={"launch_flags": ["--group-rm"]}, severity="warning",
-                fixed="async def reward_func(args, samples):\n    return 1.0\n"),
-        Invalid("async def dynamic_sampling_filter(args, samples):\n    return True\n",
-                line=1, col=10),
-        Invalid("def buffer_filter(args, buffer, num_samples):\n    return []\n", line=1, col=4),
-        Invalid("class Source:\n    def __init__(self):\n        pass\n", line=2, col=8,
-                options={"hooks": {"Source": "data_source_path"}}),
+        Invalid("""
+            def generate(args, sample, sampling_params):
+                return sample
+        """, line=1, col=4),
+        Invalid("""
+            async def reward_func(args, sample):
+                return 1.0
+        """, line=1, col=10, options={"launch_flags": ["--group-rm"]}, severity="warning", fixed="""
+            async def reward_func(args, samples):
+                return 1.0
+        """),
+        Invalid("""
+            async def dynamic_sampling_filter(args, samples):
+                return True
+        """, line=1, col=10),
+        Invalid("""
+            def buffer_filter(args, buffer, num_samples):
+                return []
+        """, line=1, col=4),
+        Invalid("""
+            class Source:
+                def __init__(self):
+                    pass
+        """, line=2, col=8, options={"hooks": {"Source": "data_source_path"}}),
         # A reward instance whose __call__ is a plain def (vime awaits it).
-        Invalid("class Judge:\n    def __call__(self, args, sample, **kwargs):\n"
-                "        return 1.0\nreward_func = Judge()\n", line=4, col=14),
+        Invalid("""
+            class Judge:
+                def __call__(self, args, sample, **kwargs):
+                    return 1.0
+            reward_func = Judge()
+        """, line=4, col=14),
         # A reward lambda (vime awaits it), named by the launch configuration.
         Invalid("score = lambda args, sample, **kw: 1.0\n", line=1, col=8,
                 options={"hooks": {"score": "custom_rm_path"}}),
         # A plain method of an instance; a partial (imported under another name) of a plain
         # def; a filter instance whose __call__ is async; an alias lacking sampling_params.
-        Invalid("class Judge:\n    def score(self, args, sample, **kwargs):\n"
-                "        return 1.0\nreward_func = Judge().score\n", line=4, col=14),
-        Invalid("from functools import partial as bind\n"
-                "def _rm(args, sample, scale=1.0, **kwargs):\n    return scale\n"
-                "reward_func = bind(_rm, scale=2.0)\n", line=4, col=14),
-        Invalid("class Filt:\n    async def __call__(self, args, samples):\n"
-                "        return True\ndynamic_sampling_filter = Filt()\n", line=4, col=26),
-        Invalid("async def _gen(args, sample):\n    return sample\ncustom_generate = _gen\n",
-                line=3, col=18),
+        Invalid("""
+            class Judge:
+                def score(self, args, sample, **kwargs):
+                    return 1.0
+            reward_func = Judge().score
+        """, line=4, col=14),
+        Invalid("""
+            from functools import partial as bind
+            def _rm(args, sample, scale=1.0, **kwargs):
+                return scale
+            reward_func = bind(_rm, scale=2.0)
+        """, line=4, col=14),
+        Invalid("""
+            class Filt:
+                async def __call__(self, args, samples):
+                    return True
+            dynamic_sampling_filter = Filt()
+        """, line=4, col=26),
+        Invalid("""
+            async def _gen(args, sample):
+                return sample
+            custom_generate = _gen
+        """, line=3, col=18),
         # A partial of a generate function that binds `sample`.
-        Invalid("import functools\nasync def _gen(args, sample, sampling_params):\n"
-                "    return sample\ngenerate = functools.partial(_gen, None, None)\n",
-                line=4, col=11),
+        Invalid("""
+            import functools
+            async def _gen(args, sample, sampling_params):
+                return sample
+            generate = functools.partial(_gen, None, None)
+        """, line=4, col=11),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -63,45 +63,68 @@ class LabelWithoutLabelKey(LaunchTracker):
               "    return float(sample.response == sample.label)\n",
               options={"hooks": {"reward_func": RM},
                        "launch_flags": ["--custom-rm-path", "--label-key"]}),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return float(sample.response == sample.label)\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    sample.label = 'x'\n    return 1.0\n",
-              options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return float(sample.response == sample.label)
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                sample.label = 'x'
+                return 1.0
+        """, options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
         Valid("async def reward_func(args, sample, **kwargs):\n"
               "    return float(sample.response == sample.label)\n",
               options={"hooks": {"reward_func": RM},
                        "launch_flags": ["--custom-rm-path", "--data-source-path"]}),
         # A set comprehension over the samples reading an answer from metadata, not the label.
-        Valid("async def reward_func(args, samples, **kwargs):\n"
-              "    wanted = {s.metadata.get('answer') for s in samples}\n"
-              "    return [float(s.response in wanted) for s in samples]\n",
-              options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Valid("""
+            async def reward_func(args, samples, **kwargs):
+                wanted = {s.metadata.get('answer') for s in samples}
+                return [float(s.response in wanted) for s in samples]
+        """,
+              options={'hooks': {'reward_func': 'custom_rm_path'},
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    answer = sample.label\n"
-                "    return float(sample.response.strip() == sample.label)\n", line=2, col=13,
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                answer = sample.label
+                return float(sample.response.strip() == sample.label)
+        """,
+                line=2, col=13,
                 options={"hooks": {"reward_func": RM}, "launch_flags": ["--custom-rm-path"]}),
-        Invalid("async def score(args, samples, **kwargs):\n"
-                "    return [float(s.response == s.label) for s in samples]\n", line=2, col=32,
-                options={"hooks": {"score": RM}, "launch_flags": ["--group-rm"]}),
+        Invalid("""
+            async def score(args, samples, **kwargs):
+                return [float(s.response == s.label) for s in samples]
+        """, line=2, col=32, options={"hooks": {"score": RM}, "launch_flags": ["--group-rm"]}),
         # Through a local alias of the sample.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    cur = sample\n"
-                "    return 1.0 if cur.label in cur.response else 0.0\n",
-                line=3, col=18, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                cur = sample
+                return 1.0 if cur.label in cur.response else 0.0
+        """,
+                line=3, col=18,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # In a set comprehension over the samples of a batch.
-        Invalid("async def reward_func(args, samples, **kwargs):\n"
-                "    wanted = {s.label for s in samples}\n"
-                "    return [float(s.response in wanted) for s in samples]\n",
-                line=2, col=14, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def reward_func(args, samples, **kwargs):
+                wanted = {s.label for s in samples}
+                return [float(s.response in wanted) for s in samples]
+        """,
+                line=2, col=14,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the reward function: its __call__ reads the label.
-        Invalid("class Judge:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return {'acc': float(sample.response == sample.label)}\n"
-                "reward_func = Judge()\n",
-                line=3, col=48, options={'hooks': {'reward_func': 'custom_rm_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return {'acc': float(sample.response == sample.label)}
+            reward_func = Judge()
+        """,
+                line=3, col=48,
+                options={'hooks': {'reward_func': 'custom_rm_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -12,7 +12,6 @@ from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._samples import SAMPLE_IMPORT
 
 __all__ = ["MaskFromFullTokens"]
 
@@ -86,67 +85,84 @@ class MaskFromFullTokens(FunctionTracker):
         Valid("sample.loss_mask = [1] * sample.response_length\n"),
         Valid("sample.loss_mask = [1] * (len(sample.tokens) - prompt_len)\n"),
         # An aliased import sized by the response.
-        Valid("import numpy as np\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    sample.tokens = prompt_ids + out['token_ids']\n"
-              "    sample.response_length = len(out['token_ids'])\n"
-              "    sample.loss_mask = np.ones(sample.response_length, dtype=int).tolist()\n"
-              "    return sample\n"),
+        Valid("""
+            import numpy as np
+            async def generate(args, sample, sampling_params):
+                sample.tokens = prompt_ids + out['token_ids']
+                sample.response_length = len(out['token_ids'])
+                sample.loss_mask = np.ones(sample.response_length, dtype=int).tolist()
+                return sample
+        """),
         # An instance's __call__ through a local alias, sized by the new tokens.
-        Valid("class Generate:\n"
-              "    async def __call__(self, args, sample, sampling_params):\n"
-              "        cur = sample\n"
-              "        cur.tokens = prompt_ids + out['token_ids']\n"
-              "        cur.rollout_log_probs = [0.0 for _ in out['token_ids']]\n"
-              "        return cur\n"
-              "generate = Generate()\n"),
+        Valid("""
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    cur = sample
+                    cur.tokens = prompt_ids + out['token_ids']
+                    cur.rollout_log_probs = [0.0 for _ in out['token_ids']]
+                    return cur
+            generate = Generate()
+        """),
         # A module helper sized by the response, and a local length of the new tokens.
-        Valid("def _response_mask(s, prompt_len):\n"
-              "    return [1] * (len(s.tokens) - prompt_len)\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    sample.tokens = prompt_ids + out['token_ids']\n"
-              "    n = len(out['token_ids'])\n"
-              "    sample.loss_mask = _response_mask(sample, len(prompt_ids))\n"
-              "    sample.rollout_log_probs = [0.0] * n\n"
-              "    return sample\n"),
+        Valid("""
+            def _response_mask(s, prompt_len):
+                return [1] * (len(s.tokens) - prompt_len)
+            async def generate(args, sample, sampling_params):
+                sample.tokens = prompt_ids + out['token_ids']
+                n = len(out['token_ids'])
+                sample.loss_mask = _response_mask(sample, len(prompt_ids))
+                sample.rollout_log_probs = [0.0] * n
+                return sample
+        """),
     ]
     INVALID = [
         Invalid("sample.loss_mask = [1] * len(sample.tokens)\n", line=1, col=0),
         Invalid("s.rollout_log_probs = [0.0 for _ in s.tokens]\n", line=1, col=0),
-        Invalid(SAMPLE_IMPORT + "s = Sample(tokens=t, loss_mask=[1] * len(x.tokens))\n", line=2,
-                col=4),
+        Invalid("""
+            from vime.utils.types import Sample
+            s = Sample(tokens=t, loss_mask=[1] * len(x.tokens))
+        """, line=2, col=4),
         # An aliased import, converted with .tolist().
-        Invalid("import numpy as np\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    sample.tokens = prompt_ids + out['token_ids']\n"
-                "    sample.loss_mask = np.ones(len(sample.tokens), dtype=int).tolist()\n"
-                "    return sample\n", line=4, col=4),
+        Invalid("""
+            import numpy as np
+            async def generate(args, sample, sampling_params):
+                sample.tokens = prompt_ids + out['token_ids']
+                sample.loss_mask = np.ones(len(sample.tokens), dtype=int).tolist()
+                return sample
+        """, line=4, col=4),
         # An instance's __call__ through a local alias of the sample.
-        Invalid("class Generate:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        cur = sample\n"
-                "        cur.tokens = prompt_ids + out['token_ids']\n"
-                "        cur.rollout_log_probs = [0.0 for _ in range(len(cur.tokens))]\n"
-                "        return cur\n"
-                "generate = Generate()\n", line=5, col=8),
+        Invalid("""
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    cur = sample
+                    cur.tokens = prompt_ids + out['token_ids']
+                    cur.rollout_log_probs = [0.0 for _ in range(len(cur.tokens))]
+                    return cur
+            generate = Generate()
+        """, line=5, col=8),
         # Sample(...) in a comprehension under an aliased import, wrapped in list().
-        Invalid("from vime.utils.types import Sample as S\n"
-                "def rebuild(samples):\n"
-                "    return [S(tokens=s.tokens, loss_mask=list([1] * len(s.tokens))) for s in samples]\n",
-                line=3, col=12),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def rebuild(samples):
+                return [S(tokens=s.tokens, loss_mask=list([1] * len(s.tokens))) for s in samples]
+        """, line=3, col=12),
         # Through a local length of the full tokens.
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    sample.tokens = prompt_ids + out['token_ids']\n"
-                "    n = len(sample.tokens)\n"
-                "    sample.loss_mask = [1] * n\n"
-                "    return sample\n", line=4, col=4),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                sample.tokens = prompt_ids + out['token_ids']
+                n = len(sample.tokens)
+                sample.loss_mask = [1] * n
+                return sample
+        """, line=4, col=4),
         # Built by a module helper the hook calls.
-        Invalid("def _ones_like_tokens(s):\n"
-                "    return [1] * len(s.tokens)\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    sample.tokens = prompt_ids + out['token_ids']\n"
-                "    sample.loss_mask = _ones_like_tokens(sample)\n"
-                "    return sample\n", line=5, col=4),
+        Invalid("""
+            def _ones_like_tokens(s):
+                return [1] * len(s.tokens)
+            async def generate(args, sample, sampling_params):
+                sample.tokens = prompt_ids + out['token_ids']
+                sample.loss_mask = _ones_like_tokens(sample)
+                return sample
+        """, line=5, col=4),
     ]
 
     def _sized(self, value: cst.BaseExpression) -> bool:

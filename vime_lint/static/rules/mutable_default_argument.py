@@ -68,64 +68,120 @@ class MutableDefaultArgument(FunctionTracker):
     INVARIANT = INVARIANTS["VIM026"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def reward_func(args, sample, scale=1.0, names=('a', 'b'), **kwargs):\n"
-              "    return scale\n"),
-        Valid("def helper(x, cache={}):\n    return cache\n"),
-        Valid("async def reward_func(args, sample, cache=None, **kwargs):\n"
-              "    cache = {} if cache is None else cache\n    return 1.0\n"),
+        Valid("""
+            async def reward_func(args, sample, scale=1.0, names=('a', 'b'), **kwargs):
+                return scale
+        """),
+        Valid("""
+            def helper(x, cache={}):
+                return cache
+        """),
+        Valid("""
+            async def reward_func(args, sample, cache=None, **kwargs):
+                cache = {} if cache is None else cache
+                return 1.0
+        """),
         # A helper with a mutable default that no hook calls; a hook's helper without one.
-        Valid("def _unused(x, seen=[]):\n    return x\n"
-              "def _score(text, names=('a',)):\n    return len(text)\n"
-              "async def reward_func(args, sample, **kwargs):\n    return _score(sample.response)\n"),
+        Valid("""
+            def _unused(x, seen=[]):
+                return x
+            def _score(text, names=('a',)):
+                return len(text)
+            async def reward_func(args, sample, **kwargs):
+                return _score(sample.response)
+        """),
         # An immutable default (frozenset) of a helper mapped over the batch; a None default
         # on a method of an instance bound as the hook.
-        Valid("def _score(text, names=frozenset()):\n    return len(text)\n"
-              "async def reward_func(args, samples, **kwargs):\n"
-              "    return list(map(_score, [s.response for s in samples]))\n"),
-        Valid("class Judge:\n    async def score(self, args, sample, seen=None, **kwargs):\n"
-              "        return 1.0\nreward_func = Judge().score\n"),
+        Valid("""
+            def _score(text, names=frozenset()):
+                return len(text)
+            async def reward_func(args, samples, **kwargs):
+                return list(map(_score, [s.response for s in samples]))
+        """),
+        Valid("""
+            class Judge:
+                async def score(self, args, sample, seen=None, **kwargs):
+                    return 1.0
+            reward_func = Judge().score
+        """),
         # A local function of the same name as a module-level helper is another function.
-        Valid("def _norm(x, seen=[]):\n    return x\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    def _norm(x):\n        return x\n    return _norm(1.0)\n"),
+        Valid("""
+            def _norm(x, seen=[]):
+                return x
+            async def reward_func(args, sample, **kwargs):
+                def _norm(x):
+                    return x
+                return _norm(1.0)
+        """),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample, seen={}, **kwargs):\n    return 1.0\n",
-                line=1, col=41),
-        Invalid("from collections import defaultdict as dd\n"
-                "async def generate(args, sample, sampling_params, counts=dd(int)):\n"
-                "    return sample\n", line=2, col=57),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False, "
-                "history=[]):\n    pass\n", line=1, col=78),
+        Invalid("""
+            async def reward_func(args, sample, seen={}, **kwargs):
+                return 1.0
+        """, line=1, col=41),
+        Invalid("""
+            from collections import defaultdict as dd
+            async def generate(args, sample, sampling_params, counts=dd(int)):
+                return sample
+        """, line=2, col=57),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False, history=[]):
+                pass
+        """, line=1, col=78),
         # A module-level helper the reward calls.
-        Invalid("def _score(text, cache={}):\n    return cache.setdefault(text, len(text))\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return _score(sample.response)\n", line=1, col=23),
+        Invalid("""
+            def _score(text, cache={}):
+                return cache.setdefault(text, len(text))
+            async def reward_func(args, sample, **kwargs):
+                return _score(sample.response)
+        """, line=1, col=23),
         # ... reached through another helper.
-        Invalid("def _inner(x, seen=list()):\n    seen.append(x)\n    return x\n"
-                "def _outer(x):\n    return _inner(x)\n"
-                "async def reward_func(args, sample, **kwargs):\n    return _outer(1.0)\n",
-                line=1, col=19),
+        Invalid("""
+            def _inner(x, seen=list()):
+                seen.append(x)
+                return x
+            def _outer(x):
+                return _inner(x)
+            async def reward_func(args, sample, **kwargs):
+                return _outer(1.0)
+        """, line=1, col=19),
         # ... a nested def of the hook.
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    def push(msg, log=[]):\n        log.append(msg)\n"
-                "    push(sample.prompt)\n    return sample\n", line=2, col=22),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                def push(msg, log=[]):
+                    log.append(msg)
+                push(sample.prompt)
+                return sample
+        """, line=2, col=22),
         # ... a helper called in a comprehension, or handed to map(); a method of an
         # instance bound as the hook.
-        Invalid("def _score(text, cache={}):\n    return len(text)\n"
-                "async def reward_func(args, samples, **kwargs):\n"
-                "    return [_score(s.response) for s in samples]\n", line=1, col=23),
-        Invalid("def _score(text, cache={}):\n    return len(text)\n"
-                "async def reward_func(args, samples, **kwargs):\n"
-                "    return list(map(_score, [s.response for s in samples]))\n",
-                line=1, col=23),
-        Invalid("class Judge:\n    async def score(self, args, sample, seen=[], **kwargs):\n"
-                "        return 1.0\nreward_func = Judge().score\n", line=2, col=45),
+        Invalid("""
+            def _score(text, cache={}):
+                return len(text)
+            async def reward_func(args, samples, **kwargs):
+                return [_score(s.response) for s in samples]
+        """, line=1, col=23),
+        Invalid("""
+            def _score(text, cache={}):
+                return len(text)
+            async def reward_func(args, samples, **kwargs):
+                return list(map(_score, [s.response for s in samples]))
+        """, line=1, col=23),
+        Invalid("""
+            class Judge:
+                async def score(self, args, sample, seen=[], **kwargs):
+                    return 1.0
+            reward_func = Judge().score
+        """, line=2, col=45),
         # ... a method of a hook class that its __call__ calls.
-        Invalid("class Judge:\n    def _cached(self, text, memo={}):\n        return memo\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return len(self._cached(sample.response))\nreward_func = Judge()\n",
-                line=2, col=33),
+        Invalid("""
+            class Judge:
+                def _cached(self, text, memo={}):
+                    return memo
+                async def __call__(self, args, sample, **kwargs):
+                    return len(self._cached(sample.response))
+            reward_func = Judge()
+        """, line=2, col=33),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:

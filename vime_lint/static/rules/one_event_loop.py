@@ -75,76 +75,106 @@ class AsyncioRunInHook(FunctionTracker):
     INVARIANT = INVARIANTS["VIM029"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("from vime.utils.async_utils import run\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    return run(go(args, data_source))\n"),
-        Valid("import asyncio\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    pass\n"
-              "def main():\n    asyncio.run(smoke_test())\n"
-              "if __name__ == '__main__':\n    asyncio.run(smoke_test())\n"),
-        Valid("import asyncio\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return await asyncio.wait_for(judge(sample), 10)\n"),
+        Valid("""
+            from vime.utils.async_utils import run
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return run(go(args, data_source))
+        """),
+        Valid("""
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+            def main():
+                asyncio.run(smoke_test())
+            if __name__ == '__main__':
+                asyncio.run(smoke_test())
+        """),
+        Valid("""
+            import asyncio
+            async def reward_func(args, sample, **kwargs):
+                return await asyncio.wait_for(judge(sample), 10)
+        """),
         # An instance's async __call__ awaiting gather (aliased import), no new loop.
-        Valid("import asyncio as aio\n"
-              "class Judge:\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        scores = await aio.gather(*[judge(sample, k) for k in range(3)])\n"
-              "        return sum(scores) / len(scores)\n"
-              "reward_func = Judge()\n"),
+        Valid("""
+            import asyncio as aio
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    scores = await aio.gather(*[judge(sample, k) for k in range(3)])
+                    return sum(scores) / len(scores)
+            reward_func = Judge()
+        """),
         # An aliased asyncio.run only under __main__; the hook awaits the helper.
-        Valid("from asyncio import run as arun\n"
-              "async def _score_all(args, samples):\n"
-              "    return [await score(args, s) for s in samples]\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return (await _score_all(args, [sample]))[0]\n"
-              "if __name__ == '__main__':\n"
-              "    print(arun(_score_all(None, [])))\n"),
+        Valid("""
+            from asyncio import run as arun
+            async def _score_all(args, samples):
+                return [await score(args, s) for s in samples]
+            async def reward_func(args, sample, **kwargs):
+                return (await _score_all(args, [sample]))[0]
+            if __name__ == '__main__':
+                print(arun(_score_all(None, [])))
+        """),
     ]
     INVALID = [
-        Invalid("import asyncio\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    groups = data_source.get_samples(args.rollout_batch_size)\n"
-                "    asyncio.run(generate_all(args, groups))\n", line=4, col=4),
-        Invalid("from asyncio import run as arun\n"
-                "def _score_all(args, samples):\n"
-                "    return arun(score(args, samples))\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return _score_all(args, samples)\n", line=3, col=11),
-        Invalid("import asyncio as aio\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return aio.run(judge(sample))\n", line=3, col=11),
-        Invalid("import asyncio\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    loop = asyncio.new_event_loop()\n"
-                "    return loop.run_until_complete(go(args))\n", line=4, col=11),
-        Invalid("import asyncio\nclass Source:\n    def __init__(self, args):\n"
-                "        self.rows = asyncio.run(load(args))\n", line=4, col=20,
-                options={"hooks": {"Source": "data_source_path"}}),
+        Invalid("""
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(args.rollout_batch_size)
+                asyncio.run(generate_all(args, groups))
+        """, line=4, col=4),
+        Invalid("""
+            from asyncio import run as arun
+            def _score_all(args, samples):
+                return arun(score(args, samples))
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return _score_all(args, samples)
+        """, line=3, col=11),
+        Invalid("""
+            import asyncio as aio
+            async def reward_func(args, sample, **kwargs):
+                return aio.run(judge(sample))
+        """, line=3, col=11),
+        Invalid("""
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                loop = asyncio.new_event_loop()
+                return loop.run_until_complete(go(args))
+        """, line=4, col=11),
+        Invalid("""
+            import asyncio
+            class Source:
+                def __init__(self, args):
+                    self.rows = asyncio.run(load(args))
+        """, line=4, col=20, options={"hooks": {"Source": "data_source_path"}}),
         # The thread's own loop, reused by every call from the thread: it works (a warning).
-        Invalid("import asyncio\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    try:\n        loop = asyncio.get_event_loop()\n"
-                "    except RuntimeError:\n        loop = asyncio.new_event_loop()\n"
-                "        asyncio.set_event_loop(loop)\n"
-                "    return loop.run_until_complete(go(args))\n", line=8, col=11,
-                severity="warning"),
-        Invalid("import asyncio\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return asyncio.get_event_loop().run_until_complete(go(args))\n",
-                line=3, col=11, severity="warning"),
+        Invalid("""
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                try:
+                    loop = asyncio.get_event_loop()
+                except RuntimeError:
+                    loop = asyncio.new_event_loop()
+                    asyncio.set_event_loop(loop)
+                return loop.run_until_complete(go(args))
+        """, line=8, col=11, severity="warning"),
+        Invalid("""
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return asyncio.get_event_loop().run_until_complete(go(args))
+        """, line=3, col=11, severity="warning"),
         # ... but not inside an async hook, where that loop is already running.
-        Invalid("import asyncio\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return asyncio.get_event_loop().run_until_complete(judge(sample))\n",
-                line=3, col=11, severity="error"),
+        Invalid("""
+            import asyncio
+            async def reward_func(args, sample, **kwargs):
+                return asyncio.get_event_loop().run_until_complete(judge(sample))
+        """, line=3, col=11, severity="error"),
         # An instance bound as the hook: in its __call__, inside a comprehension.
-        Invalid("import asyncio as aio\n"
-                "class Judge:\n"
-                "    def __call__(self, args, samples, **kwargs):\n"
-                "        return [aio.run(judge(s)) > 0 for s in samples]\n"
-                "dynamic_sampling_filter = Judge()\n", line=4, col=16),
+        Invalid("""
+            import asyncio as aio
+            class Judge:
+                def __call__(self, args, samples, **kwargs):
+                    return [aio.run(judge(s)) > 0 for s in samples]
+            dynamic_sampling_filter = Judge()
+        """, line=4, col=16),
     ]
 
     def __init__(self, context: FileContext) -> None:

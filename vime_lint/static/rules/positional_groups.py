@@ -90,24 +90,34 @@ class PositionalGroups(FunctionTracker):
     NEEDS_HOOKS = True
     VALID = [
         # By group_index.
-        Valid("from collections import defaultdict\n"
-              "def reward_post_process(args, samples):\n"
-              "    raw = [s.get_reward_value(args) for s in samples]\n"
-              "    groups = defaultdict(list)\n"
-              "    for i, s in enumerate(samples):\n"
-              "        groups[s.group_index].append(i)\n"
-              "    out = list(raw)\n    for idx in groups.values():\n"
-              "        m = sum(raw[i] for i in idx) / len(idx)\n"
-              "        for i in idx:\n            out[i] = raw[i] - m\n    return raw, out\n"),
+        Valid("""
+            from collections import defaultdict
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                groups = defaultdict(list)
+                for i, s in enumerate(samples):
+                    groups[s.group_index].append(i)
+                out = list(raw)
+                for idx in groups.values():
+                    m = sum(raw[i] for i in idx) / len(idx)
+                    for i in idx:
+                        out[i] = raw[i] - m
+                return raw, out
+        """),
         # A reshape by something else; a reshape in a hook that gets one group; another
         # function of the module that no flat hook calls.
         Valid(_POST.format(rows="r.view(1, -1)")),
-        Valid("import torch\ndef dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    r = torch.tensor([s.get_reward_value(args) for s in samples])\n"
-              "    return r.view(-1, args.n_samples_per_prompt).std() > 0\n"),
-        Valid("def chunks(args, xs):\n"
-              "    return [xs[i:i + args.n_samples_per_prompt]\n"
-              "            for i in range(0, len(xs), args.n_samples_per_prompt)]\n"),
+        Valid("""
+            import torch
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                r = torch.tensor([s.get_reward_value(args) for s in samples])
+                return r.view(-1, args.n_samples_per_prompt).std() > 0
+        """),
+        Valid("""
+            def chunks(args, xs):
+                return [xs[i:i + args.n_samples_per_prompt]
+                        for i in range(0, len(xs), args.n_samples_per_prompt)]
+        """),
         # A class hook's self method grouping by group_index; a comprehension that steps by
         # 1 (not the group size).
         Valid("from collections import defaultdict\nclass Post:\n"
@@ -119,67 +129,92 @@ class PositionalGroups(FunctionTracker):
               "            groups[s.group_index].append(raw[i])\n"
               "        return [raw[i] - sum(groups[s.group_index]) / len(groups[s.group_index])"
               " for i, s in enumerate(samples)]\nreward_post_process = Post()\n"),
-        Valid("def reward_post_process(args, samples):\n"
-              "    raw = [s.get_reward_value(args) for s in samples]\n"
-              "    n = args.n_samples_per_prompt\n"
-              "    return raw, [raw[i] / n for i in range(0, len(raw), 1)]\n"),
+        Valid("""
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                n = args.n_samples_per_prompt
+                return raw, [raw[i] / n for i in range(0, len(raw), 1)]
+        """),
         # The group size used as a number, not a row size.
-        Valid("def reward_post_process(args, samples):\n"
-              "    raw = [s.get_reward_value(args) for s in samples]\n"
-              "    scale = 1.0 / args.n_samples_per_prompt\n"
-              "    return raw, [r * scale for r in raw]\n"),
+        Valid("""
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                scale = 1.0 / args.n_samples_per_prompt
+                return raw, [r * scale for r in raw]
+        """),
     ]
     INVALID = [
         Invalid(_POST.format(rows="r.view(-1, args.n_samples_per_prompt)"), line=5, col=11),
         Invalid(_POST.format(rows="r.reshape(len(samples) // args.n_samples_per_prompt, "
                              "args.n_samples_per_prompt)"), line=5, col=11),
         # Through a local name and vime's config reader, with torch.reshape.
-        Invalid("import torch\nfrom vime.config import arg\n"
-                "def reward_post_process(args, samples):\n"
-                "    raw = [s.get_reward_value(args) for s in samples]\n"
-                "    n = arg(args, 'n_samples_per_prompt')\n"
-                "    rows = torch.reshape(torch.tensor(raw), (-1, n))\n"
-                "    return raw, (rows - rows.mean(-1, keepdim=True)).flatten().tolist()\n",
-                line=6, col=11),
+        Invalid("""
+            import torch
+            from vime.config import arg
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                n = arg(args, 'n_samples_per_prompt')
+                rows = torch.reshape(torch.tensor(raw), (-1, n))
+                return raw, (rows - rows.mean(-1, keepdim=True)).flatten().tolist()
+        """, line=6, col=11),
         # Chunks by range stepping, in a helper the hook calls.
-        Invalid("def _normalise(raw, n):\n    out = []\n"
-                "    for i in range(0, len(raw), n):\n        row = raw[i:i + n]\n"
-                "        out += [x - sum(row) / len(row) for x in row]\n    return out\n"
-                "def reward_post_process(args, samples):\n"
-                "    raw = [s.get_reward_value(args) for s in samples]\n"
-                "    return raw, _normalise(raw, args.n_samples_per_prompt)\n",
-                line=3, col=13),
+        Invalid("""
+            def _normalise(raw, n):
+                out = []
+                for i in range(0, len(raw), n):
+                    row = raw[i:i + n]
+                    out += [x - sum(row) / len(row) for x in row]
+                return out
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                return raw, _normalise(raw, args.n_samples_per_prompt)
+        """, line=3, col=13),
         # A class hook: the self method it gives the group size; __call__ itself through
         # self.args; a comprehension stepping by a local alias; numpy under another name.
-        Invalid("class Post:\n    def __call__(self, args, samples):\n"
-                "        raw = [s.get_reward_value(args) for s in samples]\n"
-                "        return raw, self._norm(raw, args.n_samples_per_prompt)\n"
-                "    def _norm(self, raw, n):\n        out = []\n"
-                "        for i in range(0, len(raw), n):\n            row = raw[i:i + n]\n"
-                "            out += [x - sum(row) / len(row) for x in row]\n"
-                "        return out\nreward_post_process = Post()\n", line=7, col=17),
-        Invalid("import torch\nclass Post:\n    def __call__(self, args, samples):\n"
-                "        raw = [s.get_reward_value(args) for s in samples]\n"
-                "        rows = torch.tensor(raw).view(-1, self.args.n_samples_per_prompt)\n"
-                "        return raw, rows.flatten().tolist()\nreward_post_process = Post()\n",
-                line=5, col=15),
-        Invalid("def reward_post_process(args, samples):\n"
-                "    raw = [s.get_reward_value(args) for s in samples]\n"
-                "    n = args.n_samples_per_prompt\n"
-                "    rows = [raw[i:i + n] for i in range(0, len(raw), n)]\n"
-                "    return raw, [x - sum(r) / len(r) for r in rows for x in r]\n",
-                line=4, col=34),
-        Invalid("import numpy as xp\ndef reward_post_process(args, samples):\n"
-                "    raw = xp.array([s.get_reward_value(args) for s in samples])\n"
-                "    rows = xp.split(raw, len(raw) // args.n_samples_per_prompt)\n"
-                "    return raw.tolist(), xp.concatenate([r - r.mean() for r in rows]).tolist()\n",
-                line=4, col=11),
+        Invalid("""
+            class Post:
+                def __call__(self, args, samples):
+                    raw = [s.get_reward_value(args) for s in samples]
+                    return raw, self._norm(raw, args.n_samples_per_prompt)
+                def _norm(self, raw, n):
+                    out = []
+                    for i in range(0, len(raw), n):
+                        row = raw[i:i + n]
+                        out += [x - sum(row) / len(row) for x in row]
+                    return out
+            reward_post_process = Post()
+        """, line=7, col=17),
+        Invalid("""
+            import torch
+            class Post:
+                def __call__(self, args, samples):
+                    raw = [s.get_reward_value(args) for s in samples]
+                    rows = torch.tensor(raw).view(-1, self.args.n_samples_per_prompt)
+                    return raw, rows.flatten().tolist()
+            reward_post_process = Post()
+        """, line=5, col=15),
+        Invalid("""
+            def reward_post_process(args, samples):
+                raw = [s.get_reward_value(args) for s in samples]
+                n = args.n_samples_per_prompt
+                rows = [raw[i:i + n] for i in range(0, len(raw), n)]
+                return raw, [x - sum(r) / len(r) for r in rows for x in r]
+        """, line=4, col=34),
+        Invalid("""
+            import numpy as xp
+            def reward_post_process(args, samples):
+                raw = xp.array([s.get_reward_value(args) for s in samples])
+                rows = xp.split(raw, len(raw) // args.n_samples_per_prompt)
+                return raw.tolist(), xp.concatenate([r - r.mean() for r in rows]).tolist()
+        """, line=4, col=11),
         # An advantage hook that splits the rewards by getattr's group size.
-        Invalid("import torch\ndef adv(args, rollout_data):\n"
-                "    g = getattr(args, 'n_samples_per_prompt', 1)\n"
-                "    rows = torch.tensor(rollout_data['rewards']).split(g)\n"
-                "    rollout_data['advantages'] = [r - r.mean() for r in rows]\n",
-                line=4, col=11, options={"hooks": {"adv": "custom_advantage_function_path"}}),
+        Invalid("""
+            import torch
+            def adv(args, rollout_data):
+                g = getattr(args, 'n_samples_per_prompt', 1)
+                rows = torch.tensor(rollout_data['rewards']).split(g)
+                rollout_data['advantages'] = [r - r.mean() for r in rows]
+        """, line=4, col=11, options={"hooks": {"adv": "custom_advantage_function_path"}}),
     ]
 
     def _size(self, e: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> bool:

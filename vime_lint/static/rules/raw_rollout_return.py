@@ -20,7 +20,6 @@ __all__ = ["RawRolloutReturn"]
 
 BASE_TYPES = "vime.rollout.base_types"
 
-_IMPORTS = "from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput\n"
 
 
 class RawRolloutReturn(FunctionTracker):
@@ -66,116 +65,185 @@ class RawRolloutReturn(FunctionTracker):
     INVARIANT = INVARIANTS["VIM003"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
-              "    return RolloutFnTrainOutput(samples=[])\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    return run(rollout_async(args, rollout_id, data_source, evaluation))\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    while True:\n        pass\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    raise NotImplementedError\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    out = data_source.get_samples(1)\n    return out\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnEvalOutput(data={})
+                return RolloutFnTrainOutput(samples=[])
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return run(rollout_async(args, rollout_id, data_source, evaluation))
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                while True:
+                    pass
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                raise NotImplementedError
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                out = data_source.get_samples(1)
+                return out
+        """),
         # Aliased imports, a module helper and a nested function building the outputs.
-        Valid("import vime.rollout.base_types as bt\n"
-              "from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
-              "def _eval(args):\n    return EvalOutput(data={})\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    if evaluation:\n        return _eval(args)\n"
-              "    def pack(groups):\n        return bt.RolloutFnTrainOutput(samples=groups)\n"
-              "    return pack(data_source.get_samples(1))\n"),
+        Valid("""
+            import vime.rollout.base_types as bt
+            from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput
+            def _eval(args):
+                return EvalOutput(data={})
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return _eval(args)
+                def pack(groups):
+                    return bt.RolloutFnTrainOutput(samples=groups)
+                return pack(data_source.get_samples(1))
+        """),
         # A sync function running the module's async rollout (asyncio.run, vime's run under
         # another name); a class rollout's self method with the aliased output.
-        Valid(_IMPORTS + "import asyncio\n"
-              "async def _go(args, data_source):\n"
-              "    return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    return asyncio.run(_go(args, data_source))\n"),
-        Valid("from vime.rollout.base_types import RolloutFnTrainOutput as Out\n"
-              "from vime.utils.async_utils import run as drive\n"
-              "class Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        return drive(self._run(data_source))\n"
-              "    async def _run(self, data_source):\n"
-              "        return Out(samples=data_source.get_samples(1))\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            import asyncio
+            async def _go(args, data_source):
+                return RolloutFnTrainOutput(samples=data_source.get_samples(1))
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return asyncio.run(_go(args, data_source))
+        """),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput as Out
+            from vime.utils.async_utils import run as drive
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    return drive(self._run(data_source))
+                async def _run(self, data_source):
+                    return Out(samples=data_source.get_samples(1))
+            generate_rollout = Rollout()
+        """),
         # An instance whose __call__ is the rollout function.
-        Valid(_IMPORTS + "class Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        if evaluation:\n            return RolloutFnEvalOutput(data={})\n"
-              "        return RolloutFnTrainOutput(samples=[])\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    if evaluation:
+                        return RolloutFnEvalOutput(data={})
+                    return RolloutFnTrainOutput(samples=[])
+            generate_rollout = Rollout()
+        """),
     ]
     INVALID = [
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    groups = [data_source.get_samples(1)]\n    return groups\n",
-                line=3, col=11, severity="warning",
-                fixed="from vime.rollout.base_types import RolloutFnTrainOutput\n"
-                      "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                      "    groups = [data_source.get_samples(1)]\n"
-                      "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = [data_source.get_samples(1)]
+                return groups
+        """, line=3, col=11, severity="warning", fixed="""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = [data_source.get_samples(1)]
+                return RolloutFnTrainOutput(samples=groups)
+        """),
         # A dict on the train path is fatal (call_rollout_fn raises VIM101).
-        Invalid("import vime.rollout.base_types as bt\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return dict(toy={})\n", line=3, col=11, severity="error"),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return dict(toy={})
+        """, line=3, col=11, severity="error"),
         # A dict on the eval path is only wrapped with a DeprecationWarning.
-        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    if evaluation:\n        return {'toy': {}}\n"
-                "    return RolloutFnTrainOutput(samples=[])\n", line=4, col=15,
-                severity="warning"),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return {'toy': {}}
+                return RolloutFnTrainOutput(samples=[])
+        """, line=4, col=15, severity="warning"),
         # A list on the eval path is fatal.
-        Invalid(_IMPORTS + "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    if not evaluation:\n        return RolloutFnTrainOutput(samples=[])\n"
-                "    return [s for s in []]\n", line=5, col=11, severity="error"),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if not evaluation:
+                    return RolloutFnTrainOutput(samples=[])
+                return [s for s in []]
+        """, line=5, col=11, severity="error"),
         # Built by a module helper, step by step, and returned through it.
-        Invalid("def _finish(groups):\n    out = {}\n    out['samples'] = groups\n    return out\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    groups = data_source.get_samples(1)\n    return _finish(groups)\n",
-                line=7, col=11, severity="error"),
+        Invalid("""
+            def _finish(groups):
+                out = {}
+                out['samples'] = groups
+                return out
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(1)
+                return _finish(groups)
+        """, line=7, col=11, severity="error"),
         # A class rollout's self method building a dict; a method of an instance bound as
         # the rollout returning None; a comprehension's list; a dict comprehension through
         # a local alias; None from the coroutine asyncio.run runs.
-        Invalid("class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        return self._run(data_source)\n    def _run(self, data_source):\n"
-                "        return {'samples': data_source.get_samples(1)}\n"
-                "generate_rollout = Rollout()\n", line=3, col=15, severity="error"),
-        Invalid("class Rollout:\n"
-                "    def run(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        return None\ngenerate_rollout = Rollout().run\n", line=3, col=15,
-                severity="error"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return [g for g in data_source.get_samples(2)]\n", line=2, col=11,
-                severity="warning",
-                fixed="from vime.rollout.base_types import RolloutFnTrainOutput\n"
-                      "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                      "    return RolloutFnTrainOutput(samples=[g for g in"
-                      " data_source.get_samples(2)])\n"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    out = {k: v for k, v in [('samples', [])]}\n    res = out\n"
-                "    return res\n", line=4, col=11, severity="error"),
-        Invalid("import asyncio\nasync def _go(args, data_source):\n    return None\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return asyncio.run(_go(args, data_source))\n", line=5, col=11,
-                severity="error"),
+        Invalid("""
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    return self._run(data_source)
+                def _run(self, data_source):
+                    return {'samples': data_source.get_samples(1)}
+            generate_rollout = Rollout()
+        """, line=3, col=15, severity="error"),
+        Invalid("""
+            class Rollout:
+                def run(self, args, rollout_id, data_source, evaluation=False):
+                    return None
+            generate_rollout = Rollout().run
+        """, line=3, col=15, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return [g for g in data_source.get_samples(2)]
+        """, line=2, col=11, severity="warning", fixed="""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return RolloutFnTrainOutput(samples=[g for g in data_source.get_samples(2)])
+        """),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                out = {k: v for k, v in [('samples', [])]}
+                res = out
+                return res
+        """, line=4, col=11, severity="error"),
+        Invalid("""
+            import asyncio
+            async def _go(args, data_source):
+                return None
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return asyncio.run(_go(args, data_source))
+        """, line=5, col=11, severity="error"),
         # Built in a nested function.
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    def pack(groups):\n        return tuple(groups)\n"
-                "    return pack(data_source.get_samples(1))\n", line=4, col=11,
-                severity="error"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    if evaluation:\n        return None\n"
-                "    return RolloutFnTrainOutput(samples=[])\n", line=3, col=15,
-                severity="error"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    data_source.get_samples(1)\n", line=1, col=4, severity="error"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    yield 1\n", line=1, col=4, severity="error"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return [] if evaluation else {}\n", line=2, col=11),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return groups, {}\n", line=2, col=11, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                def pack(groups):
+                    return tuple(groups)
+                return pack(data_source.get_samples(1))
+        """, line=4, col=11, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return None
+                return RolloutFnTrainOutput(samples=[])
+        """, line=3, col=15, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                data_source.get_samples(1)
+        """, line=1, col=4, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                yield 1
+        """, line=1, col=4, severity="error"),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return [] if evaluation else {}
+        """, line=2, col=11),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return groups, {}
+        """, line=2, col=11, severity="error"),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

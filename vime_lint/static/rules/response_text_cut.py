@@ -11,7 +11,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
+from vime_lint.static.rules._samples import SampleTracker
 
 __all__ = ["ResponseTextCut"]
 
@@ -77,9 +77,11 @@ class ResponseTextCut(SampleTracker):
                                 "        sample.response_length = keep\n")),
         Valid(_CUT.format(cut="sample.response.strip()", after="")),
         Valid(_CUT.format(cut="sample.response.replace('<|im_end|>', '')", after="")),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    answer = sample.response.split('</think>')[-1]\n"
-              "    return float(answer.strip() == sample.label)\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                answer = sample.response.split('</think>')[-1]
+                return float(answer.strip() == sample.label)
+        """),
         Valid(_CUT.format(cut="sample.response[:at]",
                           after="        del sample.loss_mask[at:]\n")),
         # A helper of the module that trims the tokens to the kept text.
@@ -91,18 +93,31 @@ class ResponseTextCut(SampleTracker):
                           after="        sample.truncate_tokens(at)\n")),
         # A class hook whose self method trims the tokens to the kept text; a class reward
         # that cuts a local copy.
-        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-              "        sample = await engine(args, sample, sampling_params)\n"
-              "        sample.response = sample.response[:self.limit]\n"
-              "        self._trim(sample)\n        return sample\n"
-              "    def _trim(self, sample):\n"
-              "        sample.tokens = sample.tokens[:len(sample.tokens) - 1]\n"
-              "        sample.response_length -= 1\ngenerate = Gen()\n"),
-        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-              "        answer = sample.response[:200]\n"
-              "        return float(answer == sample.label)\nreward_func = Judge()\n"),
+        Valid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample = await engine(args, sample, sampling_params)
+                    sample.response = sample.response[:self.limit]
+                    self._trim(sample)
+                    return sample
+                def _trim(self, sample):
+                    sample.tokens = sample.tokens[:len(sample.tokens) - 1]
+                    sample.response_length -= 1
+            generate = Gen()
+        """),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    answer = sample.response[:200]
+                    return float(answer == sample.label)
+            reward_func = Judge()
+        """),
         # Another object's `response`.
-        Valid("def f(out):\n    out.response = out.response[:10]\n    return out\n"),
+        Valid("""
+            def f(out):
+                out.response = out.response[:10]
+                return out
+        """),
     ]
     INVALID = [
         Invalid(_CUT.format(cut="sample.response[:at + len('</answer>')]", after=""),
@@ -113,30 +128,48 @@ class ResponseTextCut(SampleTracker):
             "    at = ", "    text = sample.response\n    at = "), line=6, col=8),
         # In a module helper given an annotated sample (aliased import); in a class hook's
         # __call__; an rsplit index; through a local alias of the sample.
-        Invalid("from vime.utils.types import Sample as S\n"
-                "def _clip(sample: S, marker):\n    at = sample.response.find(marker)\n"
-                "    if at >= 0:\n        sample.response = sample.response[:at]\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    sample = await engine(args, sample, sampling_params)\n"
-                "    _clip(sample, '</answer>')\n    return sample\n", line=5, col=8),
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample = await engine(args, sample, sampling_params)\n"
-                "        sample.response = sample.response[:self.limit]\n"
-                "        return sample\ngenerate = Gen()\n", line=4, col=8),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    sample = await engine(args, sample, sampling_params)\n"
-                "    sample.response = sample.response.rsplit('</answer>', 1)[0]\n"
-                "    return sample\n", line=3, col=4),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    sample = await engine(args, sample, sampling_params)\n"
-                "    cur = sample\n    cur.response = cur.response[:100]\n    return sample\n",
-                line=4, col=4),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def _clip(sample: S, marker):
+                at = sample.response.find(marker)
+                if at >= 0:
+                    sample.response = sample.response[:at]
+            async def generate(args, sample, sampling_params):
+                sample = await engine(args, sample, sampling_params)
+                _clip(sample, '</answer>')
+                return sample
+        """, line=5, col=8),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample = await engine(args, sample, sampling_params)
+                    sample.response = sample.response[:self.limit]
+                    return sample
+            generate = Gen()
+        """, line=4, col=8),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                sample = await engine(args, sample, sampling_params)
+                sample.response = sample.response.rsplit('</answer>', 1)[0]
+                return sample
+        """, line=3, col=4),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                sample = await engine(args, sample, sampling_params)
+                cur = sample
+                cur.response = cur.response[:100]
+                return sample
+        """, line=4, col=4),
         # In a rollout function's loop over a group's samples.
-        Invalid(SAMPLE_IMPORT + "def generate_rollout(args, rollout_id, data_source,"
-                " evaluation=False):\n"
-                "    groups = run(args, data_source)\n    for group in groups:\n"
-                "        for s in group:\n            s.response = s.response[:512]\n"
-                "    return groups\n", line=6, col=12),
+        Invalid("""
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = run(args, data_source)
+                for group in groups:
+                    for s in group:
+                        s.response = s.response[:512]
+                return groups
+        """, line=6, col=12),
     ]
 
     def _response_of(self, fn: cst.FunctionDef, expr: cst.BaseExpression, obj: str,

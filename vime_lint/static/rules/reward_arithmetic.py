@@ -64,43 +64,64 @@ class RewardArithmetic(FunctionTracker):
     INVARIANT = INVARIANTS["VIM010"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return sum(s.get_reward_value(args) for s in samples) > 0\n"),
-        Valid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return all(s.reward is not None for s in samples)\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    return sample.reward + 1\n"),
+        Valid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return sum(s.get_reward_value(args) for s in samples) > 0
+        """),
+        Valid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return all(s.reward is not None for s in samples)
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return sample.reward + 1
+        """),
         # An instance's __call__ under an aliased import, through get_reward_value.
-        Valid("import numpy as np\n"
-              "class KeepMixed:\n"
-              "    def __call__(self, args, samples, **kwargs):\n"
-              "        return np.std([s.get_reward_value(args) for s in samples]) > 0\n"
-              "dynamic_sampling_filter = KeepMixed()\n"),
+        Valid("""
+            import numpy as np
+            class KeepMixed:
+                def __call__(self, args, samples, **kwargs):
+                    return np.std([s.get_reward_value(args) for s in samples]) > 0
+            dynamic_sampling_filter = KeepMixed()
+        """),
         # A module helper the hook calls, through get_reward_value.
-        Valid("def _mean(args, group):\n"
-              "    return sum(s.get_reward_value(args) for s in group) / len(group)\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return 0 < _mean(args, samples) < 1\n"),
+        Valid("""
+            def _mean(args, group):
+                return sum(s.get_reward_value(args) for s in group) / len(group)
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return 0 < _mean(args, samples) < 1
+        """),
     ]
     INVALID = [
-        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return sum(s.reward for s in samples) > 0\n", line=2, col=11),
-        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return samples[0].reward > 0.5\n", line=2, col=11),
+        Invalid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return sum(s.reward for s in samples) > 0
+        """, line=2, col=11),
+        Invalid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return samples[0].reward > 0.5
+        """, line=2, col=11),
         # An aliased import aggregating a list comprehension.
-        Invalid("import numpy as np\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return np.std([s.reward for s in samples]) > 0\n", line=3, col=11),
+        Invalid("""
+            import numpy as np
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return np.std([s.reward for s in samples]) > 0
+        """, line=3, col=11),
         # An instance's __call__, on a local alias of one group element.
-        Invalid("class KeepMixed:\n"
-                "    def __call__(self, args, samples, **kwargs):\n"
-                "        best = max(samples, key=lambda s: s.get_reward_value(args))\n"
-                "        return best.reward > 0.5\n"
-                "dynamic_sampling_filter = KeepMixed()\n", line=4, col=15),
+        Invalid("""
+            class KeepMixed:
+                def __call__(self, args, samples, **kwargs):
+                    best = max(samples, key=lambda s: s.get_reward_value(args))
+                    return best.reward > 0.5
+            dynamic_sampling_filter = KeepMixed()
+        """, line=4, col=15),
         # In a module helper the hook calls, reported there under the helper's name.
-        Invalid("def _mean(group):\n"
-                "    return sum(s.reward for s in group) / len(group)\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return 0 < _mean(samples) < 1\n", line=2, col=11),
+        Invalid("""
+            def _mean(group):
+                return sum(s.reward for s in group) / len(group)
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return 0 < _mean(samples) < 1
+        """, line=2, col=11),
     ]
 
     def __init__(self, context: FileContext) -> None:

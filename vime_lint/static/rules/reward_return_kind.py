@@ -68,67 +68,121 @@ class RewardReturnKind(RewardRule):
 
     INVARIANT = INVARIANTS["VIM023"]
     VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if not sample.response:\n        return 0\n"
-              "    return float(sample.response == sample.label)\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if not sample.response:\n        return {'score': 0.0, 'acc': 0.0}\n"
-              "    return dict(score=1.0, acc=1.0)\n"),
-        Valid("import json\nasync def reward_func(args, sample, **kwargs):\n"
-              "    body = json.loads(sample.response)\n"
-              "    return body if isinstance(body, dict) else float(body)\n"),
-        Valid("async def batched_reward_func(args, samples, **kwargs):\n"
-              "    return [float(s.label == s.response) for s in samples]\n"),
-        Valid("def score(response):\n    return {'score': float(bool(response))}\n"
-              "def helper():\n    return 1.0\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return score(sample.response)\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                if not sample.response:
+                    return 0
+                return float(sample.response == sample.label)
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                if not sample.response:
+                    return {'score': 0.0, 'acc': 0.0}
+                return dict(score=1.0, acc=1.0)
+        """),
+        Valid("""
+            import json
+            async def reward_func(args, sample, **kwargs):
+                body = json.loads(sample.response)
+                return body if isinstance(body, dict) else float(body)
+        """),
+        Valid("""
+            async def batched_reward_func(args, samples, **kwargs):
+                return [float(s.label == s.response) for s in samples]
+        """),
+        Valid("""
+            def score(response):
+                return {'score': float(bool(response))}
+            def helper():
+                return 1.0
+            async def reward_func(args, sample, **kwargs):
+                return score(sample.response)
+        """),
         # A class reward whose self method returns the same kind; a batch comprehension of
         # dicts.
-        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-              "        if not sample.response:\n            return {'score': 0.0, 'acc': 0.0}\n"
-              "        return self._full(sample)\n    def _full(self, sample):\n"
-              "        return {'score': 1.0, 'acc': float(sample.response == sample.label)}\n"
-              "reward_func = Judge()\n"),
-        Valid("async def reward_func(args, samples, **kwargs):\n"
-              "    return [{'score': float(bool(s.response))} for s in samples]\n",
-              options={"launch_flags": ["--group-rm"]}),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    if not sample.response:
+                        return {'score': 0.0, 'acc': 0.0}
+                    return self._full(sample)
+                def _full(self, sample):
+                    return {'score': 1.0, 'acc': float(sample.response == sample.label)}
+            reward_func = Judge()
+        """),
+        Valid("""
+            async def reward_func(args, samples, **kwargs):
+                return [{'score': float(bool(s.response))} for s in samples]
+        """, options={"launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
                 "    if '\\\\boxed' not in sample.response:\n        return 0.0\n"
                 "    return {'score': 1.0, 'format': 1.0}\n", line=4, col=11),
-        Invalid("def compute_score(response, label):\n    if response is None:\n"
-                "        return -1.0\n    result = {'score': float(response == label)}\n"
-                "    return result\n"
-                "async def custom_rm(args, sample, **kwargs):\n"
-                "    return compute_score(sample.response, sample.label)\n", line=4, col=13),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    return {'score': 1.0} if sample.label else 0.0\n", line=2, col=47),
-        Invalid("import numpy as np\nFAILED = {'score': 0.0}\n"
-                "async def score(args, sample, **kwargs):\n    if not sample.response:\n"
-                "        return FAILED\n    return np.mean([1.0, 0.5])\n", line=6, col=11,
-                options={"hooks": {"score": RM}}),
-        Invalid("async def group_reward_func(args, samples, **kwargs):\n    rewards = []\n"
-                "    for s in samples:\n        if s.response:\n"
-                "            rewards.append({'score': 1.0})\n        else:\n"
-                "            rewards.append(0.0)\n    return rewards\n", line=7, col=27),
+        Invalid("""
+            def compute_score(response, label):
+                if response is None:
+                    return -1.0
+                result = {'score': float(response == label)}
+                return result
+            async def custom_rm(args, sample, **kwargs):
+                return compute_score(sample.response, sample.label)
+        """, line=4, col=13),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                return {'score': 1.0} if sample.label else 0.0
+        """, line=2, col=47),
+        Invalid("""
+            import numpy as np
+            FAILED = {'score': 0.0}
+            async def score(args, sample, **kwargs):
+                if not sample.response:
+                    return FAILED
+                return np.mean([1.0, 0.5])
+        """, line=6, col=11, options={"hooks": {"score": RM}}),
+        Invalid("""
+            async def group_reward_func(args, samples, **kwargs):
+                rewards = []
+                for s in samples:
+                    if s.response:
+                        rewards.append({'score': 1.0})
+                    else:
+                        rewards.append(0.0)
+                return rewards
+        """, line=7, col=27),
         # A class reward's __call__, and the self method it returns; a batch comprehension
         # mixing kinds; numpy imported under another name, through local aliases.
-        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-                "        if not sample.response:\n            return 0.0\n"
-                "        return {'score': 1.0}\nreward_func = Judge()\n", line=5, col=15),
-        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-                "        return self._score(sample)\n    def _score(self, sample):\n"
-                "        if not sample.response:\n            return 0.0\n"
-                "        return {'score': 1.0}\nreward_func = Judge()\n", line=7, col=15),
-        Invalid("async def reward_func(args, samples, **kwargs):\n"
-                "    return [{'score': 1.0} if s.response else 0.0 for s in samples]\n",
-                line=2, col=46, options={"launch_flags": ["--group-rm"]}),
-        Invalid("import numpy as xp\nasync def reward_func(args, sample, **kwargs):\n"
-                "    if not sample.response:\n        return {'score': 0.0}\n"
-                "    out = xp.mean([1.0, 0.5])\n    res = out\n    return res\n",
-                line=5, col=10),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    if not sample.response:
+                        return 0.0
+                    return {'score': 1.0}
+            reward_func = Judge()
+        """, line=5, col=15),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return self._score(sample)
+                def _score(self, sample):
+                    if not sample.response:
+                        return 0.0
+                    return {'score': 1.0}
+            reward_func = Judge()
+        """, line=7, col=15),
+        Invalid("""
+            async def reward_func(args, samples, **kwargs):
+                return [{'score': 1.0} if s.response else 0.0 for s in samples]
+        """, line=2, col=46, options={"launch_flags": ["--group-rm"]}),
+        Invalid("""
+            import numpy as xp
+            async def reward_func(args, sample, **kwargs):
+                if not sample.response:
+                    return {'score': 0.0}
+                out = xp.mean([1.0, 0.5])
+                res = out
+                return res
+        """, line=5, col=10),
     ]
 
     def _kind(self, e: cst.BaseExpression) -> str | None:

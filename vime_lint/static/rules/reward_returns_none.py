@@ -43,20 +43,31 @@ class RewardReturnsNone(FunctionTracker):
     INVARIANT = INVARIANTS["VIM011"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return 1.0 if sample.label else 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    if sample.label:\n        return 1.0\n    else:\n        return 0.0\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    raise NotImplementedError\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return 1.0 if sample.label else 0.0
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                if sample.label:
+                    return 1.0
+                else:
+                    return 0.0
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                raise NotImplementedError
+        """),
         # An instance's __call__ whose try and except both return.
-        Valid("class Scorer:\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        try:\n"
-              "            return float(sample.response.strip() == sample.label)\n"
-              "        except AttributeError:\n"
-              "            return 0.0\n"
-              "reward_func = Scorer()\n"),
+        Valid("""
+            class Scorer:
+                async def __call__(self, args, sample, **kwargs):
+                    try:
+                        return float(sample.response.strip() == sample.label)
+                    except AttributeError:
+                        return 0.0
+            reward_func = Scorer()
+        """),
         # A module helper that always returns, called in a comprehension.
         Valid("def _match(response, label):\n"
               "    return 1.0 if label in response else 0.0\n"
@@ -65,24 +76,37 @@ class RewardReturnsNone(FunctionTracker):
               "    return max(scores, default=0.0)\n"),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if sample.label:\n        return 1.0\n", line=1, col=10),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if not sample.label:\n        return\n    return 1.0\n", line=3, col=8),
-        Invalid("async def score(args, sample, **kwargs):\n    return None\n", line=2, col=4,
-                options={"hooks": {"score": "custom_rm_path"}}),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                if sample.label:
+                    return 1.0
+        """, line=1, col=10),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                if not sample.label:
+                    return
+                return 1.0
+        """, line=3, col=8),
+        Invalid("""
+            async def score(args, sample, **kwargs):
+                return None
+        """, line=2, col=4, options={"hooks": {"score": "custom_rm_path"}}),
         # An instance's __call__ that can fall through.
-        Invalid("class Scorer:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        if sample.response.strip() == sample.label:\n"
-                "            return 1.0\n"
-                "reward_func = Scorer()\n", line=2, col=14),
+        Invalid("""
+            class Scorer:
+                async def __call__(self, args, sample, **kwargs):
+                    if sample.response.strip() == sample.label:
+                        return 1.0
+            reward_func = Scorer()
+        """, line=2, col=14),
         # Returns what a module helper returns, and the helper can fall through.
-        Invalid("def _match(response, label):\n"
-                "    if label in response:\n"
-                "        return 1.0\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return _match(sample.response, sample.label)\n", line=5, col=4),
+        Invalid("""
+            def _match(response, label):
+                if label in response:
+                    return 1.0
+            async def reward_func(args, sample, **kwargs):
+                return _match(sample.response, sample.label)
+        """, line=5, col=4),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -24,10 +24,6 @@ from vime_lint.static.rules._signature_checks import ROLLOUT_DESTS
 
 __all__ = ["RewardReturnsTensor"]
 
-_HEAD = ("from vime.rollout.base_types import RolloutFnTrainOutput\n"
-         "from vime.utils.types import Sample\n")
-_SIG = "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-_GEN = "async def generate(args, sample, sampling_params):\n"
 
 _TORCH_PLAIN = ("torch.is_", "torch.get_", "torch.set_", "torch.cuda.", "torch.distributed.",
                 "torch.backends.", "torch.utils.", "torch.numel", "torch.equal",
@@ -129,125 +125,255 @@ class RewardReturnsTensor(RewardRule):
 
     INVARIANT = INVARIANTS["VIM024"]
     VALID = [
-        Valid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
-              "    t = torch.tensor([1.0, 0.0])\n    return t.mean().item()\n"),
-        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
-              "    return float(np.mean([1.0, 0.0]))\n"),
-        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
-              "    scores = np.array([1.0, 0.0])\n    return np.float64(scores.mean())\n"),
-        Valid("import numpy as np\nasync def reward_func(args, sample, **kwargs):\n"
-              "    return np.mean([1.0, 0.0])\n"),
-        Valid("import torch\ndef features(x):\n    return torch.tensor(x)\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return {'score': float(features([1.0]).sum())}\n"),
+        Valid("""
+            import torch
+            async def reward_func(args, sample, **kwargs):
+                t = torch.tensor([1.0, 0.0])
+                return t.mean().item()
+        """),
+        Valid("""
+            import numpy as np
+            async def reward_func(args, sample, **kwargs):
+                return float(np.mean([1.0, 0.0]))
+        """),
+        Valid("""
+            import numpy as np
+            async def reward_func(args, sample, **kwargs):
+                scores = np.array([1.0, 0.0])
+                return np.float64(scores.mean())
+        """),
+        Valid("""
+            import numpy as np
+            async def reward_func(args, sample, **kwargs):
+                return np.mean([1.0, 0.0])
+        """),
+        Valid("""
+            import torch
+            def features(x):
+                return torch.tensor(x)
+            async def reward_func(args, sample, **kwargs):
+                return {'score': float(features([1.0]).sum())}
+        """),
         # A dict reward with text beside the --reward-key value; a parsed number.
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return {'score': 1.0, 'pred': str(sample.response)}\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    text = str(sample.response).strip()\n    return float(text)\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return {'score': 1.0, 'pred': str(sample.response)}
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                text = str(sample.response).strip()
+                return float(text)
+        """),
         # Rollout stores: floats, .item() of a tensor, an unknown value, a dict.
-        Valid(_HEAD + "import torch\n" + _SIG + "    groups = data_source.get_samples(2)\n"
-              "    for g in groups:\n        for s in g:\n"
-              "            t = torch.tensor([1.0, 0.5])\n"
-              "            s.reward = t.mean().item()\n"
-              "            s.reward = float(str(s.response) == s.label)\n"
-              "            s.reward = score(s)\n"
-              "            s.reward = {'score': 1.0, 'pred': 'x'}\n"
-              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            import torch
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        t = torch.tensor([1.0, 0.5])
+                        s.reward = t.mean().item()
+                        s.reward = float(str(s.response) == s.label)
+                        s.reward = score(s)
+                        s.reward = {'score': 1.0, 'pred': 'x'}
+                return RolloutFnTrainOutput(samples=groups)
+        """),
         # ... the instance's own attribute, and an object that is not a sample.
-        Valid(_HEAD + "import torch\nfrom my_env import Env\nclass Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        self.reward = torch.tensor(0.0)\n"
-              "        step = Env().step()\n        step.reward = 'done'\n"
-              "        return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            import torch
+            from my_env import Env
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    self.reward = torch.tensor(0.0)
+                    step = Env().step()
+                    step.reward = 'done'
+                    return RolloutFnTrainOutput(samples=data_source.get_samples(2))
+            generate_rollout = Rollout()
+        """),
         # A class reward whose self method gives a tensor it takes .item() of.
-        Valid("import torch\nclass Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-              "        return self._score(sample).item()\n    def _score(self, sample):\n"
-              "        return torch.tensor(1.0)\nreward_func = Judge()\n"),
+        Valid("""
+            import torch
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return self._score(sample).item()
+                def _score(self, sample):
+                    return torch.tensor(1.0)
+            reward_func = Judge()
+        """),
         # A custom generate function that stores a float.
-        Valid(_GEN + "    out = await post(URL, {})\n"
-              "    sample.reward = float(out['score'])\n    return sample\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                out = await post(URL, {})
+                sample.reward = float(out['score'])
+                return sample
+        """),
     ]
     INVALID = [
-        Invalid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
-                "    return torch.tensor(1.0 if sample.label else 0.0)\n", line=3, col=11),
-        Invalid("from torch import as_tensor as T\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    scores = T([1.0, 0.5])\n    return scores.sum()\n", line=4, col=11),
-        Invalid("import numpy\nasync def reward_func(args, sample, **kwargs):\n"
-                "    return numpy.float32(0.5)\n", line=3, col=11),
-        Invalid("import numpy as np\ndef score(response):\n"
-                "    return np.array([len(response)]) / 10\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return score(sample.response)\n", line=3, col=11),
-        Invalid("import torch.nn.functional as F\nimport torch\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return {'score': F.sigmoid(torch.zeros(1))[0]}\n", line=4, col=21),
-        Invalid("import jax.numpy as jnp\nasync def batched_reward_func(args, samples, **kw):\n"
-                "    return [jnp.mean(jnp.ones(2)) for s in samples]\n", line=3, col=12),
+        Invalid("""
+            import torch
+            async def reward_func(args, sample, **kwargs):
+                return torch.tensor(1.0 if sample.label else 0.0)
+        """, line=3, col=11),
+        Invalid("""
+            from torch import as_tensor as T
+            async def reward_func(args, sample, **kwargs):
+                scores = T([1.0, 0.5])
+                return scores.sum()
+        """, line=4, col=11),
+        Invalid("""
+            import numpy
+            async def reward_func(args, sample, **kwargs):
+                return numpy.float32(0.5)
+        """, line=3, col=11),
+        Invalid("""
+            import numpy as np
+            def score(response):
+                return np.array([len(response)]) / 10
+            async def reward_func(args, sample, **kwargs):
+                return score(sample.response)
+        """, line=3, col=11),
+        Invalid("""
+            import torch.nn.functional as F
+            import torch
+            async def reward_func(args, sample, **kwargs):
+                return {'score': F.sigmoid(torch.zeros(1))[0]}
+        """, line=4, col=21),
+        Invalid("""
+            import jax.numpy as jnp
+            async def batched_reward_func(args, samples, **kw):
+                return [jnp.mean(jnp.ones(2)) for s in samples]
+        """, line=3, col=12),
         # A class reward returning its self method's tensor; a nested helper's tensor; a
         # class generate hook storing a tensor.
-        Invalid("import torch\nclass Judge:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return self._score(sample)\n    def _score(self, sample):\n"
-                "        return torch.tensor(1.0)\nreward_func = Judge()\n", line=6, col=15),
-        Invalid("import torch\nasync def reward_func(args, sample, **kwargs):\n"
-                "    def inner():\n        return torch.tensor(1.0)\n    return inner()\n",
-                line=4, col=15),
-        Invalid("import torch\nclass Gen:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample.reward = torch.sigmoid(torch.zeros(1))\n        return sample\n"
-                "generate = Gen()\n", line=4, col=24),
+        Invalid("""
+            import torch
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return self._score(sample)
+                def _score(self, sample):
+                    return torch.tensor(1.0)
+            reward_func = Judge()
+        """, line=6, col=15),
+        Invalid("""
+            import torch
+            async def reward_func(args, sample, **kwargs):
+                def inner():
+                    return torch.tensor(1.0)
+                return inner()
+        """, line=4, col=15),
+        Invalid("""
+            import torch
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample.reward = torch.sigmoid(torch.zeros(1))
+                    return sample
+            generate = Gen()
+        """, line=4, col=24),
         # A reward function returning text: a literal, str(...) through a name.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    if sample.response == sample.label:\n        return '1'\n"
-                "    return 0.0\n", line=3, col=15),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    score = str(len(sample.response) > 3)\n    return score\n",
-                line=2, col=12),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                if sample.response == sample.label:
+                    return '1'
+                return 0.0
+        """, line=3, col=15),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                score = str(len(sample.response) > 3)
+                return score
+        """, line=2, col=12),
         # A rollout function storing a tensor on each sample.
-        Invalid(_HEAD + "import torch\n" + _SIG + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            s.reward = torch.tensor(1.0)\n"
-                "    return RolloutFnTrainOutput(samples=groups)\n", line=8, col=23),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            import torch
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        s.reward = torch.tensor(1.0)
+                return RolloutFnTrainOutput(samples=groups)
+        """, line=8, col=23),
         # ... the mean of a tensor (still a tensor).
-        Invalid(_HEAD + "import torch\n" + _SIG + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            score_tensor = torch.tensor([1.0, 0.5])\n"
-                "            s.reward = score_tensor.mean()\n"
-                "    return RolloutFnTrainOutput(samples=groups)\n", line=9, col=23),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            import torch
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        score_tensor = torch.tensor([1.0, 0.5])
+                        s.reward = score_tensor.mean()
+                return RolloutFnTrainOutput(samples=groups)
+        """, line=9, col=23),
         # ... a string literal on a sample it builds.
-        Invalid(_HEAD + _SIG + "    out = []\n    for p in ['a', 'b']:\n"
-                "        s = Sample(prompt=p)\n        s.reward = '1'\n"
-                "        out.append([s])\n    return RolloutFnTrainOutput(samples=out)\n",
-                line=7, col=19),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                out = []
+                for p in ['a', 'b']:
+                    s = Sample(prompt=p)
+                    s.reward = '1'
+                    out.append([s])
+                return RolloutFnTrainOutput(samples=out)
+        """, line=7, col=19),
         # ... str(...) in a helper of the module given the sample.
-        Invalid(_HEAD + "def _finish(sample, score):\n    sample.reward = str(score)\n" + _SIG
-                + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n            _finish(s, 1.0)\n"
-                "    return RolloutFnTrainOutput(samples=groups)\n", line=4, col=20),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def _finish(sample, score):
+                sample.reward = str(score)
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        _finish(s, 1.0)
+                return RolloutFnTrainOutput(samples=groups)
+        """, line=4, col=20),
         # ... a Sample(...) keyword.
-        Invalid(_HEAD + _SIG + "    s = Sample(prompt='p', reward=f'{1.0}')\n"
-                "    return RolloutFnTrainOutput(samples=[[s]])\n", line=4, col=34),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                s = Sample(prompt='p', reward=f'{1.0}')
+                return RolloutFnTrainOutput(samples=[[s]])
+        """, line=4, col=34),
         # ... an f-string only on the eval path: a warning.
-        Invalid(_HEAD + _SIG + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            if evaluation:\n                s.reward = f'{s.label}'\n"
-                "    return RolloutFnTrainOutput(samples=groups)\n", line=8, col=27,
-                severity="warning"),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        if evaluation:
+                            s.reward = f'{s.label}'
+                return RolloutFnTrainOutput(samples=groups)
+        """, line=8, col=27, severity="warning"),
         # ... an --eval-function-path function: a warning.
-        Invalid(_HEAD + "def my_eval(args, rollout_id, data_source, evaluation=True):\n"
-                "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            setattr(s, 'reward', str(s.label))\n"
-                "    return groups\n", line=7, col=33, severity="warning",
-                options={"hooks": {"my_eval": EVAL_FN}}),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def my_eval(args, rollout_id, data_source, evaluation=True):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        setattr(s, 'reward', str(s.label))
+                return groups
+        """, line=7, col=33, severity="warning", options={"hooks": {"my_eval": EVAL_FN}}),
         # A custom generate function storing a tensor, its sample parameter renamed.
-        Invalid("import torch\nasync def my_generate(args, smp, sampling_params):\n"
-                "    logits = torch.zeros(2)\n"
-                "    smp.reward = torch.sigmoid(logits)[0]\n    return smp\n",
-                line=4, col=17, options={"hooks": {"my_generate": GENERATE}}),
+        Invalid("""
+            import torch
+            async def my_generate(args, smp, sampling_params):
+                logits = torch.zeros(2)
+                smp.reward = torch.sigmoid(logits)[0]
+                return smp
+        """, line=4, col=17, options={"hooks": {"my_generate": GENERATE}}),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -60,27 +60,37 @@ class RewardSetBeforeCustomRm(LaunchTracker):
               "    sample.reward = 1.0\n    return sample\n",
               options={"hooks": {"generate": GENERATE},
                        "launch_flags": ["--custom-generate-function-path"]}),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    sample.reward = None\n    return sample\n",
-              options={"hooks": {"generate": GENERATE}, "launch_flags": ["--custom-rm-path"]}),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    sample.reward = 1.0\n    return sample\n",
-              options={"hooks": {"generate": GENERATE}}),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                sample.reward = None
+                return sample
+        """, options={"hooks": {"generate": GENERATE}, "launch_flags": ["--custom-rm-path"]}),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                sample.reward = 1.0
+                return sample
+        """, options={"hooks": {"generate": GENERATE}}),
         # Through a local alias of the sample, the reward cleared for the RM.
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    cur = sample\n"
-              "    cur.response = (await post(url, sampling_params))['text']\n"
-              "    cur.reward = None\n"
-              "    return cur\n",
-              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                cur = sample
+                cur.response = (await post(url, sampling_params))['text']
+                cur.reward = None
+                return cur
+        """,
+              options={'hooks': {'generate': 'custom_generate_function_path'},
+                       'launch_flags': ['--custom-rm-path']}),
         # A nested helper passes a score to the RM in metadata.
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    def _finish(sample, text):\n"
-              "        sample.response = text\n"
-              "        sample.metadata['hint_score'] = float(sample.label in text)\n"
-              "    _finish(sample, (await post(url, sampling_params))['text'])\n"
-              "    return sample\n",
-              options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                def _finish(sample, text):
+                    sample.response = text
+                    sample.metadata['hint_score'] = float(sample.label in text)
+                _finish(sample, (await post(url, sampling_params))['text'])
+                return sample
+        """,
+              options={'hooks': {'generate': 'custom_generate_function_path'},
+                       'launch_flags': ['--custom-rm-path']}),
     ]
     INVALID = [
         Invalid("async def generate(args, sample, sampling_params):\n"
@@ -88,32 +98,48 @@ class RewardSetBeforeCustomRm(LaunchTracker):
                 options={"hooks": {"generate": GENERATE},
                          "launch_flags": ["--custom-generate-function-path",
                                           "--custom-rm-path"]}),
-        Invalid("async def gen(args, sample, sampling_params):\n"
-                "    for s in iter_samples([sample]):\n        s.reward += 1\n"
-                "    return sample\n", line=3, col=8,
+        Invalid("""
+            async def gen(args, sample, sampling_params):
+                for s in iter_samples([sample]):
+                    s.reward += 1
+                return sample
+        """,
+                line=3, col=8,
                 options={"hooks": {"gen": GENERATE}, "launch_flags": ["--custom-rm-path"]}),
         # Through a local alias of the sample.
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    cur = sample\n"
-                "    cur.response = (await post(url, sampling_params))['text']\n"
-                "    cur.reward = float(cur.label in cur.response)\n"
-                "    return cur\n",
-                line=4, col=4, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                cur = sample
+                cur.response = (await post(url, sampling_params))['text']
+                cur.reward = float(cur.label in cur.response)
+                return cur
+        """,
+                line=4, col=4,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # In a helper nested in the generate function.
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    def _finish(sample, text):\n"
-                "        sample.response = text\n"
-                "        sample.reward = float(sample.label in text)\n"
-                "    _finish(sample, (await post(url, sampling_params))['text'])\n"
-                "    return sample\n",
-                line=4, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                def _finish(sample, text):
+                    sample.response = text
+                    sample.reward = float(sample.label in text)
+                _finish(sample, (await post(url, sampling_params))['text'])
+                return sample
+        """,
+                line=4, col=8,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
         # An instance bound as the generate function: its __call__ sets the reward.
-        Invalid("class Gen:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample.reward = 1.0\n"
-                "        return sample\n"
-                "generate = Gen()\n",
-                line=3, col=8, options={'hooks': {'generate': 'custom_generate_function_path'}, 'launch_flags': ['--custom-rm-path']}),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample.reward = 1.0
+                    return sample
+            generate = Gen()
+        """,
+                line=3, col=8,
+                options={'hooks': {'generate': 'custom_generate_function_path'},
+                         'launch_flags': ['--custom-rm-path']}),
     ]
 
     def wants(self, binding: HookBinding,

@@ -59,93 +59,169 @@ class RolloutFunctionSignature(Rule):
     INVARIANT = INVARIANTS["VIM001"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    pass\n"),
-        Valid("def helper(args, rollout_id):\n    pass\n"),
-        Valid("class C:\n    def generate_rollout(self, x):\n        pass\n"),
-        Valid("def generate(prompt):\n    pass\n"),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+        """),
+        Valid("""
+            def helper(args, rollout_id):
+                pass
+        """),
+        Valid("""
+            class C:
+                def generate_rollout(self, x):
+                    pass
+        """),
+        Valid("""
+            def generate(prompt):
+                pass
+        """),
         # An instance whose __call__ fits; a partial binding a keyword-only extra; an alias.
-        Valid("class Runner:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        pass\ngenerate_rollout = Runner()\n"),
-        Valid("from functools import partial\n"
-              "def _impl(args, rollout_id, data_source, evaluation=False, *, tokenizer):\n"
-              "    pass\ngenerate_rollout = partial(_impl, tokenizer=None)\n"),
-        Valid("def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
-              "generate_rollout = _impl\n"),
+        Valid("""
+            class Runner:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    pass
+            generate_rollout = Runner()
+        """),
+        Valid("""
+            from functools import partial
+            def _impl(args, rollout_id, data_source, evaluation=False, *, tokenizer):
+                pass
+            generate_rollout = partial(_impl, tokenizer=None)
+        """),
+        Valid("""
+            def _impl(args, rollout_id, data_source, evaluation=False):
+                pass
+            generate_rollout = _impl
+        """),
         # Decorated with functools.wraps around a plain wrapper; and by an unknown decorator.
-        Valid("import functools\ndef timed(fn):\n    @functools.wraps(fn)\n"
-              "    def wrapper(*args, **kwargs):\n        return fn(*args, **kwargs)\n"
-              "    return wrapper\n"
-              "@timed\ndef generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    pass\n"),
+        Valid("""
+            import functools
+            def timed(fn):
+                @functools.wraps(fn)
+                def wrapper(*args, **kwargs):
+                    return fn(*args, **kwargs)
+                return wrapper
+            @timed
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+        """),
         # A method of a module-level instance that fits; a sync function that runs an
         # async helper itself; evaluation keyword-only (the manager passes it by name).
-        Valid("class Runner:\n"
-              "    def run(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        pass\n_runner = Runner()\ngenerate_rollout = _runner.run\n"),
-        Valid("import asyncio\n"
-              "async def _gen(args, rollout_id, data_source):\n    return []\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    return asyncio.run(_gen(args, rollout_id, data_source))\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, *, evaluation=False,"
-              " **kwargs):\n    pass\n"),
+        Valid("""
+            class Runner:
+                def run(self, args, rollout_id, data_source, evaluation=False):
+                    pass
+            _runner = Runner()
+            generate_rollout = _runner.run
+        """),
+        Valid("""
+            import asyncio
+            async def _gen(args, rollout_id, data_source):
+                return []
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return asyncio.run(_gen(args, rollout_id, data_source))
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, *, evaluation=False, **kwargs):
+                pass
+        """),
         # A name known only from the launch configuration.
-        Valid("def odd_name(args, rollout_id, data_source, evaluation=False):\n    pass\n",
-              options={"hooks": {"odd_name": "rollout_function_path"}}),
+        Valid("""
+            def odd_name(args, rollout_id, data_source, evaluation=False):
+                pass
+        """, options={"hooks": {"odd_name": "rollout_function_path"}}),
     ]
     INVALID = [
-        Invalid("def generate_rollout(args, rollout_id, data_buffer, evaluation=False):\n"
-                "    return data_buffer.get_samples(1)\n",
-                line=1, col=4,
-                fixed="def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                      "    return data_source.get_samples(1)\n"),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation):\n    pass\n",
-                line=1, col=4,
-                fixed="def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                      "    pass\n"),
-        Invalid("async def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    pass\n", line=1, col=10),
-        Invalid("def generate_rollout(args, rollout_id, *, evaluation=False):\n    pass\n",
-                line=1, col=4),
-        Invalid("def generate_rollout(args, rollout_id, evaluation, data_source):\n    pass\n",
-                line=1, col=4),
-        Invalid("def my_rollout(args, rollout_id, data):\n    pass\n", line=1, col=4,
-                options={"hooks": {"my_rollout": "rollout_function_path"}}),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
+                return data_buffer.get_samples(1)
+        """, line=1, col=4, fixed="""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return data_source.get_samples(1)
+        """),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation):
+                pass
+        """, line=1, col=4, fixed="""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+        """),
+        Invalid("""
+            async def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+        """, line=1, col=10),
+        Invalid("""
+            def generate_rollout(args, rollout_id, *, evaluation=False):
+                pass
+        """, line=1, col=4),
+        Invalid("""
+            def generate_rollout(args, rollout_id, evaluation, data_source):
+                pass
+        """, line=1, col=4),
+        Invalid("""
+            def my_rollout(args, rollout_id, data):
+                pass
+        """, line=1, col=4, options={"hooks": {"my_rollout": "rollout_function_path"}}),
         # An instance whose __call__ is async: vime calls it synchronously.
-        Invalid("class Runner:\n"
-                "    async def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        pass\ngenerate_rollout = Runner()\n", line=4, col=19),
+        Invalid("""
+            class Runner:
+                async def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    pass
+            generate_rollout = Runner()
+        """, line=4, col=19),
         # An instance whose plain __call__ lacks data_source (named by the launch config).
-        Invalid("class Runner:\n    def __call__(self, args, rollout_id, evaluation=False):\n"
-                "        pass\nrun_me = Runner()\n", line=4, col=9,
-                options={"hooks": {"run_me": "rollout_function_path"}}),
+        Invalid("""
+            class Runner:
+                def __call__(self, args, rollout_id, evaluation=False):
+                    pass
+            run_me = Runner()
+        """, line=4, col=9, options={"hooks": {"run_me": "rollout_function_path"}}),
         # A module-level lambda without evaluation.
         Invalid("generate_rollout = lambda args, rollout_id, data_source: None\n",
                 line=1, col=19),
         # functools.partial binding a slot the call site passes.
-        Invalid("import functools\n"
-                "def _impl(tokenizer, args, rollout_id, data_source, evaluation=False):\n"
-                "    pass\ngenerate_rollout = functools.partial(_impl, None, None)\n",
-                line=4, col=19),
+        Invalid("""
+            import functools
+            def _impl(tokenizer, args, rollout_id, data_source, evaluation=False):
+                pass
+            generate_rollout = functools.partial(_impl, None, None)
+        """, line=4, col=19),
         # An alias of an async def.
-        Invalid("async def _impl(args, rollout_id, data_source, evaluation=False):\n    pass\n"
-                "generate_rollout = _impl\n", line=3, col=19),
+        Invalid("""
+            async def _impl(args, rollout_id, data_source, evaluation=False):
+                pass
+            generate_rollout = _impl
+        """, line=3, col=19),
         # A method of an instance (Runner().run), lacking data_source; partial imported
         # under another name.
-        Invalid("class Runner:\n    def run(self, args, rollout_id, evaluation=False):\n"
-                "        pass\ngenerate_rollout = Runner().run\n", line=4, col=19),
-        Invalid("from functools import partial as bind\n"
-                "def _impl(args, rollout_id, evaluation=False):\n    pass\n"
-                "generate_rollout = bind(_impl)\n", line=4, col=19),
+        Invalid("""
+            class Runner:
+                def run(self, args, rollout_id, evaluation=False):
+                    pass
+            generate_rollout = Runner().run
+        """, line=4, col=19),
+        Invalid("""
+            from functools import partial as bind
+            def _impl(args, rollout_id, evaluation=False):
+                pass
+            generate_rollout = bind(_impl)
+        """, line=4, col=19),
         # A method-shaped def at module level: self takes the args slot.
-        Invalid("def generate_rollout(self, args, rollout_id, data_source, evaluation=False):\n"
-                "    pass\n", line=1, col=4),
+        Invalid("""
+            def generate_rollout(self, args, rollout_id, data_source, evaluation=False):
+                pass
+        """, line=1, col=4),
         # Decorated without functools.wraps: vime calls the async wrapper.
-        Invalid("def timed(fn):\n    async def wrapper(*args, **kwargs):\n"
-                "        return fn(*args, **kwargs)\n    return wrapper\n"
-                "@timed\ndef generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    pass\n", line=6, col=4),
+        Invalid("""
+            def timed(fn):
+                async def wrapper(*args, **kwargs):
+                    return fn(*args, **kwargs)
+                return wrapper
+            @timed
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                pass
+        """, line=6, col=4),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:

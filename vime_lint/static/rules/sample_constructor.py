@@ -11,7 +11,7 @@ import libcst as cst
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES, SAMPLE_FIELDS
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, Rule
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, suggest_field
+from vime_lint.static.rules._samples import suggest_field
 
 __all__ = ["SampleConstructor"]
 
@@ -50,9 +50,19 @@ class SampleConstructor(Rule):
 
     INVARIANT = INVARIANTS["VIM006"]
     VALID = [
-        Valid(SAMPLE_IMPORT + "s = Sample(prompt='hi', label='1')\n"),
-        Valid("class Sample:\n    pass\nSample(1, 2)\n"),
-        Valid(SAMPLE_IMPORT + "s = Sample(**fields)\n"),
+        Valid("""
+            from vime.utils.types import Sample
+            s = Sample(prompt='hi', label='1')
+        """),
+        Valid("""
+            class Sample:
+                pass
+            Sample(1, 2)
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            s = Sample(**fields)
+        """),
         # Built in a comprehension under an aliased import, keywords only.
         Valid("from vime.utils.types import Sample as S\n"
               "def load(rows):\n"
@@ -60,15 +70,28 @@ class SampleConstructor(Rule):
               ),
     ]
     INVALID = [
-        Invalid(SAMPLE_IMPORT + "s = Sample(0, 1, prompt='hi')\n", line=2, col=4,
-                severity="warning",
-                fixed=SAMPLE_IMPORT + "s = Sample(group_index=0, index=1, prompt='hi')\n"),
-        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='hi', lable='1')\n", line=2, col=4,
-                severity="error"),
-        Invalid("import vime.utils.types as t\ns = t.Sample(prompt='x', tokenz=[1])\n",
-                line=2, col=4, severity="error"),
-        Invalid("from vime.utils.types import Sample as S\ns = S('x')\n", line=2, col=4,
-                fixed="from vime.utils.types import Sample as S\ns = S(group_index='x')\n"),
+        Invalid("""
+            from vime.utils.types import Sample
+            s = Sample(0, 1, prompt='hi')
+        """, line=2, col=4, severity="warning", fixed="""
+            from vime.utils.types import Sample
+            s = Sample(group_index=0, index=1, prompt='hi')
+        """),
+        Invalid("""
+            from vime.utils.types import Sample
+            s = Sample(prompt='hi', lable='1')
+        """, line=2, col=4, severity="error"),
+        Invalid("""
+            import vime.utils.types as t
+            s = t.Sample(prompt='x', tokenz=[1])
+        """, line=2, col=4, severity="error"),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            s = S('x')
+        """, line=2, col=4, fixed="""
+            from vime.utils.types import Sample as S
+            s = S(group_index='x')
+        """),
         # The misspelt field inside a comprehension under an aliased import.
         Invalid("from vime.utils.types import Sample as S\n"
                 "def load(rows):\n"

@@ -17,7 +17,7 @@ from vime_lint.static._cst import code_of, reads_any
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FileContext
 from vime_lint.static.analysis import Semantic
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
+from vime_lint.static.rules._samples import SampleTracker
 
 __all__ = ["PER_SAMPLE_FIELDS", "SharedSampleObject"]
 
@@ -129,124 +129,260 @@ class SharedSampleObject(SampleTracker):
 
     INVARIANT = INVARIANTS["VIM025"]
     VALID = [
-        Valid("import copy\ndef f(group, template):\n    for sample in group:\n"
-              "        sample.metadata = copy.deepcopy(template)\n"),
-        Valid("def f(group, template):\n    for sample in group:\n"
-              "        sample.metadata = dict(template)\n        sample.metadata = {**template}\n"),
-        Valid("def f(group):\n    for sample in group:\n        meta = {'turns': []}\n"
-              "        sample.metadata = meta\n"),
-        Valid("def f(sample, mask):\n    for turn in range(3):\n        sample.loss_mask = mask\n"),
-        Valid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
-              "    meta = {'id': 1}\n"
-              "    segments = []\n    for part in sample.metadata['parts']:\n"
-              "        seg = Sample(prompt=part)\n        seg.metadata = meta\n"
-              "        segments.append(seg)\n    return segments\n"),
-        Valid(SAMPLE_IMPORT + "def f(prompts):\n    return [Sample(prompt=p, metadata={'p': p})"
-              " for p in prompts]\n"),
-        Valid("def f(group):\n    for s in group:\n        s.loss_mask = None\n"
-              "        s.tokens = s.tokens + [1]\n"),
-        Valid("def f(group, masks):\n    for i, s in enumerate(group):\n"
-              "        s.loss_mask = masks[i]\n"),
+        Valid("""
+            import copy
+            def f(group, template):
+                for sample in group:
+                    sample.metadata = copy.deepcopy(template)
+        """),
+        Valid("""
+            def f(group, template):
+                for sample in group:
+                    sample.metadata = dict(template)
+                    sample.metadata = {**template}
+        """),
+        Valid("""
+            def f(group):
+                for sample in group:
+                    meta = {'turns': []}
+                    sample.metadata = meta
+        """),
+        Valid("""
+            def f(sample, mask):
+                for turn in range(3):
+                    sample.loss_mask = mask
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                meta = {'id': 1}
+                segments = []
+                for part in sample.metadata['parts']:
+                    seg = Sample(prompt=part)
+                    seg.metadata = meta
+                    segments.append(seg)
+                return segments
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(prompts):
+                return [Sample(prompt=p, metadata={'p': p}) for p in prompts]
+        """),
+        Valid("""
+            def f(group):
+                for s in group:
+                    s.loss_mask = None
+                    s.tokens = s.tokens + [1]
+        """),
+        Valid("""
+            def f(group, masks):
+                for i, s in enumerate(group):
+                    s.loss_mask = masks[i]
+        """),
         # a comprehension's own targets are new on each pass, however they are unpacked
-        Valid(SAMPLE_IMPORT + "def f(lps):\n"
-              "    return [Sample(rollout_log_probs=lp) for lp in lps]\n"),
-        Valid(SAMPLE_IMPORT + "def f(rows):\n    return [Sample(tokens=p + r, "
-              "rollout_log_probs=lp)\n            for i, (p, r, lp) in enumerate(rows)]\n"),
-        Valid(SAMPLE_IMPORT + "def f(groups):\n    return {k: Sample(metadata=m) for k, *_, m "
-              "in groups}\n"),
-        Valid(SAMPLE_IMPORT + "def f(rows):\n    return [Sample(loss_mask=m) for r in rows "
-              "for m in r.masks]\n"),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(lps):
+                return [Sample(rollout_log_probs=lp) for lp in lps]
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(rows):
+                return [Sample(tokens=p + r, rollout_log_probs=lp)
+                        for i, (p, r, lp) in enumerate(rows)]
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(groups):
+                return {k: Sample(metadata=m) for k, *_, m in groups}
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(rows):
+                return [Sample(loss_mask=m) for r in rows for m in r.masks]
+        """),
         # A slice of a shared list is a new list (was a false finding).
-        Valid("def f(group, mask):\n    for s in group:\n        s.loss_mask = mask[:]\n"),
+        Valid("""
+            def f(group, mask):
+                for s in group:
+                    s.loss_mask = mask[:]
+        """),
         # A rollout function's comprehension copying the mask (aliased import); a class
         # rollout copying its template attribute on each pass.
-        Valid("from vime.utils.types import Sample as S\n"
-              "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    mask = [1, 1]\n"
-              "    return [[S(prompt=p, tokens=[1, 2], loss_mask=list(mask))] for p in ['a', 'b']]\n"),
-        Valid("from vime.utils.types import Sample as S\nclass Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        out = []\n        for p in ['a', 'b']:\n            s = S(prompt=p)\n"
-              "            s.loss_mask = self.mask[:]\n            out.append([s])\n"
-              "        return out\ngenerate_rollout = Rollout()\n"),
+        Valid("""
+            from vime.utils.types import Sample as S
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                mask = [1, 1]
+                return [[S(prompt=p, tokens=[1, 2], loss_mask=list(mask))] for p in ['a', 'b']]
+        """),
+        Valid("""
+            from vime.utils.types import Sample as S
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    out = []
+                    for p in ['a', 'b']:
+                        s = S(prompt=p)
+                        s.loss_mask = self.mask[:]
+                        out.append([s])
+                    return out
+            generate_rollout = Rollout()
+        """),
     ]
     INVALID = [
         # A rollout function's comprehension (aliased import) sharing a mask vime extends; a
         # class rollout sharing its own attribute.
-        Invalid("from vime.utils.types import Sample as S\n"
-                "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    mask = [1, 1]\n"
-                "    return [[S(prompt=p, tokens=[1, 2], loss_mask=mask)] for p in ['a', 'b']]\n",
-                line=4, col=40, severity="error"),
-        Invalid("from vime.utils.types import Sample as S\nclass Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        out = []\n        for p in ['a', 'b']:\n            s = S(prompt=p)\n"
-                "            s.loss_mask = self.mask\n            out.append([s])\n"
-                "        return out\ngenerate_rollout = Rollout()\n", line=7, col=12,
-                severity="error"),
-        Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
-                "        sample.metadata = meta\n", line=4, col=8),
-        Invalid("def f(groups, n):\n    mask = [1] * n\n    for group in groups:\n"
-                "        for s in group:\n            s.loss_mask = mask\n", line=5, col=12),
-        Invalid("from vime.utils.types import Sample as S\n"
-                "def f(prompts, template):\n"
-                "    return [S(prompt=p, metadata=template) for p in prompts]\n",
-                line=3, col=24),
-        Invalid(SAMPLE_IMPORT + "def f(rows, lp):\n"
-                "    return [Sample(rollout_log_probs=lp) for i, (p, r) in enumerate(rows)]\n",
-                line=3, col=19),
-        Invalid(SAMPLE_IMPORT + "def f(sample, n):\n    out = []\n    for i in range(n):\n"
-                "        new = Sample(prompt=sample.prompt)\n        new.tokens = sample.tokens\n"
-                "        out.append(new)\n    return out\n", line=6, col=8),
-        Invalid("def f(group):\n    for i, sample in enumerate(group):\n"
-                "        sample.tokens = group[0].tokens\n", line=3, col=8),
-        Invalid("def f(groups):\n    for group in groups:\n        meta = {}\n"
-                "        for sample in group:\n            sample.metadata = meta\n",
-                line=5, col=12),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                mask = [1, 1]
+                return [[S(prompt=p, tokens=[1, 2], loss_mask=mask)] for p in ['a', 'b']]
+        """, line=4, col=40, severity="error"),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    out = []
+                    for p in ['a', 'b']:
+                        s = S(prompt=p)
+                        s.loss_mask = self.mask
+                        out.append([s])
+                    return out
+            generate_rollout = Rollout()
+        """, line=7, col=12, severity="error"),
+        Invalid("""
+            def f(group):
+                meta = {'source': 'gsm8k'}
+                for sample in group:
+                    sample.metadata = meta
+        """, line=4, col=8),
+        Invalid("""
+            def f(groups, n):
+                mask = [1] * n
+                for group in groups:
+                    for s in group:
+                        s.loss_mask = mask
+        """, line=5, col=12),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def f(prompts, template):
+                return [S(prompt=p, metadata=template) for p in prompts]
+        """, line=3, col=24),
+        Invalid("""
+            from vime.utils.types import Sample
+            def f(rows, lp):
+                return [Sample(rollout_log_probs=lp) for i, (p, r) in enumerate(rows)]
+        """, line=3, col=19),
+        Invalid("""
+            from vime.utils.types import Sample
+            def f(sample, n):
+                out = []
+                for i in range(n):
+                    new = Sample(prompt=sample.prompt)
+                    new.tokens = sample.tokens
+                    out.append(new)
+                return out
+        """, line=6, col=8),
+        Invalid("""
+            def f(group):
+                for i, sample in enumerate(group):
+                    sample.tokens = group[0].tokens
+        """, line=3, col=8),
+        Invalid("""
+            def f(groups):
+                for group in groups:
+                    meta = {}
+                    for sample in group:
+                        sample.metadata = meta
+        """, line=5, col=12),
         # A train_metadata dict shared by siblings that nothing writes: read-only, a warning.
-        Invalid("def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
-                "        s.train_metadata = shared\n", line=4, col=8, severity="warning"),
+        Invalid("""
+            def f(group, task):
+                shared = {'task': task}
+                for s in group:
+                    s.train_metadata = shared
+        """, line=4, col=8, severity="warning"),
         # ... written through one sample afterwards: an error.
-        Invalid("def f(group):\n    shared = {}\n    for s in group:\n"
-                "        s.train_metadata = shared\n"
-                "    group[0].train_metadata['best'] = True\n", line=4, col=8,
-                severity="error"),
+        Invalid("""
+            def f(group):
+                shared = {}
+                for s in group:
+                    s.train_metadata = shared
+                group[0].train_metadata['best'] = True
+        """, line=4, col=8, severity="error"),
         # ... written through a name bound to the field, in another function: an error.
-        Invalid("def tag(sample):\n    tm = sample.train_metadata\n    tm.update(seen=1)\n"
-                "def f(group):\n    shared = {}\n    for s in group:\n"
-                "        s.train_metadata = shared\n", line=7, col=8, severity="error"),
+        Invalid("""
+            def tag(sample):
+                tm = sample.train_metadata
+                tm.update(seen=1)
+            def f(group):
+                shared = {}
+                for s in group:
+                    s.train_metadata = shared
+        """, line=7, col=8, severity="error"),
         # ... the shared dict itself written after the loop, in a method: an error.
-        Invalid("class R:\n    def run(self, group):\n        info = {'n': 0}\n"
-                "        for s in group:\n            s.train_metadata = info\n"
-                "        info['n'] = len(group)\n", line=5, col=12, severity="error"),
+        Invalid("""
+            class R:
+                def run(self, group):
+                    info = {'n': 0}
+                    for s in group:
+                        s.train_metadata = info
+                    info['n'] = len(group)
+        """, line=5, col=12, severity="error"),
         # Writes are matched to the variable, not the spelling: another function's `shared`
         # is another object, so this one stays read-only (a warning).
-        Invalid("def other(shared):\n    shared['x'] = 1\n"
-                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
-                "        s.train_metadata = shared\n", line=6, col=8, severity="warning"),
+        Invalid("""
+            def other(shared):
+                shared['x'] = 1
+            def f(group, task):
+                shared = {'task': task}
+                for s in group:
+                    s.train_metadata = shared
+        """, line=6, col=8, severity="warning"),
         # ... passed to a helper that only reads it: still read-only.
-        Invalid("def show(d):\n    print(sorted(d))\n"
-                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
-                "        s.train_metadata = shared\n    show(shared)\n", line=6, col=8,
-                severity="warning"),
+        Invalid("""
+            def show(d):
+                print(sorted(d))
+            def f(group, task):
+                shared = {'task': task}
+                for s in group:
+                    s.train_metadata = shared
+                show(shared)
+        """, line=6, col=8, severity="warning"),
         # ... written through an alias: an error.
-        Invalid("def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
-                "        s.train_metadata = shared\n    view = shared\n"
-                "    view.pop('task')\n", line=4, col=8, severity="error"),
+        Invalid("""
+            def f(group, task):
+                shared = {'task': task}
+                for s in group:
+                    s.train_metadata = shared
+                view = shared
+                view.pop('task')
+        """, line=4, col=8, severity="error"),
         # ... passed to a helper that writes its parameter (by position or keyword): an error.
-        Invalid("def mark(d, key):\n    d[key] = True\n"
-                "def f(group, task):\n    shared = {'task': task}\n    for s in group:\n"
-                "        s.train_metadata = shared\n    mark(key='seen', d=shared)\n",
-                line=6, col=8, severity="error"),
+        Invalid("""
+            def mark(d, key):
+                d[key] = True
+            def f(group, task):
+                shared = {'task': task}
+                for s in group:
+                    s.train_metadata = shared
+                mark(key='seen', d=shared)
+        """, line=6, col=8, severity="error"),
         # ... a module-level template that another function updates: an error.
-        Invalid(SAMPLE_IMPORT + "TEMPLATE = {'task': 'qa'}\n"
-                "def bump():\n    TEMPLATE.setdefault('n', 0)\n"
-                "def f(prompts):\n"
-                "    return [Sample(prompt=p, train_metadata=TEMPLATE) for p in prompts]\n",
-                line=6, col=29, severity="error"),
+        Invalid("""
+            from vime.utils.types import Sample
+            TEMPLATE = {'task': 'qa'}
+            def bump():
+                TEMPLATE.setdefault('n', 0)
+            def f(prompts):
+                return [Sample(prompt=p, train_metadata=TEMPLATE) for p in prompts]
+        """, line=6, col=29, severity="error"),
         # metadata is written by vime itself (failure records): an error even when read-only.
-        Invalid("def f(group):\n    meta = {'source': 'gsm8k'}\n    for sample in group:\n"
-                "        sample.metadata = meta\n", line=4, col=8, severity="error"),
+        Invalid("""
+            def f(group):
+                meta = {'source': 'gsm8k'}
+                for sample in group:
+                    sample.metadata = meta
+        """, line=4, col=8, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:

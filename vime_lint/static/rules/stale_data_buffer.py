@@ -51,63 +51,115 @@ class StaleDataBuffer(FunctionTracker):
     VALID = [
         Valid("self.data_source.get_samples(4)\n"),
         # The user's class assigns it in __init__ and reads it in another method.
-        Valid("class Replay:\n    def __init__(self, data_buffer):\n"
-              "        self.data_buffer = data_buffer\n"
-              "    def sample(self, n):\n        return self.data_buffer[:n]\n"),
+        Valid("""
+            class Replay:
+                def __init__(self, data_buffer):
+                    self.data_buffer = data_buffer
+                def sample(self, n):
+                    return self.data_buffer[:n]
+        """),
         # A dataclass field, read through an instance of the class.
-        Valid("from dataclasses import dataclass, field\n@dataclass\nclass State:\n"
-              "    data_buffer: list = field(default_factory=list)\n"
-              "def push(x):\n    state = State()\n    state.data_buffer.append(x)\n"),
+        Valid("""
+            from dataclasses import dataclass, field
+            @dataclass
+            class State:
+                data_buffer: list = field(default_factory=list)
+            def push(x):
+                state = State()
+                state.data_buffer.append(x)
+        """),
         # Assigned by a base class of the module; a parameter annotated with the class.
-        Valid("class Base:\n    def __init__(self):\n        self.data_buffer = []\n"
-              "class Child(Base):\n    def add(self, x):\n        self.data_buffer.append(x)\n"
-              "def drain(c: Child):\n    return c.data_buffer\n"),
+        Valid("""
+            class Base:
+                def __init__(self):
+                    self.data_buffer = []
+            class Child(Base):
+                def add(self, x):
+                    self.data_buffer.append(x)
+            def drain(c: Child):
+                return c.data_buffer
+        """),
         # Read in a callback nested in a method: `self` is the method's (upstream slime's
         # fully-async worker requeues aborted groups this way).
-        Valid("class Worker:\n    def __init__(self, data_buffer):\n"
-              "        self.data_buffer = data_buffer\n"
-              "    def done_cb(self):\n        def _cb(task):\n"
-              "            self.data_buffer.add_samples([task.result()])\n        return _cb\n"),
+        Valid("""
+            class Worker:
+                def __init__(self, data_buffer):
+                    self.data_buffer = data_buffer
+                def done_cb(self):
+                    def _cb(task):
+                        self.data_buffer.add_samples([task.result()])
+                    return _cb
+        """),
         # getattr with a default (probing for the old name); a dict key of that name; a
         # class hook's own attribute set in __init__ and read in __call__.
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    source = getattr(args, 'data_buffer', None) or data_source\n"
-              "    return source.get_samples(1)\n"),
-        Valid("cfg = {'data_buffer': 4}\nx = cfg['data_buffer']\n"),
-        Valid("class Rollout:\n    def __init__(self):\n        self.data_buffer = []\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        return [self.data_buffer.pop() for _ in range(2)]\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                source = getattr(args, 'data_buffer', None) or data_source
+                return source.get_samples(1)
+        """),
+        Valid("""
+            cfg = {'data_buffer': 4}
+            x = cfg['data_buffer']
+        """),
+        Valid("""
+            class Rollout:
+                def __init__(self):
+                    self.data_buffer = []
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    return [self.data_buffer.pop() for _ in range(2)]
+            generate_rollout = Rollout()
+        """),
     ]
     INVALID = [
         Invalid("x = self.data_buffer.get_samples(4)\n", line=1, col=4),
         # getattr without a default; a local alias of args; a class hook's comprehension.
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return getattr(args, 'data_buffer').get_samples(1)\n", line=2, col=11),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    cfg = args\n    return cfg.data_buffer\n", line=3, col=11),
-        Invalid("class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        return [self.data_buffer.pop() for _ in range(2)]\n"
-                "generate_rollout = Rollout()\n", line=3, col=16),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return getattr(args, 'data_buffer').get_samples(1)
+        """, line=2, col=11),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                cfg = args
+                return cfg.data_buffer
+        """, line=3, col=11),
+        Invalid("""
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    return [self.data_buffer.pop() for _ in range(2)]
+            generate_rollout = Rollout()
+        """, line=3, col=16),
         # A class that never assigns it.
-        Invalid("class Runner:\n    def __init__(self, data_source):\n"
-                "        self.data_source = data_source\n"
-                "    def step(self):\n        return self.data_buffer.get_samples(1)\n",
-                line=5, col=15),
+        Invalid("""
+            class Runner:
+                def __init__(self, data_source):
+                    self.data_source = data_source
+                def step(self):
+                    return self.data_buffer.get_samples(1)
+        """, line=5, col=15),
         # vime's args, inside a hook.
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    return args.data_buffer\n", line=2, col=11),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return args.data_buffer
+        """, line=2, col=11),
         # A callback nested in a method of a class that never assigns it.
-        Invalid("class Worker:\n    def __init__(self, data_source):\n"
-                "        self.data_source = data_source\n"
-                "    def done_cb(self):\n        def _cb(task):\n"
-                "            self.data_buffer.add_samples([task.result()])\n        return _cb\n",
-                line=6, col=12),
+        Invalid("""
+            class Worker:
+                def __init__(self, data_source):
+                    self.data_source = data_source
+                def done_cb(self):
+                    def _cb(task):
+                        self.data_buffer.add_samples([task.result()])
+                    return _cb
+        """, line=6, col=12),
         # An instance of the user's class that assigns something else.
-        Invalid("class Holder:\n    def __init__(self):\n        self.items = []\n"
-                "holder = Holder()\ndef f():\n    return holder.data_buffer\n",
-                line=6, col=11),
+        Invalid("""
+            class Holder:
+                def __init__(self):
+                    self.items = []
+            holder = Holder()
+            def f():
+                return holder.data_buffer
+        """, line=6, col=11),
     ]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:

@@ -10,7 +10,7 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of, string_value
 from vime_lint.static._model import Invalid, Valid
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, SampleTracker
+from vime_lint.static.rules._samples import SampleTracker
 
 __all__ = ["StaleSampleFlag"]
 
@@ -46,45 +46,98 @@ class StaleSampleFlag(SampleTracker):
     INVARIANT = INVARIANTS["VIM032"]
     ALIASES = ("VIM007",)
     VALID = [
-        Valid("def f(sample):\n    return sample.status\n"),
-        Valid("def f(output):\n    return output.truncated\n"),
+        Valid("""
+            def f(sample):
+                return sample.status
+        """),
+        Valid("""
+            def f(output):
+                return output.truncated
+        """),
         # another library's iter_samples (by qualified name, not by spelling): its rows
-        Valid("from mylib import iter_samples\ndef f(data):\n"
-              "    for row in iter_samples(data):\n        row.truncated = True\n"),
-        Valid("import mylib as ml\ndef f(data):\n"
-              "    for row in ml.iter_samples(data):\n        print(row.aborted)\n"),
-        Valid("from mylib import walk as iter_samples\ndef f(data):\n"
-              "    for row in iter_samples(data):\n        print(row.truncated)\n"),
+        Valid("""
+            from mylib import iter_samples
+            def f(data):
+                for row in iter_samples(data):
+                    row.truncated = True
+        """),
+        Valid("""
+            import mylib as ml
+            def f(data):
+                for row in ml.iter_samples(data):
+                    print(row.aborted)
+        """),
+        Valid("""
+            from mylib import walk as iter_samples
+            def f(data):
+                for row in iter_samples(data):
+                    print(row.truncated)
+        """),
         # The status read in a class filter's comprehension; another object's getattr.
-        Valid(SAMPLE_IMPORT + "class Keep:\n    def __call__(self, args, samples):\n"
-              "        return [s for s in samples if s.status != Sample.Status.TRUNCATED]\n"
-              "dynamic_sampling_filter = Keep()\n"),
-        Valid("def f(out):\n    return getattr(out, 'truncated', False)\n"),
+        Valid("""
+            from vime.utils.types import Sample
+            class Keep:
+                def __call__(self, args, samples):
+                    return [s for s in samples if s.status != Sample.Status.TRUNCATED]
+            dynamic_sampling_filter = Keep()
+        """),
+        Valid("""
+            def f(out):
+                return getattr(out, 'truncated', False)
+        """),
     ]
     INVALID = [
-        Invalid("def f(sample):\n    if sample.truncated:\n        pass\n", line=2, col=7),
+        Invalid("""
+            def f(sample):
+                if sample.truncated:
+                    pass
+        """, line=2, col=7),
         # A comprehension in a class filter; a helper whose parameter is annotated with the
         # aliased Sample; getattr with a default (always the default) and setattr.
-        Invalid("class Keep:\n    def __call__(self, args, samples):\n"
-                "        return [s for s in samples if not s.truncated]\n"
-                "dynamic_sampling_filter = Keep()\n", line=3, col=42),
-        Invalid("from vime.utils.types import Sample as S\ndef _cut(s: S):\n"
-                "    return s.aborted\n", line=3, col=11),
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    return 0.0 if getattr(sample, 'truncated', False) else 1.0\n",
-                line=2, col=18),
-        Invalid("def f(group):\n    for s in group:\n        setattr(s, 'aborted', True)\n",
-                line=3, col=8),
-        Invalid("def f(group):\n    for s in group:\n        s.aborted = True\n", line=3, col=8),
+        Invalid("""
+            class Keep:
+                def __call__(self, args, samples):
+                    return [s for s in samples if not s.truncated]
+            dynamic_sampling_filter = Keep()
+        """, line=3, col=42),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def _cut(s: S):
+                return s.aborted
+        """, line=3, col=11),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                return 0.0 if getattr(sample, 'truncated', False) else 1.0
+        """, line=2, col=18),
+        Invalid("""
+            def f(group):
+                for s in group:
+                    setattr(s, 'aborted', True)
+        """, line=3, col=8),
+        Invalid("""
+            def f(group):
+                for s in group:
+                    s.aborted = True
+        """, line=3, col=8),
         # vime's iter_samples under other names
-        Invalid("from vime.rollout.base_types import iter_samples as leaves\ndef f(data):\n"
-                "    for row in leaves(data):\n        row.truncated = True\n", line=4, col=8),
-        Invalid("import vime.rollout.base_types as bt\ndef f(data):\n"
-                "    for row in bt.iter_samples(data):\n        print(row.aborted)\n",
-                line=4, col=14),
-        Invalid("from vime.rollout import base_types\ndef f(data):\n"
-                "    for row in base_types.iter_samples(data):\n"
-                "        print(row.truncated)\n", line=4, col=14),
+        Invalid("""
+            from vime.rollout.base_types import iter_samples as leaves
+            def f(data):
+                for row in leaves(data):
+                    row.truncated = True
+        """, line=4, col=8),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            def f(data):
+                for row in bt.iter_samples(data):
+                    print(row.aborted)
+        """, line=4, col=14),
+        Invalid("""
+            from vime.rollout import base_types
+            def f(data):
+                for row in base_types.iter_samples(data):
+                    print(row.truncated)
+        """, line=4, col=14),
     ]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:

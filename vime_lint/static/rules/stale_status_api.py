@@ -54,55 +54,128 @@ class StatusString(SampleTracker):
 
     INVARIANT = INVARIANTS["VIM007"]
     VALID = [
-        Valid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = Sample.Status.TRUNCATED\n"),
+        Valid("""
+            from vime.utils.types import Sample
+            def f(sample):
+                sample.status = Sample.Status.TRUNCATED
+        """),
         Valid("response.status = 'ok'\n"),
-        Valid("if resp.status == 200:\n    pass\n"),
+        Valid("""
+            if resp.status == 200:
+                pass
+        """),
         # The module's own class has a `status` (an order, a job): its strings are its own.
-        Valid("from dataclasses import dataclass\n@dataclass\nclass Order:\n    status: str\n"
-              "def cancel(orders, oid):\n    order = orders.get(oid)\n"
-              "    if order.status != 'pending':\n        raise ValueError(oid)\n"
-              "    order.status = 'completed'\n"),
-        Valid("class Job:\n    def __init__(self):\n        self.status = 'pending'\n"
-              "    def done(self):\n        return self.status == 'completed'\n"),
+        Valid("""
+            from dataclasses import dataclass
+            @dataclass
+            class Order:
+                status: str
+            def cancel(orders, oid):
+                order = orders.get(oid)
+                if order.status != 'pending':
+                    raise ValueError(oid)
+                order.status = 'completed'
+        """),
+        Valid("""
+            class Job:
+                def __init__(self):
+                    self.status = 'pending'
+                def done(self):
+                    return self.status == 'completed'
+        """),
         # The member's value or name compared with a string; members in a tuple; an HTTP
         # status among numbers.
-        Valid("def f(sample):\n    return sample.status.value == 'aborted'\n"),
-        Valid("def f(sample):\n    return sample.status.name == 'ABORTED'\n"),
+        Valid("""
+            def f(sample):
+                return sample.status.value == 'aborted'
+        """),
+        Valid("""
+            def f(sample):
+                return sample.status.name == 'ABORTED'
+        """),
         Valid(SAMPLE_IMPORT + "def f(samples):\n    return [s for s in samples if s.status in"
               " (Sample.Status.ABORTED, Sample.Status.TRUNCATED)]\n"),
-        Valid("def f(resp):\n    return resp.status in (200, 201)\n"),
+        Valid("""
+            def f(resp):
+                return resp.status in (200, 201)
+        """),
     ]
     INVALID = [
-        Invalid(SAMPLE_IMPORT + "def f(sample):\n    sample.status = 'truncated'\n", line=3, col=4,
-                fixed=SAMPLE_IMPORT + "def f(sample):\n"
-                "    sample.status = Sample.Status.TRUNCATED\n"),
-        Invalid("def f(x):\n    if x.status == 'aborted':\n        pass\n", line=2, col=7),
+        Invalid("""
+            from vime.utils.types import Sample
+            def f(sample):
+                sample.status = 'truncated'
+        """, line=3, col=4, fixed="""
+            from vime.utils.types import Sample
+            def f(sample):
+                sample.status = Sample.Status.TRUNCATED
+        """),
+        Invalid("""
+            def f(x):
+                if x.status == 'aborted':
+                    pass
+        """, line=2, col=7),
         # ... but a receiver known to hold a sample is still reported next to such a class.
-        Invalid(SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
-                "def f(sample: Sample):\n    return sample.status == 'aborted'\n",
-                line=5, col=11, fixed=SAMPLE_IMPORT + "class Job:\n    status = 'pending'\n"
-                "def f(sample: Sample):\n    return sample.status == Sample.Status.ABORTED\n"),
+        Invalid("""
+            from vime.utils.types import Sample
+            class Job:
+                status = 'pending'
+            def f(sample: Sample):
+                return sample.status == 'aborted'
+        """, line=5, col=11, fixed="""
+            from vime.utils.types import Sample
+            class Job:
+                status = 'pending'
+            def f(sample: Sample):
+                return sample.status == Sample.Status.ABORTED
+        """),
         # In a comprehension (aliased import, the fix spells the alias); membership in a
         # tuple of strings; the string on the left; a class generate hook's store.
-        Invalid("from vime.utils.types import Sample as S\ndef f(samples):\n"
-                "    return [s for s in samples if s.status == 'completed']\n", line=3, col=34,
-                fixed="from vime.utils.types import Sample as S\ndef f(samples):\n"
-                      "    return [s for s in samples if s.status == S.Status.COMPLETED]\n"),
-        Invalid("def f(sample):\n    if sample.status in ('aborted', 'truncated'):\n"
-                "        return None\n", line=2, col=7),
-        Invalid(SAMPLE_IMPORT + "def f(sample):\n    return 'aborted' == sample.status\n",
-                line=3, col=11, fixed=SAMPLE_IMPORT + "def f(sample):\n"
-                "    return Sample.Status.ABORTED == sample.status\n"),
-        Invalid(SAMPLE_IMPORT + "class Gen:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample.status = 'completed'\n        return sample\n"
-                "generate = Gen()\n", line=4, col=8,
-                fixed=SAMPLE_IMPORT + "class Gen:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample.status = Sample.Status.COMPLETED\n        return sample\n"
-                "generate = Gen()\n"),
-        Invalid(SAMPLE_IMPORT + "s = Sample(prompt='p', status='completed')\n", line=2, col=4,
-                fixed=SAMPLE_IMPORT + "s = Sample(prompt='p', status=Sample.Status.COMPLETED)\n"),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def f(samples):
+                return [s for s in samples if s.status == 'completed']
+        """, line=3, col=34, fixed="""
+            from vime.utils.types import Sample as S
+            def f(samples):
+                return [s for s in samples if s.status == S.Status.COMPLETED]
+        """),
+        Invalid("""
+            def f(sample):
+                if sample.status in ('aborted', 'truncated'):
+                    return None
+        """, line=2, col=7),
+        Invalid("""
+            from vime.utils.types import Sample
+            def f(sample):
+                return 'aborted' == sample.status
+        """, line=3, col=11, fixed="""
+            from vime.utils.types import Sample
+            def f(sample):
+                return Sample.Status.ABORTED == sample.status
+        """),
+        Invalid("""
+            from vime.utils.types import Sample
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample.status = 'completed'
+                    return sample
+            generate = Gen()
+        """, line=4, col=8, fixed="""
+            from vime.utils.types import Sample
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample.status = Sample.Status.COMPLETED
+                    return sample
+            generate = Gen()
+        """),
+        Invalid("""
+            from vime.utils.types import Sample
+            s = Sample(prompt='p', status='completed')
+        """, line=2, col=4, fixed="""
+            from vime.utils.types import Sample
+            s = Sample(prompt='p', status=Sample.Status.COMPLETED)
+        """),
     ]
 
     def _member(self, node: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -69,71 +69,148 @@ class SwallowedRewardFailure(RewardRule):
 
     INVARIANT = INVARIANTS["VIM030"]
     VALID = [
-        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        answer = int(sample.response.strip())\n    except ValueError:\n"
-              "        return 0.0\n    return float(answer == int(sample.label))\n"),
-        Valid("import logging\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        return await judge(sample)\n    except Exception:\n"
-              "        logging.exception('judge failed')\n        raise\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        return await judge(sample)\n    except Exception:\n"
-              "        return await fallback_judge(sample)\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    answer = int(sample.response.strip())
+                except ValueError:
+                    return 0.0
+                return float(answer == int(sample.label))
+        """),
+        Valid("""
+            import logging
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    return await judge(sample)
+                except Exception:
+                    logging.exception('judge failed')
+                    raise
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    return await judge(sample)
+                except Exception:
+                    return await fallback_judge(sample)
+        """),
         # A class reward that logs and re-raises; one that chains a new error.
-        Valid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-              "        try:\n            return await self.client.score(sample.response)\n"
-              "        except Exception:\n            self.log.exception('judge failed')\n"
-              "            raise\nreward_func = Judge()\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-              "        return await judge(sample)\n    except Exception as e:\n"
-              "        raise RuntimeError('judge') from e\n"),
+        Valid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    try:
+                        return await self.client.score(sample.response)
+                    except Exception:
+                        self.log.exception('judge failed')
+                        raise
+            reward_func = Judge()
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    return await judge(sample)
+                except Exception as e:
+                    raise RuntimeError('judge') from e
+        """),
         # A batch reward that appends a parsed fallback for a narrow error.
-        Valid("async def reward_func(args, samples, **kwargs):\n    out = []\n"
-              "    for s in samples:\n        try:\n            out.append(float(s.response))\n"
-              "        except ValueError:\n            out.append(0.0)\n    return out\n",
-              options={"launch_flags": ["--group-rm"]}),
-        Valid("def parse(text):\n    try:\n        return int(text)\n    except Exception:\n"
-              "        return 0\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return float(parse(sample.response) == 4)\n"),
+        Valid("""
+            async def reward_func(args, samples, **kwargs):
+                out = []
+                for s in samples:
+                    try:
+                        out.append(float(s.response))
+                    except ValueError:
+                        out.append(0.0)
+                return out
+        """, options={"launch_flags": ["--group-rm"]}),
+        Valid("""
+            def parse(text):
+                try:
+                    return int(text)
+                except Exception:
+                    return 0
+            async def reward_func(args, sample, **kwargs):
+                return float(parse(sample.response) == 4)
+        """),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        return compute(sample.response, sample.label)\n"
-                "    except Exception:\n        return 0.0\n", line=5, col=8),
-        Invalid("async def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        score = compute(sample)\n    except:\n        score = 0.0\n"
-                "    return score\n", line=5, col=8),
-        Invalid("import httpx as hx\nURL = 'http://judge:8000/score'\n"
-                "async def call_judge(text):\n    try:\n"
-                "        async with hx.AsyncClient() as client:\n"
-                "            r = await client.post(URL, json={'text': text})\n"
-                "        return float(r.json()['score'])\n    except hx.HTTPError:\n"
-                "        return -1.0\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return await call_judge(sample.response)\n", line=9, col=8),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    return compute(sample.response, sample.label)
+                except Exception:
+                    return 0.0
+        """, line=5, col=8),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    score = compute(sample)
+                except:
+                    score = 0.0
+                return score
+        """, line=5, col=8),
+        Invalid("""
+            import httpx as hx
+            URL = 'http://judge:8000/score'
+            async def call_judge(text):
+                try:
+                    async with hx.AsyncClient() as client:
+                        r = await client.post(URL, json={'text': text})
+                    return float(r.json()['score'])
+                except hx.HTTPError:
+                    return -1.0
+            async def reward_func(args, sample, **kwargs):
+                return await call_judge(sample.response)
+        """, line=9, col=8),
         # A class reward's __call__ and the self method it awaits; requests imported under
         # another name; a batch reward appending a constant for each failed judge call.
-        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-                "        try:\n            return await self.client.score(sample.response)\n"
-                "        except Exception:\n            return 0.0\nreward_func = Judge()\n",
-                line=6, col=12),
-        Invalid("class Judge:\n    async def __call__(self, args, sample, **kwargs):\n"
-                "        return await self._ask(sample)\n    async def _ask(self, sample):\n"
-                "        try:\n            return await self.client.score(sample.response)\n"
-                "        except Exception:\n            return 0.0\nreward_func = Judge()\n",
-                line=8, col=12),
-        Invalid("import requests as rq\nasync def reward_func(args, sample, **kwargs):\n"
-                "    try:\n        r = rq.post('http://judge', json={})\n"
-                "        score = float(r.json()['score'])\n    except rq.RequestException:\n"
-                "        score = -1\n    return score\n", line=7, col=8),
-        Invalid("async def reward_func(args, samples, **kwargs):\n    out = []\n"
-                "    for s in samples:\n        try:\n            out.append(await judge(s))\n"
-                "        except Exception:\n            out.append(0.0)\n    return out\n",
-                line=7, col=23, options={"launch_flags": ["--group-rm"]}),
-        Invalid("FAILED = 0.0\nasync def reward_func(args, sample, **kwargs):\n    try:\n"
-                "        return {'score': await judge(sample)}\n"
-                "    except (KeyError, Exception) as exc:\n"
-                "        return {'score': FAILED, 'error': str(exc)}\n", line=6, col=8),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    try:
+                        return await self.client.score(sample.response)
+                    except Exception:
+                        return 0.0
+            reward_func = Judge()
+        """, line=6, col=12),
+        Invalid("""
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return await self._ask(sample)
+                async def _ask(self, sample):
+                    try:
+                        return await self.client.score(sample.response)
+                    except Exception:
+                        return 0.0
+            reward_func = Judge()
+        """, line=8, col=12),
+        Invalid("""
+            import requests as rq
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    r = rq.post('http://judge', json={})
+                    score = float(r.json()['score'])
+                except rq.RequestException:
+                    score = -1
+                return score
+        """, line=7, col=8),
+        Invalid("""
+            async def reward_func(args, samples, **kwargs):
+                out = []
+                for s in samples:
+                    try:
+                        out.append(await judge(s))
+                    except Exception:
+                        out.append(0.0)
+                return out
+        """, line=7, col=23, options={"launch_flags": ["--group-rm"]}),
+        Invalid("""
+            FAILED = 0.0
+            async def reward_func(args, sample, **kwargs):
+                try:
+                    return {'score': await judge(sample)}
+                except (KeyError, Exception) as exc:
+                    return {'score': FAILED, 'error': str(exc)}
+        """, line=6, col=8),
     ]
 
     def _caught(self, handler: cst.ExceptHandler) -> str | None:

@@ -70,17 +70,29 @@ class TemplatedTextSpecialTokens(SampleTracker):
         Valid(_RENDER.format(encode="tokenizer(text, add_special_tokens=False)['input_ids']")),
         # Tokenized by the template itself; plain text (not templated) with special tokens;
         # a flag the code computes.
-        Valid("def f(tokenizer, messages):\n"
-              "    return tokenizer.apply_chat_template(messages, tokenize=True)\n"),
-        Valid("def f(tokenizer, sample):\n    return tokenizer.encode(sample.prompt)\n"),
+        Valid("""
+            def f(tokenizer, messages):
+                return tokenizer.apply_chat_template(messages, tokenize=True)
+        """),
+        Valid("""
+            def f(tokenizer, sample):
+                return tokenizer.encode(sample.prompt)
+        """),
         Valid(_RENDER.format(encode="tokenizer.encode(text, add_special_tokens=flag)")),
         # A batch of rendered texts encoded without special tokens in a comprehension; a
         # loop over plain prompts with them.
-        Valid("def f(tokenizer, batch):\n"
-              "    texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]\n"
-              "    return [tokenizer.encode(t, add_special_tokens=False) for t in texts]\n"),
-        Valid("def f(tokenizer, samples):\n    out = []\n    for t in [s.prompt for s in samples]:\n"
-              "        out.append(tokenizer.encode(t))\n    return out\n"),
+        Valid("""
+            def f(tokenizer, batch):
+                texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]
+                return [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+        """),
+        Valid("""
+            def f(tokenizer, samples):
+                out = []
+                for t in [s.prompt for s in samples]:
+                    out.append(tokenizer.encode(t))
+                return out
+        """),
         # Templated text that something is appended to, encoded without special tokens.
         Valid(_RENDER.format(encode="tok.encode(text + sample.response, "
                                     "add_special_tokens=False)")),
@@ -100,29 +112,41 @@ class TemplatedTextSpecialTokens(SampleTracker):
         # A comprehension (and a for loop) over rendered texts; an f-string that starts with
         # the rendered text; a class hook's self method rendering it; a local tokenizer
         # alias called directly.
-        Invalid("def f(tokenizer, batch):\n"
-                "    texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]\n"
-                "    return [tokenizer.encode(t) for t in texts]\n", line=3, col=12),
-        Invalid("def f(tokenizer, batch):\n    out = []\n"
-                "    for t in (tokenizer.apply_chat_template(m, tokenize=False) for m in batch):\n"
-                "        out.append(tokenizer(t)['input_ids'])\n    return out\n",
-                line=4, col=19),
-        Invalid("def f(tokenizer, messages):\n"
-                "    text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
-                "    return tokenizer.encode(f'{text}<think>')\n", line=3, col=11),
+        Invalid("""
+            def f(tokenizer, batch):
+                texts = [tokenizer.apply_chat_template(m, tokenize=False) for m in batch]
+                return [tokenizer.encode(t) for t in texts]
+        """, line=3, col=12),
+        Invalid("""
+            def f(tokenizer, batch):
+                out = []
+                for t in (tokenizer.apply_chat_template(m, tokenize=False) for m in batch):
+                    out.append(tokenizer(t)['input_ids'])
+                return out
+        """, line=4, col=19),
+        Invalid("""
+            def f(tokenizer, messages):
+                text = tokenizer.apply_chat_template(messages, tokenize=False)
+                return tokenizer.encode(f'{text}<think>')
+        """, line=3, col=11),
         Invalid("class Gen:\n    def _render(self, messages):\n"
                 "        return self.tok.apply_chat_template(messages, tokenize=False,"
                 " add_generation_prompt=True)\n"
                 "    async def __call__(self, args, sample, sampling_params):\n"
                 "        sample.tokens = self.tok.encode(self._render(sample.prompt))\n"
                 "        return sample\ngenerate = Gen()\n", line=5, col=24),
-        Invalid("def f(tokenizer, messages):\n    tok = tokenizer\n"
-                "    text = tok.apply_chat_template(messages, tokenize=False)\n"
-                "    return tok(text, return_tensors=None)['input_ids']\n", line=4, col=11),
-        Invalid("class Env:\n    def reset(self, messages):\n"
-                "        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False)\n"
-                "        return self.tokenizer.encode_plus(prompt)['input_ids']\n",
-                line=4, col=15),
+        Invalid("""
+            def f(tokenizer, messages):
+                tok = tokenizer
+                text = tok.apply_chat_template(messages, tokenize=False)
+                return tok(text, return_tensors=None)['input_ids']
+        """, line=4, col=11),
+        Invalid("""
+            class Env:
+                def reset(self, messages):
+                    prompt = self.tokenizer.apply_chat_template(messages, tokenize=False)
+                    return self.tokenizer.encode_plus(prompt)['input_ids']
+        """, line=4, col=15),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -54,48 +54,76 @@ class TokensWithoutLossMask(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM008"]
     VALID = [
-        Valid("def f(sample, t, lp):\n    sample.tokens += t\n    sample.loss_mask += [1]*len(t)\n"),
-        Valid("def f(sample, t):\n    sample.tokens = [1, 2] + t\n    sample.response_length = 2\n"),
-        Valid("def f(sample, t):\n    sample.append_response_tokens(None, tokens=t)\n"),
+        Valid("""
+            def f(sample, t, lp):
+                sample.tokens += t
+                sample.loss_mask += [1]*len(t)
+        """),
+        Valid("""
+            def f(sample, t):
+                sample.tokens = [1, 2] + t
+                sample.response_length = 2
+        """),
+        Valid("""
+            def f(sample, t):
+                sample.append_response_tokens(None, tokens=t)
+        """),
         # A module helper the hook calls keeps the mask in step.
-        Valid("def _extend(s, toks):\n"
-              "    s.tokens += toks\n"
-              "    s.loss_mask += [1] * len(toks)\n"
-              "    s.response_length += len(toks)\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    _extend(sample, [1, 2])\n"
-              "    return sample\n"),
+        Valid("""
+            def _extend(s, toks):
+                s.tokens += toks
+                s.loss_mask += [1] * len(toks)
+                s.response_length += len(toks)
+            async def generate(args, sample, sampling_params):
+                _extend(sample, [1, 2])
+                return sample
+        """),
         # An instance's __call__ through a local alias of the sample.
-        Valid("class Generate:\n"
-              "    async def __call__(self, args, sample, sampling_params):\n"
-              "        cur = sample\n"
-              "        cur.tokens.extend([1, 2])\n"
-              "        cur.loss_mask.extend([1, 1])\n"
-              "        cur.response_length += 2\n"
-              "        return cur\n"
-              "generate = Generate()\n"),
+        Valid("""
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    cur = sample
+                    cur.tokens.extend([1, 2])
+                    cur.loss_mask.extend([1, 1])
+                    cur.response_length += 2
+                    return cur
+            generate = Generate()
+        """),
     ]
     INVALID = [
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    sample.tokens += [1]\n    sample.response_length += 1\n    return sample\n",
-                line=2, col=4),
-        Invalid("def f(sample, t):\n    sample.tokens.extend(t)\n", line=2, col=4),
-        Invalid("def f(sample, t):\n    sample.tokens = sample.tokens + t\n", line=2, col=4),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                sample.tokens += [1]
+                sample.response_length += 1
+                return sample
+        """, line=2, col=4),
+        Invalid("""
+            def f(sample, t):
+                sample.tokens.extend(t)
+        """, line=2, col=4),
+        Invalid("""
+            def f(sample, t):
+                sample.tokens = sample.tokens + t
+        """, line=2, col=4),
         # The tokens grow inside a module helper the hook calls.
-        Invalid("def _extend(s, toks):\n"
-                "    s.tokens += toks\n"
-                "    s.response_length += len(toks)\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    _extend(sample, [1, 2])\n"
-                "    return sample\n", line=2, col=4),
+        Invalid("""
+            def _extend(s, toks):
+                s.tokens += toks
+                s.response_length += len(toks)
+            async def generate(args, sample, sampling_params):
+                _extend(sample, [1, 2])
+                return sample
+        """, line=2, col=4),
         # An instance's __call__, through a local alias of the sample.
-        Invalid("class Generate:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        cur = sample\n"
-                "        cur.tokens.extend([1, 2])\n"
-                "        cur.response_length += 2\n"
-                "        return cur\n"
-                "generate = Generate()\n", line=4, col=8),
+        Invalid("""
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    cur = sample
+                    cur.tokens.extend([1, 2])
+                    cur.response_length += 2
+                    return cur
+            generate = Generate()
+        """, line=4, col=8),
     ]
 
     def __init__(self, context: FileContext) -> None:

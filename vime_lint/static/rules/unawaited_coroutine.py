@@ -61,71 +61,195 @@ class UnawaitedCoroutine(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM021"]
     VALID = [
-        Valid("async def f():\n    pass\nasync def g():\n    await f()\n"),
-        Valid("import asyncio\nasync def f(x):\n    pass\nasync def g(xs):\n"
-              "    await asyncio.gather(*[f(x) for x in xs])\n"),
-        Valid("async def f():\n    pass\ndef g():\n    f = len\n    f([])\n"),
-        Valid("async def f():\n    pass\nasync def g():\n    task = f()\n    await task\n"),
+        Valid("""
+            async def f():
+                pass
+            async def g():
+                await f()
+        """),
+        Valid("""
+            import asyncio
+            async def f(x):
+                pass
+            async def g(xs):
+                await asyncio.gather(*[f(x) for x in xs])
+        """),
+        Valid("""
+            async def f():
+                pass
+            def g():
+                f = len
+                f([])
+        """),
+        Valid("""
+            async def f():
+                pass
+            async def g():
+                task = f()
+                await task
+        """),
         # Collected, then gathered.
-        Valid("import asyncio\nasync def f(x):\n    pass\nasync def g(xs):\n    tasks = []\n"
-              "    for x in xs:\n        tasks.append(f(x))\n"
-              "    return await asyncio.gather(*tasks)\n"),
+        Valid("""
+            import asyncio
+            async def f(x):
+                pass
+            async def g(xs):
+                tasks = []
+                for x in xs:
+                    tasks.append(f(x))
+                return await asyncio.gather(*tasks)
+        """),
         # A task group, a loop's create_task, to_thread and run_in_executor.
-        Valid("import asyncio\nasync def f(x):\n    pass\ndef slow(x):\n    pass\n"
-              "async def g(loop, xs):\n    t = loop.create_task(f(1))\n"
-              "    await asyncio.to_thread(slow, 2)\n"
-              "    await loop.run_in_executor(None, slow, 3)\n    await t\n"),
+        Valid("""
+            import asyncio
+            async def f(x):
+                pass
+            def slow(x):
+                pass
+            async def g(loop, xs):
+                t = loop.create_task(f(1))
+                await asyncio.to_thread(slow, 2)
+                await loop.run_in_executor(None, slow, 3)
+                await t
+        """),
         # vime's run() from sync code; a dict comprehension of coroutines handed to gather.
-        Valid("import asyncio\nfrom vime.utils.async_utils import run\nasync def f(x):\n    pass\n"
-              "def g(xs):\n    coros = {x: f(x) for x in xs}\n"
-              "    return run(asyncio.gather(*coros.values()))\n"),
+        Valid("""
+            import asyncio
+            from vime.utils.async_utils import run
+            async def f(x):
+                pass
+            def g(xs):
+                coros = {x: f(x) for x in xs}
+                return run(asyncio.gather(*coros.values()))
+        """),
         # An async method of a module-level instance awaited; a local alias of a sync def;
         # a helper's list of coroutines gathered by the caller.
-        Valid("class Judge:\n    async def score(self, s):\n        return 1.0\n"
-              "judge = Judge()\nasync def g(s):\n    s.reward = await judge.score(s)\n"),
-        Valid("async def _fetch(x):\n    return x\ndef _sync(x):\n    return x\n"
-              "async def g(xs):\n    f = _sync\n    f(1)\n"),
-        Valid("import asyncio\nasync def _fetch(x):\n    return x\n"
-              "def helper(xs):\n    return [_fetch(x) for x in xs]\n"
-              "async def g(xs):\n    return await asyncio.gather(*helper(xs))\n"),
+        Valid("""
+            class Judge:
+                async def score(self, s):
+                    return 1.0
+            judge = Judge()
+            async def g(s):
+                s.reward = await judge.score(s)
+        """),
+        Valid("""
+            async def _fetch(x):
+                return x
+            def _sync(x):
+                return x
+            async def g(xs):
+                f = _sync
+                f(1)
+        """),
+        Valid("""
+            import asyncio
+            async def _fetch(x):
+                return x
+            def helper(xs):
+                return [_fetch(x) for x in xs]
+            async def g(xs):
+                return await asyncio.gather(*helper(xs))
+        """),
         # A sync method named like a module coroutine is not one.
-        Valid("async def fetch():\n    pass\nclass A:\n    def fetch(self):\n        pass\n"
-              "    def run(self):\n        self.fetch()\n"),
+        Valid("""
+            async def fetch():
+                pass
+            class A:
+                def fetch(self):
+                    pass
+                def run(self):
+                    self.fetch()
+        """),
     ]
     INVALID = [
-        Invalid("async def f():\n    pass\nasync def g():\n    f()\n", line=4, col=4),
-        Invalid("from vime.rollout.rm_hub import async_rm\nasync def g(args, s):\n"
-                "    s.reward = async_rm(args, s) + 1\n", line=3, col=15),
-        Invalid("class A:\n    async def fetch(self):\n        pass\n"
-                "    async def run(self):\n        if self.fetch():\n            pass\n",
-                line=5, col=11),
+        Invalid("""
+            async def f():
+                pass
+            async def g():
+                f()
+        """, line=4, col=4),
+        Invalid("""
+            from vime.rollout.rm_hub import async_rm
+            async def g(args, s):
+                s.reward = async_rm(args, s) + 1
+        """, line=3, col=15),
+        Invalid("""
+            class A:
+                async def fetch(self):
+                    pass
+                async def run(self):
+                    if self.fetch():
+                        pass
+        """, line=5, col=11),
         # Inside a list comprehension used as a statement.
-        Invalid("async def score(s):\n    pass\nasync def g(samples):\n"
-                "    [score(s) for s in samples]\n", line=4, col=5),
+        Invalid("""
+            async def score(s):
+                pass
+            async def g(samples):
+                [score(s) for s in samples]
+        """, line=4, col=5),
         # Inside a dict comprehension bound to a name that is never gathered.
-        Invalid("async def score(s):\n    pass\nasync def g(samples):\n"
-                "    pending = {s.index: score(s) for s in samples}\n    return len(pending)\n",
-                line=4, col=24),
+        Invalid("""
+            async def score(s):
+                pass
+            async def g(samples):
+                pending = {s.index: score(s) for s in samples}
+                return len(pending)
+        """, line=4, col=24),
         # Collected into a list that is never gathered.
-        Invalid("async def score(s):\n    pass\nasync def g(samples):\n    tasks = []\n"
-                "    for s in samples:\n        tasks.append(score(s))\n    return None\n",
-                line=6, col=21),
+        Invalid("""
+            async def score(s):
+                pass
+            async def g(samples):
+                tasks = []
+                for s in samples:
+                    tasks.append(score(s))
+                return None
+        """, line=6, col=21),
         # A nested coroutine, and an instance whose __call__ is async.
-        Invalid("async def g(samples):\n    async def one(s):\n        pass\n"
-                "    one(samples[0])\n", line=4, col=4),
-        Invalid("class Judge:\n    async def __call__(self, s):\n        return 1.0\n"
-                "judge = Judge()\nasync def g(s):\n    s.reward = judge(s)\n", line=6, col=15),
+        Invalid("""
+            async def g(samples):
+                async def one(s):
+                    pass
+                one(samples[0])
+        """, line=4, col=4),
+        Invalid("""
+            class Judge:
+                async def __call__(self, s):
+                    return 1.0
+            judge = Judge()
+            async def g(s):
+                s.reward = judge(s)
+        """, line=6, col=15),
         # vime's async_rm imported under another name; an async method of a module-level
         # instance; a local alias of an async def.
-        Invalid("from vime.rollout.rm_hub import async_rm as score\nasync def g(args, s):\n"
-                "    s.reward = score(args, s)\n", line=3, col=15),
-        Invalid("class Judge:\n    async def score(self, s):\n        return 1.0\n"
-                "judge = Judge()\nasync def g(s):\n    s.reward = judge.score(s)\n",
-                line=6, col=15),
-        Invalid("async def _fetch(x):\n    return x\nasync def g(xs):\n    f = _fetch\n"
-                "    f(1)\n", line=5, col=4),
+        Invalid("""
+            from vime.rollout.rm_hub import async_rm as score
+            async def g(args, s):
+                s.reward = score(args, s)
+        """, line=3, col=15),
+        Invalid("""
+            class Judge:
+                async def score(self, s):
+                    return 1.0
+            judge = Judge()
+            async def g(s):
+                s.reward = judge.score(s)
+        """, line=6, col=15),
+        Invalid("""
+            async def _fetch(x):
+                return x
+            async def g(xs):
+                f = _fetch
+                f(1)
+        """, line=5, col=4),
         # Passed to a builtin that does not await it.
-        Invalid("async def f():\n    pass\nasync def g():\n    print(f())\n", line=4, col=10),
+        Invalid("""
+            async def f():
+                pass
+            async def g():
+                print(f())
+        """, line=4, col=10),
     ]
 
     def __init__(self, context: FileContext) -> None:

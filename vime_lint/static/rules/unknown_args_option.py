@@ -81,83 +81,194 @@ class UnknownArgsOption(FunctionTracker):
         return super().applies(context) and \
             "--custom-config-path" not in context.options.launch_flags
     VALID = [
-        Valid("async def reward_func(args, sample):\n    return float(args.rm_type == 'x')\n"),
-        Valid("def add_arguments(parser):\n    parser.add_argument('--judge-url', type=str)\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
-        Valid("def add_arguments(parser):\n    parser.add_argument('--url', dest='judge')\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
-        Valid("async def reward_func(args, sample):\n"
-              "    return float(getattr(args, 'bonus', 0.0))\n"),
-        Valid("async def reward_func(args, sample):\n"
-              "    if hasattr(args, 'bonus'):\n        return args.bonus\n    return 0.0\n"),
-        Valid("async def reward_func(args, sample):\n    return float(args.bonus)\n\n"
-              "def _has_bonus(args):\n    return hasattr(args, 'bonus')\n"),
-        Valid("def helper(cfg):\n    return cfg.whatever\n\n"
-              "async def reward_func(args, sample):\n    return 1.0\n"),
-        Valid("async def reward_func(args, sample):\n    return float(args.tis_mode == 'x')\n",
-              options={"launch_flags": ["--custom-config-path"]}),
-        Valid("def add_arguments(parser):\n    parser.add_argument('-j', type=str)\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.j))\n"),
-        Valid("def add_arguments(parser):\n    parser.add_argument('-j', '--judge-url')\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
-        Valid("import common\n\ndef add_arguments(parser):\n"
-              "    common.add_judge_options(parser)\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
-        Valid("def add_arguments(parser):\n    for name in ('judge-url', 'judge-mode'):\n"
-              "        parser.add_argument(f'--{name}')\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n"),
-        Valid("DEST = 'judge'\n\ndef add_arguments(parser):\n"
-              "    parser.add_argument('--url', dest=DEST)\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
+        Valid("""
+            async def reward_func(args, sample):
+                return float(args.rm_type == 'x')
+        """),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--judge-url', type=str)
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url))
+        """),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--url', dest='judge')
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge))
+        """),
+        Valid("""
+            async def reward_func(args, sample):
+                return float(getattr(args, 'bonus', 0.0))
+        """),
+        Valid("""
+            async def reward_func(args, sample):
+                if hasattr(args, 'bonus'):
+                    return args.bonus
+                return 0.0
+        """),
+        Valid("""
+            async def reward_func(args, sample):
+                return float(args.bonus)
+
+            def _has_bonus(args):
+                return hasattr(args, 'bonus')
+        """),
+        Valid("""
+            def helper(cfg):
+                return cfg.whatever
+
+            async def reward_func(args, sample):
+                return 1.0
+        """),
+        Valid("""
+            async def reward_func(args, sample):
+                return float(args.tis_mode == 'x')
+        """, options={"launch_flags": ["--custom-config-path"]}),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('-j', type=str)
+
+            async def reward_func(args, sample):
+                return float(bool(args.j))
+        """),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('-j', '--judge-url')
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url))
+        """),
+        Valid("""
+            import common
+
+            def add_arguments(parser):
+                common.add_judge_options(parser)
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url))
+        """),
+        Valid("""
+            def add_arguments(parser):
+                for name in ('judge-url', 'judge-mode'):
+                    parser.add_argument(f'--{name}')
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url))
+        """),
+        Valid("""
+            DEST = 'judge'
+
+            def add_arguments(parser):
+                parser.add_argument('--url', dest=DEST)
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge))
+        """),
         # A class hook reading a declared option and a vime option through self.args; a
         # local alias of args; vime's arg() of a vime option; another object's self.args.
-        Valid("def add_arguments(parser):\n    parser.add_argument('--judge-url')\n\n"
-              "class Judge:\n    def __init__(self, args):\n        self.args = args\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        return float(bool(self.args.judge_url and self.args.rm_type))\n"
-              "reward_func = Judge()\n"),
-        Valid("async def reward_func(args, sample, **kwargs):\n    cfg = args\n"
-              "    return float(cfg.rm_type == 'x')\n"),
-        Valid("from vime.config import arg\nasync def reward_func(args, sample, **kwargs):\n"
-              "    return float(arg(args, 'rm_type') == 'x')\n"),
-        Valid("class Job:\n    def __init__(self, spec):\n        self.args = spec\n"
-              "    def run(self):\n        return self.args.judge_url\n"
-              "async def reward_func(args, sample, **kwargs):\n    return 1.0\n"),
-        Valid("OPTS = {'dest': 'judge'}\n\ndef add_arguments(parser):\n"
-              "    parser.add_argument('--url', **OPTS)\n\n"
-              "async def reward_func(args, sample):\n    return float(bool(args.judge))\n"),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--judge-url')
+
+            class Judge:
+                def __init__(self, args):
+                    self.args = args
+                async def __call__(self, args, sample, **kwargs):
+                    return float(bool(self.args.judge_url and self.args.rm_type))
+            reward_func = Judge()
+        """),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                cfg = args
+                return float(cfg.rm_type == 'x')
+        """),
+        Valid("""
+            from vime.config import arg
+            async def reward_func(args, sample, **kwargs):
+                return float(arg(args, 'rm_type') == 'x')
+        """),
+        Valid("""
+            class Job:
+                def __init__(self, spec):
+                    self.args = spec
+                def run(self):
+                    return self.args.judge_url
+            async def reward_func(args, sample, **kwargs):
+                return 1.0
+        """),
+        Valid("""
+            OPTS = {'dest': 'judge'}
+
+            def add_arguments(parser):
+                parser.add_argument('--url', **OPTS)
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge))
+        """),
     ]
     INVALID = [
-        Invalid("async def reward_func(args, sample):\n    return float(bool(args.judge_url))\n",
-                line=2, col=22),
-        Invalid("async def reward_func(args, sample):\n"
-                "    return float(bool(args.judge_url and args.judge_url))\n", line=2, col=22),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    n = args.rollout_batch_sise\n", line=2, col=8),
-        Invalid("def add_arguments(parser):\n    parser.add_argument('--judge-url')\n\n"
-                "async def reward_func(args, sample):\n    return float(bool(args.judge_uri))\n",
-                line=5, col=22),
-        Invalid("def _budget(args):\n    return getattr(args, 'tool_budget')\n\n"
-                "async def reward_func(args, sample):\n    return float(_budget(args))\n",
-                line=2, col=11),
+        Invalid("""
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url))
+        """, line=2, col=22),
+        Invalid("""
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url and args.judge_url))
+        """, line=2, col=22),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                n = args.rollout_batch_sise
+        """, line=2, col=8),
+        Invalid("""
+            def add_arguments(parser):
+                parser.add_argument('--judge-url')
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_uri))
+        """, line=5, col=22),
+        Invalid("""
+            def _budget(args):
+                return getattr(args, 'tool_budget')
+
+            async def reward_func(args, sample):
+                return float(_budget(args))
+        """, line=2, col=11),
         # Through self.args in a class hook; a local alias of args; a batch reward's
         # comprehension; vime's arg() under a module alias (it raises for a name that is no
         # option).
-        Invalid("class Judge:\n    def __init__(self, args):\n        self.args = args\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return float(bool(self.args.judge_url))\nreward_func = Judge()\n",
-                line=5, col=26),
-        Invalid("async def reward_func(args, sample, **kwargs):\n    cfg = args\n"
-                "    return float(bool(cfg.judge_url))\n", line=3, col=22),
-        Invalid("async def reward_func(args, samples, **kwargs):\n"
-                "    return [float(args.judge_weight) for s in samples]\n", line=2, col=18),
-        Invalid("import vime.config as C\nasync def reward_func(args, sample, **kwargs):\n"
-                "    return float(bool(C.arg(args, 'judge_url')))\n", line=3, col=22),
-        Invalid("def add_arguments(group):\n    g = group.add_argument_group('judge')\n"
-                "    g.add_argument('--judge-url')\n\n"
-                "async def reward_func(args, sample):\n"
-                "    return float(bool(args.judge_url and args.judge_mode))\n",
-                line=6, col=41),
+        Invalid("""
+            class Judge:
+                def __init__(self, args):
+                    self.args = args
+                async def __call__(self, args, sample, **kwargs):
+                    return float(bool(self.args.judge_url))
+            reward_func = Judge()
+        """, line=5, col=26),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                cfg = args
+                return float(bool(cfg.judge_url))
+        """, line=3, col=22),
+        Invalid("""
+            async def reward_func(args, samples, **kwargs):
+                return [float(args.judge_weight) for s in samples]
+        """, line=2, col=18),
+        Invalid("""
+            import vime.config as C
+            async def reward_func(args, sample, **kwargs):
+                return float(bool(C.arg(args, 'judge_url')))
+        """, line=3, col=22),
+        Invalid("""
+            def add_arguments(group):
+                g = group.add_argument_group('judge')
+                g.add_argument('--judge-url')
+
+            async def reward_func(args, sample):
+                return float(bool(args.judge_url and args.judge_mode))
+        """, line=6, col=41),
     ]
 
     def __init__(self, context: FileContext) -> None:

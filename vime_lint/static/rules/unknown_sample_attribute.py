@@ -88,82 +88,162 @@ class UnknownSampleAttribute(SampleTracker):
     INVARIANT = INVARIANTS["VIM031"]
     ALIASES = ("VIM006",)
     VALID = [
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    sample.loss_mask = [1]\n    sample.metadata['x'] = 1\n    return sample\n"),
-        Valid("def f(thing):\n    thing.loss_masks = 1\n"),
-        Valid("def f(sample):\n    sample._cache = 1\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                sample.loss_mask = [1]
+                sample.metadata['x'] = 1
+                return sample
+        """),
+        Valid("""
+            def f(thing):
+                thing.loss_masks = 1
+        """),
+        Valid("""
+            def f(sample):
+                sample._cache = 1
+        """),
         # Stored and read back by the module: its own attribute (upstream slime's multi-agent
         # example keeps `response_content` on the sample this way).
-        Valid("def f(sample, text):\n    sample.response_content = text\n"
-              "def g(sample):\n    return sample.response_content\n"),
+        Valid("""
+            def f(sample, text):
+                sample.response_content = text
+            def g(sample):
+                return sample.response_content
+        """),
         # Read back by name in another hook (a reward post-process reading what the reward
         # stored): the module's own attribute too.
-        Valid("async def rm(args, sample):\n    sample.math_ok = True\n    return 1.0\n"
-              "def post(args, samples):\n"
-              "    return [float(getattr(s, 'math_ok', False)) for s in samples]\n"),
+        Valid("""
+            async def rm(args, sample):
+                sample.math_ok = True
+                return 1.0
+            def post(args, samples):
+                return [float(getattr(s, 'math_ok', False)) for s in samples]
+        """),
         # getattr of a field, of a name the module stores, of a non-constant name, of a
         # non-sample.
-        Valid("async def reward_func(args, sample, **kwargs):\n"
-              "    return float(getattr(sample, 'reward', 0) or 0)\n"),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    sample.tool_calls = 2\n    return sample\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return 0.1 * getattr(sample, 'tool_calls', 0)\n"),
-        Valid("def f(sample, n):\n    setattr(sample, 'turns', n)\n"
-              "def g(sample):\n    return getattr(sample, 'turns', 0)\n"),
-        Valid("def f(sample, name):\n    return getattr(sample, name, None)\n"),
-        Valid("def f(tool):\n    return getattr(tool, 'call_count', 0)\n"),
+        Valid("""
+            async def reward_func(args, sample, **kwargs):
+                return float(getattr(sample, 'reward', 0) or 0)
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                sample.tool_calls = 2
+                return sample
+            async def reward_func(args, sample, **kwargs):
+                return 0.1 * getattr(sample, 'tool_calls', 0)
+        """),
+        Valid("""
+            def f(sample, n):
+                setattr(sample, 'turns', n)
+            def g(sample):
+                return getattr(sample, 'turns', 0)
+        """),
+        Valid("""
+            def f(sample, name):
+                return getattr(sample, name, None)
+        """),
+        Valid("""
+            def f(tool):
+                return getattr(tool, 'call_count', 0)
+        """),
         # A class hook's own attribute; an annotated helper setting a real field; samples
         # built in a comprehension given real fields.
-        Valid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-              "        self.loss_masks = [1]\n        return sample\ngenerate = Gen()\n"),
-        Valid("from vime.utils.types import Sample as S\ndef _fill(s: S, mask):\n"
-              "    s.loss_mask = mask\n"),
-        Valid("from vime.utils.types import Sample as S\ndef f(prompts):\n"
-              "    out = [S(prompt=p) for p in prompts]\n    for s in out:\n"
-              "        s.loss_mask = [1]\n    return out\n"),
+        Valid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    self.loss_masks = [1]
+                    return sample
+            generate = Gen()
+        """),
+        Valid("""
+            from vime.utils.types import Sample as S
+            def _fill(s: S, mask):
+                s.loss_mask = mask
+        """),
+        Valid("""
+            from vime.utils.types import Sample as S
+            def f(prompts):
+                out = [S(prompt=p) for p in prompts]
+                for s in out:
+                    s.loss_mask = [1]
+                return out
+        """),
     ]
     INVALID = [
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    sample.loss_masks = [1]\n    return sample\n", line=2, col=4,
-                severity="error"),
-        Invalid("def f(group):\n    for s in group:\n        s.my_score = 1\n", line=3, col=8,
-                severity="warning"),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                sample.loss_masks = [1]
+                return sample
+        """, line=2, col=4, severity="error"),
+        Invalid("""
+            def f(group):
+                for s in group:
+                    s.my_score = 1
+        """, line=3, col=8, severity="warning"),
         # A class hook's __call__; a helper whose parameter is annotated with the aliased
         # Sample; a local alias of the sample; a loop over samples built by a comprehension;
         # a batch reward's comprehension reading a misspelt field.
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        sample.loss_masks = [1]\n        return sample\ngenerate = Gen()\n",
-                line=3, col=8, severity="error"),
-        Invalid("from vime.utils.types import Sample as S\ndef _fill(s: S, mask):\n"
-                "    s.loss_masks = mask\n", line=3, col=4, severity="error"),
-        Invalid("async def generate(args, sample, sampling_params):\n    cur = sample\n"
-                "    cur.rewrd = 1.0\n    return sample\n", line=3, col=4, severity="error"),
-        Invalid("from vime.utils.types import Sample as S\ndef f(prompts):\n"
-                "    out = [S(prompt=p) for p in prompts]\n    for s in out:\n"
-                "        s.lossmask = [1]\n    return out\n", line=5, col=8, severity="error"),
-        Invalid("async def reward_func(args, samples, **kwargs):\n"
-                "    return [getattr(s, 'respons', '') for s in samples]\n", line=2, col=12,
-                severity="error"),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    sample.loss_masks = [1]
+                    return sample
+            generate = Gen()
+        """, line=3, col=8, severity="error"),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def _fill(s: S, mask):
+                s.loss_masks = mask
+        """, line=3, col=4, severity="error"),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                cur = sample
+                cur.rewrd = 1.0
+                return sample
+        """, line=3, col=4, severity="error"),
+        Invalid("""
+            from vime.utils.types import Sample as S
+            def f(prompts):
+                out = [S(prompt=p) for p in prompts]
+                for s in out:
+                    s.lossmask = [1]
+                return out
+        """, line=5, col=8, severity="error"),
+        Invalid("""
+            async def reward_func(args, samples, **kwargs):
+                return [getattr(s, 'respons', '') for s in samples]
+        """, line=2, col=12, severity="error"),
         # Loosely like a field (`response_length`) but no typo of it: a warning.
-        Invalid("def f(sample, text):\n    sample.reason_content = text\n", line=2, col=4,
-                severity="warning"),
+        Invalid("""
+            def f(sample, text):
+                sample.reason_content = text
+        """, line=2, col=4, severity="warning"),
         # getattr of another name does not read this one.
-        Invalid("def f(sample):\n    sample.my_score = 1\n    return getattr(sample, 'score', 0)\n",
-                line=2, col=4, severity="warning"),
+        Invalid("""
+            def f(sample):
+                sample.my_score = 1
+                return getattr(sample, 'score', 0)
+        """, line=2, col=4, severity="warning"),
         # getattr with a default of a name nothing stores: the default always wins.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    n = getattr(sample, 'tool_call_count', 0)\n    return 0.1 * n\n",
-                line=2, col=8, severity="warning"),
-        Invalid("def reward_post_process(args, samples):\n"
-                "    return [getattr(s, 'num_turns', 1) for s in samples]\n",
-                line=2, col=12, severity="warning"),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                n = getattr(sample, 'tool_call_count', 0)
+                return 0.1 * n
+        """, line=2, col=8, severity="warning"),
+        Invalid("""
+            def reward_post_process(args, samples):
+                return [getattr(s, 'num_turns', 1) for s in samples]
+        """, line=2, col=12, severity="warning"),
         # A near miss of a field, or no default (AttributeError): an error.
-        Invalid("async def reward_func(args, sample, **kwargs):\n"
-                "    return len(getattr(sample, 'respons', ''))\n", line=2, col=15,
-                severity="error"),
-        Invalid("def f(group):\n    for s in group:\n        print(getattr(s, 'score'))\n",
-                line=3, col=14, severity="error"),
+        Invalid("""
+            async def reward_func(args, sample, **kwargs):
+                return len(getattr(sample, 'respons', ''))
+        """, line=2, col=15, severity="error"),
+        Invalid("""
+            def f(group):
+                for s in group:
+                    print(getattr(s, 'score'))
+        """, line=3, col=14, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:

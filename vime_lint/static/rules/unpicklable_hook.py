@@ -53,71 +53,124 @@ class UnpicklableHook(FunctionTracker):
     INVARIANT = INVARIANTS["VIM015"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def rm(args, sample, **kwargs):\n    return 1.0\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            async def rm(args, sample, **kwargs):
+                return 1.0
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
         Valid("rm = lambda args, sample: 1.0\n"),
         # A factory that returns a module-level function or an instance of a module-level
         # class: both are picklable by reference.
-        Valid("async def _scored(args, sample, **kwargs):\n    return 1.0\n"
-              "def make_reward(weight):\n    return _scored\nrm = make_reward(0.5)\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
-        Valid("class Judge:\n    def __init__(self, weight):\n        self.weight = weight\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        return self.weight\n"
-              "def make_reward(weight):\n    judge = Judge(weight)\n    return judge\n"
-              "rm = make_reward(0.5)\n", options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            async def _scored(args, sample, **kwargs):
+                return 1.0
+            def make_reward(weight):
+                return _scored
+            rm = make_reward(0.5)
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            class Judge:
+                def __init__(self, weight):
+                    self.weight = weight
+                async def __call__(self, args, sample, **kwargs):
+                    return self.weight
+            def make_reward(weight):
+                judge = Judge(weight)
+                return judge
+            rm = make_reward(0.5)
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
         # The same decorator with functools.wraps (the wrapper takes the hook's qualified
         # name); a method of a module-level instance; partials and lambdas inside the hook;
         # an alias of a def.
-        Valid("import functools\ndef timed(fn):\n    @functools.wraps(fn)\n"
-              "    async def wrapper(*a, **k):\n        return await fn(*a, **k)\n"
-              "    return wrapper\n"
-              "@timed\nasync def rm(args, sample, **kwargs):\n    return 1.0\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
-        Valid("class Judge:\n    async def score(self, args, sample, **kwargs):\n"
-              "        return 1.0\nrm = Judge().score\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
-        Valid("import functools\nasync def rm(args, sample, **kwargs):\n"
-              "    f = functools.partial(max, 0.0)\n"
-              "    return [f(x) for x in (lambda: [1.0])()][0]\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
-        Valid("async def _rm(args, sample, **kwargs):\n    return 1.0\nrm = _rm\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            import functools
+            def timed(fn):
+                @functools.wraps(fn)
+                async def wrapper(*a, **k):
+                    return await fn(*a, **k)
+                return wrapper
+            @timed
+            async def rm(args, sample, **kwargs):
+                return 1.0
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            class Judge:
+                async def score(self, args, sample, **kwargs):
+                    return 1.0
+            rm = Judge().score
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            import functools
+            async def rm(args, sample, **kwargs):
+                f = functools.partial(max, 0.0)
+                return [f(x) for x in (lambda: [1.0])()][0]
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            async def _rm(args, sample, **kwargs):
+                return 1.0
+            rm = _rm
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
         # A factory's nested function used inside the module, not bound as a hook.
-        Valid("def make(weight):\n    def inner(x):\n        return weight * x\n"
-              "    return inner\nscale = make(2)\n"
-              "async def rm(args, sample, **kwargs):\n    return scale(1.0)\n",
-              options={"hooks": {"rm": "custom_rm_path"}}),
+        Valid("""
+            def make(weight):
+                def inner(x):
+                    return weight * x
+                return inner
+            scale = make(2)
+            async def rm(args, sample, **kwargs):
+                return scale(1.0)
+        """, options={"hooks": {"rm": "custom_rm_path"}}),
     ]
     INVALID = [
         # Through a module-level alias; a partial imported under another name; a def
         # decorated by the module's decorator whose wrapper lacks functools.wraps.
-        Invalid("_score = lambda args, sample, **kw: 1.0\nrm = _score\n", line=2, col=0,
-                options={"hooks": {"rm": "custom_rm_path"}}),
-        Invalid("from functools import partial as bind\n"
-                "async def _rm(args, sample, scale=1.0, **kwargs):\n    return scale\n"
-                "rm = bind(_rm, scale=2.0)\n", line=4, col=0,
-                options={"hooks": {"rm": "custom_rm_path"}}),
-        Invalid("def timed(fn):\n    async def wrapper(*a, **k):\n"
-                "        return await fn(*a, **k)\n    return wrapper\n"
-                "@timed\nasync def rm(args, sample, **kwargs):\n    return 1.0\n",
-                line=6, col=10, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            _score = lambda args, sample, **kw: 1.0
+            rm = _score
+        """, line=2, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            from functools import partial as bind
+            async def _rm(args, sample, scale=1.0, **kwargs):
+                return scale
+            rm = bind(_rm, scale=2.0)
+        """, line=4, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            def timed(fn):
+                async def wrapper(*a, **k):
+                    return await fn(*a, **k)
+                return wrapper
+            @timed
+            async def rm(args, sample, **kwargs):
+                return 1.0
+        """, line=6, col=10, options={"hooks": {"rm": "custom_rm_path"}}),
         Invalid("rm = lambda args, sample: 1.0\n", line=1, col=0,
                 options={"hooks": {"rm": "custom_rm_path"}}),
-        Invalid("import functools\nrm = functools.partial(f, scale=2)\n", line=2, col=0,
-                options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            import functools
+            rm = functools.partial(f, scale=2)
+        """, line=2, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
         # A factory's nested function (directly, through a local name), or its lambda.
-        Invalid("def make_reward(weight):\n    async def scored(args, sample, **kwargs):\n"
-                "        return weight\n    return scored\nrm = make_reward(0.5)\n",
-                line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
-        Invalid("def make_generate(turns):\n"
-                "    async def generate(args, sample, sampling_params):\n"
-                "        return sample\n    fn = generate\n    return fn\n"
-                "generate = make_generate(3)\n", line=6, col=0,
-                options={"hooks": {"generate": "custom_generate_function_path"}}),
-        Invalid("def _build(w):\n    return lambda args, sample, **kw: w\n"
-                "def make_reward(w):\n    return _build(w)\nrm = make_reward(1.0)\n",
-                line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            def make_reward(weight):
+                async def scored(args, sample, **kwargs):
+                    return weight
+                return scored
+            rm = make_reward(0.5)
+        """, line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
+        Invalid("""
+            def make_generate(turns):
+                async def generate(args, sample, sampling_params):
+                    return sample
+                fn = generate
+                return fn
+            generate = make_generate(3)
+        """, line=6, col=0, options={"hooks": {"generate": "custom_generate_function_path"}}),
+        Invalid("""
+            def _build(w):
+                return lambda args, sample, **kw: w
+            def make_reward(w):
+                return _build(w)
+            rm = make_reward(1.0)
+        """, line=5, col=0, options={"hooks": {"rm": "custom_rm_path"}}),
     ]
 
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -50,57 +50,86 @@ class UnreadHookOption(Rule):
     INVARIANT = INVARIANTS["VIM039"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("def add_arguments(parser):\n    parser.add_argument('--bonus', type=float)\n\n"
-              "async def reward_func(args, sample):\n    return args.bonus\n"),
-        Valid("def add_arguments(parser):\n    parser.add_argument('--b', dest='bonus')\n\n"
-              "async def reward_func(args, sample):\n    return getattr(args, 'bonus', 0.0)\n"),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--bonus', type=float)
+
+            async def reward_func(args, sample):
+                return args.bonus
+        """),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--b', dest='bonus')
+
+            async def reward_func(args, sample):
+                return getattr(args, 'bonus', 0.0)
+        """),
         # Options on an argument group, both read in an instance's __call__.
-        Valid("def add_arguments(parser):\n"
-              "    group = parser.add_argument_group('judge')\n"
-              "    group.add_argument('--judge-url')\n"
-              "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
-              "class Judge:\n"
-              "    async def __call__(self, args, sample, **kwargs):\n"
-              "        return await ask(args.judge_url, sample, timeout=args.judge_timeout)\n"
-              "reward_func = Judge()\n"),
+        Valid("""
+            def add_arguments(parser):
+                group = parser.add_argument_group('judge')
+                group.add_argument('--judge-url')
+                group.add_argument('--judge-timeout', type=float, default=30.0)
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return await ask(args.judge_url, sample, timeout=args.judge_timeout)
+            reward_func = Judge()
+        """),
         # Read in a module helper's comprehension by computed name: not knowable, so quiet.
-        Valid("def add_arguments(parser):\n"
-              "    parser.add_argument('--w-acc', type=float, default=1.0)\n"
-              "    parser.add_argument('--w-fmt', type=float, default=0.5)\n"
-              "def _weights(args):\n"
-              "    return [getattr(args, k) for k in ('w_acc', 'w_fmt')]\n"
-              "async def reward_func(args, sample, **kwargs):\n"
-              "    return sum(_weights(args))\n"),
+        Valid("""
+            def add_arguments(parser):
+                parser.add_argument('--w-acc', type=float, default=1.0)
+                parser.add_argument('--w-fmt', type=float, default=0.5)
+            def _weights(args):
+                return [getattr(args, k) for k in ('w_acc', 'w_fmt')]
+            async def reward_func(args, sample, **kwargs):
+                return sum(_weights(args))
+        """),
     ]
     INVALID = [
-        Invalid("def add_arguments(parser):\n    parser.add_argument('--format-bonus')\n\n"
-                "async def reward_func(args, sample):\n    return 1.0\n", line=2, col=4),
-        Invalid("def add_arguments(group):\n    group.add_argument('--a')\n"
-                "    group.add_argument('--b')\n\n"
-                "async def reward_func(args, sample):\n    return float(args.a)\n",
-                line=3, col=4),
+        Invalid("""
+            def add_arguments(parser):
+                parser.add_argument('--format-bonus')
+
+            async def reward_func(args, sample):
+                return 1.0
+        """, line=2, col=4),
+        Invalid("""
+            def add_arguments(group):
+                group.add_argument('--a')
+                group.add_argument('--b')
+
+            async def reward_func(args, sample):
+                return float(args.a)
+        """, line=3, col=4),
         # An option of an argument group that the instance's __call__ never reads.
-        Invalid("def add_arguments(parser):\n"
-                "    group = parser.add_argument_group('judge')\n"
-                "    group.add_argument('--judge-url')\n"
-                "    group.add_argument('--judge-timeout', type=float, default=30.0)\n"
-                "class Judge:\n"
-                "    async def __call__(self, args, sample, **kwargs):\n"
-                "        return await ask(args.judge_url, sample)\n"
-                "reward_func = Judge()\n", line=4, col=4),
+        Invalid("""
+            def add_arguments(parser):
+                group = parser.add_argument_group('judge')
+                group.add_argument('--judge-url')
+                group.add_argument('--judge-timeout', type=float, default=30.0)
+            class Judge:
+                async def __call__(self, args, sample, **kwargs):
+                    return await ask(args.judge_url, sample)
+            reward_func = Judge()
+        """, line=4, col=4),
         # getattr with the flag's spelling: argparse stores format_bonus.
-        Invalid("def add_arguments(parser):\n"
-                "    parser.add_argument('--format-bonus', type=float, default=0.1)\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return 1.0 + getattr(args, 'format-bonus', 0.0)\n", line=2, col=4),
+        Invalid("""
+            def add_arguments(parser):
+                parser.add_argument('--format-bonus', type=float, default=0.1)
+            async def reward_func(args, sample, **kwargs):
+                return 1.0 + getattr(args, 'format-bonus', 0.0)
+        """, line=2, col=4),
         # One option read in a module helper, the other never.
-        Invalid("def add_arguments(parser):\n"
-                "    parser.add_argument('--bonus', type=float)\n"
-                "    parser.add_argument('--penalty', type=float)\n"
-                "def _bonus(args):\n"
-                "    return args.bonus\n"
-                "async def reward_func(args, sample, **kwargs):\n"
-                "    return [_bonus(args) for _ in range(1)][0]\n", line=3, col=4),
+        Invalid("""
+            def add_arguments(parser):
+                parser.add_argument('--bonus', type=float)
+                parser.add_argument('--penalty', type=float)
+            def _bonus(args):
+                return args.bonus
+            async def reward_func(args, sample, **kwargs):
+                return [_bonus(args) for _ in range(1)][0]
+        """, line=3, col=4),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:

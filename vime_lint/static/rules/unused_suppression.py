@@ -39,22 +39,43 @@ class UnusedSuppression(Rule):
     INVARIANT = INVARIANTS["VIM091"]
     ENGINE_ONLY = True
     VALID = [
-        Valid("def f(sample):\n    sample.aborted = True  # noqa: VIM007\n"),
+        Valid("""
+            def f(sample):
+                sample.aborted = True  # noqa: VIM007
+        """),
         Valid("x = 1  # noqa: E501\n"),
         # A lower-case code without a space; beside another tool's code; file level.
-        Valid("def f(sample):\n    sample.aborted = True  # noqa:vim007\n"),
-        Valid("def f(sample):\n    sample.aborted = True  # noqa: E501, VIM007\n"),
-        Valid("# vime-lint: noqa: VIM007\ndef f(sample):\n    sample.aborted = True\n"),
+        Valid("""
+            def f(sample):
+                sample.aborted = True  # noqa:vim007
+        """),
+        Valid("""
+            def f(sample):
+                sample.aborted = True  # noqa: E501, VIM007
+        """),
+        Valid("""
+            # vime-lint: noqa: VIM007
+            def f(sample):
+                sample.aborted = True
+        """),
     ]
     INVALID = [
         Invalid("x = 1  # noqa: VIM003\n", line=1, col=7),
-        Invalid("# vime-lint: noqa: VIM999\nx = 1\n", line=1, col=0),
+        Invalid("""
+            # vime-lint: noqa: VIM999
+            x = 1
+        """, line=1, col=0),
         # One code used and one not on the same line; an unused file-level code; a mistyped
         # code; a used code of another tool beside an unused VIM code.
-        Invalid("def f(sample):\n    sample.aborted = True  # noqa: VIM007, VIM003\n",
-                line=2, col=27),
-        Invalid("# vime-lint: noqa: VIM003\ndef f(sample):\n    sample.aborted = True\n",
-                line=1, col=0),
+        Invalid("""
+            def f(sample):
+                sample.aborted = True  # noqa: VIM007, VIM003
+        """, line=2, col=27),
+        Invalid("""
+            # vime-lint: noqa: VIM003
+            def f(sample):
+                sample.aborted = True
+        """, line=1, col=0),
         Invalid("x = 1  # noqa: VIM0007\n", line=1, col=7),
         Invalid("x = 1  # noqa: RUF100, VIM007\n", line=1, col=7),
     ]

@@ -79,3 +79,23 @@ def test_rule_docstrings_have_ruff_headings() -> None:
         for heading in ("## What it does", "## Why is this bad?", "## Example",
                         "## Use instead", "## Fix safety"):
             assert heading in doc, (rule.__name__, heading)
+
+
+def test_case_blocks_are_dedented() -> None:
+    """A case written as an indented triple-quoted block reads as the plain code; a case in
+    the old form (no leading newline, no common indent) is unchanged."""
+    block = Invalid("""
+        def f(x):
+            return x
+    """, line=2, col=4, fixed="""
+        def f(x):
+            return x + 1
+    """)
+    assert block.code == "def f(x):\n    return x\n"
+    assert block.fixed == "def f(x):\n    return x + 1\n"
+    assert Valid("""
+        x = 1
+        y = 2""").code == "x = 1\ny = 2"
+    plain = "def f(x):\n    return x\n"
+    assert Valid(plain).code == plain
+    assert Invalid(plain, line=1, col=0).fixed is None

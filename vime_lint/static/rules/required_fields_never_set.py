@@ -120,17 +120,33 @@ class RequiredFieldsNeverSet(FunctionTracker):
     NEEDS_HOOKS = True
     VALID = [
         # Every field set by attribute stores, in a helper that receives the sample.
-        Valid(_HEAD + "def _finish(s, text):\n    s.tokens = [1, 2]\n    s.response_length = 1\n"
-              "    s.reward = float(text == s.label)\n    s.status = Sample.Status.COMPLETED\n"
-              + _SIG + "    groups = data_source.get_samples(2)\n"
-              "    for g in groups:\n        for s in g:\n            _finish(s, 'x')\n"
-              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def _finish(s, text):
+                s.tokens = [1, 2]
+                s.response_length = 1
+                s.reward = float(text == s.label)
+                s.status = Sample.Status.COMPLETED
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        _finish(s, 'x')
+                return RolloutFnTrainOutput(samples=groups)
+        """),
         # vime's generate_and_rm sets them all.
-        Valid(_HEAD + "from vime.rollout.vllm_rollout import generate_and_rm\n"
-              "from vime.utils.async_utils import run\nimport asyncio\n" + _SIG +
-              "    groups = data_source.get_samples(2)\n"
-              "    run(asyncio.gather(*[generate_and_rm(args, s, {}) for g in groups for s in g]))\n"
-              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            from vime.rollout.vllm_rollout import generate_and_rm
+            from vime.utils.async_utils import run
+            import asyncio
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                run(asyncio.gather(*[generate_and_rm(args, s, {}) for g in groups for s in g]))
+                return RolloutFnTrainOutput(samples=groups)
+        """),
         # Sample(...) keywords, append_response_tokens with meta_info, rm_hub for the reward.
         Valid(_HEAD + "from vime.rollout.rm_hub import async_rm\nfrom vime.utils.async_utils import run\n"
               + _SIG + "    s = Sample(prompt='p', reward=None)\n"
@@ -146,22 +162,41 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "            s.reward = 1.0\n"
               "    return bt.finalize_rollout_groups(args, rollout_id, groups)\n"),
         # A class rollout whose self method sets every field on each sample.
-        Valid(_HEAD + "class Rollout:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-              "        groups = data_source.get_samples(2)\n        for g in groups:\n"
-              "            for s in g:\n                self._finish(args, s)\n"
-              "        return RolloutFnTrainOutput(samples=groups)\n"
-              "    def _finish(self, args, s):\n"
-              "        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
-              "        s.status = Sample.Status.COMPLETED\n        s.reward = 1.0\n"
-              "generate_rollout = Rollout()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    groups = data_source.get_samples(2)
+                    for g in groups:
+                        for s in g:
+                            self._finish(args, s)
+                    return RolloutFnTrainOutput(samples=groups)
+                def _finish(self, args, s):
+                    s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])
+                    s.status = Sample.Status.COMPLETED
+                    s.reward = 1.0
+            generate_rollout = Rollout()
+        """),
         # Untouched samples of a data source (a replay buffer may hold complete ones).
-        Valid(_HEAD + _SIG + "    return RolloutFnTrainOutput(samples=data_source.get_samples(2))\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return RolloutFnTrainOutput(samples=data_source.get_samples(2))
+        """),
         # Handed to an imported environment: it may set them; not reported.
-        Valid(_HEAD + "from my_env import play\n" + _SIG +
-              "    groups = data_source.get_samples(2)\n"
-              "    for g in groups:\n        for s in g:\n            play(s)\n"
-              "    return RolloutFnTrainOutput(samples=groups)\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            from my_env import play
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        play(s)
+                return RolloutFnTrainOutput(samples=groups)
+        """),
         # A custom generate function: append_response_tokens(meta_info=...) sets all three.
         Valid(_GEN + "    out = await post(URL, {'input_ids': sample.tokens, **sampling_params})\n"
               "    sample.append_response_tokens(args, tokens=out['token_ids'], "
@@ -169,26 +204,43 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "        meta_info={'finish_reason': {'type': out['finish_reason']}})\n"
               "    return sample\n"),
         # ... delegating to vime's generate under another name, the sample param renamed.
-        Valid("from vime.rollout.vllm_rollout import generate as vime_generate\n"
-              "async def my_generate(args, smp, sampling_params):\n"
-              "    smp.metadata['turn'] = 1\n"
-              "    smp = await vime_generate(args, smp, sampling_params)\n"
-              "    return smp\n", options={"hooks": {"my_generate": _GENERATE}}),
+        Valid("""
+            from vime.rollout.vllm_rollout import generate as vime_generate
+            async def my_generate(args, smp, sampling_params):
+                smp.metadata['turn'] = 1
+                smp = await vime_generate(args, smp, sampling_params)
+                return smp
+        """, options={"hooks": {"my_generate": _GENERATE}}),
         # ... through a helper of the module (fields grown in place), as a __call__ instance.
-        Valid(_HEAD + "def _grow(s, ids):\n    s.tokens.extend(ids)\n"
-              "    s.response_length += len(ids)\n    s.status = Sample.Status.COMPLETED\n"
-              "class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-              "        _grow(sample, (await post(URL, {}))['token_ids'])\n"
-              "        return sample\n"
-              "generate = Gen()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def _grow(s, ids):
+                s.tokens.extend(ids)
+                s.response_length += len(ids)
+                s.status = Sample.Status.COMPLETED
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    _grow(sample, (await post(URL, {}))['token_ids'])
+                    return sample
+            generate = Gen()
+        """),
         # ... handing the sample to an imported environment (it may set them): not reported.
-        Valid("from my_env import play\n" + _GEN + "    await play(sample)\n    return sample\n"),
+        Valid("""
+            from my_env import play
+            async def generate(args, sample, sampling_params):
+                await play(sample)
+                return sample
+        """),
         # ... delegating to miles' (or slime's) SGLang generate, vime's generate upstream; a
         # miles Sample built with every field.
-        Valid("from miles.rollout.sglang_rollout import generate as _generate\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    sample = await _generate(args, sample, sampling_params)\n"
-              "    sample.metadata['kept'] = True\n    return sample\n"),
+        Valid("""
+            from miles.rollout.sglang_rollout import generate as _generate
+            async def generate(args, sample, sampling_params):
+                sample = await _generate(args, sample, sampling_params)
+                sample.metadata['kept'] = True
+                return sample
+        """),
         # The reward set on both sides of `if evaluation:`.
         Valid(_HEAD + _FILLED + "            if evaluation:\n                s.reward = 1.0\n"
               "            else:\n                s.reward = float(s.response == s.label)\n"
@@ -212,11 +264,18 @@ class RequiredFieldsNeverSet(FunctionTracker):
               "    return RolloutFnTrainOutput(samples=groups)\n"),
         # Samples built by an imported helper from the environment's trajectory (kekmodel/
         # slime's tau2 step sampler): made where this module cannot see, not reported.
-        Valid("from .steps import to_step_samples\n" + _GEN
-              + "    result = await play(args, sampling_params)\n"
-              "    samples = to_step_samples(result, sample.index)\n    return samples\n"),
-        Valid("from tau_env.steps import to_step_samples\n" + _GEN
-              + "    return to_step_samples(await play(args, sampling_params))\n"),
+        Valid("""
+            from .steps import to_step_samples
+            async def generate(args, sample, sampling_params):
+                result = await play(args, sampling_params)
+                samples = to_step_samples(result, sample.index)
+                return samples
+        """),
+        Valid("""
+            from tau_env.steps import to_step_samples
+            async def generate(args, sample, sampling_params):
+                return to_step_samples(await play(args, sampling_params))
+        """),
         Valid("from miles.utils.types import Sample\ndef _to_sample(res):\n"
               "    return Sample(prompt=res.prompt, tokens=res.tokens, response_length=res.n,"
               " status=res.status)\n"
@@ -225,19 +284,30 @@ class RequiredFieldsNeverSet(FunctionTracker):
     ]
     INVALID = [
         # The reward is never set (the guide's common mistake).
-        Invalid(_HEAD + _SIG + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
-                "            s.status = Sample.Status.COMPLETED\n"
-                "    return RolloutFnTrainOutput(samples=groups)\n", line=9, col=11),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])
+                        s.status = Sample.Status.COMPLETED
+                return RolloutFnTrainOutput(samples=groups)
+        """, line=9, col=11),
         # ... returned through vime's finalize_rollout_groups (the guide's return).
-        Invalid(_HEAD + "from vime.rollout.base_types import finalize_rollout_groups\n" + _SIG
-                + "    groups = data_source.get_samples(2)\n"
-                "    for g in groups:\n        for s in g:\n"
-                "            s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
-                "            s.status = Sample.Status.COMPLETED\n"
-                "    return finalize_rollout_groups(args, rollout_id, groups)\n",
-                line=10, col=11),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            from vime.rollout.base_types import finalize_rollout_groups
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = data_source.get_samples(2)
+                for g in groups:
+                    for s in g:
+                        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])
+                        s.status = Sample.Status.COMPLETED
+                return finalize_rollout_groups(args, rollout_id, groups)
+        """, line=10, col=11),
         # The reward set only under `if evaluation:`: the train path never sets it.
         Invalid(_HEAD + _FILLED + "            if evaluation:\n                s.reward = 1.0\n"
                 "    return RolloutFnTrainOutput(samples=groups)\n", line=10, col=11),
@@ -256,59 +326,102 @@ class RequiredFieldsNeverSet(FunctionTracker):
                 "            else:\n                setattr(s, 'reward', 1.0)\n"
                 "    return RolloutFnTrainOutput(samples=groups)\n", line=12, col=11),
         # Built with Sample(...) keywords and a helper, but no tokens or response_length.
-        Invalid(_HEAD + "def _score(s):\n    s.reward = 1.0\n    s.status = Sample.Status.COMPLETED\n"
-                + _SIG + "    out = []\n    for row in ['a', 'b']:\n"
-                "        s = Sample(prompt=row, response='ok')\n        _score(s)\n"
-                "        out.append([s])\n    return RolloutFnTrainOutput(samples=out)\n",
-                line=12, col=11),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            def _score(s):
+                s.reward = 1.0
+                s.status = Sample.Status.COMPLETED
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                out = []
+                for row in ['a', 'b']:
+                    s = Sample(prompt=row, response='ok')
+                    _score(s)
+                    out.append([s])
+                return RolloutFnTrainOutput(samples=out)
+        """, line=12, col=11),
         # Aliased imports, samples built in a comprehension; a class rollout whose self
         # method forgets the reward; a class generate hook through a local alias.
-        Invalid("from vime.rollout.base_types import RolloutFnTrainOutput as Out\n"
-                "from vime.utils.types import Sample as S\n" + _SIG
-                + "    groups = [[S(prompt=p, response='ok')] for p in ['a', 'b']]\n"
-                "    return Out(samples=groups)\n", line=5, col=11),
-        Invalid(_HEAD + "class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        groups = data_source.get_samples(2)\n        for g in groups:\n"
-                "            for s in g:\n                self._finish(args, s)\n"
-                "        return RolloutFnTrainOutput(samples=groups)\n"
-                "    def _finish(self, args, s):\n"
-                "        s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])\n"
-                "        s.status = Sample.Status.COMPLETED\ngenerate_rollout = Rollout()\n",
-                line=9, col=15),
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        out = await post(URL, {'text': sample.prompt})\n"
-                "        cur = sample\n        cur.response = out['text']\n"
-                "        return cur\ngenerate = Gen()\n", line=6, col=15),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput as Out
+            from vime.utils.types import Sample as S
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                groups = [[S(prompt=p, response='ok')] for p in ['a', 'b']]
+                return Out(samples=groups)
+        """, line=5, col=11),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    groups = data_source.get_samples(2)
+                    for g in groups:
+                        for s in g:
+                            self._finish(args, s)
+                    return RolloutFnTrainOutput(samples=groups)
+                def _finish(self, args, s):
+                    s.append_response_tokens(args, tokens=[1], log_probs=[-0.1])
+                    s.status = Sample.Status.COMPLETED
+            generate_rollout = Rollout()
+        """, line=9, col=15),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    out = await post(URL, {'text': sample.prompt})
+                    cur = sample
+                    cur.response = out['text']
+                    return cur
+            generate = Gen()
+        """, line=6, col=15),
         # An instance whose __call__ is the rollout builds samples and sets nothing.
-        Invalid(_HEAD + "class Rollout:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=False):\n"
-                "        groups = [[Sample(prompt=p)] for p in ['a', 'b']]\n"
-                "        return RolloutFnTrainOutput(samples=groups)\n"
-                "generate_rollout = Rollout()\n", line=6, col=15),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            class Rollout:
+                def __call__(self, args, rollout_id, data_source, evaluation=False):
+                    groups = [[Sample(prompt=p)] for p in ['a', 'b']]
+                    return RolloutFnTrainOutput(samples=groups)
+            generate_rollout = Rollout()
+        """, line=6, col=15),
         # A custom generate function that stores only the text: no tokens, length or status.
-        Invalid(_GEN + "    out = await post(URL, {'text': sample.prompt})\n"
-                "    sample.response = out['text']\n    return sample\n", line=4, col=11),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                out = await post(URL, {'text': sample.prompt})
+                sample.response = out['text']
+                return sample
+        """, line=4, col=11),
         # ... tokens without meta_info: the status stays PENDING (a warning).
-        Invalid("async def my_generate(args, smp, sampling_params):\n"
-                "    out = await post(URL, {'input_ids': smp.tokens})\n"
-                "    smp.append_response_tokens(args, tokens=out['token_ids'], "
-                "log_probs=out['logprobs'])\n"
-                "    return smp\n", line=4, col=11, severity="warning",
-                options={"hooks": {"my_generate": _GENERATE}}),
+        Invalid("""
+            async def my_generate(args, smp, sampling_params):
+                out = await post(URL, {'input_ids': smp.tokens})
+                smp.append_response_tokens(args, tokens=out['token_ids'], log_probs=out['logprobs'])
+                return smp
+        """, line=4, col=11, severity="warning", options={"hooks": {"my_generate": _GENERATE}}),
         # An empty list: no sample, and the generate boundary fails the call (VIM140).
-        Invalid("from .steps import to_step_samples\n" + _GEN
-                + "    if sample.label is None:\n        return []\n"
-                "    return to_step_samples(await play(args, sampling_params))\n",
-                line=4, col=15),
+        Invalid("""
+            from .steps import to_step_samples
+            async def generate(args, sample, sampling_params):
+                if sample.label is None:
+                    return []
+                return to_step_samples(await play(args, sampling_params))
+        """, line=4, col=15),
         # ... a copy of the sample is still the sample: its fields are checked.
-        Invalid("import copy\n" + _GEN + "    out = copy.deepcopy(sample)\n"
-                "    out.response = 'x'\n    return out\n", line=5, col=11),
+        Invalid("""
+            import copy
+            async def generate(args, sample, sampling_params):
+                out = copy.deepcopy(sample)
+                out.response = 'x'
+                return out
+        """, line=5, col=11),
         # ... a fan-out of new samples built from keywords without tokens or a length.
-        Invalid(_HEAD + _GEN + "    kids = [Sample(prompt=sample.prompt, response=t, "
-                "status=Sample.Status.COMPLETED)\n"
-                "            for t in (await post(URL, {}))['texts']]\n"
-                "    return kids\n", line=6, col=11),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnTrainOutput
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                kids = [Sample(prompt=sample.prompt, response=t, status=Sample.Status.COMPLETED)
+                        for t in (await post(URL, {}))['texts']]
+                return kids
+        """, line=6, col=11),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -87,33 +87,43 @@ class ReencodedGeneratedText(FunctionTracker):
     INVARIANT = INVARIANTS["VIM018"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    for _ in range(3):\n"
-              "        out = await engine(sample.tokens)\n"
-              "        text = tokenizer.decode(out)\n"
-              "        tool = run_tool(text)\n"
-              "        ids = tokenizer.encode(f'<result>{tool}</result>')\n"
-              "        sample.append_response_tokens(args, tokens=ids, trainable=False)\n"
-              "    return sample\n"),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    for _ in range(3):\n"
-              "        out = await engine(sample.tokens)\n"
-              "        text = tokenizer.decode(out)\n"
-              "        sample.metadata['n'] = len(tokenizer.encode(text))\n"
-              "    return sample\n"),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    text = tokenizer.decode(sample.tokens)\n"
-              "    ids = tokenizer.encode(text)\n"
-              "    return sample\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    for group in data_source.get_samples(4):\n"
-              "        for sample in group:\n"
-              "            sample.tokens = tokenizer.apply_chat_template(sample.prompt)\n"),
-        Valid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-              "    for group in data_source.get_samples(4):\n"
-              "        for sample in group:\n"
-              "            sample.response = sample.label\n"
-              "            sample.tokens = tokenizer.encode(sample.prompt + sample.response)\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                for _ in range(3):
+                    out = await engine(sample.tokens)
+                    text = tokenizer.decode(out)
+                    tool = run_tool(text)
+                    ids = tokenizer.encode(f'<result>{tool}</result>')
+                    sample.append_response_tokens(args, tokens=ids, trainable=False)
+                return sample
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                for _ in range(3):
+                    out = await engine(sample.tokens)
+                    text = tokenizer.decode(out)
+                    sample.metadata['n'] = len(tokenizer.encode(text))
+                return sample
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                text = tokenizer.decode(sample.tokens)
+                ids = tokenizer.encode(text)
+                return sample
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                for group in data_source.get_samples(4):
+                    for sample in group:
+                        sample.tokens = tokenizer.apply_chat_template(sample.prompt)
+        """),
+        Valid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                for group in data_source.get_samples(4):
+                    for sample in group:
+                        sample.response = sample.label
+                        sample.tokens = tokenizer.encode(sample.prompt + sample.response)
+        """),
         Valid("async def generate(args, sample, sampling_params):\n"
               "    while True:\n"
               "        data = sample.response.encode('utf-8')\n"
@@ -139,76 +149,105 @@ class ReencodedGeneratedText(FunctionTracker):
         Valid("from mylib import walk as leaves\n" + _ROW_LOOP.format(call="leaves")),
     ]
     INVALID = [
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    messages = [{'role': 'user', 'content': sample.prompt}]\n"
-                "    for _ in range(3):\n"
-                "        out = await engine(ids)\n"
-                "        text = tokenizer.decode(out['token_ids'])\n"
-                "        messages.append({'role': 'assistant', 'content': text})\n"
-                "        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)\n"
-                "    return sample\n", line=7, col=14),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    while not done:\n"
-                "        prompt = self.tok.apply_chat_template(msgs, tokenize=False)\n"
-                "        prompt += sample.response.strip()\n"
-                "        ids = self.tok.encode(prompt)\n"
-                "        sample = await vllm_generate(args, sample, ids)\n"
-                "    return sample\n", line=5, col=14),
-        Invalid("async def _episode(sample):\n"
-                "    for turn in range(4):\n"
-                "        out = await post(url, payload)\n"
-                "        history = history + out['choices'][0]['text']\n"
-                "        payload = {'token_ids': tokenizer(history)['input_ids']}\n"
-                "    return sample\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    return await _episode(sample)\n", line=5, col=32),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                messages = [{'role': 'user', 'content': sample.prompt}]
+                for _ in range(3):
+                    out = await engine(ids)
+                    text = tokenizer.decode(out['token_ids'])
+                    messages.append({'role': 'assistant', 'content': text})
+                    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+                return sample
+        """, line=7, col=14),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                while not done:
+                    prompt = self.tok.apply_chat_template(msgs, tokenize=False)
+                    prompt += sample.response.strip()
+                    ids = self.tok.encode(prompt)
+                    sample = await vllm_generate(args, sample, ids)
+                return sample
+        """, line=5, col=14),
+        Invalid("""
+            async def _episode(sample):
+                for turn in range(4):
+                    out = await post(url, payload)
+                    history = history + out['choices'][0]['text']
+                    payload = {'token_ids': tokenizer(history)['input_ids']}
+                return sample
+            async def generate(args, sample, sampling_params):
+                return await _episode(sample)
+        """, line=5, col=32),
         # a text prompt re-rendered from generated text goes back to the engine, which encodes
         # it again: vime's built-in generate (Sample(prompt=...)), /v1/completions ("prompt")
-        Invalid("from vime.rollout.vllm_rollout import generate as engine_generate\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    for turn in range(2):\n"
-                "        text = tokenizer.apply_chat_template(messages, tokenize=False)\n"
-                "        turn_sample = await engine_generate(args, Sample(prompt=text),\n"
-                "                                            sampling_params)\n"
-                "        messages.append({'role': 'assistant', 'content': turn_sample.response})\n"
-                "    return sample\n", line=4, col=15),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    for turn in range(2):\n"
-                "        sample.prompt = tok.apply_chat_template(history, tokenize=False,\n"
-                "                                                add_generation_prompt=True)\n"
-                "        sample = await vllm_generate(args, sample, sampling_params)\n"
-                "        history.append({'role': 'assistant', 'content': sample.response})\n"
-                "    return sample\n", line=3, col=24),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    while True:\n"
-                "        out = await client.post(url, json={'prompt': prompt})\n"
-                "        msgs.append({'role': 'assistant', 'content': out.json()['choices'][0]['text']})\n"
-                "        prompt = tokenizer.apply_chat_template(msgs, tokenize=False)\n"
-                "    return sample\n", line=5, col=17),
+        Invalid("""
+            from vime.rollout.vllm_rollout import generate as engine_generate
+            async def generate(args, sample, sampling_params):
+                for turn in range(2):
+                    text = tokenizer.apply_chat_template(messages, tokenize=False)
+                    turn_sample = await engine_generate(args, Sample(prompt=text),
+                                                        sampling_params)
+                    messages.append({'role': 'assistant', 'content': turn_sample.response})
+                return sample
+        """, line=4, col=15),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                for turn in range(2):
+                    sample.prompt = tok.apply_chat_template(history, tokenize=False,
+                                                            add_generation_prompt=True)
+                    sample = await vllm_generate(args, sample, sampling_params)
+                    history.append({'role': 'assistant', 'content': sample.response})
+                return sample
+        """, line=3, col=24),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                while True:
+                    out = await client.post(url, json={'prompt': prompt})
+                    msgs.append({'role': 'assistant', 'content': out.json()['choices'][0]['text']})
+                    prompt = tokenizer.apply_chat_template(msgs, tokenize=False)
+                return sample
+        """, line=5, col=17),
         # A class hook's __call__ (self.tokenizer), the self method it awaits, a tokenizer
         # held in a local name, decoded text joined from a comprehension.
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        for _ in range(3):\n            out = await engine(ids)\n"
-                "            text = self.tokenizer.decode(out['token_ids'])\n"
-                "            ids = self.tokenizer.encode(sample.prompt + text)\n"
-                "        return sample\ngenerate = Gen()\n", line=6, col=18),
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        return await self._episode(sample)\n"
-                "    async def _episode(self, sample):\n        for _ in range(3):\n"
-                "            out = await engine(ids)\n"
-                "            text = tokenizer.decode(out['token_ids'])\n"
-                "            ids = tokenizer.encode(sample.prompt + text)\n"
-                "        return sample\ngenerate = Gen()\n", line=8, col=18),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    tok = load_tokenizer(args)\n    for _ in range(3):\n"
-                "        out = await engine(ids)\n        text = tok.decode(out['token_ids'])\n"
-                "        ids = tok.encode(sample.prompt + text)\n    return sample\n",
-                line=6, col=14),
-        Invalid("async def generate(args, sample, sampling_params):\n    for _ in range(3):\n"
-                "        out = await engine(ids)\n"
-                "        texts = [tokenizer.decode(t) for t in out['token_ids']]\n"
-                "        ids = tokenizer.encode(''.join(texts))\n    return sample\n",
-                line=5, col=14),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    for _ in range(3):
+                        out = await engine(ids)
+                        text = self.tokenizer.decode(out['token_ids'])
+                        ids = self.tokenizer.encode(sample.prompt + text)
+                    return sample
+            generate = Gen()
+        """, line=6, col=18),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    return await self._episode(sample)
+                async def _episode(self, sample):
+                    for _ in range(3):
+                        out = await engine(ids)
+                        text = tokenizer.decode(out['token_ids'])
+                        ids = tokenizer.encode(sample.prompt + text)
+                    return sample
+            generate = Gen()
+        """, line=8, col=18),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                tok = load_tokenizer(args)
+                for _ in range(3):
+                    out = await engine(ids)
+                    text = tok.decode(out['token_ids'])
+                    ids = tok.encode(sample.prompt + text)
+                return sample
+        """, line=6, col=14),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                for _ in range(3):
+                    out = await engine(ids)
+                    texts = [tokenizer.decode(t) for t in out['token_ids']]
+                    ids = tokenizer.encode(''.join(texts))
+                return sample
+        """, line=5, col=14),
         Invalid("from vime.rollout.base_types import iter_samples as leaves\n"
                 + _ROW_LOOP.format(call="leaves"), line=5, col=14),
         Invalid("import vime.rollout.base_types as bt\n"

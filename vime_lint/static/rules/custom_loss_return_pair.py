@@ -54,60 +54,110 @@ class CustomLossReturnsPair(FunctionTracker):
     NEEDS_HOOKS = True
     _HOOK = {"hooks": {"my_loss": "custom_loss_function_path"}}
     VALID = [
-        Valid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-              "    loss = logits.mean()\n    return loss, {'loss': loss.detach()}\n",
-              options=_HOOK),
-        Valid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-              "    result = helper(logits)\n    return result\n", options=_HOOK),
-        Valid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-              "    def inner(x):\n        return x.mean()\n"
-              "    return inner(logits), {}\n", options=_HOOK),
-        Valid("def other(args, batch, logits, sum_of_sample_mean):\n    return logits.mean()\n"),
+        Valid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                loss = logits.mean()
+                return loss, {'loss': loss.detach()}
+        """, options=_HOOK),
+        Valid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                result = helper(logits)
+                return result
+        """, options=_HOOK),
+        Valid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                def inner(x):
+                    return x.mean()
+                return inner(logits), {}
+        """, options=_HOOK),
+        Valid("""
+            def other(args, batch, logits, sum_of_sample_mean):
+                return logits.mean()
+        """),
         # A module helper / a class loss's self method that returns the pair; the pair built
         # from a comprehension's sum.
-        Valid("def _compute(logits):\n    loss = logits.mean()\n"
-              "    return loss, {'loss': loss.detach()}\n"
-              "def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-              "    return _compute(logits)\n", options=_HOOK),
-        Valid("class Loss:\n    def __call__(self, args, batch, logits, sum_of_sample_mean):\n"
-              "        return self._pg(logits)\n    def _pg(self, logits):\n"
-              "        loss = -logits.sum()\n        return loss, {}\nmy_loss = Loss()\n",
-              options=_HOOK),
-        Valid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-              "    parts = [x.mean() for x in logits]\n    total = sum(parts)\n"
-              "    return sum_of_sample_mean(total), {'n': len(parts)}\n", options=_HOOK),
+        Valid("""
+            def _compute(logits):
+                loss = logits.mean()
+                return loss, {'loss': loss.detach()}
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                return _compute(logits)
+        """, options=_HOOK),
+        Valid("""
+            class Loss:
+                def __call__(self, args, batch, logits, sum_of_sample_mean):
+                    return self._pg(logits)
+                def _pg(self, logits):
+                    loss = -logits.sum()
+                    return loss, {}
+            my_loss = Loss()
+        """, options=_HOOK),
+        Valid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                parts = [x.mean() for x in logits]
+                total = sum(parts)
+                return sum_of_sample_mean(total), {'n': len(parts)}
+        """, options=_HOOK),
     ]
     INVALID = [
-        Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    return logits.mean()\n", line=2, col=11, options=_HOOK),
-        Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    loss = -sum_of_sample_mean(logits[:, :, 0])\n    return loss\n",
-                line=3, col=11, options=_HOOK),
-        Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    loss = logits.mean()\n    return loss, {}, 0\n", line=3, col=11,
-                options=_HOOK),
-        Invalid("import torch\n\ndef my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    if logits is None:\n        return\n    return torch.sum(logits), {}\n",
-                line=5, col=8, options=_HOOK),
+        Invalid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                return logits.mean()
+        """, line=2, col=11, options=_HOOK),
+        Invalid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                loss = -sum_of_sample_mean(logits[:, :, 0])
+                return loss
+        """, line=3, col=11, options=_HOOK),
+        Invalid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                loss = logits.mean()
+                return loss, {}, 0
+        """, line=3, col=11, options=_HOOK),
+        Invalid("""
+            import torch
+
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                if logits is None:
+                    return
+                return torch.sum(logits), {}
+        """, line=5, col=8, options=_HOOK),
         # The trainer's reducer returned bare (by position, in a class loss too); a module
         # helper's bare tensor; a self method's 3-tuple; torch under another name through
         # local aliases.
-        Invalid("def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    return sum_of_sample_mean(per_token_loss(logits, batch))\n",
-                line=2, col=11, options=_HOOK),
-        Invalid("class Loss:\n    def __call__(self, args, batch, logits, reduce):\n"
-                "        loss = reduce(logits)\n        return loss\nmy_loss = Loss()\n",
-                line=4, col=15, options=_HOOK),
-        Invalid("def _compute(logits):\n    return logits.mean()\n"
-                "def my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    return _compute(logits)\n", line=4, col=11, options=_HOOK),
-        Invalid("class Loss:\n    def __call__(self, args, batch, logits, sum_of_sample_mean):\n"
-                "        return self._pg(logits)\n    def _pg(self, logits):\n"
-                "        return -logits.sum(), {}, 0\nmy_loss = Loss()\n", line=3, col=15,
-                options=_HOOK),
-        Invalid("import torch as T\ndef my_loss(args, batch, logits, sum_of_sample_mean):\n"
-                "    terms = [T.log(x) for x in logits]\n    out = T.stack(terms).mean()\n"
-                "    res = out\n    return res\n", line=6, col=11, options=_HOOK),
+        Invalid("""
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                return sum_of_sample_mean(per_token_loss(logits, batch))
+        """, line=2, col=11, options=_HOOK),
+        Invalid("""
+            class Loss:
+                def __call__(self, args, batch, logits, reduce):
+                    loss = reduce(logits)
+                    return loss
+            my_loss = Loss()
+        """, line=4, col=15, options=_HOOK),
+        Invalid("""
+            def _compute(logits):
+                return logits.mean()
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                return _compute(logits)
+        """, line=4, col=11, options=_HOOK),
+        Invalid("""
+            class Loss:
+                def __call__(self, args, batch, logits, sum_of_sample_mean):
+                    return self._pg(logits)
+                def _pg(self, logits):
+                    return -logits.sum(), {}, 0
+            my_loss = Loss()
+        """, line=3, col=15, options=_HOOK),
+        Invalid("""
+            import torch as T
+            def my_loss(args, batch, logits, sum_of_sample_mean):
+                terms = [T.log(x) for x in logits]
+                out = T.stack(terms).mean()
+                res = out
+                return res
+        """, line=6, col=11, options=_HOOK),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

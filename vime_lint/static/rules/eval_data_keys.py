@@ -79,9 +79,12 @@ class EvalDataKeys(FunctionTracker):
         Valid("RolloutFnEvalOutput(data={'toy': {'rewards': r, 'truncated': t, 'samples': s}})\n"),
         Valid("RolloutFnEvalOutput(data=build(samples))\n"),
         Valid("RolloutFnEvalOutput(data={'toy': {**base, 'rewards': r}})\n"),
-        Valid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
-              "def f(r, t, s):\n    entry = dict(rewards=r, truncated=t, samples=s)\n"
-              "    return EvalOutput(data={'toy': entry})\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput
+            def f(r, t, s):
+                entry = dict(rewards=r, truncated=t, samples=s)
+                return EvalOutput(data={'toy': entry})
+        """),
         # A dict comprehension over datasets with every key; entries stored in a loop; a
         # class eval function whose self method builds the data.
         Valid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
@@ -89,55 +92,89 @@ class EvalDataKeys(FunctionTracker):
               "    data = {n: {'rewards': r, 'truncated': t, 'samples': s}"
               " for n, (r, t, s) in run(args).items()}\n"
               "    return RolloutFnEvalOutput(data=data)\n"),
-        Valid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
-              "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
-              "    data = {}\n    for name in ('a', 'b'):\n"
-              "        data[name] = dict(rewards=[], truncated=[], samples=[])\n"
-              "    return RolloutFnEvalOutput(data=data)\n"),
-        Valid("from vime.rollout.base_types import RolloutFnEvalOutput\nclass Evaluator:\n"
-              "    def __call__(self, args, rollout_id, data_source, evaluation=True):\n"
-              "        return RolloutFnEvalOutput(data=self._data())\n"
-              "    def _data(self):\n"
-              "        return {'toy': {'rewards': [], 'truncated': [], 'samples': []}}\n"
-              "eval_rollout = Evaluator()\n"),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput
+            def eval_rollout(args, rollout_id, data_source, evaluation=True):
+                data = {}
+                for name in ('a', 'b'):
+                    data[name] = dict(rewards=[], truncated=[], samples=[])
+                return RolloutFnEvalOutput(data=data)
+        """),
+        Valid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput
+            class Evaluator:
+                def __call__(self, args, rollout_id, data_source, evaluation=True):
+                    return RolloutFnEvalOutput(data=self._data())
+                def _data(self):
+                    return {'toy': {'rewards': [], 'truncated': [], 'samples': []}}
+            eval_rollout = Evaluator()
+        """),
         # The user's own class of the same name is not vime's.
-        Valid("class RolloutFnEvalOutput:\n    def __init__(self, data):\n        self.data = data\n"
-              "RolloutFnEvalOutput(data={'toy': {}})\n"),
-        Valid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'truncated': 2, "
-              "'samples': 3}\n    return RolloutFnEvalOutput(data=data)\n"),
+        Valid("""
+            class RolloutFnEvalOutput:
+                def __init__(self, data):
+                    self.data = data
+            RolloutFnEvalOutput(data={'toy': {}})
+        """),
+        Valid("""
+            def f(x):
+                data = {}
+                data['a'] = {'rewards': 1, 'truncated': 2, 'samples': 3}
+                return RolloutFnEvalOutput(data=data)
+        """),
     ]
     INVALID = [
         Invalid("RolloutFnEvalOutput(data={'toy': {'rewards': r}})\n", line=1, col=33),
-        Invalid("import vime.rollout.base_types as bt\n"
-                "bt.RolloutFnEvalOutput({'toy': {'rewards': r, 'samples': s}})\n",
-                line=2, col=31),
-        Invalid("def f(x):\n    data = {}\n    data['a'] = {'rewards': 1, 'samples': 3}\n"
-                "    return RolloutFnEvalOutput(data=data)\n", line=3, col=16),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            bt.RolloutFnEvalOutput({'toy': {'rewards': r, 'samples': s}})
+        """, line=2, col=31),
+        Invalid("""
+            def f(x):
+                data = {}
+                data['a'] = {'rewards': 1, 'samples': 3}
+                return RolloutFnEvalOutput(data=data)
+        """, line=3, col=16),
         # An aliased constructor, the entry built step by step under a name.
-        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput\n"
-                "def f(r, s):\n    entry = dict(rewards=r, samples=s)\n"
-                "    return EvalOutput(data={'toy': entry})\n", line=3, col=12),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput as EvalOutput
+            def f(r, s):
+                entry = dict(rewards=r, samples=s)
+                return EvalOutput(data={'toy': entry})
+        """, line=3, col=12),
         # A dict comprehension over datasets (inline); a class eval function's self method;
         # an entry bound to a local name in a loop, then stored.
         Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
                 "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
                 "    return RolloutFnEvalOutput(data={n: {'rewards': r, 'samples': s}"
                 " for n, (r, s) in run(args).items()})\n", line=3, col=40),
-        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\nclass Evaluator:\n"
-                "    def __call__(self, args, rollout_id, data_source, evaluation=True):\n"
-                "        return RolloutFnEvalOutput(data=self._data())\n"
-                "    def _data(self):\n        return {'toy': {'rewards': [], 'samples': []}}\n"
-                "eval_rollout = Evaluator()\n", line=6, col=23),
-        Invalid("from vime.rollout.base_types import RolloutFnEvalOutput\n"
-                "def eval_rollout(args, rollout_id, data_source, evaluation=True):\n"
-                "    data = {}\n    for name in ('a', 'b'):\n"
-                "        entry = {'rewards': [], 'samples': []}\n        data[name] = entry\n"
-                "    return RolloutFnEvalOutput(data=data)\n", line=5, col=16),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput
+            class Evaluator:
+                def __call__(self, args, rollout_id, data_source, evaluation=True):
+                    return RolloutFnEvalOutput(data=self._data())
+                def _data(self):
+                    return {'toy': {'rewards': [], 'samples': []}}
+            eval_rollout = Evaluator()
+        """, line=6, col=23),
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput
+            def eval_rollout(args, rollout_id, data_source, evaluation=True):
+                data = {}
+                for name in ('a', 'b'):
+                    entry = {'rewards': [], 'samples': []}
+                    data[name] = entry
+                return RolloutFnEvalOutput(data=data)
+        """, line=5, col=16),
         # The data built by a module helper.
-        Invalid("import vime.rollout.base_types as bt\n"
-                "def _data(r, s):\n    return {'toy': {'rewards': r, 'samples': s}}\n"
-                "def f(r, s):\n    data = _data(r, s)\n    return bt.RolloutFnEvalOutput(data=data)\n",
-                line=3, col=19),
+        Invalid("""
+            import vime.rollout.base_types as bt
+            def _data(r, s):
+                return {'toy': {'rewards': r, 'samples': s}}
+            def f(r, s):
+                data = _data(r, s)
+                return bt.RolloutFnEvalOutput(data=data)
+        """, line=3, col=19),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:

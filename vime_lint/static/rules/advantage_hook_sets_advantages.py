@@ -55,13 +55,24 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
     NEEDS_HOOKS = True
     _HOOK = {"hooks": {"adv": "custom_advantage_function_path"}}
     VALID = [
-        Valid("def adv(args, rollout_data):\n"
-              "    rollout_data['advantages'] = [m * 1.0 for m in rollout_data['loss_masks']]\n"
-              "    rollout_data['returns'] = rollout_data['advantages']\n", options=_HOOK),
-        Valid("def adv(args, rollout_data):\n    fill(args, rollout_data)\n", options=_HOOK),
-        Valid("def adv(args, rollout_data):\n    rollout_data.update(advantages=[])\n"
-              "    return None\n", options=_HOOK),
-        Valid("def other(args, rollout_data):\n    return []\n"),
+        Valid("""
+            def adv(args, rollout_data):
+                rollout_data['advantages'] = [m * 1.0 for m in rollout_data['loss_masks']]
+                rollout_data['returns'] = rollout_data['advantages']
+        """, options=_HOOK),
+        Valid("""
+            def adv(args, rollout_data):
+                fill(args, rollout_data)
+        """, options=_HOOK),
+        Valid("""
+            def adv(args, rollout_data):
+                rollout_data.update(advantages=[])
+                return None
+        """, options=_HOOK),
+        Valid("""
+            def other(args, rollout_data):
+                return []
+        """),
         # An instance's __call__ under an aliased import, storing the key.
         Valid("import torch as th\n"
               "class Advantages:\n"
@@ -70,34 +81,42 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
               "                                      zip(rollout_data['rewards'], rollout_data['loss_masks'])]\n"
               "adv = Advantages()\n", options={'hooks': {'adv': 'custom_advantage_function_path'}}),
         # Stored through a local alias of rollout_data.
-        Valid("def adv(args, rollout_data):\n"
-              "    data = rollout_data\n"
-              "    data['advantages'] = [m * 1.0 for m in data['loss_masks']]\n",
-              options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        Valid("""
+            def adv(args, rollout_data):
+                data = rollout_data
+                data['advantages'] = [m * 1.0 for m in data['loss_masks']]
+        """, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
         # An instance's __call__ storing through a self method.
-        Valid("class Advantages:\n"
-              "    def _store(self, data, values):\n"
-              "        data['advantages'] = values\n"
-              "    def __call__(self, args, rollout_data):\n"
-              "        self._store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])\n"
-              "adv = Advantages()\n", options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        Valid("""
+            class Advantages:
+                def _store(self, data, values):
+                    data['advantages'] = values
+                def __call__(self, args, rollout_data):
+                    self._store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])
+            adv = Advantages()
+        """, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
         # A module helper storing under keys from a loop: not knowable, so quiet.
-        Valid("def _store(data, values):\n"
-              "    for key in ('advantages', 'returns'):\n"
-              "        data[key] = values\n"
-              "def adv(args, rollout_data):\n"
-              "    _store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])\n",
-              options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        Valid("""
+            def _store(data, values):
+                for key in ('advantages', 'returns'):
+                    data[key] = values
+            def adv(args, rollout_data):
+                _store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])
+        """, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
     ]
     INVALID = [
-        Invalid("def adv(args, rollout_data):\n"
-                "    return [m * 1.0 for m in rollout_data['loss_masks']]\n", line=2, col=11,
-                options=_HOOK),
-        Invalid("def adv(args, rollout_data):\n"
-                "    advantages = [m * 1.0 for m in rollout_data['loss_masks']]\n",
-                line=1, col=4, options=_HOOK),
-        Invalid("def adv(args, rollout_data):\n    rollout_data['advantage'] = []\n",
-                line=1, col=4, options=_HOOK),
+        Invalid("""
+            def adv(args, rollout_data):
+                return [m * 1.0 for m in rollout_data['loss_masks']]
+        """, line=2, col=11, options=_HOOK),
+        Invalid("""
+            def adv(args, rollout_data):
+                advantages = [m * 1.0 for m in rollout_data['loss_masks']]
+        """, line=1, col=4, options=_HOOK),
+        Invalid("""
+            def adv(args, rollout_data):
+                rollout_data['advantage'] = []
+        """, line=1, col=4, options=_HOOK),
         # An instance's __call__ under an aliased import returning the list.
         Invalid("import torch as th\n"
                 "class Advantages:\n"
@@ -113,16 +132,18 @@ class AdvantageHookStoresAdvantages(FunctionTracker):
                 "adv = Advantages()\n",
                 line=3, col=8, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
         # A misspelt key stored through a local alias of rollout_data.
-        Invalid("def adv(args, rollout_data):\n"
-                "    data = rollout_data\n"
-                "    data['advantage'] = [m * 1.0 for m in data['loss_masks']]\n",
-                line=1, col=4, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        Invalid("""
+            def adv(args, rollout_data):
+                data = rollout_data
+                data['advantage'] = [m * 1.0 for m in data['loss_masks']]
+        """, line=1, col=4, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
         # A module helper given rollout_data that stores a misspelt key only.
-        Invalid("def _store(data, values):\n"
-                "    data['advantage'] = values\n"
-                "def adv(args, rollout_data):\n"
-                "    _store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])\n",
-                line=3, col=4, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
+        Invalid("""
+            def _store(data, values):
+                data['advantage'] = values
+            def adv(args, rollout_data):
+                _store(rollout_data, [m * 1.0 for m in rollout_data['loss_masks']])
+        """, line=3, col=4, options={'hooks': {'adv': 'custom_advantage_function_path'}}),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:

@@ -66,17 +66,30 @@ class PortedSglangShape(Rule):
         Valid("from vime.utils.types import Sample\n"),
         Valid("url = base + '/inference/v1/generate'\n"),
         Valid("ids = tokenizer(text)['input_ids']\n"),
-        Valid("import milestones\nfrom slimer import x\n"),
+        Valid("""
+            import milestones
+            from slimer import x
+        """),
         # A fallback import, vLLM's endpoint in an f-string, vLLM's request in dict(...),
         # vLLM's response read in a class hook.
-        Valid("try:\n    from slime.utils.types import Sample\nexcept ImportError:\n"
-              "    from vime.utils.types import Sample\n"),
+        Valid("""
+            try:
+                from slime.utils.types import Sample
+            except ImportError:
+                from vime.utils.types import Sample
+        """),
         Valid("url = f'http://{host}:{port}/inference/v1/generate'\n"),
-        Valid("payload = dict(token_ids=ids, sampling_params=sp)\nx = d.get('meta')\n"),
-        Valid("from vime.utils.types import Sample as S\nclass Gen:\n"
-              "    async def __call__(self, args, sample, sampling_params):\n"
-              "        out = await self._post(sample)\n"
-              "        return [c['logprob'] for c in out['choices'][0]['logprobs']['content']]\n"),
+        Valid("""
+            payload = dict(token_ids=ids, sampling_params=sp)
+            x = d.get('meta')
+        """),
+        Valid("""
+            from vime.utils.types import Sample as S
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    out = await self._post(sample)
+                    return [c['logprob'] for c in out['choices'][0]['logprobs']['content']]
+        """),
     ]
     INVALID = [
         Invalid("from slime.utils.types import Sample\n", line=1, col=0, severity="error"),
@@ -98,12 +111,18 @@ class PortedSglangShape(Rule):
         Invalid("payload = dict(input_ids=ids, sampling_params=sp, return_logprob=True)\n",
                 line=1, col=10, severity="warning"),
         Invalid("url = f'http://{host}:{port}/generate'\n", line=1, col=6, severity="warning"),
-        Invalid("class Gen:\n    async def __call__(self, args, sample, sampling_params):\n"
-                "        out = await self._post(sample)\n"
-                "        return [t for _, t in out['meta_info']['output_token_logprobs']]\n",
-                line=4, col=34, severity="warning"),
-        Invalid("try:\n    from slime.utils.types import Sample\nexcept KeyError:\n    pass\n",
-                line=2, col=4, severity="error"),
+        Invalid("""
+            class Gen:
+                async def __call__(self, args, sample, sampling_params):
+                    out = await self._post(sample)
+                    return [t for _, t in out['meta_info']['output_token_logprobs']]
+        """, line=4, col=34, severity="warning"),
+        Invalid("""
+            try:
+                from slime.utils.types import Sample
+            except KeyError:
+                pass
+        """, line=2, col=4, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:

@@ -50,50 +50,67 @@ class TensorInMetadata(FunctionTracker):
 
     INVARIANT = INVARIANTS["VIM014"]
     VALID = [
-        Valid("import numpy as np\nsample.metadata['s'] = np.array(x).tolist()\n"),
+        Valid("""
+            import numpy as np
+            sample.metadata['s'] = np.array(x).tolist()
+        """),
         Valid("sample.metadata['s'] = float(x)\n"),
         # An instance's __call__ under an aliased import: a local tensor stored as plain values.
-        Valid("import torch as th\n"
-              "class Generate:\n"
-              "    async def __call__(self, args, sample, sampling_params):\n"
-              "        probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)\n"
-              "        sample.metadata['probs'] = probs.tolist()\n"
-              "        sample.metadata['top'] = probs.max().item()\n"
-              "        return sample\n"
-              "generate = Generate()\n"),
+        Valid("""
+            import torch as th
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)
+                    sample.metadata['probs'] = probs.tolist()
+                    sample.metadata['top'] = probs.max().item()
+                    return sample
+            generate = Generate()
+        """),
         # A module helper that converts before it returns.
-        Valid("import numpy as np\n"
-              "def _scores(samples):\n"
-              "    return np.asarray([s.get_reward_value(None) for s in samples]).tolist()\n"
-              "def post_process(args, samples):\n"
-              "    for s in samples:\n"
-              "        s.metadata['group_scores'] = _scores(samples)\n"),
+        Valid("""
+            import numpy as np
+            def _scores(samples):
+                return np.asarray([s.get_reward_value(None) for s in samples]).tolist()
+            def post_process(args, samples):
+                for s in samples:
+                    s.metadata['group_scores'] = _scores(samples)
+        """),
     ]
     INVALID = [
-        Invalid("import numpy as np\nsample.metadata['s'] = np.array(x)\n", line=2, col=0),
-        Invalid("from torch import tensor\ns.train_metadata['t'] = tensor([1])\n", line=2,
-                col=0),
+        Invalid("""
+            import numpy as np
+            sample.metadata['s'] = np.array(x)
+        """, line=2, col=0),
+        Invalid("""
+            from torch import tensor
+            s.train_metadata['t'] = tensor([1])
+        """, line=2, col=0),
         # An instance's __call__: a local name bound to a tensor (aliased import).
-        Invalid("import torch as th\n"
-                "class Generate:\n"
-                "    async def __call__(self, args, sample, sampling_params):\n"
-                "        probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)\n"
-                "        sample.metadata['probs'] = probs\n"
-                "        return sample\n"
-                "generate = Generate()\n", line=5, col=8),
+        Invalid("""
+            import torch as th
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    probs = th.softmax(th.tensor(sample.rollout_log_probs), dim=0)
+                    sample.metadata['probs'] = probs
+                    return sample
+            generate = Generate()
+        """, line=5, col=8),
         # The value of a module helper that returns an array.
-        Invalid("import numpy as np\n"
-                "def _scores(samples):\n"
-                "    return np.asarray([s.get_reward_value(None) for s in samples])\n"
-                "def post_process(args, samples):\n"
-                "    for s in samples:\n"
-                "        s.metadata['group_scores'] = _scores(samples)\n", line=6, col=8),
+        Invalid("""
+            import numpy as np
+            def _scores(samples):
+                return np.asarray([s.get_reward_value(None) for s in samples])
+            def post_process(args, samples):
+                for s in samples:
+                    s.metadata['group_scores'] = _scores(samples)
+        """, line=6, col=8),
         # A list comprehension of tensors (from x import y as z).
-        Invalid("from torch import tensor as T\n"
-                "def post_process(args, samples):\n"
-                "    for s in samples:\n"
-                "        s.train_metadata['chunks'] = [T(c) for c in s.metadata['chunks']]\n",
-                line=4, col=8),
+        Invalid("""
+            from torch import tensor as T
+            def post_process(args, samples):
+                for s in samples:
+                    s.train_metadata['chunks'] = [T(c) for c in s.metadata['chunks']]
+        """, line=4, col=8),
     ]
 
     def visit_Assign(self, node: cst.Assign) -> None:

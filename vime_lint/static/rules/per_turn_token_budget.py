@@ -126,40 +126,59 @@ class FullBudgetEveryTurn(FunctionTracker):
     INVARIANT = INVARIANTS["VIM027"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def generate(args, sample, sampling_params):\n    response = ''\n"
-              "    for _ in range(3):\n"
-              "        left = args.rollout_max_response_len - len(response)\n"
-              "        out = await post(URL, {'text': sample.prompt + response,\n"
-              "                               'sampling_params': {'max_new_tokens': left}})\n"
-              "        response += out['text']\n    return sample\n"),
-        Valid("from vime.rollout.vllm_rollout import generate as turn\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    params = dict(sampling_params, max_tokens=args.rollout_max_response_len)\n"
-              "    while True:\n        sample = await turn(args, sample, params)\n"
-              "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
-              "        if sample.response_length > 8:\n            return sample\n"),
-        Valid("async def generate(args, sample, sampling_params):\n    results = []\n"
-              "    for i in range(4):\n        out = await post(URL, {'text': sample.prompt,\n"
-              "            'sampling_params': {'max_new_tokens': args.rollout_max_response_len}})\n"
-              "        results.append(out)\n    return sample\n"),
-        Valid("async def run_episode(args, sample, params, model_turn):\n    while True:\n"
-              "        sample = await model_turn(args, sample, params)\n"
-              "        sample.append_response_tokens(args, tokens=[1], trainable=False)\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    return await run_episode(args, sample, sampling_params, None)\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                response = ''
+                for _ in range(3):
+                    left = args.rollout_max_response_len - len(response)
+                    out = await post(URL, {'text': sample.prompt + response,
+                                           'sampling_params': {'max_new_tokens': left}})
+                    response += out['text']
+                return sample
+        """),
+        Valid("""
+            from vime.rollout.vllm_rollout import generate as turn
+            async def generate(args, sample, sampling_params):
+                params = dict(sampling_params, max_tokens=args.rollout_max_response_len)
+                while True:
+                    sample = await turn(args, sample, params)
+                    sample.append_response_tokens(args, tokens=[1], trainable=False)
+                    if sample.response_length > 8:
+                        return sample
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                results = []
+                for i in range(4):
+                    out = await post(URL, {'text': sample.prompt,
+                        'sampling_params': {'max_new_tokens': args.rollout_max_response_len}})
+                    results.append(out)
+                return sample
+        """),
+        Valid("""
+            async def run_episode(args, sample, params, model_turn):
+                while True:
+                    sample = await model_turn(args, sample, params)
+                    sample.append_response_tokens(args, tokens=[1], trainable=False)
+            async def generate(args, sample, sampling_params):
+                return await run_episode(args, sample, sampling_params, None)
+        """),
         # A loop over another library's `count` (by qualified name) is no turn loop.
         Valid("from mylib import count\n" + _TURNS.format(loop="count(sample.prompt)")),
         Valid("import mylib as itertools\n" + _TURNS.format(loop="itertools.count()")),
         Valid("from mylib import steps as range\n" + _TURNS.format(loop="range(3)")),
         # One sample per turn: each turn's response (and budget) is its own.
-        Valid("from vime.utils.types import Sample as S\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    messages, turns = [sample.prompt], []\n    for _ in range(4):\n"
-              "        params = {**sampling_params, 'max_new_tokens': args.rollout_max_response_len}\n"
-              "        out = await post(URL, {'messages': messages, 'sampling_params': params})\n"
-              "        messages.append(out['text'])\n"
-              "        turns.append(S(prompt=list(messages), response=out['text']))\n"
-              "    return turns\n"),
+        Valid("""
+            from vime.utils.types import Sample as S
+            async def generate(args, sample, sampling_params):
+                messages, turns = [sample.prompt], []
+                for _ in range(4):
+                    params = {**sampling_params, 'max_new_tokens': args.rollout_max_response_len}
+                    out = await post(URL, {'messages': messages, 'sampling_params': params})
+                    messages.append(out['text'])
+                    turns.append(S(prompt=list(messages), response=out['text']))
+                return turns
+        """),
         Valid("import copy\nasync def _episode(args, sample, sampling_params):\n"
               "    history, out_samples = [], []\n    while True:\n"
               "        out = await post(URL, {'text': sample.prompt + ''.join(history),"
@@ -201,20 +220,28 @@ class FullBudgetEveryTurn(FunctionTracker):
         # the length of the engine's own output tokens.
         Valid(_LEFT.format(left="args.rollout_max_response_len - sample.response_length")),
         Valid(_LEFT.format(left="args.rollout_max_context_len - len(sample.tokens)")),
-        Valid("async def generate(args, sample, sampling_params):\n    out = await post(URL)\n"
-              "    return args.rollout_max_response_len - len(out.tokens)\n"),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    response_tokens = sample.tokens[-sample.response_length:]\n"
-              "    return args.rollout_max_response_len - len(response_tokens)\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                out = await post(URL)
+                return args.rollout_max_response_len - len(out.tokens)
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                response_tokens = sample.tokens[-sample.response_length:]
+                return args.rollout_max_response_len - len(response_tokens)
+        """),
     ]
     INVALID = [
-        Invalid("async def generate(args, sample, sampling_params):\n    response = ''\n"
-                "    for _ in range(3):\n"
-                "        sampling_params['max_new_tokens'] = args.rollout_max_response_len\n"
-                "        payload = {'text': sample.prompt + response,"
-                " 'sampling_params': sampling_params}\n"
-                "        out = await post(URL, payload)\n        response += out['text']\n"
-                "    return sample\n", line=4, col=44),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                response = ''
+                for _ in range(3):
+                    sampling_params['max_new_tokens'] = args.rollout_max_response_len
+                    payload = {'text': sample.prompt + response, 'sampling_params': sampling_params}
+                    out = await post(URL, payload)
+                    response += out['text']
+                return sample
+        """, line=4, col=44),
         Invalid("from vime.config import arg as cfg\n"
                 "async def _loop(args, client, messages):\n"
                 "    budget = cfg(args, 'rollout_max_response_len')\n    while True:\n"
@@ -223,17 +250,22 @@ class FullBudgetEveryTurn(FunctionTracker):
                 "        messages.append({'role': 'assistant', 'content': reply})\n"
                 "async def generate(args, sample, sampling_params):\n"
                 "    await _loop(args, CLIENT, [])\n    return sample\n", line=5, col=83),
-        Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
-                "    params = {'temperature': 1.0, 'max_tokens': args.rollout_max_response_len}\n"
-                "    tokens = []\n    for turn in range(4):\n"
-                "        out = run(post(URL, {'prompt_token_ids': tokens, 'params': params}))\n"
-                "        tokens += out['token_ids']\n", line=2, col=48),
-        Invalid("async def generate(args, sample, sampling_params):\n"
-                "    tokens = list(sample.tokens)\n    while len(tokens) < 4096:\n"
-                "        out = await post(URL, {'input_ids': tokens,"
-                " 'sampling_params': sampling_params})\n"
-                "        tokens.extend(out['output_ids'])\n    return sample\n",
-                line=4, col=20),
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                params = {'temperature': 1.0, 'max_tokens': args.rollout_max_response_len}
+                tokens = []
+                for turn in range(4):
+                    out = run(post(URL, {'prompt_token_ids': tokens, 'params': params}))
+                    tokens += out['token_ids']
+        """, line=2, col=48),
+        Invalid("""
+            async def generate(args, sample, sampling_params):
+                tokens = list(sample.tokens)
+                while len(tokens) < 4096:
+                    out = await post(URL, {'input_ids': tokens, 'sampling_params': sampling_params})
+                    tokens.extend(out['output_ids'])
+                return sample
+        """, line=4, col=20),
         # One record per turn that is not a sample (a dict): the turns share one budget.
         Invalid(_PER_TURN.format(new="{'text': out['text']}"), line=4, col=55),
         Invalid("def _record(text):\n    return {'text': text}\n"
@@ -276,12 +308,14 @@ class FullBudgetEveryTurn(FunctionTracker):
         Invalid(_LEFT.format(left="budget - len(tokens)").replace(
             "    for _ in range(3):\n", "    budget = args.rollout_max_response_len\n"
             "    tokens = list(sample.tokens)\n    for _ in range(3):\n"), line=6, col=15),
-        Invalid("from vime.config import arg\n"
-                "def _left(args, sample):\n"
-                "    return arg(args, 'rollout_max_response_len') - len(sample.tokens)\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    params = {**sampling_params, 'max_tokens': _left(args, sample)}\n"
-                "    return await call(args, sample, params)\n", line=3, col=11),
+        Invalid("""
+            from vime.config import arg
+            def _left(args, sample):
+                return arg(args, 'rollout_max_response_len') - len(sample.tokens)
+            async def generate(args, sample, sampling_params):
+                params = {**sampling_params, 'max_tokens': _left(args, sample)}
+                return await call(args, sample, params)
+        """, line=3, col=11),
         Invalid("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
                 "    for group in data_source.get_samples(4):\n"
                 "        for sample in group:\n"

@@ -16,7 +16,7 @@ import libcst as cst
 from vime.contract import FINISH_REASON_STATUS, INVARIANTS
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
-from vime_lint.static.rules._samples import SAMPLE_IMPORT, STATUS_BY_VALUE
+from vime_lint.static.rules._samples import STATUS_BY_VALUE
 
 __all__ = ["UnmappedFinishReason"]
 
@@ -87,78 +87,106 @@ class UnmappedFinishReason(FunctionTracker):
     INVARIANT = INVARIANTS["VIM009"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    choice = (await post(url, sampling_params))['choices'][0]\n"
-              "    sample.append_response_tokens(args, tokens=choice['token_ids'], log_probs=lp,\n"
-              "        meta_info={'finish_reason': {'type': choice['finish_reason']}})\n"
-              "    return sample\n"),
-        Valid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
-              "    reason = (await post(url, sampling_params))['finish_reason']\n"
-              "    if reason == 'length':\n"
-              "        sample.status = Sample.Status.TRUNCATED\n"
-              "    elif reason == 'abort':\n"
-              "        sample.status = Sample.Status.ABORTED\n"
-              "    else:\n"
-              "        sample.status = Sample.Status.COMPLETED\n"
-              "    return sample\n"),
-        Valid(SAMPLE_IMPORT + "_STATUS = {'length': Sample.Status.TRUNCATED,\n"
-              "           'abort': Sample.Status.ABORTED}\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    out = await post(url, sampling_params)\n"
-              "    sample.status = _STATUS.get(out['finish_reason'], Sample.Status.COMPLETED)\n"
-              "    return sample\n"),
-        Valid("from my_lib import status_from\n"
-              "async def generate(args, sample, sampling_params):\n"
-              "    out = await post(url, sampling_params)\n"
-              "    sample.status = status_from(out['finish_reason'])\n"
-              "    return sample\n"),
-        Valid("async def generate(args, sample, sampling_params):\n"
-              "    out = await post(url, sampling_params)\n"
-              "    finish(sample, out)\n    log(out['finish_reason'])\n    return sample\n"),
-        Valid("def helper(out):\n    return out['finish_reason']\n"),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                choice = (await post(url, sampling_params))['choices'][0]
+                sample.append_response_tokens(args, tokens=choice['token_ids'], log_probs=lp,
+                    meta_info={'finish_reason': {'type': choice['finish_reason']}})
+                return sample
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                reason = (await post(url, sampling_params))['finish_reason']
+                if reason == 'length':
+                    sample.status = Sample.Status.TRUNCATED
+                elif reason == 'abort':
+                    sample.status = Sample.Status.ABORTED
+                else:
+                    sample.status = Sample.Status.COMPLETED
+                return sample
+        """),
+        Valid("""
+            from vime.utils.types import Sample
+            _STATUS = {'length': Sample.Status.TRUNCATED,
+                       'abort': Sample.Status.ABORTED}
+            async def generate(args, sample, sampling_params):
+                out = await post(url, sampling_params)
+                sample.status = _STATUS.get(out['finish_reason'], Sample.Status.COMPLETED)
+                return sample
+        """),
+        Valid("""
+            from my_lib import status_from
+            async def generate(args, sample, sampling_params):
+                out = await post(url, sampling_params)
+                sample.status = status_from(out['finish_reason'])
+                return sample
+        """),
+        Valid("""
+            async def generate(args, sample, sampling_params):
+                out = await post(url, sampling_params)
+                finish(sample, out)
+                log(out['finish_reason'])
+                return sample
+        """),
+        Valid("""
+            def helper(out):
+                return out['finish_reason']
+        """),
         # An instance's __call__ under an aliased import, the reasons read in comprehensions.
-        Valid("from vime.utils.types import Sample as S\n"
-              "class Generate:\n"
-              "    async def __call__(self, args, sample, sampling_params):\n"
-              "        outs = [await post(url, sampling_params) for _ in range(2)]\n"
-              "        reasons = [o['finish_reason'] for o in outs]\n"
-              "        if any(r == 'abort' for r in reasons):\n"
-              "            sample.status = S.Status.ABORTED\n"
-              "        elif any(r == 'length' for r in reasons):\n"
-              "            sample.status = S.Status.TRUNCATED\n"
-              "        else:\n"
-              "            sample.status = S.Status.COMPLETED\n"
-              "        return sample\n"
-              "generate = Generate()\n"),
+        Valid("""
+            from vime.utils.types import Sample as S
+            class Generate:
+                async def __call__(self, args, sample, sampling_params):
+                    outs = [await post(url, sampling_params) for _ in range(2)]
+                    reasons = [o['finish_reason'] for o in outs]
+                    if any(r == 'abort' for r in reasons):
+                        sample.status = S.Status.ABORTED
+                    elif any(r == 'length' for r in reasons):
+                        sample.status = S.Status.TRUNCATED
+                    else:
+                        sample.status = S.Status.COMPLETED
+                    return sample
+            generate = Generate()
+        """),
     ]
     INVALID = [
-        Invalid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
-                "    choice = (await post(url, sampling_params))['choices'][0]\n"
-                "    sample.append_response_tokens(args, tokens=choice['token_ids'], "
-                "log_probs=lp)\n"
-                "    if choice['finish_reason'] == 'stop':\n"
-                "        sample.status = Sample.Status.COMPLETED\n"
-                "    return sample\n", line=5, col=7),
-        Invalid(SAMPLE_IMPORT + "async def generate(args, sample, sampling_params):\n"
-                "    out = await post(url, sampling_params)\n"
-                "    reason = out['choices'][0]['finish_reason']\n"
-                "    sample.status = (Sample.Status.TRUNCATED if reason == 'length'\n"
-                "                     else Sample.Status.COMPLETED)\n"
-                "    return sample\n", line=4, col=13),
-        Invalid(SAMPLE_IMPORT + "async def _turn(sample, out):\n"
-                "    sample.status = Sample.Status.COMPLETED\n"
-                "    return out.finish_reason\n"
-                "async def my_generate(args, sample, sampling_params):\n"
-                "    await _turn(sample, await post(url, sampling_params))\n"
-                "    return sample\n", line=4, col=11,
-                options={"hooks": {"my_generate": "custom_generate_function_path"}}),
+        Invalid("""
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                choice = (await post(url, sampling_params))['choices'][0]
+                sample.append_response_tokens(args, tokens=choice['token_ids'], log_probs=lp)
+                if choice['finish_reason'] == 'stop':
+                    sample.status = Sample.Status.COMPLETED
+                return sample
+        """, line=5, col=7),
+        Invalid("""
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                out = await post(url, sampling_params)
+                reason = out['choices'][0]['finish_reason']
+                sample.status = (Sample.Status.TRUNCATED if reason == 'length'
+                                 else Sample.Status.COMPLETED)
+                return sample
+        """, line=4, col=13),
+        Invalid("""
+            from vime.utils.types import Sample
+            async def _turn(sample, out):
+                sample.status = Sample.Status.COMPLETED
+                return out.finish_reason
+            async def my_generate(args, sample, sampling_params):
+                await _turn(sample, await post(url, sampling_params))
+                return sample
+        """, line=4, col=11, options={"hooks": {"my_generate": "custom_generate_function_path"}}),
         # Read in a generator under all(), which only looks at the value: length never mapped.
-        Invalid("from vime.utils.types import Sample\n"
-                "async def generate(args, sample, sampling_params):\n"
-                "    outs = [await post(url, sampling_params) for _ in range(2)]\n"
-                "    done = all(o['finish_reason'] == 'stop' for o in outs)\n"
-                "    sample.status = Sample.Status.COMPLETED if done else Sample.Status.ABORTED\n"
-                "    return sample\n", line=4, col=15),
+        Invalid("""
+            from vime.utils.types import Sample
+            async def generate(args, sample, sampling_params):
+                outs = [await post(url, sampling_params) for _ in range(2)]
+                done = all(o['finish_reason'] == 'stop' for o in outs)
+                sample.status = Sample.Status.COMPLETED if done else Sample.Status.ABORTED
+                return sample
+        """, line=4, col=15),
         # An instance's __call__, aliased import, a local alias of the sample.
         Invalid("from vime.utils.types import Sample as S\n"
                 "class Generate:\n"

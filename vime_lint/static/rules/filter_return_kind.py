@@ -17,7 +17,6 @@ from vime_lint.static._rule import FunctionTracker
 
 __all__ = ["FilterReturnKind"]
 
-_OUT = "from vime.rollout.filter_hub.base_types import DynamicFilterOutput\n"
 _BOOL_OPS = (cst.Comparison, cst.BooleanOperation)
 _BOOL_BUILTINS = frozenset({"builtins.all", "builtins.any", "builtins.bool"})
 
@@ -73,18 +72,28 @@ class FilterReturnKind(FunctionTracker):
     INVARIANT = INVARIANTS["VIM037"]
     NEEDS_HOOKS = True
     VALID = [
-        Valid(_OUT + "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    if samples:\n        return DynamicFilterOutput(keep=True)\n"
-              "    return DynamicFilterOutput(keep=False, reason='empty')\n"),
+        Valid("""
+            from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                if samples:
+                    return DynamicFilterOutput(keep=True)
+                return DynamicFilterOutput(keep=False, reason='empty')
+        """),
         # Built by a helper, through a local name and an aliased import.
-        Valid("from vime.rollout.filter_hub import base_types as bt\n"
-              "def _verdict(keep):\n    return bt.DynamicFilterOutput(keep=keep)\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    out = _verdict(len(samples) > 1)\n    return out\n"),
+        Valid("""
+            from vime.rollout.filter_hub import base_types as bt
+            def _verdict(keep):
+                return bt.DynamicFilterOutput(keep=keep)
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                out = _verdict(len(samples) > 1)
+                return out
+        """),
         # A value the code does not show (an imported helper): not reported.
-        Valid("from my_filters import decide\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return decide(samples)\n"),
+        Valid("""
+            from my_filters import decide
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return decide(samples)
+        """),
         # An instance's __call__ under an aliased import, one output on every path.
         Valid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput as Out\n"
               "class KeepMixed:\n"
@@ -93,44 +102,58 @@ class FilterReturnKind(FunctionTracker):
               "        return Out(keep=len(rewards) > 1, reason=None if len(rewards) > 1 else 'uniform')\n"
               "dynamic_sampling_filter = KeepMixed()\n"),
         # any(...) over a generator as the keep= value, wrapped.
-        Valid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput\n"
-              "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-              "    return DynamicFilterOutput(keep=any(s.get_reward_value(args) > 0 for s in samples))\n",
-              ),
+        Valid("""
+            from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return DynamicFilterOutput(keep=any(s.get_reward_value(args) > 0 for s in samples))
+        """),
     ]
     INVALID = [
         # DynamicFilterOutput on one branch, a bare bool on the other.
-        Invalid(_OUT + "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    if len({s.reward for s in samples}) > 1:\n"
-                "        return DynamicFilterOutput(keep=True)\n    return False\n",
-                line=5, col=11, severity="warning"),
+        Invalid("""
+            from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                if len({s.reward for s in samples}) > 1:
+                    return DynamicFilterOutput(keep=True)
+                return False
+        """, line=5, col=11, severity="warning"),
         # A comparison returned through a local name.
-        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    keep = len(samples) > 2\n    return keep\n", line=3, col=11,
-                severity="warning"),
+        Invalid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                keep = len(samples) > 2
+                return keep
+        """, line=3, col=11, severity="warning"),
         # None on a path (drops every group).
-        Invalid(_OUT + "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    if not samples:\n        return None\n"
-                "    return DynamicFilterOutput(keep=True)\n", line=4, col=15,
-                severity="error"),
+        Invalid("""
+            from vime.rollout.filter_hub.base_types import DynamicFilterOutput
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                if not samples:
+                    return None
+                return DynamicFilterOutput(keep=True)
+        """, line=4, col=15, severity="error"),
         # An instance's __call__ under an aliased import, a bool on one path.
-        Invalid("from vime.rollout.filter_hub.base_types import DynamicFilterOutput as Out\n"
-                "class KeepMixed:\n"
-                "    def __call__(self, args, samples, **kwargs):\n"
-                "        rewards = {s.get_reward_value(args) for s in samples}\n"
-                "        if len(rewards) > 1:\n"
-                "            return Out(keep=True)\n"
-                "        return len(rewards) > 1\n"
-                "dynamic_sampling_filter = KeepMixed()\n", line=7, col=15, severity="warning"),
+        Invalid("""
+            from vime.rollout.filter_hub.base_types import DynamicFilterOutput as Out
+            class KeepMixed:
+                def __call__(self, args, samples, **kwargs):
+                    rewards = {s.get_reward_value(args) for s in samples}
+                    if len(rewards) > 1:
+                        return Out(keep=True)
+                    return len(rewards) > 1
+            dynamic_sampling_filter = KeepMixed()
+        """, line=7, col=15, severity="warning"),
         # The bool a module helper returns.
-        Invalid("def _mixed(args, samples):\n"
-                "    return len({s.get_reward_value(args) for s in samples}) > 1\n"
-                "def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return _mixed(args, samples)\n", line=4, col=11, severity="warning"),
+        Invalid("""
+            def _mixed(args, samples):
+                return len({s.get_reward_value(args) for s in samples}) > 1
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return _mixed(args, samples)
+        """, line=4, col=11, severity="warning"),
         # any(...) over a generator: a bare bool.
-        Invalid("def dynamic_sampling_filter(args, samples, **kwargs):\n"
-                "    return any(s.get_reward_value(args) > 0 for s in samples)\n",
-                line=2, col=11, severity="warning"),
+        Invalid("""
+            def dynamic_sampling_filter(args, samples, **kwargs):
+                return any(s.get_reward_value(args) > 0 for s in samples)
+        """, line=2, col=11, severity="warning"),
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
