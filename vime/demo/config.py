@@ -86,7 +86,7 @@ class Scale:
 
 
 #: The real-model recipe (``--model smollm2-135m-instruct``): no SFT stage; GRPO from the
-#: pretrained model for 10 steps of 8 prompts x 4 samples, evaluated every 5 steps (and before
+#: pretrained model for 10 steps of 4 prompts x 8 samples, evaluated every 5 steps (and before
 #: the first) on 64 held-out problems. Why these sizes: docs/en/demo.md, "The real-model recipe".
 REAL = Scale(n_train=2000, n_eval=64, sft_steps=0, grpo_steps=10, eval_interval=5)
 #: ``--quick`` engines run eagerly (vLLM's ``--enforce-eager``): a quick run checks that every
