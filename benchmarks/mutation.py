@@ -64,6 +64,13 @@ MODULES: dict[str, list[str]] = {
     "vime/contract/checks/values.py": ["tests/unit/contract/checks/test_values.py",
                                        "tests/unit/contract/checks/test_sample_invariants.py",
                                        "tests/unit/contract/checks/test_batch_invariants.py"],
+    "vime/contract/checks/rollout_output.py": [
+        "tests/unit/contract/checks/test_rollout_output.py",
+        "tests/unit/contract/checks/test_eval_invariants.py",
+        "tests/unit/contract/checks/test_failed_samples.py",
+        "tests/unit/contract/checks/test_framework_failures.py",
+        "tests/unit/contract/checks/test_sample_invariants.py",
+        "tests/unit/contract/checks/test_batch_invariants.py"],
     "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
                                          "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
