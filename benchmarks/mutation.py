@@ -71,6 +71,8 @@ MODULES: dict[str, list[str]] = {
         "tests/unit/contract/checks/test_framework_failures.py",
         "tests/unit/contract/checks/test_sample_invariants.py",
         "tests/unit/contract/checks/test_batch_invariants.py"],
+    "vime/contract/checks/policy.py": ["tests/unit/contract/checks/test_policy.py",
+                                       "tests/unit/contract/checks/test_warned_once.py"],
     "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
                                          "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],

@@ -9,6 +9,7 @@ import warnings
 import pytest
 from runtime_helpers import HOOK, make_args, make_groups, train_output
 
+import vime.contract.checks.policy as policy
 from vime.contract.checks.policy import WarnOnce
 from vime.contract.errors import ContractError, ContractWarning, LoggedContractWarning
 from vime_lint.runtime import (
@@ -19,6 +20,14 @@ from vime_lint.runtime import (
 )
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warn_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty once-per-step memory: the process-wide one remembers the
+    (step, id, call site) pairs of tests run before in the same process (mutmut's clean run
+    after its stats run saw no VIM105 warning at step 11)."""
+    monkeypatch.setattr(policy, "_DEFAULT_REGISTRY", WarnOnce())
 
 
 def _bad_groups() -> list:
