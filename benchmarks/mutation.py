@@ -81,6 +81,11 @@ MODULES: dict[str, list[str]] = {
     "vime/contract/checks/shape.py": ["tests/unit/contract/checks/test_shape.py",
                                       "tests/unit/contract/checks/test_batch_invariants.py",
                                       "tests/unit/contract/checks/test_enforced.py"],
+    "vime/contract/checks/hook_results.py": [
+        "tests/unit/contract/checks/test_hook_results.py",
+        "tests/unit/contract/checks/test_hook_boundaries.py",
+        "tests/unit/contract/checks/test_token_boundaries.py",
+        "tests/unit/contract/checks/test_generated_turns.py"],
     "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
                                          "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
