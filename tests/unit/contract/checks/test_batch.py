@@ -336,3 +336,57 @@ def test_vim126_weight_versions():
         "['1', '2']): the staleness metrics and pop_oldest see only part of the step")
     assert _run(b.check_vim126, make_groups(weight_versions=["3"])) == []
     assert _run(b.check_vim126, make_groups()) == []
+
+
+# ---- VIM115 between siblings ---------------------------------------------------------------
+
+def _leaf(k: int, **fields):
+    from vime.contract.checks.locations import Loc
+    from vime.contract.checks.shape import Leaf
+
+    sample = make_sample(0, k, **fields)
+    return Leaf(sample, Loc(f"x[{k}]", sample.index))
+
+
+def test_siblings_share_a_rollout_id():
+    assert b.siblings_problems([_leaf(0, rollout_id=None)], "fan") == []
+    three = [_leaf(0, rollout_id=1, reward=0.0), _leaf(1, rollout_id=1, reward=0.0),
+             _leaf(2, rollout_id=2, reward=0.0)]
+    assert _rows(b.siblings_problems(three, "fan")) == [
+        ("VIM115", "error", "x[2].rollout_id (index=2)", "is 2 but its sibling x[0] has 1")]
+    unset = [_leaf(0, rollout_id=1, reward=0.0), _leaf(1, rollout_id=1, reward=0.0),
+             _leaf(2, rollout_id=None, reward=0.0)]
+    assert _rows(b.siblings_problems(unset, "fan")) == [
+        ("VIM115", "error", "x[2].rollout_id (index=2)", "is None but fan is a fan-out of 3 "
+         "samples: siblings must share a non-None rollout_id")]
+    # every sibling is compared with the first, two siblings included
+    middle = [_leaf(0, rollout_id=1, reward=0.0), _leaf(1, rollout_id=2, reward=0.0),
+              _leaf(2, rollout_id=1, reward=0.0)]
+    assert _rows(b.siblings_problems(middle, "fan")) == [
+        ("VIM115", "error", "x[1].rollout_id (index=1)", "is 2 but its sibling x[0] has 1")]
+    assert [r[2] for r in _rows(b.siblings_problems(middle[:2], "fan"))] == [
+        "x[1].rollout_id (index=1)"]
+    # the other rules of the siblings follow the rollout_id rule
+    agree = [_leaf(0, rollout_id=1, reward=0.0), _leaf(1, rollout_id=1, reward=0.0),
+             _leaf(2, rollout_id=1, reward=1.0)]
+    assert _rows(b.siblings_problems(agree, "fan"))[0][2] == "x[2].reward (index=2)"
+
+
+def test_segments_share_group_index_and_reward():
+    group = [_leaf(0, reward=0.0), _leaf(1, reward=0.0), _leaf(2, reward=0.0, group_index=3)]
+    assert _rows(b.segments_disagree(group)) == [
+        ("VIM115", "error", "x[2].group_index (index=2)",
+         "is 3 but its sibling x[0] has 0: fan-out siblings share group_index")]
+    group = [_leaf(0, reward=0.0), _leaf(1, reward=0.0), _leaf(2, reward=1.0)]
+    assert _rows(b.segments_disagree(group)) == [
+        ("VIM115", "error", "x[2].reward (index=2)",
+         "is 1.0 but its sibling x[0] has 0.0: fan-out siblings share the rollout's reward")]
+    assert b.segments_disagree([_leaf(0, reward=0.0), _leaf(1, reward=0.0)]) == []
+
+
+def test_names_and_prompt_edges():
+    leaves = [_leaf(k) for k in range(5)]
+    assert b._names(leaves[:4]) == "x[0] (index=0), x[1] (index=1), x[2] (index=2), x[3] (index=3)"
+    assert b._names(leaves).endswith("x[3] (index=3) and 1 more")
+    one = make_sample(response_length=1)
+    assert b._prompt_of(one) == [11, 12, 13]
