@@ -97,6 +97,8 @@ MODULES: dict[str, list[str]] = {
     "vime/contract/checks/settings.py": ["tests/unit/contract/checks/test_settings.py",
                                          "tests/unit/contract/checks/test_policy.py",
                                          "tests/unit/contract/checks/test_batch_invariants.py"],
+    "vime/contract/checks/evaluation.py": ["tests/unit/contract/checks/test_eval_invariants.py",
+                                           "tests/unit/contract/checks/test_eval_datasets.py"],
     "vime/contract/checks/failures.py": ["tests/unit/contract/checks/test_failed_samples.py",
                                          "tests/unit/rollout/vllm/test_hook_failures.py"],
     "vime/contract/signature.py": ["tests/unit/contract/test_signature_and_loading.py"],
