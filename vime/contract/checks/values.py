@@ -126,6 +126,8 @@ def json_problem(value: Any) -> str | None:
 
 
 def _first_bad_path(value: Any, path: str, seen: set[int]) -> tuple[str, Any] | None:
+    # ``seen``: the ids of the containers on the path from the top down to ``value`` (a cycle,
+    # which json.dumps refuses); a container met again elsewhere (shared, not a cycle) is fine
     if isinstance(value, _JSON_SCALARS):
         return None
     if id(value) in seen:
@@ -138,6 +140,7 @@ def _first_bad_path(value: Any, path: str, seen: set[int]) -> tuple[str, Any] | 
             found = _first_bad_path(item, f"{path}[{key!r}]", seen)
             if found is not None:
                 return found
+        seen.discard(id(value))
         return None
     if isinstance(value, (list, tuple)):
         seen.add(id(value))
@@ -145,6 +148,7 @@ def _first_bad_path(value: Any, path: str, seen: set[int]) -> tuple[str, Any] | 
             found = _first_bad_path(item, f"{path}[{i}]", seen)
             if found is not None:
                 return found
+        seen.discard(id(value))
         return None
     return path, value
 

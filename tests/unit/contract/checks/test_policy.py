@@ -5,12 +5,16 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from pathlib import Path
 
 import pytest
 from runtime_helpers import HOOK, make_args, make_groups, train_output
 
-from vime.contract.checks.policy import WarnOnce
-from vime.contract.errors import ContractError, ContractWarning, LoggedContractWarning
+import vime.contract.checks.policy as policy
+from vime.contract.checks.policy import WarnOnce, enforce, order_findings
+from vime.contract.checks.settings import CheckContext
+from vime.contract.errors import ContractError, ContractWarning, LoggedContractWarning, Violation
+from vime.contract.invariants import INVARIANTS
 from vime_lint.runtime import (
     ContractChecker,
     run_checks,
@@ -19,6 +23,14 @@ from vime_lint.runtime import (
 )
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warn_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with an empty once-per-step memory: the process-wide one remembers the
+    (step, id, call site) pairs of tests run before in the same process (mutmut's clean run
+    after its stats run saw no VIM105 warning at step 11)."""
+    monkeypatch.setattr(policy, "_DEFAULT_REGISTRY", WarnOnce())
 
 
 def _bad_groups() -> list:
@@ -163,3 +175,115 @@ def test_light_imports() -> None:
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---- the policy API on exact values ---------------------------------------------------------
+
+_CTX = CheckContext("rollout_function_path", "my_pkg.rollout.fn", 7)
+
+
+def _v(inv_id: str, severity: str = "warning", where: str = "samples") -> Violation:
+    return Violation(inv_id, severity, where, "is wrong")  # type: ignore[arg-type]
+
+
+def _enforce_caught(found: list, mode: str, ctx: CheckContext = _CTX, **kwargs):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = enforce(found, mode, ctx, **kwargs)  # type: ignore[arg-type]
+    return out, [w for w in caught if issubclass(w.category, ContractWarning)]
+
+
+def test_warn_once_default_keeps_four_steps() -> None:
+    reg = WarnOnce()
+    for step in (1, 2, 3, 4):
+        assert reg.first(step, "VIM105", "a")
+    assert not reg.first(1, "VIM105", "a")        # four steps remembered
+    assert reg.first(5, "VIM105", "a")            # the fifth forgets the oldest
+    assert reg.first(1, "VIM105", "a")
+
+
+def test_order_findings_errors_first_then_id_order_unknown_ids_last() -> None:
+    last_known = list(INVARIANTS)[-1]
+    found = [_v("VIM999"), _v(last_known), _v("VIM110"), _v("VIM105"),
+             _v("VIM112", "error"), _v("VIM105", "error", "x")]
+    assert [(v.id, v.severity) for v in order_findings(found)] == [
+        ("VIM105", "error"), ("VIM112", "error"), ("VIM105", "warning"), ("VIM110", "warning"),
+        (last_known, "warning"), ("VIM999", "warning")]
+
+
+def test_enforce_off_mode_returns_findings_without_raising_or_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "vime.contract.checks"):
+        out, caught = _enforce_caught([_v("VIM110"), _v("VIM108", "error")], "off")
+    assert [v.id for v in out] == ["VIM108", "VIM110"]
+    assert caught == [] and caplog.records == []
+
+
+def test_enforce_raise_header_and_limit() -> None:
+    errors = [_v("VIM108", "error", "a"), _v("VIM108", "error", "b"), _v("VIM110", "error", "c")]
+    with pytest.raises(ContractError) as info:
+        enforce(errors, "raise", _CTX, limit=2)
+    text = str(info.value)
+    assert text.splitlines()[0] == (
+        "rollout `my_pkg.rollout.fn` (--rollout-function-path) step 7: 3 contract error(s) "
+        "(--contract-check raise; --contract-check warn logs them and keeps the samples)")
+    assert text.splitlines()[-1] == "... and 1 more violation(s)"
+    assert info.value.ids == ["VIM108", "VIM108", "VIM110"]
+
+
+def test_enforce_raise_without_errors_warns_the_warnings(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, "vime.contract.checks"):
+        out, caught = _enforce_caught([_v("VIM117"), _v("VIM105")], "raise")
+    assert [v.id for v in out] == ["VIM105", "VIM117"]
+    assert [str(w.message).split(":")[0] for w in caught] == ["VIM105 warning", "VIM117 warning"]
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_enforce_uses_the_given_registry(mode: str) -> None:
+    reg = WarnOnce()
+    assert reg.first(7, "VIM105", _CTX.call_site)
+    found = [_v("VIM105")] + ([_v("VIM108", "error")] if mode == "raise" else [])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            enforce(found, mode, _CTX, registry=reg)  # type: ignore[arg-type]
+        except ContractError:
+            assert mode == "raise"
+    assert [w for w in caught if issubclass(w.category, ContractWarning)] == []
+
+
+def test_warnings_once_per_call_site_not_per_id() -> None:
+    other = CheckContext("eval_function_path", "my_pkg.ev.fn", 7)
+    _, first = _enforce_caught([_v("VIM105")], "warn")
+    _, second = _enforce_caught([_v("VIM105")], "warn", other)
+    _, again = _enforce_caught([_v("VIM105")], "warn")
+    assert (len(first), len(second), len(again)) == (1, 1, 0)
+
+
+def test_report_log_level_and_text(caplog: pytest.LogCaptureFixture) -> None:
+    many = [_v("VIM105", where=f"samples[{i}]") for i in range(21)]
+    with caplog.at_level(logging.WARNING, "vime.contract.checks"):
+        _enforce_caught(many, "warn")
+        _enforce_caught([_v("VIM105"), _v("VIM108", "error")], "warn")
+    warned, errored = caplog.records
+    assert warned.levelno == logging.WARNING and errored.levelno == logging.ERROR
+    assert warned.getMessage() == (
+        "rollout `my_pkg.rollout.fn` (--rollout-function-path) step 7: 21 contract "
+        "finding(s)\n" + "\n".join(v.format() for v in many))
+    assert errored.getMessage().startswith(
+        "rollout `my_pkg.rollout.fn` (--rollout-function-path) step 7: 2 contract finding(s)\n"
+        "VIM108 error: samples is wrong")
+
+
+@pytest.mark.skipif("mutants" in Path(policy.__file__).parts,
+                    reason="mutmut's trampolines put frames between the warning and its caller")
+def test_warning_points_at_the_caller_of_the_check() -> None:
+    # stacklevel=4: _report, enforce, validate_rollout_output, then the code that called it
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        validate_rollout_output(train_output(_bad_groups()), make_args(contract_check="warn"),
+                                evaluation=False, hook_path=HOOK, rollout_id=4)
+    ours = [w for w in caught if issubclass(w.category, ContractWarning)]
+    assert len(ours) == 2 and {w.filename for w in ours} == {__file__}
