@@ -32,8 +32,9 @@ class PortedSglangShape(Rule):
     ``"meta_info"`` and ``"output_token_logprobs"`` used as keys (``x[key]`` or
     ``x.get(key, ...)``), a request dict (``{...}`` or ``dict(...)``) with ``"input_ids"`` or
     ``"return_logprob"`` next to ``"sampling_params"``, and the SGLang ``"/generate"``
-    endpoint, also at the end of an f-string URL (warnings). An import of slime in the body of
-    a ``try`` whose handler catches ``ImportError`` is a fallback and is not reported.
+    endpoint, also at the end of an f-string URL built from ``args`` (warnings). An import of
+    slime in the body of a ``try`` whose handler catches ``ImportError`` and goes on is a
+    fallback and is not reported; one whose handler raises is.
 
     ## Why is this bad?
     vime talks to vLLM's ``/inference/v1/generate``, whose response carries
@@ -79,6 +80,14 @@ class PortedSglangShape(Rule):
                 from vime.utils.types import Sample
         """),
         Valid("url = f'http://{host}:{port}/inference/v1/generate'\n"),
+        # Another server's SGLang endpoint (a teacher the user deployed): not the rollout's.
+        Valid("TEACHER_URL = f'{teacher.url}/generate'\n"),
+        Valid("""
+            try:
+                from slime.utils.types import Sample
+            except ImportError:
+                Sample = None
+        """),
         Valid("""
             payload = dict(token_ids=ids, sampling_params=sp)
             x = d.get('meta')
@@ -110,7 +119,15 @@ class PortedSglangShape(Rule):
                 line=1, col=16, severity="warning"),
         Invalid("payload = dict(input_ids=ids, sampling_params=sp, return_logprob=True)\n",
                 line=1, col=10, severity="warning"),
-        Invalid("url = f'http://{host}:{port}/generate'\n", line=1, col=6, severity="warning"),
+        Invalid("url = f'http://{args.sglang_router_ip}:{args.sglang_router_port}/generate'\n",
+                line=1, col=6, severity="warning"),
+        Invalid("""
+            class Gen:
+                def __init__(self, args):
+                    self.args = args
+                def url(self):
+                    return f"http://{self.args.sglang_router_ip}:{self.args.sglang_router_port}/generate"
+        """, line=5, col=15, severity="warning"),
         Invalid("""
             class Gen:
                 async def __call__(self, args, sample, sampling_params):
@@ -123,6 +140,13 @@ class PortedSglangShape(Rule):
             except KeyError:
                 pass
         """, line=2, col=4, severity="error"),
+        # A handler that raises is no fallback: without slime the module still fails.
+        Invalid("""
+            try:
+                from slime.utils.types import Sample
+            except ImportError as exc:
+                raise ImportError("this backend needs slime: pip install slime") from exc
+        """, line=2, col=4, severity="error"),
     ]
 
     def __init__(self, context: FileContext) -> None:
@@ -131,9 +155,10 @@ class PortedSglangShape(Rule):
 
     def visit_Try(self, node: cst.Try) -> None:
         """Imports in the body of a ``try`` whose handler catches ``ImportError`` (or
-        ``ModuleNotFoundError``, ``Exception``, a bare ``except``) are a fallback: code that
-        also runs where slime is not installed."""
-        if not any(_catches_import_error(h) for h in node.handlers):
+        ``ModuleNotFoundError``, ``Exception``, a bare ``except``) and goes on are a fallback:
+        code that also runs where slime is not installed. A handler that raises (``raise
+        ImportError("install slime")``) is no fallback: the import still fails here."""
+        if not any(_catches_import_error(h) and not _raises(h) for h in node.handlers):
             return
         for stmt in node.body.body:
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -217,10 +242,14 @@ class PortedSglangShape(Rule):
                     severity="warning")
 
     def visit_FormattedString(self, node: cst.FormattedString) -> None:
-        """``f"http://{host}:{port}/generate"``: the endpoint after a formatted part."""
+        """``f"http://{args.sglang_router_ip}:{args.sglang_router_port}/generate"``: the
+        endpoint after a formatted part that reads the launch's ``args`` (the rollout's own
+        engines); a URL of another server (a teacher the user deployed on SGLang) is left."""
         last = node.parts[-1] if node.parts else None
         if len(node.parts) > 1 and isinstance(last, cst.FormattedStringText) \
-                and last.value.endswith(_SGLANG_ENDPOINT) and "/v1/" not in last.value:
+                and last.value.endswith(_SGLANG_ENDPOINT) and "/v1/" not in last.value \
+                and any(isinstance(p, cst.FormattedStringExpression)
+                        and _reads_args(p.expression) for p in node.parts):
             self.report(node, self.INVARIANT.render(
                 problem="'/generate' is SGLang's endpoint; vLLM serves /inference/v1/generate"),
                 severity="warning")
@@ -230,6 +259,29 @@ class PortedSglangShape(Rule):
             self.report(node, self.INVARIANT.render(
                 problem="'/generate' is SGLang's endpoint; vLLM serves /inference/v1/generate"),
                 severity="warning")
+
+
+def _reads_args(expr: cst.BaseExpression) -> bool:
+    """``expr`` reads an attribute of ``args`` (``args.x``, ``self.args.x``)."""
+    class _Reads(cst.CSTVisitor):
+        found = False
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            value = node.value
+            if isinstance(value, cst.Name) and value.value == "args" or \
+                    isinstance(value, cst.Attribute) and value.attr.value == "args":
+                self.found = True
+
+    reads = _Reads()
+    expr.visit(reads)
+    return reads.found
+
+
+def _raises(handler: cst.ExceptHandler) -> bool:
+    """The handler's own statements include a ``raise`` (it re-raises or raises another)."""
+    return any(isinstance(stmt, cst.SimpleStatementLine)
+               and any(isinstance(s, cst.Raise) for s in stmt.body)
+               for stmt in handler.body.body)
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
