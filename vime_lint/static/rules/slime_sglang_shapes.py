@@ -80,6 +80,16 @@ class PortedSglangShape(Rule):
                 from vime.utils.types import Sample
         """),
         Valid("url = f'http://{host}:{port}/inference/v1/generate'\n"),
+        # A fallback import under an if inside the try (optional logging).
+        Valid("""
+            def log(args, data):
+                try:
+                    if args.use_tensorboard:
+                        from slime.utils.tensorboard_utils import Adapter
+                        Adapter(args).log(data)
+                except Exception as exc:
+                    print(f"no tensorboard: {exc}")
+        """),
         # Another server's SGLang endpoint (a teacher the user deployed): not the rollout's.
         Valid("TEACHER_URL = f'{teacher.url}/generate'\n"),
         Valid("""
@@ -160,10 +170,23 @@ class PortedSglangShape(Rule):
         ImportError("install slime")``) is no fallback: the import still fails here."""
         if not any(_catches_import_error(h) and not _raises(h) for h in node.handlers):
             return
-        for stmt in node.body.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                self._guarded.update(id(s) for s in stmt.body
-                                     if isinstance(s, (cst.Import, cst.ImportFrom)))
+
+        class _Imports(cst.CSTVisitor):   # also under an if or a with inside the try
+            def __init__(self) -> None:
+                self.found: set[int] = set()
+
+            def visit_Import(self, imp: cst.Import) -> None:
+                self.found.add(id(imp))
+
+            def visit_ImportFrom(self, imp: cst.ImportFrom) -> None:
+                self.found.add(id(imp))
+
+            def visit_FunctionDef(self, fn: cst.FunctionDef) -> bool:
+                return False   # runs later, outside this try
+
+        imports = _Imports()
+        node.body.visit(imports)
+        self._guarded.update(imports.found)
 
     def _inside_vime(self) -> bool:
         parts = PurePath(self.context.path).parts
