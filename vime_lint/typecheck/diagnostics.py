@@ -63,6 +63,7 @@ from vime_lint.typecheck.contract_types import ALIAS_PREFIX
 from vime_lint.typecheck.fixes import fix_for
 from vime_lint.typecheck.plan import AnnotationPlan, TypedFunction
 from vime_lint.typecheck.run import MypyMessage
+from vime_lint.typecheck.signatures import class_attributes
 from vime_lint.typecheck.source_index import SourceIndex, focus
 from vime_lint.typecheck.strictness import GOT, strictness, union_members
 from vime_lint.typecheck.unknown_attributes import NO_ATTR, attribute_uses, unknown_attribute
@@ -162,7 +163,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
         line, col, end_line, end_col = m.line, m.col, m.end_line, m.end_col
         missing = NO_ATTR.search(m.message) if m.code in ("attr-defined", "union-attr") else None
         strict = strictness(m.message, m.code)
-        legacy = False
+        legacy = soft = False
         fix: str | None = None
         if missing is not None and missing["attr"] not in SAMPLE_FIELD_NAMES:
             found = unknown_attribute(path, index, m, missing["attr"], uses)
@@ -211,6 +212,16 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                 code = "VIM202"
                 ctx = (f"`{ast.unparse(target)}` is `{hint}` (Sample.{target.attr})"
                        + via(fn) + reached(fn))
+            elif (default := _default_data_source_attr(m)) is not None:
+                # a method the default data source has and the DataSource interface lacks: it
+                # runs, unless --data-source-path names a class without it
+                code, soft = "VIM201", True
+                ctx = (f"`{default[0]}` is a method of vime's default data source "
+                       f"(`{default[1]}`), not of the `DataSource` interface the contract "
+                       "gives hooks: it works unless --data-source-path names a class "
+                       "without it" + reached(fn))
+                fix = (f"keep it with the default data source, or check for it first: "
+                       f"`if hasattr(data_source, \"{default[0]}\"): ...`")
             else:
                 code, ctx = "VIM201", context_of(fn, nodes, m) + reached(fn)
                 if strict is None and (m.code == "assignment" or not involved(
@@ -227,7 +238,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                               "not a contract type")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
-        severity: Severity | None = "warning" if legacy else None
+        severity: Severity | None = "warning" if legacy or soft else None
         key = (line, col, code)
         if key in out:
             prev = out[key]
@@ -244,6 +255,23 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                                                                    "VIM202")):
             del out[(line, col, code)]
     return sorted(out.values(), key=lambda f: (f.line, f.col, f.code))
+
+
+_DATA_SOURCE_ATTR = re.compile(r'(?:Item )?"DataSource"(?: of "[^"]*")? has no attribute '
+                               r'"(?P<attr>\w+)"')
+
+
+def _default_data_source_attr(m: MypyMessage) -> tuple[str, str] | None:
+    """(attribute, class) when mypy says ``"DataSource" has no attribute "x"`` and ``x`` is
+    defined on the default ``--data-source-path`` class (read from vime's source)."""
+    found = _DATA_SOURCE_ATTR.search(m.message) \
+        if m.code in ("attr-defined", "union-attr") else None
+    if found is None:
+        return None
+    from vime.contract.hooks import HOOKS
+
+    module, _, cls = str(HOOKS["data_source_path"].default).rpartition(".")
+    return (found["attr"], cls) if found["attr"] in class_attributes(module, cls) else None
 
 
 _CERTAIN = re.compile(r'got "(?P<got>None|Tensor|str|ndarray[^"]*|[^"]*floating[^"]*|'

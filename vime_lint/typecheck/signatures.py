@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-__all__ = ["Param", "Signature", "vime_signature"]
+__all__ = ["Param", "Signature", "class_attributes", "vime_signature"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +126,25 @@ def _dataclass_signature(node: ast.ClassDef, qualified: str) -> Signature | None
             text = _default_text(value) if value is not None else None
         params.append(Param(stmt.target.id, text, False))
     return Signature(qualified, tuple(params), False, False)
+
+
+@cache
+def class_attributes(module: str, cls: str, depth: int = 0) -> frozenset[str]:
+    """The methods and class-level names of one of vime's classes, with those of its bases
+    defined in the same module, read from source (empty when not found)."""
+    tree = _module_tree(module)
+    if tree is None or depth > 5:
+        return frozenset()
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            names = {sub.name for sub in node.body
+                     if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            names |= {t.id for sub in node.body if isinstance(sub, ast.Assign)
+                      for t in sub.targets if isinstance(t, ast.Name)}
+            names |= {sub.target.id for sub in node.body
+                      if isinstance(sub, ast.AnnAssign) and isinstance(sub.target, ast.Name)}
+            for base in node.bases:
+                if isinstance(base, ast.Name):
+                    names |= class_attributes(module, base.id, depth + 1)
+            return frozenset(names)
+    return frozenset()

@@ -93,6 +93,17 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             return {"samples": groups, "metrics": {}}
         ''', [(7, "VIM200", 'got "dict[str, Collection[list[Sample]]]", expected '
                            '"RolloutFnTrainOutput | RolloutFnEvalOutput"')]),
+    "data_source_default_methods.py": ('''
+        from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return RolloutFnEvalOutput(data={})
+            n = data_source.get_buffer_length()
+            data_source.no_such_method()
+            return RolloutFnTrainOutput(samples=data_source.get_samples(n))
+        ''', [(6, "VIM201", '"DataSource" has no attribute "get_buffer_length"'),
+              (7, "VIM201", '"DataSource" has no attribute "no_such_method"')]),
     "metrics_list.py": ('''
         from vime.rollout.base_types import RolloutFnTrainOutput
 
@@ -547,6 +558,8 @@ def test_conflicting_annotations_are_warnings_and_the_rest_errors(checked: Any) 
         for f in r.findings:
             warning = f.code == "VIM203" or f.code == "VIM031" and "did you mean" not in f.message
             warning = warning or f.code == "VIM200" and "a legacy form" in f.message
+            warning = warning or f.code == "VIM201" and "of vime's default data source" in \
+                f.message
             assert f.severity == ("warning" if warning else "error"), f
 
 
@@ -566,6 +579,13 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
     assert f.severity == "error"
     # a bare dict: what was returned first (a new user read "returns `RolloutFnTrainOutput |
     # ...`" as "the return type is right"), both paths' outcomes, the dataclass to return
+    # a method of the default data source (RolloutDataSourceWithBuffer) that the DataSource
+    # interface lacks runs with the default: a warning; a method no class has: an error
+    soft, hard = _findings(outcome, "data_source_default_methods.py")
+    assert soft.severity == "warning" and hard.severity == "error", (soft, hard)
+    assert soft.message.startswith("`get_buffer_length` is a method of vime's default data "
+                                   "source (`RolloutDataSourceWithBuffer`)"), soft.message
+    assert "no_such_method" in hard.message
     (f,) = _findings(outcome, "rollout_returns_dict.py")
     assert f.severity == "warning", f
     assert f.message.startswith("`generate_rollout` returns `dict[str, Collection[list[Sample]]]`"
