@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 import libcst as cst
+import libcst.matchers as m
 
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import dotted_text, string_value
@@ -284,20 +285,13 @@ class PortedSglangShape(Rule):
                 severity="warning")
 
 
+#: ``args.x`` or ``self.args.x`` (any object's ``.args``): a read of the launch's arguments.
+_ARGS_READ = m.Attribute(value=m.Name("args") | m.Attribute(attr=m.Name("args")))
+
+
 def _reads_args(expr: cst.BaseExpression) -> bool:
     """``expr`` reads an attribute of ``args`` (``args.x``, ``self.args.x``)."""
-    class _Reads(cst.CSTVisitor):
-        found = False
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            value = node.value
-            if isinstance(value, cst.Name) and value.value == "args" or \
-                    isinstance(value, cst.Attribute) and value.attr.value == "args":
-                self.found = True
-
-    reads = _Reads()
-    expr.visit(reads)
-    return reads.found
+    return bool(m.findall(expr, _ARGS_READ))
 
 
 def _raises(handler: cst.ExceptHandler) -> bool:
