@@ -103,6 +103,13 @@ class LintResult:
     source: str = ""
 
 
+#: The hooks whose conventional names bind as firmly as a launch would (``generate_rollout``:
+#: the name every rollout module is written under); see :attr:`HookBinding.loose`.
+ROLLOUT_DESTS = ("rollout_function_path", "eval_function_path")
+#: :attr:`HookBinding.source` of a hook found by its conventional name.
+CONVENTIONAL_NAME = "conventional name"
+
+
 @dataclass(frozen=True, slots=True)
 class HookBinding:
     """A function (or class) of a module that is a vime hook, and how it was found."""
@@ -119,6 +126,20 @@ class HookBinding:
     #: The launch scripts/configs naming it (root-relative paths, keys of
     #: ``LintOptions.launch_files``); empty when no launch file names it.
     launches: tuple[str, ...] = ()
+    #: Bound by its conventional name alone (nothing configures or annotates it) to a hook
+    #: other than the rollout and eval functions, and it takes a parameter that the hook does
+    #: not pass by that name: perhaps not a hook at all, but a framework's own function under
+    #: the same name (slime's ``log_rollout_data(rollout_id, args, rollout_data)`` in
+    #: ``megatron_utils/data.py``, which no launch passes). A clash with the hook's contract is
+    #: then a warning: it fails at run time only once a launch names it, and the load-time
+    #: check (VIM100) stops that launch before any engine starts.
+    loose: bool = False
+
+    def loose_note(self) -> str:
+        """The words a finding on a :attr:`loose` binding ends with."""
+        return (f" (a warning: `{self.function}` is taken for {self.spec.arg} by its "
+                "conventional name alone, and it has parameters that hook does not pass; "
+                "no launch, `[tool.vime_lint] hooks` or Protocol annotation names it)")
 
 
 @dataclass(frozen=True, slots=True)

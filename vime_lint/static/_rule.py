@@ -31,7 +31,14 @@ import libcst as cst
 from vime.contract import HOOKS, Invariant, Severity
 from vime.contract.hooks import GROUP_RM_SPEC, HookSpec
 from vime_lint.static._cst import dotted_text
-from vime_lint.static._model import HookBinding, Invalid, LintOptions, Valid
+from vime_lint.static._model import (
+    CONVENTIONAL_NAME,
+    ROLLOUT_DESTS,
+    HookBinding,
+    Invalid,
+    LintOptions,
+    Valid,
+)
 from vime_lint.static.analysis import HookTarget, Semantic
 
 __all__ = ["FileContext", "Fix", "FunctionTracker", "Report", "Rule", "build_context"]
@@ -130,6 +137,16 @@ def _plausible(target: HookTarget | None, spec: HookSpec) -> bool:
     return mode_fits or takes_all
 
 
+def _loose(target: HookTarget | None, spec: HookSpec) -> bool:
+    """Whether a function bound by a conventional name alone takes a parameter the hook does
+    not pass by that name (``HookBinding.loose``); never for the rollout and eval functions,
+    whose name is what every rollout module is written under."""
+    if target is None or spec.dest in ROLLOUT_DESTS:
+        return False
+    return any(p.name not in spec.params for p in target.params
+               if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
+
+
 def build_context(path: str, module: cst.Module, options: LintOptions,
                   semantic: Semantic) -> FileContext:
     """Bind the hooks of ``module`` and resolve what code each one runs.
@@ -160,8 +177,9 @@ def build_context(path: str, module: cst.Module, options: LintOptions,
     for name in semantic.symbols:
         spec_c = _CONVENTIONAL.get(name)
         if spec_c is not None and name not in hooks and not semantic.referenced(name) \
-                and _plausible(semantic.target(name), spec_c):
-            hooks[name] = [HookBinding(name, spec_c, "conventional name", explicit=False)]
+                and _plausible(target := semantic.target(name), spec_c):
+            hooks[name] = [HookBinding(name, spec_c, CONVENTIONAL_NAME, explicit=False,
+                                       loose=_loose(target, spec_c))]
     targets: dict[int, tuple[HookBinding, HookTarget]] = {}
     for name, bindings in hooks.items():
         for b in bindings:

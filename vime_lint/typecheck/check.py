@@ -14,7 +14,7 @@ Hook discovery, file collection, configuration, suppression and per-file-ignores
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -80,13 +80,38 @@ def _unsuppressed(findings: list[Finding], source: str) -> list[Finding]:
         for s in marks)]
 
 
-def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]) -> dict[str, HookSpec]:
-    """Module-level name -> spec, in discovery order (``vime-lint rollout``'s steps a-d)."""
+def _hooks_of(path: str, text: str, bindings: tuple[HookBinding, ...]
+              ) -> tuple[dict[str, HookSpec], dict[str, HookBinding]]:
+    """Module-level name -> spec, in discovery order (``vime-lint rollout``'s steps a-d), and
+    the names bound by a conventional name alone (``HookBinding.loose``)."""
     from vime_lint.static._engine import file_context
     from vime_lint.static._guard import parse_module
 
     ctx, _ = file_context(path, parse_module(text), LintOptions(hooks=bindings))
-    return {name: bs[0].spec for name, bs in ctx.hooks.items() if bs}
+    first = {name: bs[0] for name, bs in ctx.hooks.items() if bs}
+    return ({name: b.spec for name, b in first.items()},
+            {name: b for name, b in first.items() if b.loose})
+
+
+def _loose_warnings(findings: list[Finding], plan: AnnotationPlan,
+                    guessed: Mapping[str, HookBinding]) -> list[Finding]:
+    """``findings`` with each error inside a :attr:`~HookBinding.loose` hook (bound by its
+    conventional name alone, with parameters the hook does not pass), or in a helper only such
+    hooks reach, made a warning that says why: the contract's types were given on a guess."""
+    from vime_lint.typecheck.diagnostics import innermost
+
+    if not guessed:
+        return findings
+    out = []
+    for f in findings:
+        fn = innermost(plan.functions, f.line)
+        roots = (fn.name,) if fn is not None and fn.spec is not None else \
+            fn.reached_from if fn is not None else ()
+        if f.severity == "error" and roots and all(r in guessed for r in roots):
+            f = replace(f, severity="warning",
+                        message=f.message + guessed[roots[0]].loose_note())
+        out.append(f)
+    return out
 
 
 def launch_types(bindings: Sequence[HookBinding],
@@ -281,6 +306,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     folders: list[Path] = [settings.root]
     seeds_by_display: dict[str, Seeds] = {}
     kinds_by_display: dict[str, dict[str, frozenset[str]]] = {}
+    #: per file, the hooks bound by a conventional name alone (their errors are warnings)
+    guessed_by_display: dict[str, dict[str, HookBinding]] = {}
     not_linted = select_rules([FileNotLinted], settings.select, settings.ignore)
     skipped: list[LintResult] = []
 
@@ -315,7 +342,8 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         resolved = safe_resolve(p)
         try:  # one budget for finding the hooks and annotating them (LibCST, twice)
             with time_budget(DEFAULT_LIMITS.seconds):
-                hooks = _hooks_of(display, text, bindings.get(resolved, ()))
+                hooks, guessed_by_display[display] = _hooks_of(
+                    display, text, bindings.get(resolved, ()))
                 kinds = launch_types(bindings.get(resolved, ()), launch.files, settings.root)
                 plan = annotate(text, hooks, launch_types=kinds) if hooks else None
         except OverBudget:
@@ -346,8 +374,10 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
         display = _display(target)
         try:
             text = plans[display][0] if display in plans else decode_source(target.read_bytes())
-            hooks = hooks_by_file.get(display) or _hooks_of(
-                display, text, bindings.get(safe_resolve(target), ()))
+            if display not in hooks_by_file:
+                hooks_by_file[display], guessed_by_display[display] = _hooks_of(
+                    display, text, bindings.get(safe_resolve(target), ()))
+            hooks = hooks_by_file[display]
             plan = annotate(text, hooks, seeds=given)
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError, RecursionError,
                 cst.ParserSyntaxError):
@@ -399,9 +429,10 @@ def check_paths(settings: TypesSettings) -> TypesOutcome:
     results = []
     for display, (text, plan, rel) in plans.items():
         enabled = {r.code() for r in _rules_for_file(list(rules), rel, settings.config)}
-        found = _unsuppressed(sorted(
+        found = _unsuppressed(sorted(_loose_warnings(
             [f for f in [*findings_for(display, text, plan, by_path.get(display, [])),
                          *(f for f in conflicts.get(display, []) if display in redo)]
-             if f.code in enabled], key=lambda f: (f.line, f.col, f.code)), text)
+             if f.code in enabled], plan, guessed_by_display.get(display, {})),
+            key=lambda f: (f.line, f.col, f.code)), text)
         results.append(LintResult(display, tuple(found), source=text))
     return TypesOutcome([*skipped, *results], problems, len(plans), seconds, len(files))

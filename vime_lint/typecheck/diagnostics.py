@@ -68,7 +68,7 @@ from vime_lint.typecheck.source_index import SourceIndex, focus
 from vime_lint.typecheck.strictness import GOT, strictness, union_members
 from vime_lint.typecheck.unknown_attributes import NO_ATTR, attribute_uses, unknown_attribute
 
-__all__ = ["findings_for", "wider_annotations"]
+__all__ = ["findings_for", "innermost", "wider_annotations"]
 
 _RETURN_CODES = frozenset({"return", "return-value", "empty-body"})
 _FIELD_CODES = frozenset({"assignment", "arg-type", "dict-item", "list-item", "call-arg",
@@ -79,7 +79,8 @@ _FIELD_CODES = frozenset({"assignment", "arg-type", "dict-item", "list-item", "c
 _LAUNCH_SAMPLE = re.compile(rf"(?<!\w){ALIAS_PREFIX}Sample_\w+")
 
 
-def _innermost(functions: Iterable[TypedFunction], line: int) -> TypedFunction | None:
+def innermost(functions: Iterable[TypedFunction], line: int) -> TypedFunction | None:
+    """The innermost of ``functions`` whose definition holds 1-based ``line``, else None."""
     best = None
     for fn in functions:
         if fn.start_line <= line <= fn.end_line and (
@@ -156,7 +157,7 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
     for m in errors:
         if m.line > plan.user_lines:
             continue
-        fn = _innermost(plan.functions, m.line)
+        fn = innermost(plan.functions, m.line)
         if fn is None:
             continue
         nodes = index.at(m.line, m.col)
@@ -196,6 +197,16 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                        + f": a legacy form on the {mode} path only: vime wraps it there with a "
                        f"DeprecationWarning; returned on the {other} path it is an error at "
                        f"run time (VIM101; `vime-lint rollout` tells the paths apart)")
+        elif m.code in _RETURN_CODES and (own_return := _own_return(fn, m)) is not None:
+            # a helper's value against the helper's own return annotation (the contract types
+            # what helpers are given, not what they return): what reaches vime is checked
+            # where the hook returns it
+            code = "VIM204"
+            ctx = (f"`{fn.name}` returns `{own_return[0]}` where its own annotation says "
+                   f"`{own_return[1]}`" + reached(fn) + ", the helper's own return "
+                   "annotation, not a contract type")
+            fix = (f"annotate `{fn.name}` with what it returns (`-> {own_return[0]}`), or "
+                   "drop the annotation")
         elif (shape := call_shape(index, fn, nodes, m)) is not None:
             # a call of vime's function that does not fit its parameters: one finding at the
             # call (mypy's sentences about it merged), in the contract's words
@@ -292,6 +303,18 @@ def _breaks_contract(message: str, fn: TypedFunction) -> bool:
 
 _CALLEE = re.compile(r'to "(?P<name>\w+)"(?: of "(?P<cls>\w+)")? has incompatible type '
                      r'"[^"]*"; expected "(?P<want>[^"]*)"')
+
+
+def _own_return(fn: TypedFunction, m: MypyMessage) -> tuple[str, str] | None:
+    """(got, expected) when mypy's return error in ``fn`` is against the user's own return
+    annotation of a helper (``fn.returns`` is None: the contract gave it no return type) and
+    that annotation names no contract type; None otherwise (a helper annotated with a contract
+    type hides a wrong value from the hook's check, so that error stays)."""
+    got = GOT.search(m.message)
+    if fn.spec is not None or fn.returns is not None or got is None \
+            or _names_contract_type(got["want"]):
+        return None
+    return got["got"], got["want"]
 
 
 def _names_contract_type(text: str) -> bool:

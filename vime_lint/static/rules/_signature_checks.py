@@ -10,14 +10,12 @@ import libcst as cst
 
 from vime.contract import check_signature
 from vime.contract.hooks import HookSpec
-from vime_lint.static._model import HookBinding
+from vime_lint.static._model import ROLLOUT_DESTS, HookBinding
 from vime_lint.static._rule import Fix, Rule
 from vime_lint.static.analysis import HookTarget, Semantic
 
 __all__ = ["ROLLOUT_DESTS", "_check", "_default_fix", "_hook_targets", "_rename_fix", "_Rename"]
 
-
-ROLLOUT_DESTS = ("rollout_function_path", "eval_function_path")
 
 
 class _Rename(cst.CSTTransformer):
@@ -99,7 +97,11 @@ def _check(rule: Rule, target: HookTarget, binding: HookBinding, spec: HookSpec,
             for pname, default in spec.param_defaults.items():
                 if f"`{pname}` without a default" in v.message:
                     fix = _default_fix(fn, pname, default)
-        rule.report(target.node, v.message + via, severity=v.severity, fix_hint=v.fix, fix=fix)
+        severity, note = v.severity, ""
+        if binding.loose and severity == "error":
+            severity, note = "warning", binding.loose_note()
+        rule.report(target.node, v.message + via + note, severity=severity, fix_hint=v.fix,
+                    fix=fix)
 
 
 def _hook_targets(rule: Rule, rollout: bool) -> list[tuple[HookBinding, HookTarget]]:

@@ -219,6 +219,27 @@ class HookSignature(Rule):
                 return sample
             generate = functools.partial(_gen, None, None)
         """, line=4, col=11),
+        # Found by its conventional name alone, with a parameter the hook does not pass
+        # (slime's own `log_rollout_data(rollout_id, args, rollout_data)`, which no launch
+        # passes): a warning; named by a launch, the same function is an error.
+        Invalid("""
+            def log_rollout_data(rollout_id, args, rollout_data):
+                return None
+        """, line=1, col=4, severity="warning"),
+        Invalid("""
+            def log_eval_rollout_data(rollout_id, args, eval_data):
+                return False
+        """, line=1, col=4, severity="warning"),
+        Invalid("""
+            def log_rollout_data(rollout_id, args, rollout_data):
+                return None
+        """, line=1, col=4, options={"hooks": {"log_rollout_data":
+                                              "custom_rollout_log_function_path"}}),
+        # ... while one whose parameters are all the hook's stays an error by name alone
+        Invalid("""
+            def log_rollout_data(rollout_id, args, samples):
+                return False
+        """, line=1, col=4),
     ]
 
     def visit_Module(self, node: cst.Module) -> None:

@@ -287,3 +287,27 @@ def test_hashes_in_quotes_and_words_are_not_comments() -> None:
     text = "a='x # y' b=\"p#q\" c=$# d=${#arr} # gone\n# all gone\nk = 1"
     assert strip_comments(text, ".sh") == "a='x # y' b=\"p#q\" c=$# d=${#arr} \n\nk = 1"
     assert strip_comments('{"a": "# --group-rm"}', ".json") == '{"a": "# --group-rm"}'
+
+
+def test_vim004_on_a_loose_conventional_binding_is_a_warning_that_says_why() -> None:
+    # slime's own `log_rollout_data(rollout_id, args, rollout_data)` (megatron_utils/data.py),
+    # which no launch passes: bound by its name alone, with a parameter the hook never passes
+    src = "def log_rollout_data(rollout_id, args, rollout_data):\n    return None\n"
+    result = lint_source(src, "m.py", options_from_mapping({}), rules=ALL_RULES)
+    (f,) = [f for f in result.findings if f.code == "VIM004"]
+    assert f.severity == "warning"
+    assert f.message.endswith(
+        "(a warning: `log_rollout_data` is taken for --custom-rollout-log-function-path by its "
+        "conventional name alone, and it has parameters that hook does not pass; no launch, "
+        "`[tool.vime_lint] hooks` or Protocol annotation names it)"), f.message
+    named = lint_source(src, "m.py", options_from_mapping(
+        {"hooks": {"log_rollout_data": "custom_rollout_log_function_path"}}), rules=ALL_RULES)
+    (g,) = [g for g in named.findings if g.code == "VIM004"]
+    assert g.severity == "error" and "(a warning" not in g.message
+    # the rollout function's conventional name binds firmly: `data_buffer` is slime's name
+    rollout = ("def generate_rollout(args, rollout_id, data_buffer):\n"
+               "    return None\n")
+    found = lint_source(rollout, "m.py", options_from_mapping({}), rules=ALL_RULES).findings
+    vim001 = [h for h in found if h.code == "VIM001"]
+    assert "error" in {h.severity for h in vim001}, found    # `evaluation` is missing
+    assert not any("conventional name alone" in h.message for h in vim001), found
