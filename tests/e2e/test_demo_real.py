@@ -2,8 +2,8 @@
 set-up reuses the session's converted model and its verification record, lint, `vime-lint check` on a real engine with the
 model's chat template, one GRPO step with held-out evaluation before and after on the same
 engine (the demo starts one for both), the report.
-The shuffled-reward control is the same command with another hook (the tiny demo's e2e test
-runs it); it is skipped here to keep the suite's time down, as is the set-up's verification of
+The shuffled-reward control (``--control``) is the same command with another hook (the tiny
+demo's e2e test runs it); it is not asked for here, to keep the suite's time down, as is the set-up's verification of
 the engine against transformers (tests/integration/models/test_real_model.py runs it)."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_quick_real_model_recipe(real_model_dir: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "VIME_ENGINE_API_KEY"}
     env["COLUMNS"] = "120"
     proc = subprocess.run([sys.executable, "-m", "vime.demo", "--model", "smollm2-135m-instruct",
-                           "--quick", "--skip-control", "--out", str(out)],
+                           "--quick", "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]

@@ -139,6 +139,9 @@ def report(paths: DemoPaths, stages: Sequence[StageResult], *, quick: bool,
     if control is not None and control["gain_points"] is not None:
         console.print(f"control (same steps, rewards shuffled): {control['gain_points']:+.1f} "
                       "points; the difference is what the reward taught")
+    elif control is None and gain is not None and not quick:
+        console.print("no control run: --control runs the same steps on shuffled rewards, "
+                      "which says how much of this gain the reward taught")
     page = paths.grpo_run / "report.html"
     console.print(f"files: {_display(paths.out / 'summary.txt')}, "
                   f"{_display(paths.out / 'summary.json')}, "
