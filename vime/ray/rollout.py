@@ -63,8 +63,8 @@ from vime.utils.types import Sample
 __all__ = ["ENGINE_FREE_ROLLOUTS", "RolloutManager", "RolloutManagerCore", "create_rollout_manager",
            "load_hooks", "needs_engines"]
 
-#: Rollout functions that never talk to an engine: no vLLM server is started for them.
-
+# ``ENGINE_FREE_ROLLOUTS`` (defined in ``vime.contract.hooks``, re-exported here): the rollout
+# functions that never talk to an engine; no vLLM server is started for them (``needs_engines``).
 
 
 def load_hooks(args: Namespace) -> dict[str, Any]:
