@@ -80,6 +80,9 @@ class LossSettings:
             and ``use_kl``).
         use_kl: ``--use-kl-loss`` (the trainer holds a reference model).
         entropy_coef: weight of the entropy bonus (0 = off; the entropy is still reported).
+        per_token: ``--calculate-per-token-loss``: every loss is the step's token mean (each
+            response token weighs the same) instead of its mean over rollouts of each
+            rollout's token mean (each rollout weighs the same).
     """
 
     loss_type: str
@@ -89,11 +92,13 @@ class LossSettings:
     kl_loss_coef: float
     use_kl: bool
     entropy_coef: float
+    per_token: bool = False
 
     @classmethod
     def from_args(cls, args: Namespace) -> LossSettings:
         """Read ``loss_type``, ``advantage_estimator``, ``eps_clip(_high)``,
-        ``use_kl_loss``/``kl_loss_coef`` and ``entropy_coef`` from ``args``."""
+        ``use_kl_loss``/``kl_loss_coef``, ``entropy_coef`` and ``calculate_per_token_loss``
+        from ``args``."""
         high = arg(args, "eps_clip_high")
         return cls(loss_type=str(arg(args, "loss_type")),
                    estimator=str(arg(args, "advantage_estimator")),
@@ -101,7 +106,8 @@ class LossSettings:
                    eps_clip_high=None if high is None else float(high),
                    kl_loss_coef=float(arg(args, "kl_loss_coef")),
                    use_kl=bool(arg(args, "use_kl_loss")),
-                   entropy_coef=float(arg(args, "entropy_coef")))
+                   entropy_coef=float(arg(args, "entropy_coef")),
+                   per_token=bool(arg(args, "calculate_per_token_loss")))
 
 
 @dataclass(frozen=True)
@@ -122,14 +128,33 @@ class ResponseOutputs:
     hits: torch.Tensor
 
 
-def _mask_and_denom(step: dict[str, Any], rows: Sequence[int], valid: torch.Tensor
+def step_mask_tokens(step: dict[str, Any]) -> int:
+    """Loss-mask tokens of the whole optimiser step: ``rollout_mask_sums`` summed once per
+    rollout (``rollout_ids``), FAILED rollouts (the ``failed`` column) left out as the
+    trainer's ``num_rollouts`` leaves them out."""
+    failed = step.get("failed") or [0] * len(step["rollout_ids"])
+    sums = {rid: m for rid, m, f in zip(step["rollout_ids"], step["rollout_mask_sums"], failed,
+                                        strict=True) if not f}
+    return int(sum(sums.values()))
+
+
+def _mask_and_denom(step: dict[str, Any], rows: Sequence[int], valid: torch.Tensor,
+                    num_rollouts: int = 1, per_token: bool = False
                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(B, R)`` loss mask (``loss_masks`` times ``valid``) and ``(B,)`` denominators
-    (``rollout_mask_sums``) of ``rows``."""
+    """``(B, R)`` loss mask (``loss_masks`` times ``valid``) and ``(B,)`` denominators of
+    ``rows``: each rollout's ``rollout_mask_sums``, or with ``per_token`` the step's mean
+    (:func:`step_mask_tokens` / ``num_rollouts``) for every row, which turns
+    :func:`~vime.backends.losses.reduce_sample_mean`'s sum of sample means into the step's
+    token mean (DAPO's token-level loss, Yu et al. 2025, sec. 3.3; slime's
+    ``--calculate-per-token-loss``)."""
     mask = pad_per_token([step["loss_masks"][i] for i in rows], valid.shape[1],
                          device=valid.device) * valid
-    denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
-                         dtype=torch.float32, device=valid.device)
+    if per_token:
+        mean = step_mask_tokens(step) / max(int(num_rollouts), 1)
+        denom = torch.full((len(rows),), float(mean), dtype=torch.float32, device=valid.device)
+    else:
+        denom = torch.tensor([step["rollout_mask_sums"][i] for i in rows],
+                             dtype=torch.float32, device=valid.device)
     return mask, denom
 
 
@@ -162,7 +187,7 @@ def builtin_loss(settings: LossSettings, step: dict[str, Any], rows: list[int],
     """
     lp, valid = outputs.log_probs, outputs.valid
     width = lp.shape[1]
-    mask, denom = _mask_and_denom(step, rows, valid)
+    mask, denom = _mask_and_denom(step, rows, valid, num_rollouts, settings.per_token)
     additive: set[str] = set()
     stats: dict[str, float]
     if settings.loss_type == "sft_loss":
@@ -184,7 +209,8 @@ def builtin_loss(settings: LossSettings, step: dict[str, Any], rows: list[int],
         if reducer is not None:
             rlens = [step["response_lengths"][i] for i in rows]
             masks = [reduce_mask[k, :r] for k, r in enumerate(rlens)]
-            pg = reducer(([len(step["tokens"][i]) for i in rows], rlens, masks, False),
+            pg = reducer(([len(step["tokens"][i]) for i in rows], rlens, masks,
+                          settings.per_token),
                          to_flat(per_token, valid))
         else:
             pg = reduce_sample_mean(per_token, reduce_mask, denom, num_rollouts)
@@ -252,7 +278,7 @@ def apply_tis(tis: TisFunction, step: dict[str, Any], rows: list[int], per_token
 
 
 def custom_loss_batch(step: dict[str, Any], rows: list[int], padded: PaddedBatch,
-                      num_rollouts: int
+                      num_rollouts: int, per_token: bool = False
                       ) -> tuple[dict[str, Any], Callable[[torch.Tensor], torch.Tensor]]:
     """What ``--custom-loss-function-path`` receives for one micro-batch (docs/en/training.md).
 
@@ -262,6 +288,8 @@ def custom_loss_batch(step: dict[str, Any], rows: list[int], padded: PaddedBatch
             ``ref_log_probs``).
         padded: the right-padded batch the model ran on (``PaddedBatch``, ``(B, T)``).
         num_rollouts: rollouts in the optimiser step.
+        per_token: ``--calculate-per-token-loss`` (``sum_of_sample_mean`` is then the step's
+            token mean, as for the built-in losses).
 
     Returns:
         ``(batch, sum_of_sample_mean)``: the batch dict (per-sample lists, per-token
@@ -276,7 +304,7 @@ def custom_loss_batch(step: dict[str, Any], rows: list[int], padded: PaddedBatch
     valid = torch.zeros((len(rows), width), dtype=torch.float32, device=device)
     for k, r in enumerate(rlens):
         valid[k, :r] = 1.0
-    mask, denom = _mask_and_denom(step, rows, valid)
+    mask, denom = _mask_and_denom(step, rows, valid, num_rollouts, per_token)
 
     def sum_of_sample_mean(values: torch.Tensor) -> torch.Tensor:
         if values.dim() == 1:

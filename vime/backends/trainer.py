@@ -341,7 +341,8 @@ class Trainer:
         tokens = [step["tokens"][i] for i in rows]
         if settings.loss_type == "custom_loss":
             padded, logits = self._forward(self.model, tokens)
-            batch, sum_of_sample_mean = custom_loss_batch(step, rows, padded, num_rollouts)
+            batch, sum_of_sample_mean = custom_loss_batch(step, rows, padded, num_rollouts,
+                                                          settings.per_token)
             loss, stats = self.hooks.loss(self.args, batch, logits, sum_of_sample_mean,
                                           rollout_id)
             return loss, stats, set(stats)

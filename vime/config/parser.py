@@ -201,6 +201,11 @@ def _add_reward_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--loss-type", type=str, default="policy_loss",
                    choices=["policy_loss", "sft_loss", "custom_loss"],
                    help="Loss (custom_loss: --custom-loss-function-path).")
+    g.add_argument("--calculate-per-token-loss", action="store_true",
+                   help="Average every loss over the step's response tokens (each token "
+                        "weighs the same; DAPO's token-level loss) instead of over rollouts "
+                        "of each rollout's token mean, which weighs a long wrong answer's "
+                        "tokens less than a short one's (Liu et al. 2025, Dr. GRPO).")
     g.add_argument("--loss-mask-type", type=str, default="qwen",
                    choices=["qwen", "qwen3", "qwen3_5", "distill_qwen"],
                    help="Chat-template loss-mask method of the SFT rollout "

@@ -130,3 +130,74 @@ def test_custom_loss_batch_names_and_sum_of_sample_mean() -> None:
     dense = torch.tensor([[1.0, 5.0, 3.0], [2.0, 4.0, 0.0]])
     # (1 + 3) / 2 + (2 + 4) / 2, over 2 rollouts
     assert float(ssm(flat)) == float(ssm(dense)) == pytest.approx(2.5)
+
+
+def _uneven_step(failed: list[int] | None = None) -> dict[str, Any]:
+    # two rollouts of 2 and 3 loss tokens; with ``failed`` a third, FAILED one of 1 token
+    step = {
+        "tokens": [[1, 2, 3, 4], [1, 5, 6, 7, 8]],
+        "response_lengths": [2, 3],
+        "total_lengths": [4, 5],
+        "loss_masks": [[1, 1], [1, 1, 1]],
+        "rollout_mask_sums": [2, 3],
+        "rollout_ids": [0, 1],
+        "old_log_probs": [[-1.0, -1.0], [-0.5, -0.5, -0.5]],
+        "advantages": [[1.0, 1.0], [-1.0, -1.0, -1.0]],
+        "rewards": [1.0, 0.0],
+    }
+    if failed is not None:
+        step = {k: [*v, v[0]] for k, v in step.items()}
+        step["rollout_ids"][-1], step["rollout_mask_sums"][-1] = 2, 1
+        step["failed"] = failed
+    return step
+
+
+def test_per_token_loss_weighs_every_token_the_same() -> None:
+    from vime.backends.loss_paths import step_mask_tokens
+    from vime.backends.losses import pg_token_losses
+
+    lp = torch.tensor([[-0.9, -1.1, 0.0], [-0.6, -0.5, -0.3]], requires_grad=True)
+    valid = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    out = ResponseOutputs(lp, valid, torch.zeros(2, 3), torch.zeros(2, 3))
+    mask = valid
+    old = torch.tensor([[-1.0, -1.0, 0.0], [-0.5, -0.5, -0.5]])
+    adv = torch.tensor([[1.0, 1.0, 0.0], [-1.0, -1.0, -1.0]])
+    per_token, _ = pg_token_losses(lp, old, adv, mask, eps_clip=0.2, eps_clip_high=None)
+    token_mean = float(((per_token * mask).sum() / 5).detach())
+    sample_mean = float(((per_token[0] * mask[0]).sum() / 2
+                         + (per_token[1] * mask[1]).sum() / 3).detach()) / 2
+    assert token_mean != pytest.approx(sample_mean)       # the case tells the two apart
+    per_sample, _, _ = builtin_loss(_settings(), _uneven_step(), [0, 1], out, 2)
+    assert float(per_sample.detach()) == pytest.approx(sample_mean, rel=1e-6)
+    per_tok, _, _ = builtin_loss(_settings(per_token=True), _uneven_step(), [0, 1], out, 2)
+    assert float(per_tok.detach()) == pytest.approx(token_mean, rel=1e-6)
+    # micro-batches of one row each add up to the same token mean
+    halves = [builtin_loss(_settings(per_token=True), _uneven_step(), [i], ResponseOutputs(
+        lp[i:i + 1], valid[i:i + 1], torch.zeros(1, 3), torch.zeros(1, 3)), 2)[0]
+        for i in (0, 1)]
+    assert float(sum(h.detach() for h in halves)) == pytest.approx(token_mean, rel=1e-6)
+    # a FAILED rollout's tokens are not counted, as num_rollouts does not count it
+    assert step_mask_tokens(_uneven_step(failed=[0, 0, 1])) == 5
+    assert step_mask_tokens(_uneven_step(failed=[0, 0, 0])) == 6
+    # the custom loss's reducer and the pg-loss reducer factory see the same setting
+    padded = pad_batch(_uneven_step()["tokens"])
+    _, reduce = custom_loss_batch(_uneven_step(), [0, 1], padded, 2, per_token=True)
+    assert float(reduce(per_token).detach()) == pytest.approx(token_mean, rel=1e-6)
+    seen: list[bool] = []
+
+    def reducer(factory_args: Any, flat: torch.Tensor) -> torch.Tensor:
+        seen.append(factory_args[3])
+        return flat.sum()
+
+    builtin_loss(_settings(per_token=True), _uneven_step(), [0, 1], out, 2, reducer=reducer)
+    builtin_loss(_settings(), _uneven_step(), [0, 1], out, 2, reducer=reducer)
+    assert seen == [True, False]
+
+
+def test_per_token_loss_flag() -> None:
+    from vime.config import parse_args
+
+    base = ["--rollout-batch-size", "4"]
+    assert LossSettings.from_args(parse_args(base, training=False)).per_token is False
+    assert LossSettings.from_args(parse_args([*base, "--calculate-per-token-loss"],
+                                             training=False)).per_token is True
