@@ -33,6 +33,10 @@ Every ``vime train`` command is printed in full, so each stage can be rerun by h
 0 when every stage ran (the accuracy target is reported, not enforced), 1 when a stage failed,
 2 on bad arguments.
 
+Installed from the wheel, the demo runs from any folder: the configs and hooks are then the
+wheel's copy of ``examples/`` (``vime/demo/_bundle/``, :mod:`~vime.demo.config`), where its
+child processes run, and each printed command starts with a ``cd`` there.
+
 Recipe and pitfalls: docs/environment.md ("A CPU-sized RL task that learns") and
 docs/en/demo.md ("Why the SFT stage stops at 30 %").
 

@@ -26,10 +26,19 @@ def _banner(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
+def _shell(command: Sequence[str]) -> str:
+    """``command`` (run in :data:`~vime.demo.config.ROOT`) as a line to paste into a shell:
+    prefixed with ``cd ROOT &&`` when the demo runs in another folder (an installed wheel, or
+    a checkout's demo started elsewhere), so its relative paths still resolve."""
+    line = shlex.join(command)
+    here = Path(os.getcwd()).resolve()
+    return line if here == ROOT else f"cd {shlex.quote(str(ROOT))} && {line}"
+
+
 def _vime_train(config: Path, overrides: Sequence[str], title: str) -> tuple[int, list[str]]:
     """Run ``vime train --config CONFIG OVERRIDES`` in a subprocess; returns (status, argv)."""
     command = ["vime", "train", "--config", _display(config), *overrides]
-    _banner(f"{title}\n$ {shlex.join(command)}")
+    _banner(f"{title}\n$ {_shell(command)}")
     status = run_child([sys.executable, "-m", "vime.cli", *command[1:]], cwd=ROOT, env=_env())
     return status, command
 

@@ -1,8 +1,15 @@
 """The demo's layout: where each stage reads and writes, the run sizes, the stage outcome.
 
-Also the constants the other modules share (the repository root, the example configs, the
+Also the constants the other modules share (the project root, the example configs, the
 target, the metric keys, the quiet environment) and :func:`_display`, which shortens paths
-inside the repository for the printed commands and the report.
+inside the project root for the printed commands and the report.
+
+The project root (:data:`ROOT`) is the folder that holds ``pyproject.toml`` and ``examples/``:
+the repository checkout this module is part of, or, when vime is installed from its wheel,
+the wheel's copy of those files, ``vime/demo/_bundle/`` (written by ``setup.py`` at build
+time; the repository holds one copy, ``examples/``). The demo's child processes run there,
+with it on ``PYTHONPATH``, so the same relative paths (``examples/demo/grpo.yaml``) and
+dotted hook paths (``examples.demo.shuffled_rewards.reward_post_process``) work in both.
 """
 
 from __future__ import annotations
@@ -11,7 +18,22 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+#: The wheel's copy of ``pyproject.toml`` and ``examples/`` (``setup.py``: ``BUNDLE``).
+BUNDLE = Path(__file__).resolve().parent / "_bundle"
+
+
+def _project_root() -> Path:
+    """The repository checkout around this package when there is one (``pyproject.toml`` and
+    ``examples/demo/`` next to ``vime/``), else :data:`BUNDLE`."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "examples" / "demo").is_dir():
+        return checkout
+    return BUNDLE
+
+
+ROOT = _project_root()
+#: True when the demo runs from an installed wheel (:data:`ROOT` is :data:`BUNDLE`).
+INSTALLED = ROOT == BUNDLE
 EXAMPLES = ROOT / "examples"
 CONFIGS = EXAMPLES / "demo"
 #: The real-model recipe's configs and hooks (``--model smollm2-135m-instruct``).
@@ -152,7 +174,7 @@ class StageResult:
 
 
 def _display(path: Path) -> str:
-    """``path`` relative to the repository root when inside it (shorter commands)."""
+    """``path`` relative to the project root when inside it (shorter commands)."""
     try:
         return str(Path(os.path.abspath(path)).relative_to(ROOT))
     except ValueError:

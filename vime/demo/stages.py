@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from vime.demo.children import _banner, _env, _vime_train
+from vime.demo.children import _banner, _env, _shell, _vime_train
 from vime.demo.config import (
     CONFIGS,
     EXAMPLES,
+    INSTALLED,
     ROOT,
     DemoPaths,
     Recipe,
@@ -101,17 +101,21 @@ def _write_eval_config(paths: DemoPaths, configs: Path = CONFIGS) -> None:
 
 def stage_lint() -> StageResult:
     """``vime-lint rollout examples`` (without ``examples/broken``) must be clean, and
-    ``vime-lint rollout examples/broken`` must report a finding in every file there."""
+    ``vime-lint rollout examples/broken`` must report a finding in every file there.
+
+    From an installed wheel the runs add ``--no-cache``: the lint cache would be written
+    under the project root, which is then the wheel's folder inside ``site-packages``."""
     start = time.perf_counter()
     base = [sys.executable, "-m", "vime_lint", "rollout"]
-    clean_cmd = [*base, "examples", "--extend-exclude", "examples/broken"]
-    broken_cmd = [*base, "examples/broken"]
+    no_cache = ["--no-cache"] if INSTALLED else []
+    clean_cmd = [*base, "examples", "--extend-exclude", "examples/broken", *no_cache]
+    broken_cmd = [*base, "examples/broken", *no_cache]
     _banner("vime-lint on the correct examples (expect: no findings)\n$ "
-            + shlex.join(["vime-lint", *clean_cmd[3:]]))
+            + _shell(["vime-lint", *clean_cmd[3:]]))
     clean = subprocess.run(clean_cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
     print((clean.stdout + clean.stderr).strip() or "(no findings)", flush=True)
     _banner("vime-lint on examples/broken (expect: the mistakes, with ids and fixes)\n$ "
-            + shlex.join(["vime-lint", *broken_cmd[3:]]))
+            + _shell(["vime-lint", *broken_cmd[3:]]))
     broken = subprocess.run(broken_cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
     print((broken.stdout + broken.stderr).strip(), flush=True)
     files = sorted(p.name for p in (EXAMPLES / "broken").glob("*.py"))
@@ -189,7 +193,7 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale,
            "--prompt-data", _display(paths.data / "rl_train.jsonl"),
            "--eval-config", _display(paths.eval_config), *scale.grpo_extra, *shared]
     _banner("vime-lint check: the recipe's hooks through every runtime contract check, on the "
-            "real model and tokenizer\n$ " + shlex.join(["vime-lint", *cmd[3:]]))
+            "real model and tokenizer\n$ " + _shell(["vime-lint", *cmd[3:]]))
     proc = subprocess.run(cmd, cwd=ROOT, env=_env(), text=True, capture_output=True)
     out = (proc.stdout + proc.stderr).strip()
     print(out, flush=True)

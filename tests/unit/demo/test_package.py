@@ -1,5 +1,5 @@
-"""``vime.demo`` as a package: ``python -m vime.demo`` and ``vime demo`` run, and the paths it
-computes point at this repository."""
+"""``vime.demo`` as a package: ``python -m vime.demo`` and ``vime demo`` run, the paths it
+computes point at this repository, and its printed commands paste from any folder."""
 
 from __future__ import annotations
 
@@ -15,10 +15,23 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def test_paths_point_at_the_repository() -> None:
-    from vime.demo.config import CONFIGS, ROOT
+    from vime.demo.config import BUNDLE, CONFIGS, INSTALLED, ROOT
 
     assert ROOT == REPO and (ROOT / "pyproject.toml").is_file()
     assert all((CONFIGS / f).is_file() for f in ("sft.yaml", "grpo.yaml", "eval.yaml"))
+    # a checkout reads its own examples/ (the wheel's copy is test_wheel.py's)
+    assert not INSTALLED and not BUNDLE.exists()
+
+
+def test_printed_commands_cd_to_the_root_only_from_elsewhere(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vime.demo.children import _shell
+
+    command = ["vime-lint", "rollout", "examples", "--extend-exclude", "examples/broken"]
+    monkeypatch.chdir(REPO)
+    assert _shell(command) == "vime-lint rollout examples --extend-exclude examples/broken"
+    monkeypatch.chdir(tmp_path)
+    assert _shell([*command[:2], "my file.py"]) == f"cd {REPO} && vime-lint rollout 'my file.py'"
 
 
 @pytest.mark.parametrize("argv", [["-m", "vime.demo", "--help"],
