@@ -31,7 +31,10 @@ def _shell(command: Sequence[str]) -> str:
     prefixed with ``cd ROOT &&`` when the demo runs in another folder (an installed wheel, or
     a checkout's demo started elsewhere), so its relative paths still resolve."""
     line = shlex.join(command)
-    here = Path(os.getcwd()).resolve()
+    try:
+        here: Path | None = Path(os.getcwd()).resolve()
+    except OSError:   # the folder was removed
+        here = None
     return line if here == ROOT else f"cd {shlex.quote(str(ROOT))} && {line}"
 
 
