@@ -89,7 +89,7 @@ def _column_problems(k: str, column: list[Any], at: str, key: str | None,
     elif k == "truncated":
         if not set(map(type, column)) <= {bool}:
             for i, value in enumerate(column):
-                if type(value) is bool or type(value).__name__ == "bool_":
+                if type(value) is bool or _numpy_bool(value):
                     continue
                 if type(value) is int and value in (0, 1):
                     return [inv.violation(f"{at}[{i}]", severity="warning",
@@ -102,6 +102,13 @@ def _column_problems(k: str, column: list[Any], at: str, key: str | None,
                 return [inv.violation(f"{at}[{i}]", problem=f"is {describe_value(value)}, "
                                       "expected a Sample")]
     return []
+
+
+def _numpy_bool(value: Any) -> bool:
+    """A numpy bool scalar (``numpy.bool_``, named ``bool`` since numpy 2), without importing
+    numpy: eval logging reads it as ``bool(t)``, as a Python bool."""
+    cls = type(value)
+    return cls.__module__ == "numpy" and cls.__name__ in ("bool", "bool_")
 
 
 def prompt_key(prompt: Any) -> str:

@@ -83,3 +83,15 @@ def test_vim101_accepts_legacy_dict_on_eval_path() -> None:
 
 def test_vim130_skips_name_check_without_configured_datasets() -> None:
     assert findings(eval_output(_data()), make_args(eval_datasets=[]), evaluation=True) == []
+
+
+def test_vim130_accepts_numpy_bool_truncated() -> None:
+    # numpy 2 names its bool scalar type `bool`, numpy 1 `bool_`: both are accepted (eval
+    # logging reads each flag as bool(t)); a Python int 1 still warns, a str is still an error
+    np = pytest.importorskip("numpy")
+    data = _data()
+    data["toy"]["truncated"] = [np.True_, np.False_, False, np.bool_(True)]
+    assert findings(eval_output(data), evaluation=True) == []
+    data["toy"]["truncated"][2] = "no"
+    assert "data['toy']['truncated'][2] is 'no' (str), expected a bool" in str(
+        rejects(eval_output(data), evaluation=True))
