@@ -390,3 +390,59 @@ def test_names_and_prompt_edges():
     assert b._names(leaves).endswith("x[3] (index=3) and 1 more")
     one = make_sample(response_length=1)
     assert b._prompt_of(one) == [11, 12, 13]
+
+
+# ---- a skipped sample does not end the walk (continue, not break) --------------------------
+
+def test_vim113_walk_goes_on_after_a_differing_group():
+    groups = make_groups()
+    groups[0][2].group_index = 5
+    groups[1][3].group_index = 7
+    assert [(r[2], r[3]) for r in _run(b.check_vim113, groups)] == [
+        ("samples[0][2].group_index (index=2)",
+         "is 5 but samples[0][0] of the same group has 0"),
+        ("samples[1][3].group_index (index=7)",
+         "is 7 but samples[1][0] of the same group has 1")]
+    # the group's first sample sets the value the others are compared with
+    groups = make_groups()
+    groups[0][1].group_index = 5
+    assert [(r[2], r[3]) for r in _run(b.check_vim113, groups)] == [
+        ("samples[0][1].group_index (index=1)",
+         "is 5 but samples[0][0] of the same group has 0")]
+    # an empty group is skipped, and the groups after it are checked
+    groups = make_groups()
+    groups[1][2].group_index = 9
+    assert [(r[2], r[3]) for r in _run(b.check_vim113, [[], groups[1]])] == [
+        ("samples[1][2].group_index (index=6)",
+         "is 9 but samples[1][0] of the same group has 1")]
+
+
+def test_vim114_walk_goes_on_after_a_none_or_repeated_index():
+    a, b2, c = (make_sample(0, 0, rollout_id=1), make_sample(0, 0, rollout_id=1),
+                make_sample(0, 0, rollout_id=2))
+    a.index = None
+    b2.reward = a.reward
+    assert [r[:3] for r in _run(b.check_vim114, [[[a, b2], [c]]])] == [
+        ("VIM114", "error", "samples[0][1][0].index (index=0)"),
+        ("VIM114", "warning", "samples[0][0][0].index")]
+    a, b2, d, c = (make_sample(0, 0, rollout_id=1), make_sample(0, 0, rollout_id=1),
+                   make_sample(0, 1, rollout_id=1), make_sample(0, 1, rollout_id=2))
+    b2.reward = d.reward = a.reward
+    assert [r[:3] for r in _run(b.check_vim114, [[[a, b2, d], [c]]])] == [
+        ("VIM114", "error", "samples[0][1][0].index (index=1)")]
+
+
+def test_vim123_walk_goes_on_after_a_twin():
+    a = make_sample(0, 0, rollout_id=1)
+    c = make_sample(0, 1, rollout_id=1)
+    d = make_sample(0, 2, rollout_id=2)
+    d.tokens = c.tokens
+    assert [r[2] for r in _run(b.check_vim123, [[[a, a, c], [d]]], n_samples_per_prompt=2)] == [
+        "samples[0][0][1] (index=0)", "samples[0][1][0].tokens (index=2)"]
+
+
+def test_vim125_walk_goes_on_after_an_unreadable_prompt():
+    group = [make_sample(0, 0, response_length=0), make_sample(0, 1), make_sample(0, 2)]
+    group[2].tokens = [99] + group[2].tokens[1:]
+    rows = _run(b.check_vim125, [group], n_samples_per_prompt=3)
+    assert [r[2] for r in rows] == ["samples[0]"]

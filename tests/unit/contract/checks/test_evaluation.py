@@ -85,6 +85,15 @@ def test_missing_keys_are_one_error_and_the_present_columns_are_still_compared()
                           "one item per generated sample in each")]
 
 
+def test_the_columns_after_a_missing_key_are_still_checked() -> None:
+    # 'rewards' (the first key) is missing: 'truncated' and 'samples' after it are checked
+    data = {"a": {"truncated": ["no"], "samples": [1]}}
+    assert check_eval_data(data, S) == [
+        v130("data['a']", "is missing 'rewards'"),
+        v130("data['a']['truncated'][0]", "is 'no' (str), expected a bool"),
+        v130("data['a']['samples'][0]", "is 1 (int), expected a Sample")]
+
+
 def test_a_missing_key_is_not_a_column_of_none() -> None:
     # present keys whose value is None are not lists; absent ones are only "missing"
     assert check_eval_data({"a": {"rewards": None, "truncated": [True]}}, S) == [
@@ -218,6 +227,17 @@ def test_truncated_numpy_bools_pass_and_the_flag_after_one_is_checked() -> None:
     # an int array item is no bool
     assert found([np.int64(1)]) == [
         v130("data['a']['truncated'][0]", f"is {np.int64(1)!r} (int64), expected a bool")]
+
+
+def test_truncated_numpy_1_bools_pass_by_their_name() -> None:
+    # numpy 1 names its bool scalar type 'bool_' (numpy 2: 'bool'); read by module and name
+    old_bool = type("bool_", (), {"__module__": "numpy"})
+    new_bool = type("bool", (), {"__module__": "numpy"})
+    other = type("bool_", (), {"__module__": "mypkg"})
+    flags = [old_bool(), new_bool(), other()]
+    found = check_eval_data({"a": entry(3, truncated=flags)}, S)
+    assert [(v.where, v.message.split(" (")[-1]) for v in found] == [
+        ("data['a']['truncated'][2]", "bool_), expected a bool")]
 
 
 def test_samples_report_the_first_item_that_is_not_a_sample() -> None:
