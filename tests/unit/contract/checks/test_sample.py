@@ -508,3 +508,25 @@ def test_check_sample_runs_every_check_in_id_order_but_the_skipped_ones() -> Non
         "VIM105", "VIM110", "VIM111"]
     assert [x.id for x in check_sample(sample, L, S, "generate")] == [
         "VIM105", "VIM106", "VIM109", "VIM111"]
+
+
+def test_tokens_ok_proves_long_columns_and_leaves_the_rest_to_the_exact_scan() -> None:
+    from vime.contract.checks.sample import _COLUMN_MIN, tokens_ok
+    pytest.importorskip("numpy")
+    n = _COLUMN_MIN + 4
+    ids = [0, 1, 2] + list(range(n - 3))
+    # a long valid column (ids 0 and 1 included) is proven, with or without a vocab
+    assert tokens_ok(ids, None) is True
+    assert tokens_ok(ids, n - 3) is True
+    assert tokens_ok([0] * n, 1) is True
+    # an id at the vocab size, a negative one, a bool among the 0s and 1s, a float, or an id
+    # over int64 is not proven
+    assert tokens_ok(ids, n - 4) is False
+    assert tokens_ok([-1] + ids[1:], None) is False
+    assert tokens_ok([True] + ids[1:], None) is False
+    assert tokens_ok([1.0] + ids[1:], None) is False
+    assert tokens_ok([2 ** 63] + ids[1:], None) is False
+    # short columns: builtins
+    assert tokens_ok([0, 1, 2], 3) is True
+    assert tokens_ok([0, 1, 3], 3) is False
+    assert tokens_ok([], None) is False
