@@ -73,10 +73,9 @@ def stage_setup_real(paths: DemoPaths, scale: Scale, recipe: Recipe, *, seed: in
     try:
         result = prepare(model, paths.model, log_dir=paths.out / "logs")
     except (ModelNotInstalled, FileExistsError, ImportError) as exc:
-        return StageResult("set-up", time.perf_counter() - start, ok=False, detail=str(exc))
+        return _failed("set-up", start, exc)
     except (VerificationError, EngineStartError) as exc:
-        return StageResult("set-up", time.perf_counter() - start, ok=False,
-                           detail=f"verification failed: {exc}")
+        return _failed("set-up", start, exc, what="verification failed: ")
     made = (["converted the GGUF"] if result.converted else []) + (
         ["verified (the engine's greedy tokens equal transformers')"] if result.verified else [])
     write_task(paths.data, seed=seed, n_train=scale.n_train or 2000, n_eval=scale.n_eval)
@@ -85,6 +84,15 @@ def stage_setup_real(paths: DemoPaths, scale: Scale, recipe: Recipe, *, seed: in
               f"{scale.n_eval} held-out eval problems")
     print(detail, flush=True)
     return StageResult("set-up", time.perf_counter() - start, detail=detail)
+
+
+def _failed(name: str, start: float, exc: Exception, what: str = "") -> StageResult:
+    """A failed stage: the whole error printed (an engine's command, log path and log tail),
+    its first line alone in the stage table's one-line ``detail``."""
+    text = str(exc).strip() or type(exc).__name__
+    print(f"{name} failed: {what}{text}", file=sys.stderr, flush=True)
+    return StageResult(name, time.perf_counter() - start, ok=False,
+                       detail=what + text.splitlines()[0])
 
 
 def _write_eval_config(paths: DemoPaths, configs: Path = CONFIGS) -> None:
@@ -185,7 +193,7 @@ def stage_check(paths: DemoPaths, recipe: Recipe, scale: Scale,
     try:
         shared = engine.flags() if engine is not None else []
     except EngineStartError as exc:
-        return StageResult("check", time.perf_counter() - start, ok=False, detail=str(exc))
+        return _failed("check", start, exc)
     cmd = [sys.executable, "-m", "vime_lint", "check", "--config",
            _display(recipe.configs / "grpo.yaml"),
            "--rollout-function-path", str(HOOKS["rollout_function_path"].default),
@@ -229,7 +237,7 @@ def stage_grpo(paths: DemoPaths, scale: Scale, *, control: bool = False,
     try:
         shared = engine.flags() if engine is not None else []
     except EngineStartError as exc:
-        return StageResult(name, time.perf_counter() - start, ok=False, detail=str(exc))
+        return _failed(name, start, exc)
     run_dir = paths.control_run if control else paths.grpo_run
     extra = ("--custom-reward-post-process-path", CONTROL_HOOK) if control else ()
     init = grpo_init(paths, sft=sft)

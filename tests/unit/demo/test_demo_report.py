@@ -201,3 +201,37 @@ def test_report_without_the_control_has_no_control_column(tmp_path: Path) -> Non
     assert "control:" not in text and "rewards shuffled)" not in text    # no column, no gain
     # what says how much of the gain the reward taught, and how to get it
     assert "no control run: --control runs the same steps on shuffled rewards" in text
+
+
+class _EngineThatDidNotStart:
+    """A demo engine whose start failed: :meth:`flags` raises as ``DemoEngine.flags`` does."""
+
+    def flags(self) -> list[str]:
+        from vime.ray.engine import EngineStartError
+
+        raise EngineStartError(
+            "vLLM engine demo (http://127.0.0.1:1, model m) did not answer GET /health in 300 s\n"
+            "  command: vllm serve m --max-model-len 512\n  log: runs/demo/logs/demo-engine.log\n"
+            "--- last lines of the log ---\n" + "\n".join(
+                f"INFO non-default args: {{'model': 'm', 'row': {i}}}" for i in range(60)))
+
+
+@pytest.mark.parametrize("stage", ["check", "GRPO"])
+def test_a_failed_engine_is_one_line_in_the_stage_table_and_whole_in_the_log(
+        stage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from vime.demo.config import REAL_RECIPE
+    from vime.demo.stages import stage_check, stage_grpo
+
+    paths = DemoPaths(tmp_path)
+    engine: Any = _EngineThatDidNotStart()
+    result = (stage_check(paths, REAL_RECIPE, QUICK, engine=engine) if stage == "check"
+              else stage_grpo(paths, QUICK, engine=engine))
+    assert not result.ok and result.name == stage
+    assert result.detail == ("vLLM engine demo (http://127.0.0.1:1, model m) did not answer "
+                             "GET /health in 300 s")
+    err = capsys.readouterr().err      # the command, the log's path and its tail: printed
+    assert f"{stage} failed: vLLM engine demo" in err
+    assert "log: runs/demo/logs/demo-engine.log" in err and "'row': 59}" in err
+    report(paths, [result], quick=True, total_seconds=1.0)
+    table = (tmp_path / "summary.txt").read_text()
+    assert "did not answer" in table and "'row'" not in table and "command:" not in table
