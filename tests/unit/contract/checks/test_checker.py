@@ -58,7 +58,11 @@ CONTEXT = f"rollout `{HOOK}` (--rollout-function-path) step 7"
 
 
 def test_off_mode_returns_no_findings_without_checking() -> None:
-    for found in _three_ways(_one_group_short(), "off"):
+    # B1 (the metrics) is checked on every step in the other modes, whatever the interval
+    output = train_output(make_groups(groups=1), metrics={"plain": "x"})
+    for found in _three_ways(output, "warn"):
+        assert [v.id for v in found] == ["VIM104", "VIM119", "VIM119"]
+    for found in _three_ways(output, "off"):
         assert found == []
     assert not ContractChecker(make_args(contract_check="off")).enabled
     assert ContractChecker(make_args(contract_check="warn")).enabled

@@ -589,6 +589,9 @@ def _run_message(run: int, start: int, end: int, trainable: str = "loss_mask 1")
 
 def test_vim173_exact_runs_at_the_edges_of_the_trainable_stretches() -> None:
     # exactly PLACEHOLDER_RUN zeros from the first token, every token trainable
+    assert _vim173(None, [0.0] * 8) == [
+        ("samples[0][0].rollout_log_probs[0]",
+         _run_message(8, 0, 8, "loss_mask None: all trainable"))]
     assert _vim173(None, [0.0] * 8 + [-0.5] * 2) == [
         ("samples[0][0].rollout_log_probs[0]",
          _run_message(8, 0, 8, "loss_mask None: all trainable"))]
