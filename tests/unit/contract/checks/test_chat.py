@@ -257,3 +257,67 @@ def test_frames_exact() -> None:
     # a turn's opening and closing texts may not overlap
     assert _frames("5", "|x|<A>", "|x|", "x|<A>") is False
     assert _frames("5", "|x|x|<A>", "|x|", "x|<A>") is True
+
+
+# ---- the framing learnt from templates of other shapes --------------------------------------
+
+_BODY = "<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+_PROMPT = "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+
+
+def _framing_of(tok: Any, template: str, kwargs: dict[str, Any] | None = None) -> Any:
+    import copy
+
+    t = copy.deepcopy(tok)
+    t.chat_template = template
+    return turn_framing(t, kwargs)
+
+
+def test_turn_framing_of_a_template_that_rejects_unknown_roles(tok: Any) -> None:
+    strict = ("{% for m in messages %}{% if m.role not in ['user', 'assistant', 'tool'] %}"
+              "{{ raise_exception('unknown role ' + m.role) }}{% endif %}" + _BODY
+              + "{% endfor %}" + _PROMPT)
+    framing = _framing_of(tok, strict)
+    assert framing is not None
+    assert dict(framing.between) == {"user": (BEFORE, AFTER), "tool": (f"{END}\n{START}tool\n",
+                                                                       AFTER)}
+
+
+def test_turn_framing_renders_with_the_template_kwargs(tok: Any) -> None:
+    thinks = ("{% for m in messages %}" + _BODY + "{% endfor %}{% if add_generation_prompt %}"
+              "<|im_start|>assistant\n{% if think %}<think>\n{% endif %}{% endif %}")
+    framing = _framing_of(tok, thinks, {"think": True})
+    assert framing is not None and framing.generation_prompt == f"{GEN}<think>\n"
+    assert framing.between["user"] == (BEFORE, f"{AFTER}<think>\n")
+    plain = _framing_of(tok, thinks)
+    assert plain is not None and plain.generation_prompt == GEN
+
+
+def test_turn_framing_is_none_where_the_generation_prompt_cannot_be_learnt(tok: Any) -> None:
+    loop = "{% for m in messages %}" + _BODY + "{% endfor %}"
+    only_with = "{% if not add_generation_prompt %}{{ raise_exception('x') }}{% endif %}"
+    never_with = "{% if add_generation_prompt %}{{ raise_exception('x') }}{% endif %}"
+    other_start = "{% if add_generation_prompt %}<s>{% endif %}"
+    for template in (only_with + loop + _PROMPT, never_with + loop + _PROMPT,
+                     other_start + loop + _PROMPT):
+        assert _framing_of(tok, template) is None, template
+
+
+def test_turn_framing_skips_roles_it_cannot_see_rendered_after_a_reply(tok: Any) -> None:
+    # earlier assistant messages rendered without their content: no role is framed
+    drops = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{% if not (m.role == 'assistant' "
+             "and not loop.last) %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}" + _PROMPT)
+    assert _framing_of(tok, drops) is None
+    # one question per conversation: a second user turn is refused, tool turns are framed
+    one_question = ("{% set ns = namespace(users=0) %}{% for m in messages %}"
+                    "{% if m.role == 'user' %}{% set ns.users = ns.users + 1 %}{% endif %}"
+                    "{% if ns.users > 1 %}{{ raise_exception('one question only') }}{% endif %}"
+                    + _BODY + "{% endfor %}" + _PROMPT)
+    framing = _framing_of(tok, one_question)
+    assert framing is not None and list(framing.between) == ["tool"]
+    # tool results rendered first, as a documents block: no tool turn after a reply
+    docs_first = ("{% for m in messages if m.role == 'tool' %}<docs>{{ m.content }}</docs>\n"
+                  "{% endfor %}{% for m in messages if m.role != 'tool' %}" + _BODY
+                  + "{% endfor %}" + _PROMPT)
+    framing = _framing_of(tok, docs_first)
+    assert framing is not None and list(framing.between) == ["user"]
