@@ -18,12 +18,23 @@ from runtime_helpers import (
     train_output,
 )
 
+from vime.contract.checks.batch import OutputInfo
 from vime.contract.checks.field_reports import (
     FIELD_BATCH_CHECKS,
     FIELD_SAMPLE_CHECKS,
+    check_field_reports,
+    check_vim170,
+    check_vim171,
+    check_vim172,
+    check_vim173,
+    check_vim174,
+    check_vim175,
+    check_vim176,
     tokenizer_facts,
 )
+from vime.contract.checks.locations import Loc
 from vime.contract.checks.settings import CheckSettings
+from vime.contract.checks.shape import read_shape
 from vime.contract.invariants import INVARIANTS
 from vime.utils.types import Sample
 
@@ -434,3 +445,222 @@ def test_realistic_clean_batch_trips_no_field_report() -> None:
     assert multi_turn[0].loss_mask == [1] * 5 + [0] * 12 + [1] * 5
     assert {v.id for v in found} & OWN_IDS == set(), found
     assert [v for v in found if v.severity == "error"] == []
+
+
+# ---- exact values, one check at a time on a read Shape --------------------------------------
+# (each test below fails on a mutant that mutation testing found surviving the ones above)
+
+def _direct(check: Any, groups: Any, **args: Any) -> list[tuple[str, str, str]]:
+    """``check`` (a batch check) on ``groups``: (where, message, fix) per finding."""
+    s = CheckSettings.from_args(make_args(**args))
+    shape, _ = read_shape(groups, s)
+    assert shape is not None
+    return [(v.where, v.message, v.fix) for v in check(shape, s, OutputInfo())]
+
+
+def _sample_check(check: Any, sample: Sample, **args: Any) -> list[tuple[str, str]]:
+    s = CheckSettings.from_args(make_args(**args))
+    return [(v.where, v.message) for v in check(sample, Loc("samples[0][0]"), s, "train")]
+
+
+def test_check_field_reports_skips_exactly_the_ids_proven_clean() -> None:
+    groups = [[make_sample(0, k, tokens=[1, 1, 2, 3, 4, 5]) for k in range(2)]]
+    s = CheckSettings.from_args(make_args(n_samples_per_prompt=2, rollout_batch_size=1,
+                                          rollout_max_response_len=3, bos_token_id=1))
+    shape, _ = read_shape(groups, s)
+    assert shape is not None
+    both = [v.id for v in check_field_reports(shape, s, OutputInfo())]
+    assert both == ["VIM170", "VIM176", "VIM170", "VIM176"]
+    first = id(groups[0][0])
+    for proven, expected in ((frozenset({"VIM170"}), ["VIM176", "VIM170", "VIM176"]),
+                             (frozenset({"VIM176"}), ["VIM170", "VIM170", "VIM176"]),
+                             (frozenset({"VIM170", "VIM176"}), ["VIM170", "VIM176"])):
+        found = check_field_reports(shape, s, OutputInfo(), {first: proven})
+        assert [v.id for v in found] == expected, proven
+
+
+def test_tokenizer_facts_keep_zero_ids_and_drop_negative_non_int_or_empty_ones() -> None:
+    class Zero:
+        bos_token_id = 0
+        eos_token_id = 0
+        eos_token = "</s>"
+
+    class Bad:
+        bos_token_id = -1
+        eos_token_id = "2"
+        eos_token = ""
+
+    class Odd:
+        bos_token_id = True
+        eos_token_id = -5
+        eos_token = 7
+
+    assert tokenizer_facts(Zero()) == {"bos_token_id": 0, "eos_token_id": 0,
+                                       "eos_token_text": "</s>"}
+    for tok in (Bad(), Odd()):
+        assert tokenizer_facts(tok) == {"bos_token_id": None, "eos_token_id": None,
+                                        "eos_token_text": None}, type(tok).__name__
+
+
+def test_record_tokenizer_facts_loads_the_checkpoint_and_keeps_values_already_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import vime.utils.data
+    from vime.contract.checks.field_reports import record_tokenizer_facts
+
+    loaded: list[str] = []
+
+    def load(path: str) -> _Tokenizer:
+        loaded.append(path)
+        return _Tokenizer()
+
+    monkeypatch.setattr(vime.utils.data, "load_tokenizer", load)
+    args = Namespace(hf_checkpoint="/models/m", contract_check="raise",
+                     rollout_skip_special_tokens=True, bos_token_id=7, eos_token_id=None)
+    record_tokenizer_facts(args)
+    assert loaded == ["/models/m"]
+    assert (args.bos_token_id, args.eos_token_id, args.eos_token_text) == (
+        7, 128009, "<|eot_id|>")
+
+
+def test_vim170_exact_on_odd_tokens_and_lengths() -> None:
+    at_budget = make_sample(response_length=3)
+    assert _sample_check(check_vim170, at_budget, rollout_max_response_len=3) == [
+        ("samples[0][0].status", "is COMPLETED but response_length=3 equals "
+         "--rollout-max-response-len=3: the engine most likely stopped on the budget, so the "
+         "status should be TRUNCATED (the truncated flag and overlong filtering read it)")]
+    # no tokens to end on a stop token: still at the budget
+    no_tokens = make_sample(response_length=3, tokens=[])
+    assert len(_sample_check(check_vim170, no_tokens, rollout_max_response_len=3,
+                             rollout_stop_token_ids=[42])) == 1
+    # a float response_length is not compared with the budget (VIM108 reports the type)
+    as_float = make_sample(response_length=3)
+    as_float.response_length = 3.0  # type: ignore[assignment]
+    assert _sample_check(check_vim170, as_float, rollout_max_response_len=3) == []
+
+
+def test_vim171_exact_on_two_groups_of_two_dict_rewards_and_skipped_singletons() -> None:
+    def groups(*rewards: float) -> list[list[Sample]]:
+        return [[make_sample(g, k, 2, reward={"score": r}) for k in range(2)]
+                for g, r in enumerate(rewards)]
+
+    two = _direct(check_vim171, groups(0.0, 1.0), n_samples_per_prompt=2,
+                  rollout_batch_size=2, reward_key="score")
+    assert two == [("samples[*].reward", "are equal within each of the 2 groups (zero reward "
+                    "std in every group) although they range from 0.0 to 1.0 across the batch: "
+                    "every grpo advantage is zero and the step learns nothing",
+                    INVARIANTS["VIM171"].fix)]
+    # the lowest reward in the first group, the highest in the last two
+    three = _direct(check_vim171, groups(0.0, 1.0, 1.0), n_samples_per_prompt=2,
+                    rollout_batch_size=3, reward_key="score", advantage_estimator="gspo")
+    assert [m for _, m, _ in three] == [
+        "are equal within each of the 3 groups (zero reward std in every group) although they "
+        "range from 0.0 to 1.0 across the batch: every gspo advantage is zero and the step "
+        "learns nothing"]
+    # a group of one rollout first is skipped, not the end of the walk
+    mixed: list[list[Sample]] = [[make_sample(0, 0, 1, reward=0.5)],
+                                 *[[make_sample(g, k, 2, reward=float(g - 1)) for k in range(2)]
+                                   for g in (1, 2)]]
+    assert [m.split(":")[0] for _, m, _ in _direct(check_vim171, mixed, n_samples_per_prompt=2,
+                                                   rollout_batch_size=3)] == [
+        "are equal within each of the 2 groups (zero reward std in every group) although they "
+        "range from 0.0 to 1.0 across the batch"]
+
+
+def test_vim172_skips_unreadable_first_samples_and_walks_on() -> None:
+    groups = make_groups(groups=1, n=3)
+    groups[0][0].response_length = None  # type: ignore[assignment]
+    groups[0][1].tokens = None  # type: ignore[assignment]
+    groups[0][2].tokens = [10, 11, 12, 13] + groups[0][2].tokens
+    assert _direct(check_vim172, groups, rollout_max_prompt_len=3, n_samples_per_prompt=3,
+                   rollout_batch_size=1) == [
+        ("samples[0][2].tokens (index=2)", "holds 7 prompt tokens (len(tokens)=10 - "
+         "response_length=3), more than --rollout-max-prompt-len=3", INVARIANTS["VIM172"].fix)]
+
+
+def _vim173(mask: list[int] | None, lp: list[float]) -> list[tuple[str, str]]:
+    sample = make_sample(response_length=len(lp))
+    sample.loss_mask, sample.rollout_log_probs = mask, lp
+    return _sample_check(check_vim173, sample)
+
+
+def _run_message(run: int, start: int, end: int, trainable: str = "loss_mask 1") -> str:
+    return INVARIANTS["VIM173"].render(run=run, start=start, end=end, trainable=trainable)
+
+
+def test_vim173_exact_runs_at_the_edges_of_the_trainable_stretches() -> None:
+    # exactly PLACEHOLDER_RUN zeros from the first token, every token trainable
+    assert _vim173(None, [0.0] * 8) == [
+        ("samples[0][0].rollout_log_probs[0]",
+         _run_message(8, 0, 8, "loss_mask None: all trainable"))]
+    assert _vim173(None, [0.0] * 8 + [-0.5] * 2) == [
+        ("samples[0][0].rollout_log_probs[0]",
+         _run_message(8, 0, 8, "loss_mask None: all trainable"))]
+    # a run that ends with the sample, the mask all 1 (no 0 after the stretch)
+    assert _vim173([1] * 12, [-0.5] * 4 + [0.0] * 8) == [
+        ("samples[0][0].rollout_log_probs[4]", _run_message(8, 4, 12))]
+    # zeros on trainable tokens that run on into a masked observation stop at the mask
+    mask = [0] * 2 + [1] * 8 + [0] * 6
+    assert _vim173(mask, [-0.5] * 6 + [0.0] * 10) == []
+    # the mask's length differs: VIM108/VIM109 report it, not VIM173
+    short = make_sample(response_length=10)
+    short.loss_mask, short.rollout_log_probs = [1] * 12, [0.0] * 10
+    assert _sample_check(check_vim173, short) == []
+
+
+def test_vim173_walks_every_trainable_stretch_in_order() -> None:
+    # four stretches of 8 trainable tokens: none, 3, then 8 zeros, then none
+    mask = ([1] * 8 + [0]) * 3 + [1] * 8
+    lp = ([-0.5] * 8 + [-0.5]) + ([0.0] * 3 + [-0.5] * 5 + [-0.5]) + ([0.0] * 8 + [-0.5]) \
+        + [-0.5] * 8
+    assert _vim173(mask, lp) == [("samples[0][0].rollout_log_probs[18]", _run_message(8, 18, 26))]
+
+
+def test_vim174_exact_on_three_label_types_after_an_unlabelled_sample() -> None:
+    groups = make_groups()
+    groups[0][0].label = None
+    groups[0][1].label = 5  # type: ignore[assignment]
+    groups[1][0].label = 6  # type: ignore[assignment]
+    groups[1][1].label = 0.5  # type: ignore[assignment]
+    assert _direct(check_vim174, groups) == [
+        ("samples[1][1].label (index=5)", "is float (0.5) while the batch mixes label types "
+         "(str: 4, first samples[0][2] (index=2); int: 2, first samples[0][1] (index=1); "
+         "float: 1, first samples[1][1] (index=5)): a reward function written for one type "
+         "fails or mis-scores the other", INVARIANTS["VIM174"].fix)]
+    groups = make_groups()
+    groups[0][0].label = None
+    groups[1][2].label = "\t"
+    assert _direct(check_vim174, groups) == [
+        ("samples[1][2].label (index=6)", "is '\\t' (empty or whitespace only), as on 1 of 7 "
+         "labelled samples: the reward compares responses with nothing",
+         "drop records without an answer, or point --label-key at the answer column")]
+
+
+def test_vim175_exact_on_two_samples_lengths_eos_text_and_dict_rewards() -> None:
+    def pair(top: dict[str, Any], reward_key: str | None = "score",
+             **args: Any) -> list[tuple[str, str, str]]:
+        groups = [[make_sample(0, 0, 2, reward={"score": 0.0}),
+                   make_sample(0, 1, 2, reward={"score": 1.0}, **top)]]
+        return _direct(check_vim175, groups, n_samples_per_prompt=2, rollout_batch_size=1,
+                       reward_key=reward_key, **args)
+
+    found = pair({"response_length": 0, "response": "5"})
+    assert found == [("samples[0][1].response (index=1)", INVARIANTS["VIM175"].render(
+        response="5", rl=0, hi=1.0, lo=0.0, count=1, top=1), INVARIANTS["VIM175"].fix)]
+    assert pair({"response": None}) == []                 # no text to judge
+    assert pair({"response": "5<|im_end|>"}, eos_token_text="<|im_end|>") == []
+    assert len(pair({"response": "<|im_end|>"}, eos_token_text="<|im_end|>")) == 1
+    # every response is the EOS text only: no response has text, nothing to compare
+    groups = [[make_sample(0, k, 2, response="<|im_end|>") for k in range(2)]]
+    assert _direct(check_vim175, groups, n_samples_per_prompt=2, rollout_batch_size=1,
+                   eos_token_text="<|im_end|>") == []
+
+
+def test_vim176_exact_on_short_tuple_and_single_bos_tokens() -> None:
+    def vim176(tokens: Any) -> list[tuple[str, str]]:
+        return _sample_check(check_vim176, make_sample(tokens=tokens), bos_token_id=1)
+
+    assert vim176([1, 1]) == [("samples[0][0].tokens",
+                               INVARIANTS["VIM176"].render(bos=1))]
+    assert vim176([1]) == []
+    assert vim176((1, 1, 5)) == []                        # not a list: VIM108 reports it
+    assert vim176([5, 1, 1]) == []                        # BOS twice, but not at the start

@@ -530,3 +530,73 @@ def test_tokens_ok_proves_long_columns_and_leaves_the_rest_to_the_exact_scan() -
     assert tokens_ok([0, 1, 2], 3) is True
     assert tokens_ok([0, 1, 3], 3) is False
     assert tokens_ok([], None) is False
+
+
+# ---- the fast paths' fallbacks on exact values ----------------------------------------------
+# (each test below fails on a mutant that mutation testing found surviving the ones above)
+
+def test_vim105_a_sample_missing_a_field_is_not_proven_clean() -> None:
+    # e.g. a Sample unpickled from a version without the field: the exact scan reports it
+    sample = good()
+    del sample.metadata
+    assert check_vim105(sample, L, S, "train") == [
+        v("VIM105", ".metadata", "is None (NoneType) (None is not a dict), expected "
+          "dict[str, Any]")]                      # an error: conversion reads metadata
+
+
+def test_vim106_int_subclass_ids_are_ints() -> None:
+    import enum
+
+    class Special(enum.IntEnum):
+        BOS = 1
+        EOS = 2
+
+    assert check_vim106(good(tokens=[Special.BOS, 5, 6, Special.EOS]), L, S, "train") == []
+    assert check_vim106(good(tokens=[Special.BOS, 5, 6, True]), L, S, "train") == [
+        v("VIM106", ".tokens[3]", "is True (bool), expected an int token id (not bool)")]
+
+
+def test_vim108_a_mask_of_one_other_value_and_a_one_token_response() -> None:
+    assert check_vim108(good(loss_mask=[2, 2]), L, S, "train") == [
+        v("VIM108", ".loss_mask[0]", "is 2 (int), expected 0 or 1")]
+    assert check_vim108(good(loss_mask=[1, 1], response_length=1), L, S, "train") == [
+        v("VIM108", ".loss_mask", "has 2 entries, expected response_length=1",
+          fix="give loss_mask one entry per response token, or fix response_length if it is the "
+              "one that is short (Sample.append_response_tokens() keeps both in step)")]
+
+
+def test_vim109_float_subclasses_up_to_eps_and_a_one_token_response() -> None:
+    import numpy as np
+
+    # numpy.float64 items: not proven by the fast path, accepted by the exact scan
+    lp = [np.float64(-0.5), 1e-6]
+    assert check_vim109(good(rollout_log_probs=lp), L, TIS, "train") == []
+    assert [x.message for x in check_vim109(good(rollout_log_probs=[np.float64(-0.5), 2e-6]),
+                                            L, TIS, "train")] == [
+        "is 2e-06, expected a natural-log probability <= 0"]
+    assert check_vim109(good(rollout_log_probs=[-1.0, -2.0], response_length=1), L, S,
+                        "train") == [
+        v("VIM109", ".rollout_log_probs", "has 2 entries, expected response_length=1")]
+
+
+def test_vim122_an_array_reward_with_a_reward_key_is_named_as_the_reward() -> None:
+    import numpy as np
+
+    keyed = CheckSettings(reward_key="acc")
+    assert [x.where for x in check_vim122(good(reward=np.float32(1.0)), L, keyed, "train")] == [
+        "samples[0][1].reward (index=5)"]
+
+
+def test_vim124_splits_a_one_token_response_from_the_prompt() -> None:
+    assert check_vim124(good(response_length=1, tokens=[1] * 6, loss_mask=None), L,
+                        CheckSettings(max_context_len=4), "train") == [
+        v("VIM124", ".tokens", "has 6 tokens (5 prompt + 1 response), 2 over "
+          "--rollout-max-context-len=4")]
+
+
+def test_proven_clean_proves_nothing_on_log_probs_that_are_not_a_list() -> None:
+    from vime.contract.checks.sample import proven_clean
+
+    assert proven_clean(good()) == frozenset({"VIM109", "VIM173"})
+    assert proven_clean(good(rollout_log_probs=(-0.1, -0.2))) == frozenset()
+    assert proven_clean(good(rollout_log_probs=None)) == frozenset()
