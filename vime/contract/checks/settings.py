@@ -55,6 +55,16 @@ _HOOK_LABELS: Mapping[str, str] = {
     "custom_advantage_function_path": "advantage function",
     "custom_tis_function_path": "TIS function",
     "custom_pg_loss_reducer_function_path": "pg-loss reducer",
+    "agent_function_path": "agent function",
+    "data_source_path": "data source",
+    "custom_rollout_log_function_path": "rollout log function",
+    "custom_eval_rollout_log_function_path": "eval rollout log function",
+    "rollout_data_postprocess_path": "rollout data post-process",
+    "custom_megatron_init_path": "Megatron init hook",
+    "custom_megatron_before_log_prob_hook_path": "before-log-prob hook",
+    "custom_megatron_before_train_step_hook_path": "before-train-step hook",
+    "custom_model_provider_path": "model provider",
+    "custom_update_weight_post_write_path": "weight post-write hook",
 }
 
 

@@ -66,8 +66,8 @@ async def _reward() -> float:
     return 1.0
 
 
-#: The agent hook has no label of its own: its context names the argument twice.
-AGENT = "--agent-function-path `my_pkg.hooks.fn` (--agent-function-path)"
+#: The agent hook's context: its label, its path and its argument, each once.
+AGENT = "agent function `my_pkg.hooks.fn` (--agent-function-path)"
 
 #: name -> (a call at step ``rollout_id`` that finds something, the context it names)
 CALLS: dict[str, tuple[Callable[..., list[Violation]], str]] = {
@@ -183,3 +183,11 @@ def test_observed_boundaries_records_every_check_that_ran_with_its_context() -> 
     with _quiet():
         check_reward_result(None, args, hook_path=FN, rollout_id=2)
     assert len(seen) == 2                                                 # closed: no record
+
+
+def test_every_hook_has_a_label_so_no_context_names_its_argument_twice() -> None:
+    from vime.contract.checks.settings import _HOOK_LABELS
+    from vime.contract.hooks import HOOKS
+
+    assert set(_HOOK_LABELS) == set(HOOKS)
+    assert all(label and not label.startswith("--") for label in _HOOK_LABELS.values())
