@@ -110,9 +110,13 @@ class ResultCache:
             folder = self.dir / key[:2]
             folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, folder / key)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                os.replace(tmp, folder / key)
+            except OSError:
+                os.unlink(tmp)      # a full disk leaves no empty temporary file per lint
+                raise
         except OSError:
             return
 

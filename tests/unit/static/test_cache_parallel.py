@@ -432,6 +432,95 @@ def test_entries_over_the_size_limit_are_not_read(tmp_path: Path,
     assert json.loads(entry.read_bytes())["key"] == key
 
 
+def test_a_planted_huge_entry_is_read_no_further_than_the_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``get`` reads at most ``_MAX_ENTRY + 1`` bytes of an entry, whatever its size (a
+    planted file of gigabytes is not read into memory to be cut afterwards)."""
+    from vime_lint.static import _cache
+
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "78" + "9" * 62
+    (cache.dir / key[:2]).mkdir(parents=True)
+    (cache.dir / key[:2] / key).write_bytes(b" " * 1000)
+    monkeypatch.setattr(_cache, "_MAX_ENTRY", 64)
+    read: list[int] = []
+    real_open = open
+
+    class Counted:
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Counted:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def read(self, n: int | None = -1) -> bytes:
+            data = self.fh.read(n)
+            read.append(len(data))
+            return bytes(data)
+
+    monkeypatch.setattr(_cache, "open", lambda *a, **kw: Counted(real_open(*a, **kw)),
+                        raising=False)
+    assert cache.get(key) is None and (cache.hits, cache.misses) == (0, 1)
+    assert read and sum(read) <= 64 + 1
+
+
+def test_the_cache_folder_is_made_with_its_parents_once_per_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "not" / "made" / "yet" / CACHE_DIR
+    cache = ResultCache(root)
+    looked: list[Path] = []
+    real_exists = Path.exists
+
+    def exists(self: Path, *args: Any, **kwargs: Any) -> bool:
+        looked.append(self)
+        return real_exists(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    keys = ["ab" + "1" * 62, "ab" + "2" * 62, "cd" + "3" * 62]
+    for key in keys:
+        cache.put(key, _result())
+    assert looked.count(root / "CACHEDIR.TAG") == 1     # set up once, not once per file
+    assert (root / "CACHEDIR.TAG").is_file() and (root / ".gitignore").is_file()
+    assert all(cache.get(key) is not None for key in keys)
+
+
+def test_entries_are_written_beside_their_name_not_in_the_system_temp_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary file is made in the entry's folder: ``os.replace`` from the system's
+    temp folder fails where that is another file system (a tmpfs ``/tmp``)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "ab" + "4" * 62
+    cache.put(key, _result(_finding()))
+    got = cache.get(key)
+    assert got is not None and got.findings == (_finding(),)
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import os
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    cache = ResultCache(tmp_path / CACHE_DIR)
+    key = "ab" + "5" * 62
+    monkeypatch.setattr(os, "replace", full)
+    cache.put(key, _result())                       # skipped, no error
+    monkeypatch.undo()
+    assert list((cache.dir / key[:2]).iterdir()) == []
+    assert cache.get(key) is None
+    cache.put(key, _result())                       # the next run writes it
+    assert cache.get(key) is not None
+
+
 def test_result_from_json_checks_every_field() -> None:
     from vime_lint.static._cache import result_from_json, result_to_json
     from vime_lint.static._model import LintResult
