@@ -296,3 +296,16 @@ def test_broken_readme_shows_what_the_linter_reports() -> None:
     proc = _lint("examples/broken")
     reported = set(re.findall(r"^(examples/broken/\S+:\d+:\d+: VIM\d{3})", proc.stdout, re.M))
     assert quoted == reported
+
+
+def test_the_broken_examples_readme_shows_what_the_linter_prints() -> None:
+    readme = (ROOT / "examples" / "broken" / "README.md").read_text()
+    shown = readme.split("```text\n", 1)[1].split("```", 1)[0]
+    proc = subprocess.run([sys.executable, "-m", "vime_lint", "rollout", "examples/broken",
+                           "--no-cache", "--no-show-fixes"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout + proc.stderr == shown   # regenerate the block with the same command
+    found = shown.splitlines()[-2].split()[1]
+    readme_row = f"| lint ({found} findings in the 4 broken files, none in the correct examples)"
+    assert readme_row in (ROOT / "README.md").read_text()
