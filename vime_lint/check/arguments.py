@@ -143,7 +143,8 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
 
     Raises:
         ValueError, FileNotFoundError: ``--eval-config`` / ``--eval-prompt-data`` cannot be
-            read (the message names the argument).
+            read, or a dataset's file is missing, a folder or not ``.jsonl``/``.parquet``
+            (the message names the argument and the dataset, as ``vime train``'s does).
     """
     values = dict(parser_defaults())
     values.update({k: v for k, v in vars(ns).items() if not (k in HOOKS and v is None)})
@@ -161,9 +162,24 @@ def make_args(ns: argparse.Namespace) -> argparse.Namespace:
         from vime.config.eval_config import build_eval_datasets
 
         values["eval_datasets"] = build_eval_datasets(argparse.Namespace(**values)) or None
+        _check_eval_files(values["eval_datasets"] or [],
+                          "--eval-config" if values.get("eval_config") else "--eval-prompt-data")
     else:
         values["eval_datasets"] = None
     return _finish(ns, values)
+
+
+def _check_eval_files(datasets: Sequence[Any], arg: str) -> None:
+    """Raise ``ValueError`` naming ``arg`` and the dataset when an eval dataset's file cannot
+    be opened (``vime.utils.data.data_file_problem``, the test ``vime train`` runs before it
+    starts), so a missing file is a bad argument, not an error of the rollout that reads it."""
+    from vime.utils.data import data_file_problem
+
+    for ds in datasets:
+        path = getattr(ds, "path", None)
+        problem = data_file_problem(str(path)) if path else None
+        if problem:
+            raise ValueError(f"argument {arg}: eval dataset {ds.name!r}: {problem}")
 
 
 def synthetic_eval_file(name: str, input_key: str = "input", label_key: str = "label") -> str:

@@ -392,6 +392,21 @@ def test_missing_prompt_data_is_one_line_naming_the_argument(
                            ".jsonl file")
 
 
+@pytest.mark.parametrize("make", ["missing", "folder"])
+def test_an_unreadable_eval_file_is_a_bad_argument_not_an_error_of_the_rollout(
+        make: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # it was read inside the rollout's eval call: "rollout ... raised OSError", exit 1
+    path = tmp_path / "held.jsonl"
+    if make == "folder":
+        path.mkdir()
+    code, out, err = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout",
+                          "--eval-prompt-data", "held", str(path))
+    assert code == 2 and out == ""
+    why = "does not exist (relative to" if make == "missing" else "is a folder"
+    assert err.startswith(f"vime-lint check: error: argument --eval-prompt-data: eval dataset "
+                          f"'held': dataset '{path}' {why}"), err
+
+
 def test_shipped_openai_agent_dry_runs_in_the_default_mode(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _run(capsys, "--agent-function-path", "examples.openai_agent.run_agent",
