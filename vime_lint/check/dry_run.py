@@ -465,6 +465,11 @@ class DryRun:
                                         self.engine_note, self.hooks)
         probe_filter(self.ns, self.args, self.report)
         self.report.findings = [located(v, self.sources) for v in self.report.findings]
+        mode = getattr(self.ns, "contract_check", "raise")
+        if mode != "raise":
+            self.report.notes.append(f"--contract-check {mode} sets what vime train does with "
+                                     "its run-time findings; vime-lint check runs every check "
+                                     "regardless and reports each finding (errors exit 1)")
         if self.ns.rollout_external_engine_addrs and not self.engine_note:
             self.report.notes.append("--rollout-external-engine-addrs is passed through on args; "
                                      "without --custom-generate-function-path the dry run does "

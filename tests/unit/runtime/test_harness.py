@@ -451,3 +451,17 @@ def test_agent_with_a_synchronous_client_fails_fast_naming_the_fix(agent: str) -
     assert "openai.AsyncOpenAI" in proc.stdout and "--agent-function-mode subprocess" in out
     assert "vime: warning: --agent-function-path" in proc.stderr   # said while it happens
     assert time.monotonic() - started < 180, out
+
+
+@pytest.mark.parametrize("mode", ["off", "warn"])
+def test_contract_check_off_or_warn_is_said_not_silently_ignored(
+        mode: str, capsys: pytest.CaptureFixture[str]) -> None:
+    uneven = ("--rollout-function-path", "vime_ref_uneven.generate_rollout",
+              "--n-samples-per-prompt", "4")
+    code, out, _ = _run(capsys, *uneven, "--contract-check", mode)
+    assert code == 1                    # the check still checks
+    assert f"note: --contract-check {mode} sets what vime train does with its run-time " \
+           "findings; vime-lint check runs every check regardless" in out
+    assert "VIM103 error: samples[0] has 3 samples" in out
+    _, out, _ = _run(capsys, *uneven)
+    assert "note: --contract-check" not in out
