@@ -320,9 +320,13 @@ class TypesCache:
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, self.dir / f"{key}.json")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                os.replace(tmp, self.dir / f"{key}.json")
+            except OSError:
+                os.unlink(tmp)      # a full disk leaves no temporary file behind per run
+                raise
             self.stores += 1
             entries = sorted(self.dir.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
             for old in entries[:-MAX_ENTRIES]:

@@ -226,3 +226,21 @@ def test_a_warm_run_imports_neither_mypy_nor_libcst(repo: Path, types_cache: Pat
     warm_out, warm = once()
     assert cold == "LOADED 1 ['libcst', 'mypy']"
     assert warm == "LOADED 1 []" and warm_out == cold_out
+
+
+def test_a_failed_store_leaves_no_temporary_file(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    cache = result_cache.TypesCache(tmp_path)
+    run = result_cache.StoredRun(stdout="ok\n", stderr="", status=0)
+    key = "c" * 64
+    monkeypatch.setattr(os, "replace", full)
+    cache.put(key, run, {})                     # skipped, no error
+    monkeypatch.undo()
+    assert list(cache.dir.iterdir()) == [] and cache.stores == 0
+    cache.put(key, run, {})                     # the next run stores it
+    assert cache.stores == 1 and [p.name for p in cache.dir.iterdir()] == [f"{key}.json"]
