@@ -44,11 +44,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="vime-lint",
-        description="Contract linter for vime rollout code (static: `rollout`; dry run: `check`).")
+        description="Contract linter for vime rollout code (static: `rollout`; dry run: `check`).",
+        epilog="exit status, every command: 0 clean; 1 findings; 2 bad arguments or input "
+               "(each command's --help says which).")
     parser.add_argument("--version", action="version",
                         version=f"vime-lint {__version__} (contract version {CONTRACT_VERSION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    ro = sub.add_parser("rollout", help="lint rollout modules (files or directories)")
+    ro = sub.add_parser("rollout", help="lint rollout modules (files or directories)",
+                        epilog="exit status: 0 no findings (or --exit-zero); 1 findings, "
+                               "errors or warnings (with --diff: a diff to show; what it "
+                               "cannot fix is counted on stderr); 2 bad arguments, a "
+                               "configuration or parse error, no Python file under the paths.")
     ro.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                     help="files or directories; `-` reads stdin")
     ro.add_argument("--stdin-filename", help="the name to report for `-`")

@@ -428,7 +428,10 @@ def check_template(tokenizer: Any, model_dir: Path | str = ".", *,
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``template`` subcommand to ``vime-lint``'s subparsers."""
     p = sub.add_parser("template", help="check a model's chat template over several turns "
-                                        "(prefixes, generation prompt, BOS, end token)")
+                                        "(prefixes, generation prompt, BOS, end token)",
+                       epilog="exit status: 0 clean (or --exit-zero); 1 findings; 2 a folder "
+                              "without a tokenizer or chat template, or a template that fails "
+                              "on one turn.")
     p.add_argument("model_dir", type=Path, metavar="MODEL_DIR",
                    help="a prepared model folder or a tokenizer folder (local files only)")
     p.add_argument("--chat-template", type=Path, default=None, metavar="FILE",

@@ -44,7 +44,10 @@ CACHE_FOLDER = ".vime_lint_cache"
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``types`` subcommand to ``vime-lint``'s subparsers."""
     p = sub.add_parser("types", help="type-check hooks with mypy, given the contract's types "
-                                     "(needs mypy: pip install 'vime[types]')")
+                                     "(needs mypy: pip install 'vime[types]')",
+                       epilog="exit status: 0 no findings (or --exit-zero); 1 findings; 2 bad "
+                              "arguments, a configuration error, an unknown --select code, no "
+                              "Python file under the paths, or mypy not installed.")
     p.add_argument("paths", nargs="*", type=Path, metavar="PATH",
                    help="files or directories (default: .)")
     p.add_argument("--select", type=codes, default=None, help="codes or prefixes to enable")

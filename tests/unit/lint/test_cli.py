@@ -627,3 +627,18 @@ def test_a_diff_says_what_it_leaves_unfixed(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert "finding(s) remain that the diff does not fix; run without --diff to see them" \
         in proc.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["rollout"], ["types"], ["template"], ["check"]])
+def test_every_help_lists_the_exit_statuses(command: list[str],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # README: "Exit statuses, the same for `vime train` and `vime-lint` (`--help` lists them)"
+    try:
+        code = main([*command, "--help"])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status" in text and "0 clean" in text.replace("0 no findings", "0 clean")
+    assert "1 any finding" in text or "1 findings" in text
+    assert "2 bad arguments" in text or "2 a folder without a tokenizer" in text
