@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["log_tail", "stop_process_group", "wait_ready"]
+__all__ = ["first_error_line", "log_tail", "stop_process_group", "wait_ready"]
 
 
 def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], *, timeout: float,
@@ -72,6 +73,27 @@ def stop_process_group(proc: subprocess.Popen[bytes] | None, timeout: float, *,
         except (ProcessLookupError, PermissionError):
             return
         time.sleep(0.05)
+
+
+#: A log line whose message is an exception (``ValueError: ...``), after vLLM's optional
+#: ``(EngineCore pid=1) ERROR 12-07 10:43:34 [core.py:1512]`` prefix.
+_EXCEPTION_LINE = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:[A-Z]+ \S+ \S+ \[\S+\] )?"
+                             r"((?:\w+\.)*\w*(?:Error|Exception): .+)$")
+
+
+def first_error_line(path: Path) -> str | None:
+    """The first exception line (``ValueError: ...``) of the log at ``path``, without vLLM's
+    process and level prefix: the root cause of a failed start, which the log's last lines
+    (stack frames of the processes that died after it) often do not show; None if none."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        found = _EXCEPTION_LINE.match(line.strip())
+        if found:
+            return found.group(1)
+    return None
 
 
 def log_tail(path: Path, lines: int) -> str:

