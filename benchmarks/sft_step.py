@@ -20,10 +20,16 @@ Usage (from the repository root; ``--repo`` picks the checkout whose ``vime`` is
     .venv/bin/python benchmarks/sft_step.py --steps 200 --repo /tmp/sft_old
     .venv/bin/python benchmarks/sft_step.py --steps 50 --profile cprofile
 
-Alternate the two checkouts on a loaded machine and compare ratios, not absolute times.
-``--threads`` (default 1) sets ``torch.set_num_threads``. The model and data are built once
-under ``--work`` (default ``/tmp/vime_sft_step``) with this checkout's builders, so both
-checkouts train the same model on the same file.
+Alternate the two checkouts on a loaded machine and compare ratios, not absolute times; the
+load-independent figures are ``train_cpu_ms`` (the process's CPU seconds per call: with one
+thread, the work itself), the op counts of ``--profile torch`` and
+``voluntary_switches_per_step`` (how often this process's threads slept: with
+``OMP_WAIT_POLICY=PASSIVE`` and no spin count, the OpenMP worker sleeps at every parallel
+region). ``--threads`` (default 1; the trainer actor uses every core, 2 on the demo's machine)
+sets ``torch.set_num_threads``; ``--wait-policy`` (default ``actor``: ``OMP_WAIT_POLICY`` and
+``GOMP_SPINCOUNT`` as the checkout's trainer actor gets them for this run). The model and data
+are built once under ``--work`` (default ``/tmp/vime_sft_step``) with this checkout's builders,
+so both checkouts train the same model on the same file.
 """
 
 from __future__ import annotations
