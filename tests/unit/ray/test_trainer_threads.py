@@ -20,7 +20,7 @@ def host(monkeypatch: pytest.MonkeyPatch):
     """Pretend the machine has ``n`` cores, all usable by this process (os.cpu_count and
     os.sched_getaffinity), with no placement set by the environment."""
     for name in ("RAY_ADDRESS", "VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS",
-                 "OMP_WAIT_POLICY"):
+                 "OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
         monkeypatch.delenv(name, raising=False)
 
     def set_cores(n: int) -> None:
@@ -71,6 +71,37 @@ def test_a_cpu_trainer_actor_waits_passively(host, monkeypatch: pytest.MonkeyPat
     assert trainer_env(sync)["OMP_WAIT_POLICY"] == "ACTIVE"
     monkeypatch.setenv("OMP_NUM_THREADS", "3")   # the driver's own value wins
     assert trainer_env(sync)["OMP_NUM_THREADS"] == "3"
+
+
+def test_a_run_without_engines_spins_briefly_before_its_workers_sleep(
+        host, monkeypatch: pytest.MonkeyPatch):
+    """PASSIVE alone put the OpenMP worker to sleep at every parallel region (1,232 sleeps
+    and wake-ups per step of the demo's SFT shape) and slowed the SFT stage; a run without
+    engines (the SFT rollout) gets a bounded spin first, a run with engines (the default
+    rollout, the case PASSIVE was measured for) keeps a spin count of 0."""
+    from vime.config import parse_args
+    from vime.ray.trainer_actor import ENGINE_FREE_SPINCOUNT, trainer_env
+
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    host(2)
+    sft = parse_args(["--rollout-batch-size", "1", "--num-rollout", "1", "--hf-checkpoint", "m", "--prompt-data", "d.jsonl", "--loss-type",
+                      "sft_loss", "--rollout-function-path",
+                      "vime.rollout.sft_rollout.generate_rollout"])
+    assert trainer_env(sft) == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE",
+                                "GOMP_SPINCOUNT": ENGINE_FREE_SPINCOUNT}
+    assert int(ENGINE_FREE_SPINCOUNT) < 300_000   # bounded, below libgomp's default
+    assert "GOMP_SPINCOUNT" not in trainer_env(sft, gpus=1)
+    grpo = parse_args(["--rollout-batch-size", "1", "--num-rollout", "1", "--hf-checkpoint", "m", "--prompt-data", "d.jsonl"])
+    assert trainer_env(grpo) == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
+    no_engines = parse_args(["--rollout-batch-size", "1", "--num-rollout", "1", "--hf-checkpoint", "m", "--prompt-data", "d.jsonl",
+                             "--no-rollout-engines"])
+    assert trainer_env(no_engines)["GOMP_SPINCOUNT"] == ENGINE_FREE_SPINCOUNT
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")   # the driver's spin count is inherited as it is
+    assert "GOMP_SPINCOUNT" not in trainer_env(sft)
+    monkeypatch.delenv("GOMP_SPINCOUNT")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")   # a policy the user chose: no spin added
+    assert trainer_env(sft) == {"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "PASSIVE"}
 
 
 # ---- the core split of an overlapped CPU run (vime.ray.cores) -----------------------------
