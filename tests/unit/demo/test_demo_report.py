@@ -235,3 +235,29 @@ def test_a_failed_engine_is_one_line_in_the_stage_table_and_whole_in_the_log(
     report(paths, [result], quick=True, total_seconds=1.0)
     table = (tmp_path / "summary.txt").read_text()
     assert "did not answer" in table and "'row'" not in table and "command:" not in table
+
+
+def test_the_sampled_row_names_the_eval_configs_temperature(tmp_path: Path) -> None:
+    from vime.demo.config import REAL_RECIPE, TINY_RECIPE, Recipe
+
+    assert TINY_RECIPE.sampled_label == "sampled, temperature 1"
+    assert REAL_RECIPE.sampled_label == "sampled, temperature 0.5"
+    (tmp_path / "eval.yaml").write_text(
+        "eval:\n  datasets:\n    - name: greedy\n      temperature: 1.0\n"
+        "    - name: sampled\n      temperature: 0.25\n")
+    other = Recipe(name="x", configs=tmp_path, default_out="o", sft=False, start_label="s",
+                   target_gain_points=None)
+    assert other.sampled_label == "sampled, temperature 0.25"
+
+
+def test_the_real_recipe_report_states_its_target(tmp_path: Path) -> None:
+    from vime.demo.config import REAL_RECIPE
+
+    paths = DemoPaths(tmp_path)
+    paths.grpo_run.mkdir(parents=True)
+    (paths.grpo_run / "metrics.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in grpo_records([0.4, 0.5, 0.55], [0.1] * 3)))
+    summary = report(paths, [StageResult("GRPO", 1.0)], quick=False, total_seconds=1.0,
+                     recipe=REAL_RECIPE)
+    assert summary["target_gain_points"] == 20.0
+    assert "(target +20: not met)" in (tmp_path / "summary.txt").read_text()
