@@ -356,7 +356,7 @@ def _check_deterministic_inference(args: argparse.Namespace) -> None:
     """
     if not getattr(args, "vllm_enable_deterministic_inference", False):
         return
-    from vime.ray.cores import is_vllm_cpu
+    from vime.utils.vllm_build import is_vllm_cpu
 
     if not is_vllm_cpu():
         return

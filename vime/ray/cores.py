@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from vime.config import arg
 from vime.ray.cluster import ray_address
+from vime.utils.vllm_build import is_vllm_cpu
 
 __all__ = ["TRAINER_CORES_ENV", "CoreSplit", "core_split", "is_vllm_cpu", "pin_from_env",
            "pin_process"]
@@ -52,17 +53,6 @@ class CoreSplit:
     def trainer_env(self) -> str:
         """The trainer's cores as :data:`TRAINER_CORES_ENV`'s value."""
         return ",".join(str(c) for c in self.trainer)
-
-
-def is_vllm_cpu() -> bool:
-    """True when the installed vLLM is the CPU build (the ``vllm-cpu`` distribution)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        version("vllm-cpu")
-    except PackageNotFoundError:
-        return False
-    return True
 
 
 def core_split(args: Namespace, cores: Iterable[int] | None = None) -> CoreSplit | None:

