@@ -3,6 +3,8 @@
 Usage::
 
     wait_ready(proc, lambda: probe() , timeout=300.0, interval=0.5, fail=lambda w: Err(w))
+    wait_ready(proc, probe, timeout=300.0, interval=0.5, fail=Err, what="answer",
+               progress=lambda: log_size(path), max_timeout=900.0)   # silence limit, cap
     stop_process_group(proc, timeout=20.0)      # SIGTERM, then SIGKILL of the whole group
     stop_process_group(proc, 20.0, leader_first=True)   # SIGTERM the leader only, then the same
     log_tail(path, lines=40)                    # "" when there is no log yet
@@ -19,21 +21,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["first_error_line", "log_tail", "stop_process_group", "wait_ready"]
+__all__ = ["first_error_line", "log_size", "log_tail", "stop_process_group", "wait_ready"]
 
 
 def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], *, timeout: float,
-               interval: float, fail: Callable[[str], Exception], what: str) -> None:
+               interval: float, fail: Callable[[str], Exception], what: str,
+               progress: Callable[[], int] | None = None, max_timeout: float | None = None
+               ) -> None:
     """Poll ``ready()`` every ``interval`` seconds until it is True.
 
     ``ready`` may raise ``OSError``/``ValueError``/``KeyError`` (a server not listening yet);
-    those count as not ready.
+    those count as not ready. With ``progress`` (a count that grows while the process works,
+    such as its log's size in bytes), ``timeout`` is how long the process may go *without*
+    progress, up to ``max_timeout`` seconds in all: a start slowed by a loaded machine goes on
+    while it still writes its log, one that hangs still fails after ``timeout`` seconds.
 
     Raises:
-        Exception: ``fail(reason)`` when the process exits, or after ``timeout`` seconds
-            (the reason says which, and ``what`` names the readiness condition).
+        Exception: ``fail(reason)`` when the process exits, after ``timeout`` seconds without
+            readiness (or without progress), or after ``max_timeout`` seconds (the reason says
+            which, and ``what`` names the readiness condition).
     """
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    last_progress, seen = start, progress() if progress is not None else 0
+    cap = start + (max_timeout if max_timeout is not None else timeout)
     while True:
         code = proc.poll()
         if code is not None:
@@ -41,9 +51,28 @@ def wait_ready(proc: subprocess.Popen[bytes], ready: Callable[[], bool], *, time
         with contextlib.suppress(OSError, ValueError, KeyError):
             if ready():
                 return
-        if time.monotonic() > deadline:
-            raise fail(f"did not {what} within {timeout:.0f} s")
+        now = time.monotonic()
+        if progress is not None:
+            count = progress()
+            if count != seen:
+                seen, last_progress = count, now
+        if now > last_progress + timeout:
+            if progress is None:
+                raise fail(f"did not {what} within {timeout:.0f} s")
+            raise fail(f"did not {what}: no progress (its log unchanged) for {timeout:.0f} s, "
+                       f"{now - start:.0f} s after the start")
+        if now > cap:
+            raise fail(f"did not {what} within {cap - start:.0f} s (it was still writing "
+                       "its log: a machine this loaded needs a longer startup_timeout)")
         time.sleep(interval)
+
+
+def log_size(path: str | Path) -> int:
+    """The size of the log at ``path`` in bytes (0 while it does not exist)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def stop_process_group(proc: subprocess.Popen[bytes] | None, timeout: float, *,

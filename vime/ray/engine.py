@@ -49,7 +49,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vime.ray._process import first_error_line, log_tail, stop_process_group, wait_ready
+from vime.ray._process import (
+    first_error_line,
+    log_size,
+    log_tail,
+    stop_process_group,
+    wait_ready,
+)
 from vime.ray.engine_command import (
     SERVER_ENV,
     build_server_command,
@@ -143,7 +149,9 @@ class VLLMServer:
             takes its place.
         kv_cache_bytes: see :func:`vime.ray.engine_command.build_server_command`.
         env: extra environment variables for the server.
-        startup_timeout: seconds to wait for ``/health`` (measured start-up: 13-50 s here).
+        startup_timeout: seconds the start may go without ``/health`` answering and without a
+            new line in its log (measured start-up: 13-50 s here); a start that keeps logging
+            gets up to three times this in all.
         api_key: the server's key (``VLLM_API_KEY`` of the server, which then gets
             :class:`vime.ray.engine_guard.EngineGuard`; sent on every call made here). None:
             the run's key (``VIME_ENGINE_API_KEY``), else a fresh one; ``""``: no key and no
@@ -220,9 +228,10 @@ class VLLMServer:
         """Start the server and wait for ``GET /health``; return :attr:`url`.
 
         Raises:
-            EngineStartError: the process exited, or ``/health`` did not answer within
-                ``startup_timeout`` seconds (the process group is killed first); the message
-                ends with the log's last 40 lines.
+            EngineStartError: the process exited, or ``/health`` did not answer and the log
+                did not grow for ``startup_timeout`` seconds, or ``/health`` did not answer
+                within three times that (the process group is killed first); the message ends
+                with the log's last 40 lines.
         """
         if self.process is not None and self.process.poll() is None:
             return self.url
@@ -269,9 +278,12 @@ class VLLMServer:
             with urllib.request.urlopen(f"{self.control_url}/health", timeout=5) as resp:
                 return bool(resp.status == 200)
 
+        # a loaded machine slows the start (weights, KV cache, warm-up) but the log still grows:
+        # the start fails after startup_timeout s of silence, or after three times it in all
         wait_ready(self.process, healthy, timeout=self.startup_timeout, interval=0.5,
                    fail=lambda why: EngineStartError(self._failure(why)),
-                   what="answer GET /health")
+                   what="answer GET /health", progress=lambda: log_size(self.log_path),
+                   max_timeout=3 * self.startup_timeout)
 
     def _failure(self, what: str) -> str:
         cause = first_error_line(self.log_path)
