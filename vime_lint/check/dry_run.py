@@ -332,6 +332,7 @@ class DryRun:
                 self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
+        ids = self._eval_ids(out, ids) if evaluation else self._train_ids(out, ids)
         if evaluation and getattr(self.args, "eval_datasets", None):
             # VIM131: not the training prompts (checked when eval sets are given: without
             # them the dry run's eval step has nothing held out to compare with)
@@ -345,6 +346,44 @@ class DryRun:
             self.report.add(in_context(some, owner_dest, owner_path), ids)
         self._save_samples(out, evaluation)
         return out
+
+    def _train_ids(self, out: Any, ids: list[str]) -> list[str]:
+        """``ids`` less the per-sample train checks when the train step returned no sample
+        (VIM102 reports the empty list): shown as "not run (no train samples)", not "pass"."""
+        from vime.rollout.base_types import iter_samples
+
+        samples = getattr(out, "samples", None)
+        if not isinstance(samples, list) or any(True for _ in iter_samples(samples)):
+            return ids
+        kept = ("VIM101", "VIM102", "VIM119")   # the output's type, shape and metrics
+        for inv_id in ids:
+            if inv_id not in kept:
+                self.report.not_run.setdefault(inv_id, "no train samples")
+        return [i for i in ids if i in kept]
+
+    def _eval_ids(self, out: Any, ids: list[str]) -> list[str]:
+        """``ids`` less the eval checks (B6) that had nothing to check: all of them when the
+        eval step returned no sample, VIM131 when no eval sets were given (its reference);
+        the report shows those as "not run" with the reason and a note names the flags."""
+        data = getattr(out, "data", None)
+        n = sum(len(entry.get("samples") or []) for entry in data.values()
+                if isinstance(entry, dict)) if isinstance(data, dict) else 0
+        configured = bool(getattr(self.args, "eval_datasets", None))
+        skip = set(_ids("B6")) if n == 0 else set() if configured else {"VIM131"}
+        if not skip:
+            return ids
+        reason = "no eval datasets" if not configured else "no eval samples"
+        for inv_id in sorted(skip):
+            self.report.not_run[inv_id] = reason
+        flags = ("--eval-datasets NAME gives the dry run a synthetic held-out set, "
+                 "--eval-prompt-data NAME FILE your own")
+        what = ("the eval step returned no sample" if n == 0
+                else "the eval output has no held-out set to compare with the training prompts")
+        why = ("no eval datasets configured" if not configured
+               else "the eval output's datasets hold no samples")
+        self.report.notes.append(f"{', '.join(sorted(skip))} not run: {why}, so {what}"
+                                 + (f" ({flags})" if not configured else ""))
+        return [i for i in ids if i not in skip]
 
     def _save_samples(self, out: Any, evaluation: bool) -> None:
         """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes
