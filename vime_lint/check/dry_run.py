@@ -450,10 +450,34 @@ class DryRun:
             self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where the engine "
                                      "failed; the stages after it still ran")
         except HarnessError as exc:  # user code raised: an error in it (status 1)
-            if str(exc) not in self.report.crashes:
-                self.report.crashes.append(str(exc))
+            message = self._crash_message(exc)
+            if message not in self.report.crashes:
+                self.report.crashes.append(message)
             self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where user code "
                                      "raised; the stages after it still ran")
+
+    def _crash_message(self, exc: HarnessError) -> str:
+        """``exc``'s message, naming the user's hook whose file it came from when the hook
+        called was vime's (the default rollout running an agent that raised): the same crash
+        seen by the hook stage and the train step is then reported once."""
+        if exc.origin is None or exc.detail is None:
+            return str(exc)
+        import os
+
+        origin = os.path.realpath(exc.origin)
+        line = int(exc.detail.rsplit(f"{exc.origin}:", 1)[-1].split(" ", 1)[0]) \
+            if f"{exc.origin}:" in exc.detail else 0
+        best: tuple[int, str] | None = None
+        for (dest, path), where in self.sources.items():
+            file, _, def_line = where.rpartition(":")
+            if os.path.realpath(file) != origin or not def_line.isdigit():
+                continue
+            rank = int(def_line) if int(def_line) <= line else -1
+            if best is None or rank > best[0]:
+                best = (rank, hook_label(dest, path))
+        if best is None or best[1] == exc.label:
+            return str(exc)
+        return f"{best[1]} {exc.detail}"
 
     def _add_observed(self, seen: list[tuple[str, list[Violation]]]) -> set[str]:
         """The boundaries vime's own code checked while the stages ran (the default rollout's

@@ -326,8 +326,12 @@ def test_broken_agent_fails_check_in_the_default_mode(
 def test_raising_agent_is_an_error_naming_its_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = _agent_check(capsys, "raising_agent")
     assert code == 1
-    assert "--agent-function-path `vime_ref_agents.raising_agent` raised RuntimeError" in out
-    assert "vime_ref_agents.py:" in out and "tool 'calculator' is not defined" in out
+    # once, as the agent (not again as the default rollout that ran it), at the agent's line
+    errors = [line for line in out.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("error: --agent-function-path `vime_ref_agents.raising_agent` "
+                                "raised ValueError: tool 'calculator' is not defined at ")
+    assert errors[0].endswith("vime_ref_agents.py:42 in raising_agent"), errors
 
 
 def test_save_debug_rollout_data_writes_the_dry_run_samples(
