@@ -41,11 +41,12 @@ class HarnessError(Exception):
     """A hook cannot be loaded (exit status 2) or raised while it ran (reported, status 1);
     the message says why. Raised by :func:`call_hook`, it also carries ``label`` (the hook
     called), ``detail`` (``raised TYPE: TEXT at FILE:LINE in NAME``) and ``origin`` (the user
-    file the exception came from, None when not known), so the dry run can name the user's
-    hook that raised it when ``label`` is vime's (the default rollout running an agent)."""
+    file and line the exception came from, None when not known), so the dry run can name the
+    user's hook that raised it when ``label`` is vime's (the default rollout running an
+    agent)."""
 
     def __init__(self, message: str, *, label: str | None = None, detail: str | None = None,
-                 origin: str | None = None) -> None:
+                 origin: tuple[str, int] | None = None) -> None:
         super().__init__(message)
         self.label, self.detail, self.origin = label, detail, origin
 
@@ -172,7 +173,8 @@ def _crash(label: str, exc: BaseException) -> HarnessError:
         at = f" at {frame.filename}:{frame.lineno} in {frame.name}"
     detail = f"raised {text}{at}"
     return HarnessError(f"{label} {detail}", label=label, detail=detail,
-                        origin=frame.filename if frame is not None else None)
+                        origin=(frame.filename, frame.lineno or 0) if frame is not None
+                        else None)
 
 
 def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

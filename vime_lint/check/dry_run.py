@@ -34,6 +34,9 @@ from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS, hook_spec
 from vime.contract.invariants import INVARIANTS
+from vime.rollout.budget_refusals import BudgetRefusal
+from vime.rollout.budget_refusals import recording as budget_recording
+from vime_lint.check.arguments import DRY_RUN_DEFAULTS
 from vime_lint.check.calls import (
     EngineFailure,
     HarnessError,
@@ -456,6 +459,45 @@ class DryRun:
             self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where user code "
                                      "raised; the stages after it still ran")
 
+    def _budget_notes(self, refused: list[BudgetRefusal]) -> None:
+        """A note per kind of generate call that was never sent for lack of budget (vime's
+        generate, the agent endpoint): those turns did not run, so no check saw them."""
+        for where in ("generate", "agent"):
+            mine = [r for r in refused if r.where == where]
+            if not mine:
+                continue
+            first = mine[0]
+            samples = len({r.index for r in mine})
+            if where == "agent":
+                label = hook_label("agent_function_path", self.hooks["agent_function_path"][0]) \
+                    if "agent_function_path" in self.hooks else "the agent"
+                what = (f"{label}: the endpoint refused {len(mine)} call(s) on {samples} "
+                        "sample(s) for lack of response budget (answered finish_reason="
+                        "'length' with no text, no engine call): the agent's later turns never "
+                        "ran")
+                split = "the agent's messages and tool results"
+            else:
+                dest = "custom_generate_function_path"
+                label = hook_label(dest, self.hooks[dest][0]) if dest in self.hooks \
+                    else "vime's built-in generate"
+                what = (f"{label}: {len(mine)} generate call(s) on {samples} sample(s) were "
+                        "never sent for lack of response budget (the sample came back "
+                        "TRUNCATED): the turns they would have run were not exercised")
+                split = "appended by the generate function"
+            if first.flag == "--rollout-max-context-len":
+                had = f"filled {first.flag}={first.budget} (prompt and response)"
+            else:
+                default = " (the check's default)" if first.budget == \
+                    DRY_RUN_DEFAULTS["rollout_max_response_len"] else ""
+                rest = first.used - first.generated
+                had = (f"already held {first.used} response tokens ({first.generated} "
+                       f"from the engine's turn(s) before" + (f", {rest} {split}" if rest > 0
+                                                              else "")
+                       + f") against {first.flag}={first.budget}{default}")
+            self.report.notes.append(f"{what}; sample index={first.index} {had}; pass your "
+                                     f"launch's {first.flag} (or a larger one) to run them")
+            self.report.unexercised.append("turns refused for lack of budget did not run")
+
     def _crash_message(self, exc: HarnessError) -> str:
         """``exc``'s message, naming the user's hook whose file it came from when the hook
         called was vime's (the default rollout running an agent that raised): the same crash
@@ -464,14 +506,14 @@ class DryRun:
             return str(exc)
         import os
 
-        origin = os.path.realpath(exc.origin)
-        line = int(exc.detail.rsplit(f"{exc.origin}:", 1)[-1].split(" ", 1)[0]) \
-            if f"{exc.origin}:" in exc.detail else 0
+        origin, line = os.path.realpath(exc.origin[0]), exc.origin[1]
         best: tuple[int, str] | None = None
         for (dest, path), where in self.sources.items():
             file, _, def_line = where.rpartition(":")
             if os.path.realpath(file) != origin or not def_line.isdigit():
                 continue
+            if hook_label(dest, path) == exc.label:   # the hook called is in that file
+                return str(exc)
             rank = int(def_line) if int(def_line) <= line else -1
             if best is None or rank > best[0]:
                 best = (rank, hook_label(dest, path))
@@ -512,17 +554,19 @@ class DryRun:
         policy_log.setLevel(logging.CRITICAL)
         try:
             with warnings.catch_warnings(record=True) as caught, \
-                    observed_boundaries() as seen:
+                    observed_boundaries() as seen, budget_recording() as refused:
                 warnings.simplefilter("always", ContractWarning)
                 for stage in (self.run_hooks, self.train_stage, self.eval_stage):
                     self._stage(stage)
         finally:
             policy_log.setLevel(level)
+        self._budget_notes(refused)
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
         constants_from_stand_in(self.report, self.args, self.engine_note,
-                                self.ran_scripted_answers)
+                                self.ran_scripted_answers,
+                                refused=any(r.where == "agent" for r in refused))
         self.reward_probe = probe_reward(self.ns, self.args, self.report, self.hooks)
         constants_from_scripted_answers(self.report, self.reward_probe, self.args,
                                         self.engine_note, self.hooks)

@@ -49,6 +49,9 @@ class Report:
     #: Invariants whose check had nothing to run on (no eval sample): shown as "not run
     #: (REASON)", never "pass" (id -> the reason, a few words).
     not_run: dict[str, str] = field(default_factory=dict)
+    #: What the user's code asked for that the dry run never ran (a turn refused for lack of
+    #: budget; a note says which): a report without findings is "clean" only for what ran.
+    unexercised: list[str] = field(default_factory=list)
 
     def add_failures(self, samples: Sequence[Sample]) -> None:
         """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
@@ -126,6 +129,9 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
     warns = len(report.findings) + stopped - errors
     bad = report.findings or report.crashes or report.engine_failures
     verdict = "clean" if not bad else f"{errors} error(s), {warns} warning(s)"
+    if not bad and report.unexercised:
+        verdict += (f" as far as it ran ({'; '.join(dict.fromkeys(report.unexercised))}: "
+                    "see the notes)")
     print(f"{PROG}: {verdict}", file=out)
     return 1 if bad else 0
 
