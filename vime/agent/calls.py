@@ -82,6 +82,12 @@ class CallServer:
             remaining = int(self.max_response) - session.response_so_far(list(prompt_ids))
             if remaining <= 0:
                 session.budget_refusals += 1
+                from vime.rollout.budget_refusals import BudgetRefusal, note_refusal
+
+                note_refusal(BudgetRefusal(
+                    "agent", session.index, int(self.max_response) - remaining,
+                    sum(len(c.completion_ids) for c in session.calls), int(self.max_response),
+                    "--rollout-max-response-len"))
                 return None
         params, overrides = request_sampling_params(body, run_params, remaining=remaining)
         for name in overrides:

@@ -51,9 +51,9 @@ class FindingGroup:
         """The first finding as ``Violation.format`` prints it, with the count and the next
         :data:`SHOWN_LOCATIONS` locations when there is more than one."""
         first = self.first
-        if len(self.findings) == 1:
+        if len(self.distinct()) == 1:
             return first.format()
-        count = len(self.findings)
+        count = len(self.distinct())
         lines = [f"{first.id} {first.severity}: {first.where} {first.message}".rstrip()]
         lines.append(f"  {count} findings at {self._others()}")
         if first.context:
@@ -63,13 +63,24 @@ class FindingGroup:
         return "\n".join(lines)
 
 
+    def distinct(self) -> list[Violation]:
+        """The group's findings with repeats (same place and text) left out: what the count
+        and the locations name."""
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for v in self.findings:
+            if (v.where, v.message) not in seen:
+                seen.add((v.where, v.message))
+                out.append(v)
+        return out
+
     def _others(self) -> str:
         """The group's site and the next locations, each named once: ``samples[*][*].reward:
         also samples[0][1].reward (index=1), ... and N more`` where positions differ;
         ``generate input: also index=0, ...`` where only the sample differs; the site alone
         where the locations are the same."""
         site = field_pattern(self.first.where)
-        rest = self.findings[1:]
+        rest = [v for v in self.distinct() if v is not self.first]
         if "[*]" in site:
             names = [v.where for v in rest]
         else:   # one site: the sample indices are what differs
@@ -79,7 +90,7 @@ class FindingGroup:
                                        if (m := _SAMPLE_INDEX_RE.search(v.where))
                                        and m.group(0) != first))
         if not names:
-            return (f"{site}: the first is shown, --max-violations {len(self.findings)} "
+            return (f"{site}: the first is shown, --max-violations {len(self.distinct())} "
                     "lists each")
         shown = names[:SHOWN_LOCATIONS]
         more = len(names) - len(shown)

@@ -6,7 +6,7 @@ Usage::
 
     raised = settle_failed_call(args, [sample], "reward", exc, seconds, path=path)
     if raised is not None:          # --hook-failure raise: the hook's exception, noted
-        raise raised from None
+        raise raised from raised.__cause__
     if reward is None and settle_unscored(args, sample, seconds, message="..."):
         ...                         # --hook-failure fail-sample: FAILED, type "Unscored"
 
@@ -72,7 +72,8 @@ def settle_failed_call(args: Namespace, samples: Sequence[Sample], hook: str,
 
     Returns:
         ``raise``: ``exc`` itself with a note naming the call, the first sample and the policy;
-        the caller raises it (``raise raised from None``). ``fail-sample``: None, after every
+        the caller raises it (``raise raised from raised.__cause__``: its own cause kept, the
+        wrapper of the call left out). ``fail-sample``: None, after every
         sample not already FAILED was marked (:func:`mark_failed`, the record names ``exc``).
     """
     if not fail_sample(args):

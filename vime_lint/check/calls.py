@@ -31,14 +31,24 @@ from vime.contract.signature import optional_kwargs
 
 __all__ = ["EngineFailure", "HarnessError", "StageFindings", "call_by_contract", "call_hook",
            "contract_arguments", "contract_findings", "defined_at", "engine_failure",
-           "hook_label", "in_context", "loaded_object", "raised_at", "warning_findings"]
+           "hook_label", "in_context", "is_user_file", "loaded_object", "raised_at",
+           "user_origin", "warning_findings"]
 
 _ID_RE = re.compile(r"\bVIM\d{3}\b")
 
 
 class HarnessError(Exception):
     """A hook cannot be loaded (exit status 2) or raised while it ran (reported, status 1);
-    the message says why."""
+    the message says why. Raised by :func:`call_hook`, it also carries ``label`` (the hook
+    called), ``detail`` (``raised TYPE: TEXT at FILE:LINE in NAME``) and ``origin`` (the user
+    file and line the exception came from, None when not known), so the dry run can name the
+    user's hook that raised it when ``label`` is vime's (the default rollout running an
+    agent)."""
+
+    def __init__(self, message: str, *, label: str | None = None, detail: str | None = None,
+                 origin: tuple[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.label, self.detail, self.origin = label, detail, origin
 
 
 class EngineFailure(HarnessError):
@@ -98,6 +108,75 @@ def raised_at(exc: BaseException) -> str:
     return f" at {last.filename}:{last.lineno} in {last.name}"
 
 
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    """Folders whose files are not the user's: vime's and vime_lint's packages, the standard
+    library and the installed packages."""
+    import sysconfig
+    from pathlib import Path
+
+    import vime
+    import vime_lint
+
+    roots = {str(Path(m.__file__).resolve().parent) for m in (vime, vime_lint) if m.__file__}
+    roots.update(str(Path(p).resolve()) for key in ("stdlib", "platstdlib", "purelib",
+                                                      "platlib")
+                 if (p := sysconfig.get_paths().get(key)))
+    return tuple(sorted(roots))
+
+
+def is_user_file(filename: str) -> bool:
+    """True for a file of the user's code (not vime's, the standard library's or an installed
+    package's; not ``<frozen ...>`` or ``<string>``)."""
+    import os
+
+    if not filename or filename.startswith("<"):
+        return False
+    path = os.path.realpath(filename)
+    return not any(path == r or path.startswith(r + os.sep) for r in _library_roots())
+
+
+def user_origin(exc: BaseException) -> tuple[BaseException, traceback.FrameSummary | None]:
+    """The exception to report for ``exc`` and the user's frame to name.
+
+    The exception: the first one of ``exc``'s ``raise ... from`` chain (``__cause__``) raised in
+    the user's code (vime's agent step re-raises the agent's error as a RuntimeError), else
+    ``exc``. The frame: the deepest frame in a user file of that exception's traceback, else of
+    the chain's (innermost first); None when no frame is the user's."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not e for e in chain):
+        chain.append(current)
+        current = current.__cause__
+    frames = {id(e): [f for f in traceback.extract_tb(e.__traceback__)
+                      if is_user_file(f.filename)] for e in chain}
+    for e in chain:
+        tb = traceback.extract_tb(e.__traceback__)
+        if tb and is_user_file(tb[-1].filename):
+            return e, tb[-1]
+    for e in (exc, *reversed(chain)):
+        if frames[id(e)]:
+            return exc, frames[id(e)][-1]
+    return exc, None
+
+
+def _crash(label: str, exc: BaseException) -> HarnessError:
+    """The :class:`HarnessError` of hook ``label`` that raised ``exc``: the exception's text
+    at the user's frame (:func:`user_origin`), else at the innermost frame."""
+    shown, frame = user_origin(exc)
+    text = f"{type(shown).__name__}: {shown}"
+    if frame is None:
+        at = raised_at(exc)
+    elif f"{frame.filename}:{frame.lineno}" in text:   # the text names it already
+        at = ""
+    else:
+        at = f" at {frame.filename}:{frame.lineno} in {frame.name}"
+    detail = f"raised {text}{at}"
+    return HarnessError(f"{label} {detail}", label=label, detail=detail,
+                        origin=(frame.filename, frame.lineno or 0) if frame is not None
+                        else None)
+
+
 def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a user hook (running it to completion on vime's background event loop,
     :func:`vime.utils.async_utils.run`, when it is async).
@@ -124,7 +203,7 @@ def call_hook(label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
         err = engine_failure(exc)
         if err is not None:
             raise EngineFailure(_engine_message(label, err)) from exc
-        raise HarnessError(f"{label} raised {type(exc).__name__}: {exc}{raised_at(exc)}") from exc
+        raise _crash(label, exc) from exc
 
 
 async def _await(awaitable: Any) -> Any:

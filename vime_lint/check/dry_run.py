@@ -34,6 +34,9 @@ from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS, hook_spec
 from vime.contract.invariants import INVARIANTS
+from vime.rollout.budget_refusals import BudgetRefusal
+from vime.rollout.budget_refusals import recording as budget_recording
+from vime_lint.check.arguments import DRY_RUN_DEFAULTS
 from vime_lint.check.calls import (
     EngineFailure,
     HarnessError,
@@ -332,6 +335,7 @@ class DryRun:
                 self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
+        ids = self._eval_ids(out, ids) if evaluation else self._train_ids(out, ids)
         if evaluation and getattr(self.args, "eval_datasets", None):
             # VIM131: not the training prompts (checked when eval sets are given: without
             # them the dry run's eval step has nothing held out to compare with)
@@ -345,6 +349,44 @@ class DryRun:
             self.report.add(in_context(some, owner_dest, owner_path), ids)
         self._save_samples(out, evaluation)
         return out
+
+    def _train_ids(self, out: Any, ids: list[str]) -> list[str]:
+        """``ids`` less the per-sample train checks when the train step returned no sample
+        (VIM102 reports the empty list): shown as "not run (no train samples)", not "pass"."""
+        from vime.rollout.base_types import iter_samples
+
+        samples = getattr(out, "samples", None)
+        if not isinstance(samples, list) or any(True for _ in iter_samples(samples)):
+            return ids
+        kept = ("VIM101", "VIM102", "VIM119")   # the output's type, shape and metrics
+        for inv_id in ids:
+            if inv_id not in kept:
+                self.report.not_run.setdefault(inv_id, "no train samples")
+        return [i for i in ids if i in kept]
+
+    def _eval_ids(self, out: Any, ids: list[str]) -> list[str]:
+        """``ids`` less the eval checks (B6) that had nothing to check: all of them when the
+        eval step returned no sample, VIM131 when no eval sets were given (its reference);
+        the report shows those as "not run" with the reason and a note names the flags."""
+        data = getattr(out, "data", None)
+        n = sum(len(entry.get("samples") or []) for entry in data.values()
+                if isinstance(entry, dict)) if isinstance(data, dict) else 0
+        configured = bool(getattr(self.args, "eval_datasets", None))
+        skip = set(_ids("B6")) if n == 0 else set() if configured else {"VIM131"}
+        if not skip:
+            return ids
+        reason = "no eval datasets" if not configured else "no eval samples"
+        for inv_id in sorted(skip):
+            self.report.not_run[inv_id] = reason
+        flags = ("--eval-datasets NAME gives the dry run a synthetic held-out set, "
+                 "--eval-prompt-data NAME FILE your own")
+        what = ("the eval step returned no sample" if n == 0
+                else "the eval output has no held-out set to compare with the training prompts")
+        why = ("no eval datasets configured" if not configured
+               else "the eval output's datasets hold no samples")
+        self.report.notes.append(f"{', '.join(sorted(skip))} not run: {why}, so {what}"
+                                 + (f" ({flags})" if not configured else ""))
+        return [i for i in ids if i not in skip]
 
     def _save_samples(self, out: Any, evaluation: bool) -> None:
         """``--save-debug-rollout-data``: the step's samples written as ``vime train`` writes
@@ -411,10 +453,73 @@ class DryRun:
             self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where the engine "
                                      "failed; the stages after it still ran")
         except HarnessError as exc:  # user code raised: an error in it (status 1)
-            if str(exc) not in self.report.crashes:
-                self.report.crashes.append(str(exc))
+            message = self._crash_message(exc)
+            if message not in self.report.crashes:
+                self.report.crashes.append(message)
             self.report.notes.append(f"the {_STAGES[stage.__name__]} stopped where user code "
                                      "raised; the stages after it still ran")
+
+    def _budget_notes(self, refused: list[BudgetRefusal]) -> None:
+        """A note per kind of generate call that was never sent for lack of budget (vime's
+        generate, the agent endpoint): those turns did not run, so no check saw them."""
+        for where in ("generate", "agent"):
+            mine = [r for r in refused if r.where == where]
+            if not mine:
+                continue
+            first = mine[0]
+            samples = len({r.index for r in mine})
+            if where == "agent":
+                label = hook_label("agent_function_path", self.hooks["agent_function_path"][0]) \
+                    if "agent_function_path" in self.hooks else "the agent"
+                what = (f"{label}: the endpoint refused {len(mine)} call(s) on {samples} "
+                        "sample(s) for lack of response budget (answered finish_reason="
+                        "'length' with no text, no engine call): the agent's later turns never "
+                        "ran")
+                split = "the agent's messages and tool results"
+            else:
+                dest = "custom_generate_function_path"
+                label = hook_label(dest, self.hooks[dest][0]) if dest in self.hooks \
+                    else "vime's built-in generate"
+                what = (f"{label}: {len(mine)} generate call(s) on {samples} sample(s) were "
+                        "never sent for lack of response budget (the sample came back "
+                        "TRUNCATED): the turns they would have run were not exercised")
+                split = "appended by the generate function"
+            if first.flag == "--rollout-max-context-len":
+                had = f"filled {first.flag}={first.budget} (prompt and response)"
+            else:
+                default = " (the check's default)" if first.budget == \
+                    DRY_RUN_DEFAULTS["rollout_max_response_len"] else ""
+                rest = first.used - first.generated
+                had = (f"already held {first.used} response tokens ({first.generated} "
+                       f"from the engine's turn(s) before" + (f", {rest} {split}" if rest > 0
+                                                              else "")
+                       + f") against {first.flag}={first.budget}{default}")
+            self.report.notes.append(f"{what}; sample index={first.index} {had}; pass your "
+                                     f"launch's {first.flag} (or a larger one) to run them")
+            self.report.unexercised.append("turns refused for lack of budget did not run")
+
+    def _crash_message(self, exc: HarnessError) -> str:
+        """``exc``'s message, naming the user's hook whose file it came from when the hook
+        called was vime's (the default rollout running an agent that raised): the same crash
+        seen by the hook stage and the train step is then reported once."""
+        if exc.origin is None or exc.detail is None:
+            return str(exc)
+        import os
+
+        origin, line = os.path.realpath(exc.origin[0]), exc.origin[1]
+        best: tuple[int, str] | None = None
+        for (dest, path), where in self.sources.items():
+            file, _, def_line = where.rpartition(":")
+            if os.path.realpath(file) != origin or not def_line.isdigit():
+                continue
+            if hook_label(dest, path) == exc.label:   # the hook called is in that file
+                return str(exc)
+            rank = int(def_line) if int(def_line) <= line else -1
+            if best is None or rank > best[0]:
+                best = (rank, hook_label(dest, path))
+        if best is None or best[1] == exc.label:
+            return str(exc)
+        return f"{best[1]} {exc.detail}"
 
     def _add_observed(self, seen: list[tuple[str, list[Violation]]]) -> set[str]:
         """The boundaries vime's own code checked while the stages ran (the default rollout's
@@ -449,17 +554,19 @@ class DryRun:
         policy_log.setLevel(logging.CRITICAL)
         try:
             with warnings.catch_warnings(record=True) as caught, \
-                    observed_boundaries() as seen:
+                    observed_boundaries() as seen, budget_recording() as refused:
                 warnings.simplefilter("always", ContractWarning)
                 for stage in (self.run_hooks, self.train_stage, self.eval_stage):
                     self._stage(stage)
         finally:
             policy_log.setLevel(level)
+        self._budget_notes(refused)
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
         constants_from_stand_in(self.report, self.args, self.engine_note,
-                                self.ran_scripted_answers)
+                                self.ran_scripted_answers,
+                                refused=any(r.where == "agent" for r in refused))
         self.reward_probe = probe_reward(self.ns, self.args, self.report, self.hooks)
         constants_from_scripted_answers(self.report, self.reward_probe, self.args,
                                         self.engine_note, self.hooks)

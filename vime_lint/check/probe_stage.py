@@ -24,11 +24,22 @@ __all__ = ["constants_from_scripted_answers", "constants_from_stand_in", "probe_
 
 
 def constants_from_stand_in(report: Report, args: argparse.Namespace, engine_note: str,
-                            ran_scripted_answers: bool) -> None:
+                            ran_scripted_answers: bool, *, refused: bool = False) -> None:
     """Under the engine stand-in, the constant rewards of the stages: not judged when the
     stand-in's scripted answers cannot match the labels of ``--prompt-data`` or the agent ran
-    them as programs (``ran_scripted_answers``), else a note that they can come from them."""
+    them as programs (``ran_scripted_answers``), else a note that they can come from them.
+    ``refused``: the agent endpoint refused calls for lack of budget, the likelier cause (the
+    note says so, whatever the engine)."""
     constant = [v for v in report.findings if v.id in ("VIM117", "VIM171")]
+    unjudged = "stand-in" in engine_note and bool(getattr(args, "prompt_data", None)
+                                                  or ran_scripted_answers)
+    if refused and constant and not unjudged:
+        flag = "--rollout-max-response-len"
+        report.notes.append(
+            f"constant rewards (VIM117, VIM171) can come from the refused calls above: the "
+            f"agent's turns after the budget was used up got no text, so its answers were cut "
+            f"short; judge the reward again with your launch's {flag}")
+        return
     if "stand-in" in engine_note and constant:
         replies = " / ".join(repr(r) for r in STAND_IN_REPLIES)
         if getattr(args, "prompt_data", None) or ran_scripted_answers:

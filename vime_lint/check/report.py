@@ -46,6 +46,12 @@ class Report:
     #: Invariants whose check ran on data that cannot judge them (the stand-in's scripted
     #: answers against the user's labels): shown as "not judged", never "pass".
     unjudged: set[str] = field(default_factory=set)
+    #: Invariants whose check had nothing to run on (no eval sample): shown as "not run
+    #: (REASON)", never "pass" (id -> the reason, a few words).
+    not_run: dict[str, str] = field(default_factory=dict)
+    #: What the user's code asked for that the dry run never ran (a turn refused for lack of
+    #: budget; a note says which): a report without findings is "clean" only for what ran.
+    unexercised: list[str] = field(default_factory=list)
 
     def add_failures(self, samples: Sequence[Sample]) -> None:
         """Count the FAILED ``samples`` per hook and error type (``metadata["vime_error"]``)."""
@@ -59,9 +65,19 @@ class Report:
                     key, f"sample index={s.index}: {rec.get('message', '')!s:.160}")
 
     def add(self, found: Sequence[Violation], ids: Sequence[str]) -> None:
-        """Record ``found`` and that the invariants ``ids`` were exercised."""
-        self.findings.extend(found)
+        """Record ``found`` and that the invariants ``ids`` were exercised. A finding already
+        recorded (same id, severity, place, text and hook: the hook stage and the train step
+        both ran the hook on sample index 0) is kept once, so counts are of distinct findings."""
+        have = {_key(v) for v in self.findings}
+        for v in found:
+            if _key(v) not in have:
+                have.add(_key(v))
+                self.findings.append(v)
         self.checked.update(ids)
+
+
+def _key(v: Violation) -> tuple[str, str, str, str, str]:
+    return (v.id, v.severity, v.where, v.message, v.context)
 
 
 def _status(report: Report, inv_id: str) -> str:
@@ -74,7 +90,10 @@ def _status(report: Report, inv_id: str) -> str:
         return f"WARN ({warns} warning(s))"
     if inv_id in report.unjudged:
         return "not judged"
-    return "pass" if inv_id in report.checked else "not run"
+    if inv_id in report.checked:
+        return "pass"
+    reason = report.not_run.get(inv_id)
+    return f"not run ({reason})" if reason else "not run"
 
 
 def render(report: Report, out: TextIO, max_violations: int | None = None) -> int:
@@ -110,6 +129,9 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
     warns = len(report.findings) + stopped - errors
     bad = report.findings or report.crashes or report.engine_failures
     verdict = "clean" if not bad else f"{errors} error(s), {warns} warning(s)"
+    if not bad and report.unexercised:
+        verdict += (f" as far as it ran ({'; '.join(dict.fromkeys(report.unexercised))}: "
+                    "see the notes)")
     print(f"{PROG}: {verdict}", file=out)
     return 1 if bad else 0
 

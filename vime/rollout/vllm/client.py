@@ -116,6 +116,20 @@ async def _post_generate(state: RolloutState, url: str, body: dict[str, Any],
             state.inflight.discard(request_id)
 
 
+def _note_refusal(sample: Sample, params: dict[str, Any], limit: str,
+                  max_context: Any) -> None:
+    """Tell :mod:`vime.rollout.budget_refusals` that no request was sent for ``sample``."""
+    from vime.rollout.budget_refusals import BudgetRefusal, note_refusal
+
+    used = int(sample.response_length)
+    mask = sample.loss_mask
+    # no loss mask: every response token is trainable (the model's)
+    generated = sum(1 for m in mask if m) if isinstance(mask, list) else used
+    total = params.get("max_tokens") if limit == "--rollout-max-response-len" else max_context
+    note_refusal(BudgetRefusal("generate", sample.index, used, int(generated), int(total or 0),
+                               limit))
+
+
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
     """Generate (or continue) one sample's response with one engine call; grows the sample with
     ``Sample.append_response_tokens`` and sets its status from the finish reason.
@@ -160,13 +174,16 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
         budget = params.get("max_tokens")
         if budget is not None:
             budget = int(budget) - sample.response_length
+        limit = "--rollout-max-response-len"
         if max_context:
             room = int(max_context) - len(prompt_ids)
-            budget = room if budget is None else min(budget, room)
+            if budget is None or room < budget:
+                budget, limit = room, "--rollout-max-context-len"
         if budget is not None and budget <= 0:
             if not sample.tokens:
                 sample.tokens = prompt_ids
             sample.status = Sample.Status.TRUNCATED
+            _note_refusal(sample, params, limit, max_context)
             return sample
         if budget is not None:
             params["max_tokens"] = budget

@@ -14,7 +14,7 @@ Usage::
         raised = settle_failed_call(args, [sample], err.hook, err.original, err.seconds,
                                     path=path)
         if raised is not None:          # --hook-failure raise: the run stops on it
-            raise raised from None
+            raise raised from raised.__cause__
 
 Every call is registered in ``state.pending`` (:class:`PendingCall`: sample index, hook, phase,
 start) while it runs: :func:`vime.rollout.vllm.abort.abort` cancels the reward and custom

@@ -180,7 +180,7 @@ async def generate_and_rm(args: Namespace, sample: Sample, sampling_params: dict
         raised = settle_failed_call(args, [sample], "generate", err.original, err.seconds,
                                     path=fn_path, prepare=cut_back)
         if raised is not None:
-            raise raised from None
+            raise raised from raised.__cause__
         return sample
     rt.check_generate_result(status_in, result, args,
                              hook_path=None if fn is generate else fn_path,
@@ -250,7 +250,7 @@ async def _score_one(state: RolloutState, args: Namespace, sample: Sample,
         raised = settle_failed_call(args, [sample], "reward", err.original, err.seconds,
                                     path=name)
         if raised is not None:
-            raise raised from None
+            raise raised from raised.__cause__
         return
     if reward is None and settle_unscored(args, sample, time.monotonic() - start,
                                           message=f"{name} returned None (could not score)"):
@@ -303,7 +303,7 @@ async def _score_batch(state: RolloutState, args: Namespace, samples: list[Sampl
         raised = settle_failed_call(args, samples, "reward", err.original, err.seconds,
                                     path=name)
         if raised is not None:
-            raise raised from None
+            raise raised from raised.__cause__
         return
     if len(rewards) == len(samples) and any(r is None for r in rewards):
         seconds = time.monotonic() - start

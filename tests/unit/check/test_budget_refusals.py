@@ -1,0 +1,110 @@
+"""`vime-lint check` says which turns never ran because the response budget was used up (the
+check's default is 32 tokens): a custom generate's later turn that vime's generate never sent,
+and an agent's calls the endpoint refused; "clean" is then "clean as far as it ran"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vime.rollout.budget_refusals import BudgetRefusal, note_refusal, recording
+from vime_lint.runtime.harness import main
+
+pytestmark = pytest.mark.unit
+
+RESUME = '''
+from vime.rollout.vllm_rollout import generate as vllm_generate
+
+
+async def generate(args, sample, sampling_params):
+    sample = await vllm_generate(args, sample, sampling_params)      # turn 1
+    if sample.status == sample.Status.TRUNCATED:                     # cut short: go on once
+        sample.status = sample.Status.PENDING
+        sample = await vllm_generate(args, sample, sampling_params)  # turn 2
+    return sample
+'''
+
+OBSERVATION = '''
+from vime.rollout.vllm_rollout import generate as vllm_generate
+from vime.utils.data import load_tokenizer
+
+OBS = "\\nObservation: the calculator says the answer is not that, try again please.\\n"
+
+
+async def generate(args, sample, sampling_params):
+    sample = await vllm_generate(args, sample, sampling_params)      # turn 1
+    if sample.status != sample.Status.COMPLETED:
+        return sample
+    tok = load_tokenizer(args.hf_checkpoint)
+    room = sampling_params["max_tokens"] - sample.response_length
+    ids = tok.encode(OBS, add_special_tokens=False)[:room]           # the observation, cut
+    sample.append_response_tokens(args, tokens=ids, trainable=False, text=tok.decode(ids))
+    sample.status = sample.Status.PENDING
+    return await vllm_generate(args, sample, sampling_params)        # turn 2
+'''
+
+
+@pytest.fixture(autouse=True)
+def _paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "br_resume.py").write_text(RESUME)
+    (tmp_path / "br_observation.py").write_text(OBSERVATION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(["--dry-run-engine", "stand-in", *argv])
+    return code, capsys.readouterr().out
+
+
+def test_a_second_turn_with_no_budget_left_is_named_and_clean_is_qualified(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "--custom-generate-function-path", "br_resume.generate",
+                     "--rm-type", "math", "--label-key", "label",
+                     "--rollout-max-response-len", "2")
+    assert code == 0, out      # a note, not a finding: the same budget truncates in training
+    assert ("note: --custom-generate-function-path `br_resume.generate`: 6 generate call(s) on "
+            "4 sample(s) were never sent for lack of response budget") in out
+    assert ("sample index=0 already held 2 response tokens (2 from the engine's turn(s) "
+            "before) against --rollout-max-response-len=2; pass your launch's "
+            "--rollout-max-response-len") in out
+    assert out.splitlines()[-1] == ("vime-lint check: clean as far as it ran (turns refused "
+                                    "for lack of budget did not run: see the notes)")
+
+
+def test_the_checks_default_budget_is_named_with_what_turn_1_used(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "--custom-generate-function-path", "br_observation.generate",
+                     "--rm-type", "math", "--label-key", "label")
+    # turn 1: the stand-in's '42' and end of sequence (3 byte-level tokens), then 29 tokens
+    # of observation fill the 32-token default: turn 2 is never sent
+    assert ("already held 32 response tokens (3 from the engine's turn(s) before, 29 appended "
+            "by the generate function) against --rollout-max-response-len=32 (the check's "
+            "default)") in out, out
+
+
+def test_an_agents_refused_calls_are_the_cause_named_not_the_stand_in(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = _run(capsys, "--agent-function-path", "examples.openai_agent.run_agent",
+                     "--label-key", "label")
+    assert ("note: --agent-function-path `examples.openai_agent.run_agent`: the endpoint "
+            "refused ") in out, out
+    assert "for lack of response budget (answered finish_reason='length' with no text" in out
+    assert "against --rollout-max-response-len=32 (the check's default)" in out
+    if "VIM117 warning" in out:   # the agent's answers were cut short: said, not blamed
+        assert "constant rewards (VIM117, VIM171) can come from the refused calls above" in out
+        assert "score the stand-in's scripted answers" not in out
+    code, out = _run(capsys, "--agent-function-path", "examples.openai_agent.run_agent",
+                     "--label-key", "label", "--rollout-max-response-len", "512")
+    assert "the endpoint refused" not in out and "refused calls" not in out, out
+
+
+def test_refusals_are_kept_only_while_recording() -> None:
+    refusal = BudgetRefusal("generate", 3, 32, 3, 32, "--rollout-max-response-len")
+    note_refusal(refusal)   # no one listens: nothing kept, nothing raised
+    with recording() as outer:
+        with recording() as inner:
+            note_refusal(refusal)
+        note_refusal(refusal)
+    note_refusal(refusal)
+    assert inner == [refusal] and outer == [refusal, refusal]
