@@ -106,6 +106,15 @@ def test_an_unknown_answer_format_is_said_once_not_reported() -> None:
     assert sum("--probe-responses-path" in n for n in notes) == 1
 
 
+def test_a_reward_that_returns_text_is_said_to_return_text_not_an_unknown_format() -> None:
+    """It used to get the note "... so the reward's answer format is unknown"."""
+    ids, texts, notes = probe("--custom-rm-path", "probe_rewards.text_score")
+    assert ids == {"VIM303"} and "returned str, not a number" in texts[0], texts
+    said = [n for n in notes if "not judged" in n]
+    assert len(said) == 1 and "answer format is unknown" not in said[0], notes
+    assert "(it returned str, not a number)" in said[0] and "float(text)" in said[0], said
+
+
 def test_check_reports_probes_and_no_probe_turns_them_off(
         capsys: pytest.CaptureFixture[str]) -> None:
     from vime_lint.runtime.harness import main
