@@ -1203,6 +1203,15 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "read the field where it is set (the data row's metadata through "
          "--metadata-key, the label, the response), or set it before the reward runs (a "
          "custom generate)"),
+    _inv("VIM311", "probe", "warning", "probe-substring-answer",
+         "A wrong answer that holds the label as a substring (the label followed by a digit, a "
+         "list of candidates with the label among them) scores below the right answer.",
+         "A reward that tests `label in response` pays `41` for the label `4` and a response "
+         "that lists many numbers: the run does not fail, but it silently rewards wrong "
+         "answers, and the policy learns to list guesses.",
+         "substring match",
+         "{problem}", "extract the final answer (the last number, the last \\boxed{}) and "
+         "compare it with the whole label, not `label in response`"),
     # ---- 6e: chat templates (vime-lint template MODEL_DIR; vime_lint/template.py) ----------
     _inv("VIM350", "template", "warning", "template-prefix-stable",
          "Each turn's rendering is a prefix of the rendering of the conversation one message "

@@ -157,7 +157,7 @@ class _RecordingMetadata(dict):  # type: ignore[type-arg]
 
 #: The probes that write the label as an answer and compare the rewards: they do not apply
 #: to a reward that runs the response as code (its labels are tests, not answers).
-ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306"})
+ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306", "VIM311"})
 #: A response shorter than this (``"42"``) is not looked for in compiled or run code: short
 #: text appears there by chance (``Integer(42)`` from a math parser).
 _CODE_TEXT_MIN = 8
