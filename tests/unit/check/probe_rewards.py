@@ -154,10 +154,6 @@ async def json_only_format(args, sample):      # a format the probes do not know
         return 0.0
 
 
-async def text_score(args, sample):            # the score as text: no number, not judged
-    return "1.0" if sample.label in sample.response else "0.0"
-
-
 def json_renderings(args, sample):            # --probe-responses-path for json_only_format
     import json
 
