@@ -24,7 +24,7 @@ from typing import Any, Literal
 from vime.contract.errors import Severity, Violation
 
 __all__ = ["ALWAYS_ENFORCED", "BOUNDARIES", "Boundary", "Enforcement", "INVARIANTS", "Invariant",
-           "Scope"]
+           "LEGACY_ROLLOUT_RETURN", "Scope", "raw_rollout_return_severity"]
 
 #: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
 Scope = Literal["static", "load", "runtime", "probe", "template"]
@@ -1288,3 +1288,22 @@ _ALL: tuple[Invariant, ...] = (
 
 #: Every invariant, keyed by id, in id order.
 INVARIANTS: MappingProxyType[str, Invariant] = MappingProxyType({i.id: i for i in _ALL})
+
+
+#: The raw values ``call_rollout_fn`` still accepts from a rollout function, by mode (VIM101's
+#: legacy form): a bare list of groups on the train path, a bare dict on the eval path, each
+#: wrapped with a DeprecationWarning. Any other raw value fails the step.
+LEGACY_ROLLOUT_RETURN: MappingProxyType[str, type] = MappingProxyType({"train": list,
+                                                                       "eval": dict})
+
+
+def raw_rollout_return_severity(kind: type | None, mode: Literal["train", "eval"] | None
+                                ) -> Severity:
+    """The severity of a rollout function returning a raw value of type ``kind`` (``list``,
+    ``dict``; None: another value) on the ``mode`` path, decided once for VIM101 (run time),
+    VIM003 (``vime-lint rollout``) and VIM200 (``vime-lint types``): a warning for the legacy
+    form of :data:`LEGACY_ROLLOUT_RETURN`, else an error. ``mode`` None: a path that
+    ``evaluation`` does not split, which every train step takes (a list there is the eval
+    path's error, VIM002's to report)."""
+    return "warning" if kind is not None and kind is LEGACY_ROLLOUT_RETURN[mode or "train"] \
+        else "error"
