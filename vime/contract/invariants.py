@@ -670,10 +670,16 @@ _ALL: tuple[Invariant, ...] = (
          twins=("VIM014",)),
     _inv("VIM117", "runtime", "warning", "constant-reward",
          "Rewards are not all identical across the batch.",
-         "With identical rewards every advantage is zero: the step learns nothing.",
+         "With identical rewards every advantage is zero: the step learns nothing. One such "
+         "batch now and then is expected (prompts the policy cannot solve yet, or always "
+         "solves); the same on step after step is a reward that does not tell answers apart "
+         "(a broken reward, missing labels) or prompts of the wrong difficulty.",
          "constant reward, no signal",
          "are all equal to {value} ({count} samples): every advantage is zero",
-         "check the reward function and the labels",
+         "expected now and then on a batch of hard (or easy) prompts, where every answer is "
+         "wrong (or right); when it repeats across steps, check the reward function and the "
+         "labels (`vime-lint check` probes the reward) or give prompts the model sometimes "
+         "solves",
          boundaries=("B5",)),
     _inv("VIM118", "runtime", "warning", "label-missing",
          "A label-based --rm-type has --label-key set and labels present.",

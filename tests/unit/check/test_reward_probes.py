@@ -311,6 +311,12 @@ def test_constant_rewards_of_a_reward_that_never_pays_stay_reported(
     out = capsys.readouterr().out
     assert "VIM117 warning: samples[*].reward are all equal to 0.0" in out, out
     assert "not judged: the reward probes found" not in out
+    # the dry run answers the label on half the samples: not the run's "expected now and then
+    # on hard prompts", the reward's doing
+    vim117 = out.split("VIM117 warning:", 1)[1].split("\nVIM", 1)[0]
+    assert ("fix: the dry run's responses are the label on half the samples and \"no idea\" "
+            "on the others, so a constant reward here comes from the reward") in vim117, vim117
+    assert "now and then" not in vim117
 
 
 def test_a_reward_that_returns_text_is_said_to_return_it_not_to_raise() -> None:
