@@ -118,7 +118,7 @@ def _return_side(source: str, line: int) -> Side:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from vime_lint.static.analysis import function_facts
+    from vime_lint.static.analysis._functions import function_facts
 
     try:
         wrapper = MetadataWrapper(cst.parse_module(source))
