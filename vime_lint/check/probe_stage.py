@@ -56,7 +56,7 @@ def probe_reward(ns: argparse.Namespace, args: argparse.Namespace, report: Repor
                  hooks: dict[str, Any]) -> ProbeOutcome | None:
     """The reward probes (:mod:`vime_lint.check.probe_run`) when the launch has a reward
     and ``--no-probe`` is not given, on ``--prompt-data`` rows (else the synthetic prompts),
-    at most 6 (about 160 reward calls); their outcome, None when not run."""
+    at most 6 (about 170 reward calls); their outcome, None when not run."""
     if not getattr(ns, "probe", True) or not (args.custom_rm_path or args.rm_type):
         return None
     if args.rm_type == "random":
