@@ -140,9 +140,37 @@ async def solve(client: AsyncOpenAI, model: str, question: str | list[dict[str, 
     return answer, messages
 
 
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def final_answer(answer: str, numeric: bool = True) -> str:
+    """The answer's final value: its last number (``"12*7 = 84."`` -> ``"84"``) when
+    ``numeric``, else (or when it holds no number) its last line without surrounding blanks
+    and a closing full stop."""
+    numbers = _NUMBER.findall(answer.replace(",", "")) if numeric else []
+    if numbers:
+        return numbers[-1]
+    lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+    return lines[-1].rstrip(".").strip() if lines else ""
+
+
 def score(answer: str, label: Any) -> float:
-    """1.0 when the label's text appears in the answer, else 0.0."""
-    return 1.0 if label is not None and str(label).strip() and str(label) in answer else 0.0
+    """1.0 when the answer's final value (:func:`final_answer`) equals the label (as numbers
+    for a numeric label; else its last line ends with the label's words, any case), else 0.0. The label is never
+    searched for inside the answer: ``"42"`` does not match the label ``"4"``, nor does a
+    list of guesses ending in another number."""
+    want = str(label).strip().replace(",", "") if label is not None else ""
+    if not want:
+        return 0.0
+    try:
+        number = float(want)
+    except ValueError:
+        last = final_answer(answer, numeric=False)   # ends with the label as whole words
+        return 1.0 if re.search(rf"(?<!\w){re.escape(want)}$", last, re.I) else 0.0
+    try:
+        return 1.0 if float(final_answer(answer)) == number else 0.0
+    except ValueError:
+        return 0.0
 
 
 async def run_agent(args: Any, sample: Any, base_url: str, api_key: str, **kwargs: Any) -> float:

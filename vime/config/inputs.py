@@ -69,16 +69,20 @@ def hook_module_problem(path: str, arg: str) -> str | None:
     if added:
         sys.path.insert(0, cwd)
     try:
-        loaded = sys.modules.get(module)
-        spec = None if loaded is not None else importlib.util.find_spec(module)
-        found = loaded is not None or spec is not None
-    except (ImportError, ValueError):
-        found = False
+        try:
+            loaded = sys.modules.get(module)
+            spec = None if loaded is not None else importlib.util.find_spec(module)
+            found = loaded is not None or spec is not None
+        except (ImportError, ValueError):
+            found = False
+        missing = None if found else _missing_submodule(path)
     except Exception as exc:  # a parent package raised while importing
         return f"importing the package of {path!r} raised {type(exc).__name__}: {exc}"
     finally:
         if added:
             sys.path.remove(cwd)
+    if missing is not None:
+        return f"{path!r}: {missing}"
     if found:
         names = (set(dir(loaded)) if loaded is not None
                  else _top_level_names(getattr(spec, "origin", None)))
@@ -95,6 +99,43 @@ def hook_module_problem(path: str, arg: str) -> str | None:
     hint = f" (did you mean {near[0]!r}?)" if near else ""
     return (f"{path!r}: module {module!r} not found from {cwd}{hint}; check the spelling, "
             f"run from the folder that holds {top!r}, or add that folder to PYTHONPATH")
+
+
+def _missing_submodule(path: str) -> str | None:
+    """For hook ``path`` (``pkg.mod.fn``) whose module is not found though its top-level
+    package is: which part is missing, in the package found last (``"package 'mine'
+    (/x/mine) has no module 'nope'; its modules: rewards, utils"``), suggesting the path with
+    a sibling module of a close name when there is one; None when the top-level package itself
+    is not found."""
+    import pkgutil
+
+    parts = path.split(".")[:-1]
+    parent = None
+    for i in range(1, len(parts)):
+        prefix = ".".join(parts[:i])
+        try:
+            spec = importlib.util.find_spec(prefix)
+        except Exception:  # noqa: BLE001 - a parent that raises: the caller's find_spec said it
+            spec = None
+        if spec is None:
+            break
+        parent = (i, prefix, spec)
+    if parent is None:
+        return None
+    i, prefix, spec = parent
+    name = parts[i]
+    if spec.submodule_search_locations is None:
+        return (f"{prefix!r} ({spec.origin}) is a module, not a package, so it has no module "
+                f"{name!r}; check the dotted path (package.module.function)")
+    folders = list(spec.submodule_search_locations)
+    names = sorted({m.name for m in pkgutil.iter_modules(folders)})
+    near = difflib.get_close_matches(name, names, n=1)
+    fixed = ".".join([*parts[:i], near[0], *path.split(".")[i + 1:]]) if near else ""
+    hint = f" (did you mean {fixed!r}?)" if near else ""
+    listing = (f"; its modules: {', '.join(names[:12])}" + (", ..." if len(names) > 12 else "")
+               if names else "; it holds no modules")
+    return (f"package {prefix!r} ({folders[0] if folders else prefix}) has no module "
+            f"{name!r}{hint}{listing}")
 
 
 def _top_level_names(origin: str | None) -> set[str] | None:

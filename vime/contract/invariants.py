@@ -24,7 +24,7 @@ from typing import Any, Literal
 from vime.contract.errors import Severity, Violation
 
 __all__ = ["ALWAYS_ENFORCED", "BOUNDARIES", "Boundary", "Enforcement", "INVARIANTS", "Invariant",
-           "Scope"]
+           "LEGACY_ROLLOUT_RETURN", "Scope", "raw_rollout_return_severity"]
 
 #: Where an invariant is checked: by the linter, when a hook is loaded, or on live values.
 Scope = Literal["static", "load", "runtime", "probe", "template"]
@@ -670,10 +670,16 @@ _ALL: tuple[Invariant, ...] = (
          twins=("VIM014",)),
     _inv("VIM117", "runtime", "warning", "constant-reward",
          "Rewards are not all identical across the batch.",
-         "With identical rewards every advantage is zero: the step learns nothing.",
+         "With identical rewards every advantage is zero: the step learns nothing. One such "
+         "batch now and then is expected (prompts the policy cannot solve yet, or always "
+         "solves); the same on step after step is a reward that does not tell answers apart "
+         "(a broken reward, missing labels) or prompts of the wrong difficulty.",
          "constant reward, no signal",
          "are all equal to {value} ({count} samples): every advantage is zero",
-         "check the reward function and the labels",
+         "expected now and then on a batch of hard (or easy) prompts, where every answer is "
+         "wrong (or right); when it repeats across steps, check the reward function and the "
+         "labels (`vime-lint check` probes the reward) or give prompts the model sometimes "
+         "solves",
          boundaries=("B5",)),
     _inv("VIM118", "runtime", "warning", "label-missing",
          "A label-based --rm-type has --label-key set and labels present.",
@@ -1203,6 +1209,15 @@ _ALL: tuple[Invariant, ...] = (
          "{problem}", "read the field where it is set (the data row's metadata through "
          "--metadata-key, the label, the response), or set it before the reward runs (a "
          "custom generate)"),
+    _inv("VIM311", "probe", "warning", "probe-substring-answer",
+         "A wrong answer that holds the label as a substring (the label followed by a digit, a "
+         "list of candidates with the label among them) scores below the right answer.",
+         "A reward that tests `label in response` pays `41` for the label `4` and a response "
+         "that lists many numbers: the run does not fail, but it silently rewards wrong "
+         "answers, and the policy learns to list guesses.",
+         "substring match",
+         "{problem}", "extract the final answer (the last number, the last \\boxed{}) and "
+         "compare it with the whole label, not `label in response`"),
     # ---- 6e: chat templates (vime-lint template MODEL_DIR; vime_lint/template.py) ----------
     _inv("VIM350", "template", "warning", "template-prefix-stable",
          "Each turn's rendering is a prefix of the rendering of the conversation one message "
@@ -1279,3 +1294,22 @@ _ALL: tuple[Invariant, ...] = (
 
 #: Every invariant, keyed by id, in id order.
 INVARIANTS: MappingProxyType[str, Invariant] = MappingProxyType({i.id: i for i in _ALL})
+
+
+#: The raw values ``call_rollout_fn`` still accepts from a rollout function, by mode (VIM101's
+#: legacy form): a bare list of groups on the train path, a bare dict on the eval path, each
+#: wrapped with a DeprecationWarning. Any other raw value fails the step.
+LEGACY_ROLLOUT_RETURN: MappingProxyType[str, type] = MappingProxyType({"train": list,
+                                                                       "eval": dict})
+
+
+def raw_rollout_return_severity(kind: type | None, mode: Literal["train", "eval"] | None
+                                ) -> Severity:
+    """The severity of a rollout function returning a raw value of type ``kind`` (``list``,
+    ``dict``; None: another value) on the ``mode`` path, decided once for VIM101 (run time),
+    VIM003 (``vime-lint rollout``) and VIM200 (``vime-lint types``): a warning for the legacy
+    form of :data:`LEGACY_ROLLOUT_RETURN`, else an error. ``mode`` None: a path that
+    ``evaluation`` does not split, which every train step takes (a list there is the eval
+    path's error, VIM002's to report)."""
+    return "warning" if kind is not None and kind is LEGACY_ROLLOUT_RETURN[mode or "train"] \
+        else "error"

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 from vime.config import arg
 from vime.contract.errors import ContractError, Violation
 from vime.contract.hooks import HOOKS
-from vime.contract.invariants import INVARIANTS
+from vime.contract.invariants import INVARIANTS, LEGACY_ROLLOUT_RETURN
 from vime.utils.types import Sample
 
 __all__ = [
@@ -176,13 +176,13 @@ def check_vim101(result: Any, *, evaluation: bool, name: str,
     if evaluation:
         if isinstance(result, RolloutFnEvalOutput) and isinstance(result.data, dict):
             return []
-        if isinstance(result, dict):
+        if isinstance(result, LEGACY_ROLLOUT_RETURN[mode]):
             return found("legacy form, wrapped with a DeprecationWarning",
                          "return RolloutFnEvalOutput(data=...)", legacy=True)
     else:
         if isinstance(result, RolloutFnTrainOutput) and isinstance(result.samples, list):
             return []
-        if isinstance(result, list):
+        if isinstance(result, LEGACY_ROLLOUT_RETURN[mode]):
             return found("legacy form, wrapped with a DeprecationWarning",
                          "return RolloutFnTrainOutput(samples=...)", legacy=True)
     if inspect.isawaitable(result):

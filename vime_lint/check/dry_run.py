@@ -53,6 +53,7 @@ from vime_lint.check.finding_owners import owners
 from vime_lint.check.hook_loading import load_hooks, located
 from vime_lint.check.probe_run import ProbeOutcome
 from vime_lint.check.probe_stage import (
+    constant_reward_in_the_dry_run,
     constants_from_scripted_answers,
     constants_from_stand_in,
     probe_filter,
@@ -570,6 +571,7 @@ class DryRun:
         self.reward_probe = probe_reward(self.ns, self.args, self.report, self.hooks)
         constants_from_scripted_answers(self.report, self.reward_probe, self.args,
                                         self.engine_note, self.hooks)
+        constant_reward_in_the_dry_run(self.report, self.args, self.engine_note, self.hooks)
         probe_filter(self.ns, self.args, self.report)
         self.report.findings = [located(v, self.sources) for v in self.report.findings]
         mode = getattr(self.ns, "contract_check", "raise")

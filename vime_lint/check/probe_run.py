@@ -157,7 +157,7 @@ class _RecordingMetadata(dict):  # type: ignore[type-arg]
 
 #: The probes that write the label as an answer and compare the rewards: they do not apply
 #: to a reward that runs the response as code (its labels are tests, not answers).
-ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306"})
+ANSWER_PROBES = frozenset({"VIM300", "VIM301", "VIM304", "VIM305", "VIM306", "VIM311"})
 #: A response shorter than this (``"42"``) is not looked for in compiled or run code: short
 #: text appears there by chance (``Integer(42)`` from a math parser).
 _CODE_TEXT_MIN = 8
@@ -196,6 +196,10 @@ class _Caller:
         self.gold_kinds: set[str] = set()
         #: A response text was compiled or handed to a subprocess: the reward runs code.
         self.runs_code = False
+        #: Why the rows judged no rendering got no number (``"returned str, not a number"``),
+        #: and how many rows that was.
+        self.no_number: set[str] = set()
+        self.unnumbered = 0
 
     def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
         from vime.utils.types import Sample
@@ -256,7 +260,8 @@ class _Caller:
 def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
                extra: Sequence[tuple[str, str]]) -> tuple[list[tuple[str, str]], bool]:
     """``(findings, judged)``: judged False when no rendering of gold scored above every
-    answer-free response and a wrong answer (the reward's answer format is unknown)."""
+    answer-free response and a wrong answer (the reward's answer format is unknown), or when
+    no rendering got a number back at all (noted in ``caller.no_number``)."""
     kinds = {k: render(k, row.label) for k in RENDERINGS} | dict(extra)
     rendered = {k: caller.one(row, text, "completed", row.label) for k, text in kinds.items()}
     floor = [caller.one(row, t, "completed", row.label)[0] for t in NO_ANSWER.values()]
@@ -266,6 +271,10 @@ def _probe_row(caller: _Caller, row: ProbeRow, rows: Sequence[ProbeRow],
     errors = {f"gold ({k})": e for k, (v, e) in rendered.items() if e is not None}
     lowest = min((v for v in floor if v is not None), default=None)
     if not scored or lowest is None or max(scored.values()) <= lowest:
+        if not scored:
+            returned = {e for e in errors.values() if e.startswith("returned")}
+            caller.no_number |= returned
+            caller.unnumbered += bool(returned)
         return ([("VIM303", f"label {row.label!r}: {GOLD_RAISED} ({k[len('gold ('):-1]}) "
                             f"{e if e.startswith('returned') else 'raised ' + e}")
                  for k, e in list(errors.items())[:1]], False)
@@ -381,6 +390,14 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
                else GOLD_RAISED_FIX)
         out.findings.append(INVARIANTS[pid].violation(where, problem=problem,
                                                       severity=severity, fix=fix))
+    if caller.unnumbered:
+        said = "; ".join(sorted(caller.no_number))
+        out.notes.append(
+            f"reward probes: for {caller.unnumbered} of {probed} prompt(s) the reward gave no "
+            f"number for any rendering of the label (it {said}), so those rows were not judged: "
+            "the trainer needs a finite float per sample; return 1.0 / 0.0 (or float(text) for "
+            "a score held as text; a dict needs --reward-key)")
+        unjudged -= caller.unnumbered
     if unjudged:
         out.notes.append(
             f"reward probes: for {unjudged} of {probed} prompt(s) no rendering of the label "

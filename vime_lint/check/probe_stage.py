@@ -10,6 +10,7 @@ probes show the reward pays only for a format the scripted answers do not use
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from vime.contract.errors import ContractError
@@ -19,8 +20,8 @@ from vime_lint.check.engine import STAND_IN_REPLIES
 from vime_lint.check.probe_run import ANSWER_PROBES, ProbeOutcome
 from vime_lint.check.report import Report
 
-__all__ = ["constants_from_scripted_answers", "constants_from_stand_in", "probe_filter",
-           "probe_reward"]
+__all__ = ["constant_reward_in_the_dry_run", "constants_from_scripted_answers",
+           "constants_from_stand_in", "probe_filter", "probe_reward"]
 
 
 def constants_from_stand_in(report: Report, args: argparse.Namespace, engine_note: str,
@@ -66,7 +67,7 @@ def probe_reward(ns: argparse.Namespace, args: argparse.Namespace, report: Repor
                  hooks: dict[str, Any]) -> ProbeOutcome | None:
     """The reward probes (:mod:`vime_lint.check.probe_run`) when the launch has a reward
     and ``--no-probe`` is not given, on ``--prompt-data`` rows (else the synthetic prompts),
-    at most 6 (about 160 reward calls); their outcome, None when not run."""
+    at most 6 (about 170 reward calls); their outcome, None when not run."""
     if not getattr(ns, "probe", True) or not (args.custom_rm_path or args.rm_type):
         return None
     if args.rm_type == "random":
@@ -153,6 +154,25 @@ def constants_from_scripted_answers(report: Report, outcome: ProbeOutcome | None
         f"reward probes found that the reward pays for the answer written as {shown}, and "
         "the dry run's scripted answers are bare (the label or \"no idea\"), so every "
         "reward of the stages is the same; --hf-checkpoint MODEL runs a real engine")
+
+
+#: VIM117's fix in the dry run of the built-in generator, which answers the label on half the
+#: samples: there one constant batch is not a hard batch of a run, it is the reward's doing.
+DRY_RUN_CONSTANT_FIX = ("the dry run's responses are the label on half the samples and \"no "
+                        "idea\" on the others, so a constant reward here comes from the "
+                        "reward, not from hard prompts: check the reward function and the "
+                        "labels")
+
+
+def constant_reward_in_the_dry_run(report: Report, args: argparse.Namespace, engine_note: str,
+                                   hooks: dict[str, Any]) -> None:
+    """VIM117 still reported after the dry run of the built-in generator (the label or "no
+    idea", not the engine stand-in's replies) gets :data:`DRY_RUN_CONSTANT_FIX`, not the run's
+    fix (a constant batch now and then is expected on hard prompts)."""
+    if "stand-in" in engine_note or not _scripted(args, engine_note, hooks):
+        return
+    report.findings = [dataclasses.replace(v, fix=DRY_RUN_CONSTANT_FIX) if v.id == "VIM117"
+                       else v for v in report.findings]
 
 
 def probe_filter(ns: argparse.Namespace, args: argparse.Namespace, report: Report) -> None:

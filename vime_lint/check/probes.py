@@ -22,6 +22,10 @@ The responses of a row (``{answer}`` is the label, ``{wrong}`` another row's lab
   "I don't know.";
 - two answers: wrong then gold, gold then wrong (in gold's rendering);
 - decorated gold: surrounding blanks, ``$...$``, upper case;
+- wrong answers that hold the label as a substring (VIM311): the label followed by a digit
+  (``"41"`` for ``"4"``, when the label ends with a digit) and, for an integer label, a list of
+  candidates with the label inside and another number last (``"3, 4, 5 or 6"``), both in
+  gold's rendering;
 - an unparseable label (``"???"``) with the answer-free responses and gold's text.
 """
 
@@ -32,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["FILTER_GROUPS", "FILTER_PROBES", "NO_ANSWER", "PROBES", "Probe", "ProbeRow",
-           "RENDERINGS", "UNPARSEABLE_LABEL", "judge", "judge_filter", "responses_for",
-           "wrong_label"]
+           "RENDERINGS", "SUBSTRING_KINDS", "UNPARSEABLE_LABEL", "judge", "judge_filter", "responses_for",
+           "substring_answers", "wrong_label"]
 
 #: How a model may write its final answer; ``{x}`` is the answer.
 RENDERINGS: dict[str, str] = {
@@ -80,6 +84,7 @@ PROBES: tuple[Probe, ...] = (
     Probe("VIM308", "a dynamic sampling filter keeps groups whose rewards differ"),
     Probe("VIM309", "a filter that drops equal rewards drops them up to float noise too"),
     Probe("VIM310", "the reward reads no field or metadata key unset at reward time"),
+    Probe("VIM311", "a wrong answer that holds the label as a substring scores below gold"),
 )
 #: The ids of the dynamic-sampling filter's probes (the others probe the reward).
 FILTER_PROBES = ("VIM308", "VIM309")
@@ -152,8 +157,34 @@ def responses_for(row: ProbeRow, rows: Sequence[ProbeRow], gold_kind: str,
     out["gold-blanks"] = (f"  {gold}  \n", "completed")
     out["gold-dollars"] = (gold.replace(row.label, f"${row.label}$"), "completed")
     out["gold-upper"] = (gold.upper(), "completed")
+    if row.label in gold:
+        for name, text in substring_answers(row.label).items():
+            out[name] = (gold.replace(row.label, text), "completed")
     for name, text in extra:
         out.setdefault(f"custom:{name}", (text, "completed"))
+    return out
+
+
+#: What each of :func:`substring_answers`' responses is, for VIM311's message.
+SUBSTRING_KINDS = {"label-then-digit": "the label followed by a digit",
+                   "candidates": "a list of candidates, the label among them, another last"}
+
+
+def substring_answers(label: str) -> dict[str, str]:
+    """Wrong answers that hold ``label`` as a substring (VIM311): name -> answer text.
+
+    ``label-then-digit`` (``"41"`` for ``"4"``) when the label ends with a digit;
+    ``candidates`` (``"3, 4, 5 or 6"``) when it is an integer. None for other labels (a word
+    inside a longer answer may be right)."""
+    label = label.strip()
+    out: dict[str, str] = {}
+    if label[-1:].isdigit():
+        out["label-then-digit"] = f"{label}1"
+    try:
+        n = int(label)
+    except ValueError:
+        return out
+    out["candidates"] = f"{n - 1}, {label}, {n + 1} or {n + 2}"
     return out
 
 
@@ -220,6 +251,15 @@ def judge(row: ProbeRow, texts: Mapping[str, tuple[str, str]],
                                   f"{_short(texts.get(name, ('',))[0])!r} scores {value}, "
                                   f"gold's score ({gold_score}) for a label it cannot read"))
             break
+    if not any(pid == "VIM300" for pid, _ in out):
+        for name, what in SUBSTRING_KINDS.items():
+            value = scores.get(name)
+            if name in texts and value is not None and value >= gold_score:
+                out.append(("VIM311", f"{label}: the wrong answer {_short(texts[name][0])!r} "
+                                      f"({what}) scores {value}, as much as gold "
+                                      f"{_short(texts['gold'][0])!r}: the reward finds the "
+                                      "label inside a wrong answer and pays for it"))
+                break
     no_answer = scores.get("no-answer")
     if wrong is not None and no_answer is not None and no_answer > wrong \
             and not any(pid == "VIM301" for pid, _ in out):

@@ -13,7 +13,9 @@ strictness instead):
 
 - ``return``/``return-value`` errors of a hook are VIM200 (a tensor, numpy or string reward,
   ``None`` on a path, a list where the output dataclass is due); a rollout function's bare list
-  of groups, which vime wraps with a DeprecationWarning (the legacy form), is a warning;
+  of groups or bare dict has the severity of
+  :func:`vime.contract.invariants.raw_rollout_return_severity` for the ``evaluation`` path
+  its ``return`` is on (a warning for the legacy form vime wraps, else an error);
 - a wrong value stored in a field of ``Sample`` or given to a contract dataclass is VIM202 (a
   string status, a list-valued metric, a ``Sample`` where a group is expected);
 - a failing pair of annotation probes is VIM203;
@@ -43,9 +45,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vime.contract import INVARIANTS, SAMPLE_FIELD_NAMES
 from vime.contract.errors import Severity
+from vime.contract.invariants import raw_rollout_return_severity
 from vime_lint.static._model import Finding
 from vime_lint.typecheck.call_shape import call_shape
 from vime_lint.typecheck.codes import rule_for
@@ -68,6 +72,9 @@ from vime_lint.typecheck.source_index import SourceIndex, focus
 from vime_lint.typecheck.strictness import GOT, strictness, union_members
 from vime_lint.typecheck.unknown_attributes import NO_ATTR, attribute_uses, unknown_attribute
 
+if TYPE_CHECKING:
+    from vime_lint.static.analysis import Side
+
 __all__ = ["findings_for", "innermost", "wider_annotations"]
 
 _RETURN_CODES = frozenset({"return", "return-value", "empty-body"})
@@ -89,19 +96,45 @@ def innermost(functions: Iterable[TypedFunction], line: int) -> TypedFunction | 
     return best
 
 
-def _legacy_return(fn: TypedFunction, detail: str) -> str | None:
-    """A rollout function's bare list of groups (or an eval function's bare dict) where the
-    output dataclass is due: vime wraps it with a DeprecationWarning on the train (eval) path
-    (``vime.rollout.base_types.check_vim101``, legacy form), so it is a warning, not an
-    error. mypy cannot tell the path; a bare list on the eval path is an error at run time
-    (and VIM002 of ``vime-lint rollout`` reports a function that ignores ``evaluation``)."""
+def _legacy_return(fn: TypedFunction, detail: str) -> type | None:
+    """A rollout function's raw list of groups or raw dict where the output dataclass is due:
+    ``list`` or ``dict`` (the contract's :func:`~vime.contract.invariants.raw_rollout_return_severity`
+    decides, from the path the return is on, whether it is the legacy form or an error), else
+    None."""
     got = GOT.search(detail)
     if got is None or fn.spec is None:
         return None
     if got["got"].startswith("list[list[") and "RolloutFnTrainOutput" in got["want"]:
-        return "train"
+        return list
     if got["got"].startswith("dict[") and "RolloutFnEvalOutput" in got["want"]:
-        return "eval"
+        return dict
+    return None
+
+
+def _return_side(source: str, line: int) -> Side:
+    """The ``evaluation`` side of the ``return`` on 1-based ``line`` (``"train"``, ``"eval"``;
+    None where no ``if evaluation:`` splits the function or no return is there), as
+    ``vime-lint rollout`` reads it (:func:`vime_lint.static.analysis.function_facts`)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from vime_lint.static.analysis._functions import function_facts
+
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(source))
+    except cst.ParserSyntaxError:
+        return None
+    where = wrapper.resolve(PositionProvider)
+    best: cst.FunctionDef | None = None
+    for node, pos in where.items():
+        if isinstance(node, cst.FunctionDef) and pos.start.line <= line <= pos.end.line and (
+                best is None or pos.start.line >= where[best].start.line):
+            best = node
+    if best is None:
+        return None
+    for ret in function_facts(best).returns:
+        if where[ret.node].start.line == line:
+            return ret.side
     return None
 
 
@@ -185,18 +218,31 @@ def findings_for(path: str, source: str, plan: AnnotationPlan,
                           "which this value still meets")
             if strict is not None:
                 code, ctx = "VIM204", f"{ctx}, {strict}"
-            elif (mode := _legacy_return(fn, m.message)) is not None:
-                legacy = True
-                other = "train" if mode == "eval" else "eval"
+            elif (kind := _legacy_return(fn, m.message)) is not None:
                 got = GOT.search(m.message)
                 value = f"`{got['got']}`" if got else "this value"
-                # mypy cannot tell the paths apart: say what was returned, and both outcomes
                 ctx = (f"`{fn.name}` returns {value} where `{fn.returns}` is due "
                        f"({fn.protocol}" + (", the hook's own annotation)" if user else ")")
-                       + reached(fn)
-                       + f": a legacy form on the {mode} path only: vime wraps it there with a "
-                       f"DeprecationWarning; returned on the {other} path it is an error at "
-                       f"run time (VIM101; `vime-lint rollout` tells the paths apart)")
+                       + reached(fn))
+                side = _return_side(source, m.line)
+                # the contract decides, as for VIM003 and VIM101: the legacy form of the
+                # path is a warning, the other mode's raw value an error
+                legacy = raw_rollout_return_severity(kind, side) == "warning"
+                raw = "a bare list" if kind is list else "a bare dict"
+                if side is None:
+                    ctx += (f": {raw} on a path that `evaluation` does not split, which the "
+                            "train step takes" + (
+                                ": a legacy form there, which vime wraps with a "
+                                "DeprecationWarning; on the eval path it is an error at run "
+                                "time (VIM101)" if legacy else
+                                ": call_rollout_fn raises at the first train step (VIM101)"))
+                else:
+                    where = ("the train path (evaluation=False)" if side == "train"
+                             else "the eval path (evaluation=True)")
+                    ctx += (f": {raw} on {where}" + (
+                        ": a legacy form, which vime wraps with a DeprecationWarning"
+                        if legacy else ": call_rollout_fn raises at the first such step "
+                                       "(VIM101)"))
         elif m.code in _RETURN_CODES and (own_return := _own_return(fn, m)) is not None:
             # a helper's value against the helper's own return annotation (the contract types
             # what helpers are given, not what they return): what reaches vime is checked

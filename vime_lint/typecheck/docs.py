@@ -52,9 +52,10 @@ def types_section() -> str:
         "is no `Sample` field is VIM031 with the words and severity of `vime-lint rollout` (a "
         "store: a warning, an error for a near miss of a field's name; a read that nothing "
         "stores: an error); the stale `.truncated`/`.aborted` flags are VIM032. A rollout "
-        "function's bare list of groups is VIM200 as a warning: vime wraps it with a "
-        "DeprecationWarning (the legacy form; on the eval path it is an error at run time, "
-        "which mypy cannot tell apart). A name rebound to another type takes the new one, as "
+        "function's bare list of groups or bare dict is VIM200 with the severity "
+        "`vime-lint rollout` (VIM003) and the run (VIM101) give it, read from the path the "
+        "`return` is on: a warning for the legacy form vime wraps with a DeprecationWarning "
+        "(a list on the train path, a dict on the eval path), an error otherwise. A name rebound to another type takes the new one, as "
         "at run time (`for sample in groups: (sample,) = sample`).",
         "",
         "**What mypy reads.** vime's hook-facing modules (`vime.contract.HOOK_API_MODULES`: "

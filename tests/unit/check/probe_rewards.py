@@ -101,6 +101,20 @@ async def last_number(args, sample):
     return float(_last_number(sample.response) == sample.label)
 
 
+async def label_substring(args, sample):       # "41" and "3, 4, 5 or 6" pay for label "4"
+    return 1.0 if str(sample.label) in sample.response else 0.0
+
+
+async def any_number_matches(args, sample):    # whole numbers, but any of them: a list pays
+    return float(sample.label in _NUM.findall(sample.response))
+
+
+async def openai_agent_score(args, sample):    # examples/openai_agent.py's score as a reward
+    from examples.openai_agent import score
+
+    return score(sample.response, sample.label)
+
+
 async def last_boxed_balanced(args, sample):   # nested braces handled, last \boxed{} wins
     starts = [m.end() for m in re.finditer(r"\\boxed\{", sample.response)]
     if not starts:

@@ -69,7 +69,8 @@ def test_a_slow_judge_is_bounded_by_rm_timeout() -> None:
                                     "probe_rewards.normalised_exact",
                                     "probe_rewards.format_bonus",
                                     "examples.format_reward.reward_func",
-                                    "examples.real_model.reward.reward"])
+                                    "examples.real_model.reward.reward",
+                                    "probe_rewards.openai_agent_score"])
 def test_near_misses_and_examples_pass(reward: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(HERE.parents[2]))
     ids, texts, _ = probe("--custom-rm-path", reward)
@@ -90,8 +91,33 @@ def test_builtin_rewards_pass(rm_type: str) -> None:
 def test_every_probe_has_a_failing_case_here() -> None:
     covered = {"VIM300", "VIM301", "VIM302", "VIM303", "VIM304", "VIM305", "VIM306", "VIM307"}
     covered.add("VIM310")               # test_a_reward_that_reads_what_is_unset_...
+    covered.add("VIM311")               # test_a_substring_reward_is_named
     filters = {"VIM308", "VIM309"}      # the filter probes' failing cases: test_filter_probes
     assert {p.id for p in PROBES} == covered | filters
+
+
+def test_a_substring_reward_is_named() -> None:
+    """`str(label) in response` passed every probe: "421" scored 1.0 for the label "42"."""
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.label_substring")
+    assert ids == {"VIM311"}, texts
+    assert texts[0].startswith("VIM311 warning: ") and "probe_rewards.py:" in texts[0]
+    assert "(the label followed by a digit) scores 1.0, as much as gold" in texts[0], texts
+    assert "not `label in response`" in texts[0]
+    ids, texts, _ = probe("--custom-rm-path", "probe_rewards.any_number_matches")
+    assert ids == {"VIM311"}, texts
+    assert "(a list of candidates, the label among them, another last)" in texts[0], texts
+
+
+def test_substring_answers_hold_the_label_and_are_wrong() -> None:
+    from vime_lint.check.probes import responses_for, substring_answers
+
+    assert substring_answers("4") == {"label-then-digit": "41", "candidates": "3, 4, 5 or 6"}
+    assert substring_answers("2.5") == {"label-then-digit": "2.51"}
+    assert substring_answers("Paris") == {}
+    row = ProbeRow("What is 2+2?", "4")
+    texts = responses_for(row, [row], "boxed")
+    assert texts["candidates"][0] == "The result is \\boxed{3, 4, 5 or 6}."
+    assert texts["label-then-digit"][0] == "The result is \\boxed{41}."
 
 
 def test_the_budget_is_respected_and_said() -> None:
@@ -104,6 +130,15 @@ def test_an_unknown_answer_format_is_said_once_not_reported() -> None:
     ids, _, notes = probe("--custom-rm-path", "probe_rewards.json_only_format")
     assert ids == set()
     assert sum("--probe-responses-path" in n for n in notes) == 1
+
+
+def test_a_reward_that_returns_text_is_said_to_return_text_not_an_unknown_format() -> None:
+    """It used to get the note "... so the reward's answer format is unknown"."""
+    ids, texts, notes = probe("--custom-rm-path", "probe_rewards.text_score")
+    assert ids == {"VIM303"} and "returned str, not a number" in texts[0], texts
+    said = [n for n in notes if "not judged" in n]
+    assert len(said) == 1 and "answer format is unknown" not in said[0], notes
+    assert "(it returned str, not a number)" in said[0] and "float(text)" in said[0], said
 
 
 def test_check_reports_probes_and_no_probe_turns_them_off(
@@ -276,6 +311,12 @@ def test_constant_rewards_of_a_reward_that_never_pays_stay_reported(
     out = capsys.readouterr().out
     assert "VIM117 warning: samples[*].reward are all equal to 0.0" in out, out
     assert "not judged: the reward probes found" not in out
+    # the dry run answers the label on half the samples: not the run's "expected now and then
+    # on hard prompts", the reward's doing
+    vim117 = out.split("VIM117 warning:", 1)[1].split("\nVIM", 1)[0]
+    assert ("fix: the dry run's responses are the label on half the samples and \"no idea\" "
+            "on the others, so a constant reward here comes from the reward") in vim117, vim117
+    assert "now and then" not in vim117
 
 
 def test_a_reward_that_returns_text_is_said_to_return_it_not_to_raise() -> None:

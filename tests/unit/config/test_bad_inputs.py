@@ -29,8 +29,17 @@ CASES = [
     (["--hf-checkpoint", "{d}/ok.jsonl"], "--hf-checkpoint", "is a file"),
     (["--custom-rm-path", "no_such_module_h18.reward"], "--custom-rm-path",
      "'no_such_module_h18.reward': module 'no_such_module_h18' not found"),
+    # the package is found, its submodule is not: the missing part and the package's modules
+    # (it said "module 'h18pkg.nope' not found (did you mean 'h18pkg'?)", the package itself)
     (["--rollout-function-path", "h18pkg.nope.generate_rollout"], "--rollout-function-path",
-     "module 'h18pkg.nope'"),
+     "'h18pkg.nope.generate_rollout': package 'h18pkg' ({d}/h18pkg) has no module 'nope'; "
+     "its modules: rewards"),
+    (["--custom-rm-path", "h18pkg.reward.reward"], "--custom-rm-path",
+     "package 'h18pkg' ({d}/h18pkg) has no module 'reward' (did you mean "
+     "'h18pkg.rewards.reward'?); its modules: rewards"),
+    (["--custom-rm-path", "h18pkg.rewards.inner.reward"], "--custom-rm-path",
+     "'h18pkg.rewards' ({d}/h18pkg/rewards.py) is a module, not a package, so it has no module "
+     "'inner'"),
     (["--custom-config-path", "{d}/missing.yaml"], "--custom-config-path", "does not exist"),
     (["--config", "{d}/missing.yaml"], "--config", "does not exist"),
     (["--rollout-function-path", "h18pkk.generate_rollout"], "--rollout-function-path",
@@ -145,6 +154,18 @@ def test_bad_input_is_one_line_and_exit_2(scratch: Path, capsys: pytest.CaptureF
     assert reason.replace("{d}", str(scratch)) in lines[1], err
     assert "Traceback" not in err
     assert not (scratch / "run").exists()   # nothing started
+
+
+def test_a_missing_submodule_never_suggests_its_own_package(scratch: Path) -> None:
+    from vime.config.inputs import hook_module_problem
+
+    said = str(hook_module_problem("h18pkg.nope.reward", "--custom-rm-path"))
+    assert "did you mean" not in said and "has no module 'nope'" in said, said
+    (scratch / "h18pkg" / "sub").mkdir()
+    (scratch / "h18pkg" / "sub" / "__init__.py").write_text("")
+    said = str(hook_module_problem("h18pkg.sub.rewards.reward", "--custom-rm-path"))
+    assert said.endswith("package 'h18pkg.sub' (" + str(scratch / "h18pkg" / "sub")
+                         + ") has no module 'rewards'; it holds no modules"), said
 
 
 def test_a_missing_hook_name_gives_no_pythonpath_hint(scratch: Path,

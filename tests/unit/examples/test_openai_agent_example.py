@@ -44,6 +44,18 @@ def test_score_needs_the_label_in_the_answer() -> None:
     assert agent.score("The answer is 34.", "33") == 0.0 and agent.score("", None) == 0.0
 
 
+@pytest.mark.parametrize(("answer", "label", "reward"), [
+    ("12*7 = 84.", "84", 1.0), ("It is 1,200", "1200", 1.0), ("3.50", "3.5", 1.0),
+    ("42", "4", 0.0),                       # the label inside a wrong number (was 1.0)
+    ("It is 3, 4, 5 or 6.", "4", 0.0),      # a list of guesses (was 1.0)
+    ("4 is wrong, it is 5", "4", 0.0), ("5, no: 4", "4", 1.0),   # the last number counts
+    ("A week is 7 days.", "7 days", 1.0), ("7 days\nor 8 days", "7 days", 0.0),
+])
+def test_score_grades_the_final_answer_not_a_substring(answer: str, label: str,
+                                                       reward: float) -> None:
+    assert agent.score(answer, label) == reward
+
+
 def test_run_agent_passes_the_load_time_check() -> None:
     fn = load_function("examples.openai_agent.run_agent", hook="agent_function_path")
     assert fn is agent.run_agent

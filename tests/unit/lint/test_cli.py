@@ -175,6 +175,38 @@ def test_diff_writes_nothing(repo: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert (repo / "r.py").read_text() == BAD
 
 
+def test_unsafe_fix_rebuilds_a_train_path_dict_and_says_when_it_cannot(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A dict returned on the train path (an error at run time) got no fix though VIM003 is
+    listed as fixable: a literal of RolloutFnTrainOutput's keys is rebuilt by --unsafe-fixes,
+    any other dict says why it is not."""
+    src = ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+           "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"
+           "    groups = data_source.get_samples(1)\n"
+           "    return {\"samples\": groups, \"metrics\": {\"rollout/x\": 1.0}}\n")
+    (repo / "r.py").write_text(src)
+    code, out, _ = _run(capsys, "rollout", "r.py", "--select", "VIM003")
+    assert code == 1 and "no automatic fix" not in out and "fix:" in out, out
+    code, _, _ = _run(capsys, "rollout", "r.py", "--fix", "--unsafe-fixes", "--select", "VIM003")
+    assert code == 0
+    assert (repo / "r.py").read_text() == (
+        "from vime.rollout.base_types import RolloutFnTrainOutput\n" + src.replace(
+            "return {\"samples\": groups, \"metrics\": {\"rollout/x\": 1.0}}",
+            "return RolloutFnTrainOutput(samples=groups, metrics={\"rollout/x\": 1.0})"))
+    built = src.replace("    return {", "    out = {").replace("1.0}}\n", "1.0}}\n    return out\n")
+    (repo / "r.py").write_text(built)
+    code, out, _ = _run(capsys, "rollout", "r.py", "--fix", "--unsafe-fixes", "--select", "VIM003")
+    assert code == 1 and (repo / "r.py").read_text() == built
+    assert ("no automatic fix: only a dict literal with the keys of RolloutFnTrainOutput "
+            "(samples, metrics) is rewritten") in out, out
+    both = ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+            "    return {\"samples\": data_source.get_samples(1)}\n")
+    (repo / "r.py").write_text(both)
+    code, out, _ = _run(capsys, "rollout", "r.py", "--fix", "--unsafe-fixes", "--select", "VIM003")
+    assert code == 1 and (repo / "r.py").read_text() == both
+    assert "no automatic fix: no `if evaluation:` splits this return" in out, out
+
+
 def test_unsafe_fix_only_with_flag(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = ("def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
            "    if evaluation:\n        return RolloutFnEvalOutput(data={})\n"

@@ -97,7 +97,7 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             return asyncio.run(_collect(args, data_source))
         ''', [(4, "VIM201", "list[list[Sample]]"),
             # and the hook returns what the annotation says: the legacy bare list
-            (8, "VIM200", "a legacy form on the train path only")]),
+            (8, "VIM200", "a legacy form there, which vime wraps with a DeprecationWarning")]),
     "rollout_returns_list.py": ('''
         def generate_rollout(args, rollout_id, data_source, evaluation=False):
             groups = data_source.get_samples(args.rollout_batch_size)
@@ -114,6 +114,26 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             return {"samples": groups, "metrics": {}}
         ''', [(7, "VIM200", 'got "dict[str, Collection[list[Sample]]]", expected '
                            '"RolloutFnTrainOutput | RolloutFnEvalOutput"')]),
+    # the same raw values on the other path: a dict on the eval path is the legacy form, a
+    # list there fails (as `vime-lint rollout`'s VIM003 and the run's VIM101 say)
+    "rollout_returns_dict_on_eval.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            if evaluation:
+                return {"held_out": {"rewards": [1.0]}}
+            return RolloutFnTrainOutput(samples=data_source.get_samples(1))
+        ''', [(5, "VIM200", "a bare dict on the eval path (evaluation=True): a legacy form")]),
+    "rollout_returns_list_on_eval.py": ('''
+        from vime.rollout.base_types import RolloutFnTrainOutput
+
+        def generate_rollout(args, rollout_id, data_source, evaluation=False):
+            groups = data_source.get_samples(args.rollout_batch_size)
+            if not evaluation:
+                return RolloutFnTrainOutput(samples=groups)
+            return groups
+        ''', [(7, "VIM200", "a bare list on the eval path (evaluation=True): "
+                           "call_rollout_fn raises")]),
     "data_source_default_methods.py": ('''
         from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
 
@@ -592,7 +612,7 @@ def test_conflicting_annotations_are_warnings_and_the_rest_errors(checked: Any) 
     for r in outcome.results:
         for f in r.findings:
             warning = f.code == "VIM203" or f.code == "VIM031" and "did you mean" not in f.message
-            warning = warning or f.code == "VIM200" and "a legacy form" in f.message
+            warning = warning or f.code == "VIM200" and ": a legacy form" in f.message
             warning = warning or f.code == "VIM201" and "of vime's default data source" in \
                 f.message
             warning = warning or "by its conventional name alone" in f.message
@@ -608,9 +628,10 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
     # it says what was returned and what is due, not the due type alone
     assert f.message.startswith("`generate_rollout` returns `list[list[Sample]]` where `"), \
         f.message
-    assert ("a legacy form on the train path only: vime wraps it there with a "
-            "DeprecationWarning; returned on the eval path it is an error at run time (VIM101; "
-            "`vime-lint rollout` tells the paths apart): wrap the groups") in f.message, f.message
+    assert ("a bare list on a path that `evaluation` does not split, which the train step "
+            "takes: a legacy form there, which vime wraps with a DeprecationWarning; on the "
+            "eval path it is an error at run time (VIM101): wrap the groups") in f.message, \
+        f.message
     (f,) = _findings(outcome, "reward_tensor.py")
     assert f.severity == "error"
     # a bare dict: what was returned first (a new user read "returns `RolloutFnTrainOutput |
@@ -622,12 +643,17 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
     assert soft.message.startswith("`get_buffer_length` is a method of vime's default data "
                                    "source (`RolloutDataSourceWithBuffer`)"), soft.message
     assert "no_such_method" in hard.message
+    # on the train path: an error, as `vime-lint rollout` (VIM003) and the run (VIM101) say
+    # (it was a warning that named both paths' outcomes)
     (f,) = _findings(outcome, "rollout_returns_dict.py")
-    assert f.severity == "warning", f
+    assert f.severity == "error", f
     assert f.message.startswith("`generate_rollout` returns `dict[str, Collection[list[Sample]]]`"
                                 " where `RolloutFnTrainOutput | RolloutFnEvalOutput` is due"), \
         f.message
-    assert "returned on the train path it is an error at run time (VIM101" in f.message
+    assert ("a bare dict on the train path (evaluation=False): call_rollout_fn raises at the "
+            "first such step (VIM101)") in f.message, f.message
+    assert _findings(outcome, "rollout_returns_dict_on_eval.py")[0].severity == "warning"
+    assert _findings(outcome, "rollout_returns_list_on_eval.py")[0].severity == "error"
     assert f.fix_hint.startswith("return the output dataclass: `RolloutFnTrainOutput(samples="), f
 
 
@@ -726,3 +752,21 @@ def test_user_files_are_never_changed(
     _, folder, before, after, _ = checked
     assert before == after
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".py") == sorted(before)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("value", [[["s"]], {"held_out": {}}, None, ("a", "b")])
+def test_one_contract_decides_a_raw_rollout_return(value: Any, mode: str) -> None:
+    """The run (VIM101), `vime-lint rollout` (VIM003) and `vime-lint types` (VIM200) give a
+    raw return the severity the contract's raw_rollout_return_severity gives it."""
+    from vime.contract.invariants import raw_rollout_return_severity
+    from vime.rollout.base_types import check_vim101
+    from vime_lint.static.rules.raw_rollout_return import _severity
+
+    kind = type(value) if isinstance(value, (list, dict)) else None
+    want = raw_rollout_return_severity(kind, mode)  # type: ignore[arg-type]
+    assert want == ("warning" if (kind, mode) in ((list, "train"), (dict, "eval")) else "error")
+    (v,) = check_vim101(value, evaluation=mode == "eval", name="m.generate_rollout")
+    assert v.severity == want, v
+    raw = {list: "a bare list", dict: "a bare dict"}.get(kind, "None")  # type: ignore[call-overload]
+    assert _severity(raw, mode) == want  # type: ignore[arg-type]

@@ -29,10 +29,31 @@ from typing import Any
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 
-__all__ = ["TURN_ROLES", "TurnFraming", "check_generated_turns", "check_vim194",
+__all__ = ["INSERTED_TEXT_AT_FAULT", "INSERTED_TOKENS_AT_FAULT", "TEMPLATE_AT_FAULT",
+           "TURN_ROLES", "TurnFraming", "check_generated_turns", "check_vim194",
            "first_difference", "generated_spans", "turn_framing"]
 
 _SHOW = 6  # tokens shown on each side of a difference
+
+#: VIM194's fix by the side at fault, where the check can tell: the template (it renders an
+#: engine reply another way), or the custom generate's own inserted turn (its text is not the
+#: template's framing of a turn, or its tokens are not the tokenizer's for that text). Where
+#: it cannot (tokens of the template's own text that differ at a boundary), the invariant's
+#: fix applies.
+TEMPLATE_AT_FAULT = (
+    "the chat template is at fault, not the trajectory: it renders the engine's reply "
+    "another way; run `vime-lint template MODEL_DIR` to see where, and fix the template so "
+    "each turn's rendering is a prefix of the next (or keep the engine's tokens and render "
+    "only what follows them, as the agent endpoint does)")
+INSERTED_TEXT_AT_FAULT = (
+    "the text the generate inserts between two replies is at fault, not the chat template: "
+    "write each inserted turn as the template frames it, {before!r} + the turn's content + "
+    "{after!r} (or render the conversation with tokenizer.apply_chat_template and append only "
+    "what follows the part already in the sample), not a hand-written separator")
+INSERTED_TOKENS_AT_FAULT = (
+    "the generate's encoding of its inserted turn is at fault, not the chat template: encode "
+    "the whole inserted text in one call, tokenizer.encode(text, add_special_tokens=False), "
+    "with special tokens kept as tokens (no split_special_tokens, no piece-by-piece encoding)")
 
 
 def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
@@ -104,7 +125,7 @@ def check_vim194(tokenizer: Any, tokens: Sequence[int], *, spans: Sequence[tuple
                 f"{_decode(tokenizer, tokens[start:min(end, start + 2 * _SHOW)])}...) is not in "
                 f"the rendering, which has {text[shown:shown + 60]!r} there: the template renders "
                 "that turn another way (dropped reasoning, a re-rendered tool call, another "
-                "end token)"))
+                "end token)"), fix=TEMPLATE_AT_FAULT)
             break
         pieces.append((tok_at, start, text[text_at:found]))
         tok_at, text_at = end, found + len(generated)
@@ -238,7 +259,8 @@ def check_generated_turns(tokenizer: Any, tokens: Sequence[int], *,
                 f"{turn}, tokens {s0}-{e0 - 1}): the sample has {inserted[:80]!r} there, the "
                 f"template renders {before!r} after a reply, then the {role} turn, then "
                 f"{after!r} (tried: {', '.join(framing.between)}); the policy is trained on "
-                "turn boundaries it will not see when the conversation is rendered at once"))
+                "turn boundaries it will not see when the conversation is rendered at once"),
+                fix=INSERTED_TEXT_AT_FAULT.format(before=before, after=after))
         expected = _encode_all(tokenizer, [inserted])[0]
         at = first_difference(inserted_ids, expected)
         if at is not None:
@@ -246,5 +268,5 @@ def check_generated_turns(tokenizer: Any, tokens: Sequence[int], *,
                 tokenizer, inserted_ids, expected, at,
                 f"differs from the tokenizer's encoding of its own text at token {e0 + at} "
                 f"(the turn inserted after reply {turn}): the sample has",
-                "encoding that text gives"))
+                "encoding that text gives"), fix=INSERTED_TOKENS_AT_FAULT)
     return None

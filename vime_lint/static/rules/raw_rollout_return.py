@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vime.contract import INVARIANTS, Severity
+from vime.contract.invariants import raw_rollout_return_severity
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import Invalid, Valid
 from vime_lint.static._rule import Fix, FunctionTracker
@@ -59,7 +60,11 @@ class RawRolloutReturn(FunctionTracker):
 
     ## Fix safety
     Wrapping a returned list in ``RolloutFnTrainOutput(samples=...)`` (adding the import if
-    missing) is unsafe: it is wrong on an evaluation path, which needs eval data instead.
+    missing) is unsafe: it is wrong on an evaluation path, which needs eval data instead. A
+    dict literal on the train path whose keys are ``RolloutFnTrainOutput``'s (``samples``,
+    ``metrics``) is rebuilt as ``RolloutFnTrainOutput(samples=..., metrics=...)``, unsafe too;
+    any other dict (built elsewhere, other keys, a return on both paths) gets no fix, and the
+    finding says why.
     """
 
     INVARIANT = INVARIANTS["VIM003"]
@@ -151,6 +156,22 @@ class RawRolloutReturn(FunctionTracker):
             def generate_rollout(args, rollout_id, data_source, evaluation=False):
                 return dict(toy={})
         """, line=3, col=11, severity="error"),
+        # A train-path dict literal of RolloutFnTrainOutput's keys: rebuilt by the unsafe fix.
+        Invalid("""
+            from vime.rollout.base_types import RolloutFnEvalOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnEvalOutput(data={})
+                groups = data_source.get_samples(1)
+                return {"samples": groups, "metrics": {}}
+        """, line=6, col=11, severity="error", fixed="""
+            from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                if evaluation:
+                    return RolloutFnEvalOutput(data={})
+                groups = data_source.get_samples(1)
+                return RolloutFnTrainOutput(samples=groups, metrics={})
+        """),
         # A dict on the eval path is only wrapped with a DeprecationWarning.
         Invalid("""
             from vime.rollout.base_types import RolloutFnEvalOutput, RolloutFnTrainOutput
@@ -266,13 +287,20 @@ class RawRolloutReturn(FunctionTracker):
                     continue
                 severity = _severity(kind, ret.side)
                 fix = None
+                note = ""
                 if [k for k, _ in kinds] == ["a bare list"] and ret.value is not None \
                         and ret.side != "eval":
                     fix = self._wrap_fix(ret.value)
+                elif kind == "a bare dict" and ret.side != "eval":
+                    fields = _train_fields(ret.value) if ret.side == "train" else None
+                    if fields is not None and ret.value is not None:
+                        fix = self._train_fix(ret.value, fields)
+                    else:
+                        note = _no_dict_fix(ret.side)
                 target = ret.value if ret.value is not None else ret.node
                 self.report(target, self.INVARIANT.render(
                     name=name, actual=_describe(kind, ret.value, kinds), expected=expected)
-                    + _path_note(ret.side), severity=severity, fix=fix)
+                    + _path_note(ret.side) + note, severity=severity, fix=fix)
         if local.falls_through:
             self.report(node.name, self.INVARIANT.render(
                 name=name, actual="None (the function can end without `return`)",
@@ -290,14 +318,70 @@ class RawRolloutReturn(FunctionTracker):
         return Fix(f"Wrap in `{TRAIN_OUT}(samples=...)`", False, ((value, call),), imports)
 
 
+    def _train_fix(self, value: cst.BaseExpression,
+                   fields: list[tuple[str, cst.BaseExpression]]) -> Fix:
+        local = self.context.semantic.imported_as(TRAIN_OUT)
+        imports: tuple[tuple[str, str], ...] = ()
+        if local is None:
+            local = TRAIN_OUT
+            imports = ((BASE_TYPES, TRAIN_OUT),)
+        eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+        call = cst.Call(func=cst.Name(local), args=[
+            cst.Arg(value=v, keyword=cst.Name(k), equal=eq) for k, v in fields])
+        return Fix(f"Build `{TRAIN_OUT}(...)` from the dict's keys", False, ((value, call),),
+                   imports)
+
+
+#: The keys of a train-path dict literal that become ``RolloutFnTrainOutput``'s keywords.
+_TRAIN_FIELDS = ("samples", "metrics")
+
+
+def _train_fields(value: cst.BaseExpression | None
+                  ) -> list[tuple[str, cst.BaseExpression]] | None:
+    """``[(field, value)]`` of a dict literal (``{"samples": g, "metrics": m}``, or
+    ``dict(samples=g, ...)``) whose keys are ``RolloutFnTrainOutput`` fields, ``samples``
+    among them; None for any other dict (built elsewhere, computed or other keys, ``**``)."""
+    pairs: list[tuple[str, cst.BaseExpression]] = []
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if not isinstance(el, cst.DictElement) or not isinstance(el.key, cst.SimpleString):
+                return None
+            key = el.key.evaluated_value
+            pairs.append((key if isinstance(key, str) else "", el.value))
+    elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) \
+            and value.func.value == "dict":
+        for arg in value.args:
+            if arg.keyword is None:
+                return None
+            pairs.append((arg.keyword.value, arg.value))
+    else:
+        return None
+    keys = [k for k, _ in pairs]
+    if "samples" not in keys or not set(keys) <= set(_TRAIN_FIELDS) or len(set(keys)) < len(keys):
+        return None
+    return pairs
+
+
+def _no_dict_fix(side: Side) -> str:
+    """Why ``--unsafe-fixes`` does not rewrite this dict return."""
+    if side is None:
+        return ("; no automatic fix: no `if evaluation:` splits this return, so the eval path "
+                "takes it too, where RolloutFnEvalOutput(data=...) is due: branch on "
+                "`evaluation` first")
+    return ("; no automatic fix: only a dict literal with the keys of RolloutFnTrainOutput "
+            "(samples, metrics) is rewritten: build RolloutFnTrainOutput(samples=groups, "
+            "metrics=...) from this one")
+
+
 def _severity(kind: str, side: Side) -> Severity:
     """``call_rollout_fn`` wraps a bare list on the train path and a bare dict on the eval
-    path with a DeprecationWarning; anything else fails the step (VIM101)."""
-    if kind == "a bare list" and side != "eval":
-        return "warning"
-    if kind == "a bare dict" and side == "eval":
-        return "warning"
-    return "error"
+    path with a DeprecationWarning; anything else fails the step (VIM101). Decided by the
+    contract (:func:`vime.contract.invariants.raw_rollout_return_severity`)."""
+    return raw_rollout_return_severity(_RAW_TYPES.get(kind), side)
+
+
+#: VIM003's kinds of raw value, as the contract's types.
+_RAW_TYPES: dict[str, type] = {"a bare list": list, "a bare dict": dict}
 
 
 def _describe(kind: str, value: cst.BaseExpression | None,

@@ -157,6 +157,9 @@ def test_vim194_exact_message_of_a_reply_missing_from_the_rendering(tok: Any) ->
         v = check_vim194(tokenizer, tokens, spans=spans, text=text, where="agent trajectory")
         assert v is not None and v.where == "agent trajectory"
         assert v.message == expected
+        # the engine's own reply is missing from the rendering: the template is at fault
+        assert v.fix.startswith("the chat template is at fault, not the trajectory: it "
+                                "renders the engine's reply another way"), v.fix
 
 
 def test_vim194_a_differing_turn_before_a_missing_reply_is_reported_first(

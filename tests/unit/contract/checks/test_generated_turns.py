@@ -95,6 +95,13 @@ def test_a_turn_without_the_newline_after_the_end_token_is_reported(tok: Any) ->
         f"tokens {at - 2}-{at - 1}): the sample has '<|im_start|>user\\nAnd 4+4?")
     assert "the template renders '<|im_end|>\\n<|im_start|>user\\n' after a reply" in v.message
     assert "(tried: user, tool)" in v.message
+    # the generate's own text is at fault, not the template (the fix said "run `vime-lint
+    # template MODEL_DIR` ... or fix the template")
+    assert v.fix.startswith("the text the generate inserts between two replies is at fault, "
+                            "not the chat template: write each inserted turn as the template "
+                            "frames it, '<|im_end|>\\n<|im_start|>user\\n' + the turn's "
+                            "content + "), v.fix
+    assert "fix the template" not in v.format()
 
 
 def test_a_turn_without_the_generation_prompt_is_reported(tok: Any) -> None:
@@ -123,6 +130,8 @@ def test_special_tokens_encoded_as_text_are_reported(tok: Any) -> None:
     assert v is not None
     assert v.message.startswith(f"differs from the tokenizer's encoding of its own text at "
                                 f"token {at} (the turn inserted after reply 1)")
+    assert v.fix.startswith("the generate's encoding of its inserted turn is at fault, not the "
+                            "chat template: encode the whole inserted text in one call"), v.fix
 
 
 def test_a_template_without_a_tool_role_frames_user_turns_only(tok: Any) -> None:
