@@ -18,7 +18,7 @@ Samples whose generation failed (``fail_hook == "generate"``) have no response a
 (counted); samples whose old reward failed are scored again. Prompts that were chat messages
 are stored as JSON and given back to the reward as messages.
 
-The new reward also gets the reward probes of ``vime-lint check`` (VIM300-VIM307,
+The new reward also gets the reward probes of ``vime-lint check`` (VIM300-VIM307, VIM310, VIM311,
 :mod:`vime_lint.check.probes`) on the dumped prompts and labels; ``--no-probe`` skips them.
 
 Exit status: 0 every sample scored and no probe finding; 1 the new reward raised or returned no
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     own.add_argument("--output-format", choices=("text", "json"), default="text")
     own.add_argument("--no-probe", dest="probe", action="store_false",
                      help="do not probe the new reward (by default it gets the reward probes of "
-                          "`vime-lint check` on the dumped prompts and labels, VIM300-VIM307)")
+                          "`vime-lint check` on the dumped prompts and labels, VIM300-VIM307, VIM310, VIM311)")
     add_config_argument(parser)
     add_arguments(parser)
     return parser

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-probe", dest="probe", action="store_false",
                        help="do not probe the reward (by default, with --custom-rm-path or "
                             "--rm-type, the reward is called on responses built from each "
-                            "label: the answer, a wrong one, none, two, ...; VIM300-VIM307)")
+                            "label: the answer, a wrong one, none, two, ...; VIM300-VIM307, VIM310, VIM311)")
     check.add_argument("--probe-max-calls", type=_positive_int, default=DEFAULT_MAX_CALLS,
                        metavar="N", help="the most reward calls the probes make (default "
                                          f"{DEFAULT_MAX_CALLS}; a remote judge is never "

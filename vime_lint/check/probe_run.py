@@ -3,7 +3,7 @@
 Usage::
 
     outcome = run_probes(args, rows, max_calls=200)
-    outcome.findings      # [Violation] VIM300-VIM307, each naming the reward's def
+    outcome.findings      # [Violation] VIM300-VIM307, VIM310, VIM311, each naming the reward's def
     outcome.notes         # what was probed, skipped, or could not be judged
 
 The reward is called exactly as the rollout calls it at reward time

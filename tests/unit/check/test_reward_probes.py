@@ -1,4 +1,4 @@
-"""Reward probes (``vime-lint check``, VIM300-VIM307): every mistaken reward of
+"""Reward probes (``vime-lint check``, VIM300-VIM307, VIM310, VIM311): every mistaken reward of
 ``probe_rewards`` is named with the probe that shows it, the correct near-misses and vime's own
 rewards get no finding, the budget and ``--rm-timeout`` are respected, and the check's exit
 status and report carry the findings."""
