@@ -35,16 +35,18 @@ typecheck: setup
 	$(BIN)/mypy vime vime_lint
 
 # The unit tests run on every core (pytest-xdist: 138 s on 2 cores against 234 s in one
-# process); the tests that start engines or Ray (markers integration and e2e) run after them in
-# one process, since they share the session's engine and Ray fixtures and the process-leak
-# tests must see only their own processes. PYTEST_ARGS goes to both.
+# process). The tests that start engines or Ray (markers integration and e2e) run after them on
+# two workers: one process used about half a core of two, as they wait on engine start-ups,
+# polls and subprocesses. Each file stays on one worker (tests/conftest.py groups them, so its
+# module fixtures start once); each worker has its own session engine and Ray cluster, and the
+# process-leak tests look only at their own run's processes. PYTEST_ARGS goes to both.
 test: setup lint typecheck test-unit test-engines
 
 test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m "not integration and not e2e" $(PYTEST_ARGS)
 
 test-engines: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "integration or e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "integration or e2e" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

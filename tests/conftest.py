@@ -43,6 +43,17 @@ if not os.environ.get("VIME_ENGINE_API_KEY"):
 ENGINE_HEADERS = {"Authorization": f"Bearer {os.environ['VIME_ENGINE_API_KEY']}"}
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n N --dist loadgroup`` (``make test-engines``): a file's tests run
+    on one worker, so its module-scoped engines and clusters start once; the files that use the
+    real model (``real_model_dir``, converted once per session: about 30 s) share a worker. The
+    marks do nothing under other ``--dist`` modes (the unit tests' ``load``)."""
+    for item in items:
+        uses_real_model = "real_model_dir" in getattr(item, "fixturenames", ())
+        group = "real_model" if uses_real_model else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny Qwen2 model + byte-level tokenizer (``vime.utils.tiny_model``), built once."""
