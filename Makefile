@@ -46,7 +46,8 @@ test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m "not integration and not e2e" $(PYTEST_ARGS)
 
 test-engines: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "integration or e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "integration or e2e" \
+		tests/integration tests/e2e $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
