@@ -38,6 +38,7 @@ import atexit
 import contextlib
 import functools
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -57,6 +58,7 @@ from vime.ray._process import (
     wait_ready,
 )
 from vime.ray.engine_command import (
+    DEFAULT_CPU_KV_CACHE_BYTES,
     SERVER_ENV,
     build_server_command,
     extra_args_to_cli,
@@ -83,7 +85,26 @@ from vime.ray.engine_guard import (
 from vime.ray.reaper import set_pdeathsig, start_reaper
 from vime.utils.async_utils import run
 
-__all__ = ["EngineStartError", "VLLMServer"]
+__all__ = ["EngineStartError", "VLLMServer", "cause_fix"]
+
+
+#: A KV cache too small for one request of the model's whole context (vLLM 0.32's
+#: ``check_enough_kv_cache_memory``: "To serve at least one request with the models's max seq len
+#: (8192), 0.94 GiB KV cache is needed, which is larger than the available KV cache memory").
+_KV_TOO_SMALL = re.compile(r"max seq len \((\d+)\).*KV cache is needed", re.S)
+
+
+def cause_fix(cause: str) -> str | None:
+    """The vime flags that fix an engine start's known ``cause`` (the log's first exception
+    line), or None. vLLM's own advice names its engine arguments (``max_model_len``,
+    ``gpu_memory_utilization``); vime passes them as ``--vllm-*``."""
+    found = _KV_TOO_SMALL.search(cause)
+    if found:
+        return (f"the model's context ({found.group(1)} tokens) does not fit the engine's KV "
+                "cache: pass --vllm-max-model-len N (prompt plus response tokens, e.g. 512), "
+                "or a larger --vllm-kv-cache-memory-bytes (default "
+                f"{DEFAULT_CPU_KV_CACHE_BYTES // 2**20} MiB on the CPU)")
+    return None
 
 
 class EngineStartError(RuntimeError):
@@ -287,8 +308,10 @@ class VLLMServer:
 
     def _failure(self, what: str) -> str:
         cause = first_error_line(self.log_path)
+        fix = cause_fix(cause) if cause else None
         return (f"vLLM engine {self.name} ({self.url}, model {self.model}) {what}\n"
                 + (f"  cause: {cause}\n" if cause else "")
+                + (f"  fix: {fix}\n" if fix else "")
                 + f"  command: {' '.join(self.command)}\n  log: {self.log_path}\n"
                 f"--- last lines of the log ---\n{self.log_tail()}")
 

@@ -47,6 +47,22 @@ def test_a_failed_start_names_its_cause(tmp_path: Path) -> None:
                                     "the models's max seq len (8192), 0.94 GiB KV cache is "
                                     "needed, which is larger than the available KV cache "
                                     "memory (0.25 GiB).")
+    # vLLM's own advice names its engine arguments; the fix names vime's flags
+    assert text.splitlines()[2] == (
+        "  fix: the model's context (8192 tokens) does not fit the engine's KV cache: pass "
+        "--vllm-max-model-len N (prompt plus response tokens, e.g. 512), or a larger "
+        "--vllm-kv-cache-memory-bytes (default 256 MiB on the CPU)")
+
+
+def test_an_unknown_cause_gets_no_fix_line(tmp_path: Path) -> None:
+    from vime.ray.engine import VLLMServer, cause_fix
+
+    assert cause_fix("RuntimeError: Engine core initialization failed.") is None
+    server = VLLMServer("m", log_dir=tmp_path, name="e", port=8123)
+    server.log_path.write_text("(APIServer pid=1) OSError: [Errno 98] Address already in use\n")
+    text = server._failure("exited with status 1 before answering GET /health")
+    assert text.splitlines()[1] == "  cause: OSError: [Errno 98] Address already in use"
+    assert "  fix:" not in text
 
 
 def test_check_reports_an_engine_that_did_not_start_as_an_engine_failure(
