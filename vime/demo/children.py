@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,15 +27,29 @@ def _banner(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
+def _script(name: str, here: Path | None) -> str:
+    """The console script ``name`` as a shell finds it: the bare name where ``PATH`` leads to
+    this interpreter's own (an activated venv), else its path (``.venv/bin/vime`` from the
+    checkout; ``make demo`` runs without activating the venv)."""
+    own = Path(sys.executable).parent / name
+    found = shutil.which(name)
+    if not own.is_file() or (found is not None and Path(found).resolve() == own.resolve()):
+        return name
+    if here is not None and own.is_relative_to(here):
+        return str(own.relative_to(here))
+    return str(own)
+
+
 def _shell(command: Sequence[str]) -> str:
     """``command`` (run in :data:`~vime.demo.config.ROOT`) as a line to paste into a shell:
     prefixed with ``cd ROOT &&`` when the demo runs in another folder (an installed wheel, or
-    a checkout's demo started elsewhere), so its relative paths still resolve."""
-    line = shlex.join(command)
+    a checkout's demo started elsewhere), so its relative paths still resolve; its console
+    script (``vime``, ``vime-lint``) by path when ``PATH`` does not lead to it."""
     try:
         here: Path | None = Path(os.getcwd()).resolve()
     except OSError:   # the folder was removed
         here = None
+    line = shlex.join([_script(command[0], ROOT), *command[1:]])
     return line if here == ROOT else f"cd {shlex.quote(str(ROOT))} && {line}"
 
 

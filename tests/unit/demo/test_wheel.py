@@ -109,6 +109,8 @@ def test_the_installed_demo_finds_its_files_hooks_and_lints_as_the_checkout(
     site, work = installed["site"], installed["work"] / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # the venv activated (PATH leads to its console scripts), as after `pip install vime`
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     proc = subprocess.run([sys.executable, "-c", INSTALLED], cwd=work,
                           env={**env, "PYTHONPATH": str(site)},
                           capture_output=True, text=True, timeout=300)
