@@ -336,7 +336,6 @@ class DryRun:
                 self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
-        ids = self._eval_ids(out, ids) if evaluation else self._train_ids(out, ids)
         if evaluation and getattr(self.args, "eval_datasets", None):
             # VIM131: not the training prompts (checked when eval sets are given: without
             # them the dry run's eval step has nothing held out to compare with)
@@ -345,6 +344,7 @@ class DryRun:
             get = getattr(source, "training_prompts", None)
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
             found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
+        ids = self._eval_ids(out, ids, found) if evaluation else self._train_ids(out, ids)
         self.report.add([], ids)     # checked, with or without findings
         for (owner_dest, owner_path), some in owners(found, dest, path, self.hooks).items():
             self.report.add(in_context(some, owner_dest, owner_path), ids)
@@ -365,15 +365,19 @@ class DryRun:
                 self.report.not_run.setdefault(inv_id, "no train samples")
         return [i for i in ids if i in kept]
 
-    def _eval_ids(self, out: Any, ids: list[str]) -> list[str]:
+    def _eval_ids(self, out: Any, ids: list[str], found: list[Violation]) -> list[str]:
         """``ids`` less the eval checks (B6) that had nothing to check: all of them when the
         eval step returned no sample, VIM131 when no eval sets were given (its reference);
-        the report shows those as "not run" with the reason and a note names the flags."""
+        the report shows those as "not run" with the reason and a note names the flags. An id
+        with a finding in ``found`` ran (an eval output of the wrong shape holds no sample
+        but fails VIM130): it is neither "not run" nor in the note."""
         data = getattr(out, "data", None)
         n = sum(len(entry.get("samples") or []) for entry in data.values()
                 if isinstance(entry, dict)) if isinstance(data, dict) else 0
         configured = bool(getattr(self.args, "eval_datasets", None))
         skip = set(_ids("B6")) if n == 0 else set() if configured else {"VIM131"}
+        failed = {v.id for v in found}
+        skip -= failed
         if not skip:
             return ids
         reason = "no eval datasets" if not configured else "no eval samples"
@@ -381,10 +385,11 @@ class DryRun:
             self.report.not_run[inv_id] = reason
         flags = ("--eval-datasets NAME gives the dry run a synthetic held-out set, "
                  "--eval-prompt-data NAME FILE your own")
-        what = ("the eval step returned no sample" if n == 0
+        what = ("the eval step returned no sample" if n == 0 and "VIM130" not in failed
                 else "the eval output has no held-out set to compare with the training prompts")
         why = ("no eval datasets configured" if not configured
-               else "the eval output's datasets hold no samples")
+               else "the eval output's datasets hold no samples" if "VIM130" not in failed
+               else "no eval sample could be read from the eval output (VIM130 above)")
         self.report.notes.append(f"{', '.join(sorted(skip))} not run: {why}, so {what}"
                                  + (f" ({flags})" if not configured else ""))
         return [i for i in ids if i not in skip]

@@ -26,6 +26,22 @@ def generate_rollout(args, rollout_id, data_source, evaluation=False):
     return RolloutFnTrainOutput(samples=[])
 '''
 
+#: a legacy plain dict on both paths (no eval branch): the eval output has no dataset entry
+PLAIN_DICT = '''
+from vime.utils.types import Sample
+
+
+def generate_rollout(args, rollout_id, data_source, evaluation=False):
+    groups = data_source.get_samples(args.rollout_batch_size)
+    for group in groups:
+        for k, sample in enumerate(group):
+            sample.tokens = [101, 102, 103, 200 + k, 201]
+            sample.response_length = 2
+            sample.reward = float(k % 2)
+            sample.status = Sample.Status.COMPLETED
+    return {"samples": groups, "metrics": {}}
+'''
+
 NO_CALL = '''
 async def run_agent(args, sample, base_url, api_key, **kwargs):
     return 1.0
@@ -36,6 +52,7 @@ async def run_agent(args, sample, base_url, api_key, **kwargs):
 def _paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "nr_empty_rollout.py").write_text(EMPTY)
     (tmp_path / "nr_no_call_agent.py").write_text(NO_CALL)
+    (tmp_path / "nr_plain_dict_rollout.py").write_text(PLAIN_DICT)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(FIXTURES))
 
@@ -58,6 +75,26 @@ def test_eval_checks_without_eval_datasets_are_not_run_with_the_reason(
     assert ("note: VIM130, VIM131 not run: no eval datasets configured, so the eval step "
             "returned no sample (--eval-datasets NAME") in out
     assert code == 1   # VIM102: the empty train step
+
+
+@pytest.mark.parametrize("eval_sets", [(), ("--eval-datasets", "toy")])
+def test_an_eval_output_of_the_wrong_shape_fails_vim130_and_the_note_names_only_vim131(
+        capsys: pytest.CaptureFixture[str], eval_sets: tuple[str, ...]) -> None:
+    # a plain dict on the eval path holds no readable sample, but VIM130 ran and failed: the
+    # note said "VIM130, VIM131 not run" under a row "VIM130 ... FAIL"
+    code, out = _run(capsys, "--rollout-function-path", "nr_plain_dict_rollout.generate_rollout",
+                     *eval_sets)
+    assert code == 1
+    assert "FAIL (2 error(s)" in _row(out, "VIM130"), _row(out, "VIM130")
+    assert "VIM130, VIM131 not run" not in out
+    note = next(line for line in out.splitlines() if line.startswith("note: VIM131 not run: "))
+    assert note.endswith("so the eval output has no held-out set to compare with the "
+                         + ("training prompts" if eval_sets else "training prompts (--eval-"
+                            "datasets NAME gives the dry run a synthetic held-out set, "
+                            "--eval-prompt-data NAME FILE your own)")), note
+    assert ("VIM130 above" in note) == bool(eval_sets)
+    reason = "no eval samples" if eval_sets else "no eval datasets"
+    assert _row(out, "VIM131").endswith(f"not run ({reason})"), _row(out, "VIM131")
 
 
 def test_vim131_without_eval_datasets_is_not_run_even_when_the_eval_returns_samples(
