@@ -75,6 +75,19 @@ _STAGES = {"run_hooks": "hook stage (generate, reward, filters)",
            "train_stage": "train step", "eval_stage": "eval step"}
 
 
+#: What each hook that a check's boundary calls is, for a "not run (no ...)" reason.
+_HOOK_NOUNS = {"custom_generate_function_path": "custom generate",
+               "agent_function_path": "agent", "custom_rm_path": "custom reward",
+               "dynamic_sampling_filter_path": "filter", "buffer_filter_path": "filter",
+               "rollout_sample_hook_path": "sample hook",
+               "custom_reward_post_process_path": "reward post-process",
+               "custom_convert_samples_to_train_data_path": "convert hook"}
+
+#: The stage whose step checks each boundary (a stage that stopped leaves them not run).
+_BOUNDARY_STAGES = {"B1": "train_stage", "B5": "train_stage", "B6": "eval_stage",
+                    "B2": "run_hooks", "B3": "run_hooks", "B4": "run_hooks"}
+
+
 def _ids(*boundaries: str) -> list[str]:
     """Runtime/load invariant ids checked at any of ``boundaries``."""
     return [i for i, inv in INVARIANTS.items() if set(inv.boundaries) & set(boundaries)]
@@ -102,6 +115,8 @@ class DryRun:
         self.reward_probe: ProbeOutcome | None = None
         #: The agent compiled or ran the stand-in's scripted answers as programs.
         self.ran_scripted_answers = False
+        #: The stages that stopped where a hook raised or the engine failed (_STAGES keys).
+        self.stopped: set[str] = set()
 
     def _check(self, name: str, dest: str, path: str, *values: Any,
                **options: Any) -> list[Violation]:
@@ -443,6 +458,13 @@ class DryRun:
     def _stage(self, stage: Any) -> None:
         try:
             stage()
+        except (StageFindings, EngineFailure, HarnessError):
+            self.stopped.add(stage.__name__)
+            raise
+
+    def _run_stage(self, stage: Any) -> None:
+        try:
+            self._stage(stage)
         except StageFindings as exc:
             found = exc.violations
             for dest, path in self.sources:   # the hook that raised: its context and def
@@ -504,6 +526,40 @@ class DryRun:
                                      f"launch's {first.flag} (or a larger one) to run them")
             self.report.unexercised.append("turns refused for lack of budget did not run")
 
+    def _not_run_reasons(self) -> None:
+        """The reason of each runtime check that neither ran nor has one yet (``not run
+        (REASON)``): its hooks are not configured, its stage stopped, it is the trainer's."""
+        report = self.report
+        have = {v.id for v in report.findings} | report.checked | report.unjudged
+        for inv_id, inv in INVARIANTS.items():
+            if inv.scope in ("static", "template") or inv_id in have or inv_id in report.not_run:
+                continue
+            dests = [b.hook for b in HOOK_BOUNDARIES.values() if inv_id in b.ids and b.hook]
+            stages = {_BOUNDARY_STAGES.get(b) for b in inv.boundaries}
+            missing = bool(dests) and not any(d in self.hooks for d in dests)
+            if inv.scope == "probe":
+                reason = "not probed"
+            elif "B7" in inv.boundaries:
+                reason = "trainer hooks: vime train only"
+            elif inv_id == "VIM128":
+                reason = "seen only where code raises"
+            elif inv_id == "VIM194" and getattr(self.args, "check_token_boundaries", 1) == 0:
+                reason = "--check-token-boundaries 0"
+            elif stopped := stages & self.stopped - ({"run_hooks"} if missing else set()):
+                # a stage that stopped (not the hook stage for a hook that is not configured)
+                stage = next(s for s in _STAGES if s in stopped)
+                reason = f"the {_STAGES[stage].split(' (')[0]} stopped"
+            elif missing:
+                nouns = list(dict.fromkeys(_HOOK_NOUNS.get(d, d) for d in dests))
+                reason = "no " + (nouns[0] if len(nouns) == 1
+                                  else f"{', '.join(nouns[:-1])} or {nouns[-1]}")
+            elif inv_id == "VIM194":    # compared in the rollout, on multi-turn samples only
+                reason = ("the train step stopped" if "train_stage" in self.stopped
+                          else "no multi-turn sample compared")
+            else:
+                reason = "not reached"
+            report.not_run[inv_id] = reason
+
     def _crash_message(self, exc: HarnessError) -> str:
         """``exc``'s message, naming the user's hook whose file it came from when the hook
         called was vime's (the default rollout running an agent that raised): the same crash
@@ -563,7 +619,7 @@ class DryRun:
                     observed_boundaries() as seen, budget_recording() as refused:
                 warnings.simplefilter("always", ContractWarning)
                 for stage in (self.run_hooks, self.train_stage, self.eval_stage):
-                    self._stage(stage)
+                    self._run_stage(stage)
         finally:
             policy_log.setLevel(level)
         self._budget_notes(refused)
@@ -579,6 +635,7 @@ class DryRun:
         constant_reward_in_the_dry_run(self.report, self.args, self.engine_note, self.hooks)
         probe_filter(self.ns, self.args, self.report)
         self.report.findings = [located(v, self.sources) for v in self.report.findings]
+        self._not_run_reasons()
         mode = getattr(self.ns, "contract_check", "raise")
         if mode != "raise":
             self.report.notes.append(f"--contract-check {mode} sets what vime train does with "

@@ -138,3 +138,39 @@ def test_a_group_counts_repeated_findings_once() -> None:
     (group,) = group_findings(found)
     text = group.format()
     assert "  4 findings at agent run: also index=1, index=2 and 1 more" in text
+
+
+RAISES = '''
+async def reward_func(args, sample):
+    value = {"a": 1}["b"]
+    return float(value)
+'''
+
+
+@pytest.mark.parametrize(("argv", "reasons"), [
+    ((), {"VIM150": "no custom reward",
+          "VIM185": "no agent", "VIM160": "no filter",
+          "VIM162": "no sample hook, reward post-process or convert hook",
+          "VIM190": "trainer hooks: vime train only", "VIM128": "seen only where code raises",
+          "VIM300": "no reward function to probe", "VIM308": "no dynamic filter to probe"}),
+    (("--rm-type", "math", "--no-probe"), {"VIM300": "--no-probe", "VIM311": "--no-probe",
+                                           "VIM308": "--no-probe"}),
+    (("--rm-type", "math"), {"VIM307": "no --group-rm"}),
+    (("--agent-function-path", "nr_no_call_agent.run_agent", "--check-token-boundaries", "0"),
+     {"VIM194": "--check-token-boundaries 0", "VIM150": "no custom reward"}),
+    (("--custom-rm-path", "nr_raises_reward.reward_func", "--no-probe"),
+     {"VIM150": "the hook stage stopped", "VIM103": "the train step stopped",
+      }),
+])
+def test_every_not_run_row_gives_its_reason(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                            argv: tuple[str, ...],
+                                            reasons: dict[str, str]) -> None:
+    # README: "not run" comes with the reason; VIM128, VIM140, VIM150, VIM300-VIM311 and
+    # others printed a bare "not run"
+    (tmp_path / "nr_raises_reward.py").write_text(RAISES)
+    _, out = _run(capsys, *argv)
+    rows = [line for line in out.splitlines() if line[:3] == "VIM" and "  " in line[:8]]
+    assert rows and not [r for r in rows if r.endswith("not run")], out
+    assert not [r for r in rows if "not reached" in r], out
+    for inv_id, reason in reasons.items():
+        assert _row(out, inv_id).endswith(f"not run ({reason})"), _row(out, inv_id)
