@@ -104,7 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     # hooks the user names (make_args gives the hooks vime's defaults on args afterwards).
     parser.set_defaults(**{dest: None for dest in HOOKS})
     parser.set_defaults(**DRY_RUN_DEFAULTS)
+    _say_dry_run_defaults(parser)
     return parser
+
+
+def _say_dry_run_defaults(parser: argparse.ArgumentParser) -> None:
+    """The help of each option in :data:`DRY_RUN_DEFAULTS` says the check's default (vime's
+    ``(required)`` of ``--rollout-batch-size`` is not true here: the check runs without it)."""
+    for action in parser._actions:
+        if action.dest not in DRY_RUN_DEFAULTS:
+            continue
+        text = (action.help or "").strip()
+        required = "(required)" in text
+        text = text.replace(" (required)", "").replace("(required)", "").rstrip()
+        said = f"vime-lint check default: {DRY_RUN_DEFAULTS[action.dest]}"
+        said += "; `vime train` requires it" if required else ""
+        end = "." if text.endswith(".") else ""
+        action.help = f"{text.removesuffix('.')} ({said}){end}" if text else said.capitalize()
 
 
 def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
