@@ -26,6 +26,28 @@ def generate_rollout(args, rollout_id, data_source, evaluation=False):
     return RolloutFnTrainOutput(samples=[])
 '''
 
+#: an agent that builds its client from the arguments and never calls it
+BUILT_NO_CALL = '''
+import openai
+
+
+async def run_agent(args, sample, base_url, api_key, evaluation=False):
+    client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key)
+    del client
+    return "1.0"
+'''
+
+#: an agent whose client goes elsewhere (the environment's server), not to base_url
+ELSEWHERE = '''
+import openai
+
+
+async def run_agent(args, sample, base_url, api_key, evaluation=False):
+    client = openai.AsyncOpenAI(base_url="http://127.0.0.1:9/v1", api_key="x")
+    del client
+    return 1.0
+'''
+
 #: a legacy plain dict on both paths (no eval branch): the eval output has no dataset entry
 PLAIN_DICT = '''
 from vime.utils.types import Sample
@@ -53,6 +75,8 @@ def _paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "nr_empty_rollout.py").write_text(EMPTY)
     (tmp_path / "nr_no_call_agent.py").write_text(NO_CALL)
     (tmp_path / "nr_plain_dict_rollout.py").write_text(PLAIN_DICT)
+    (tmp_path / "nr_built_no_call_agent.py").write_text(BUILT_NO_CALL)
+    (tmp_path / "nr_elsewhere_agent.py").write_text(ELSEWHERE)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(FIXTURES))
 
@@ -174,3 +198,42 @@ def test_every_not_run_row_gives_its_reason(capsys: pytest.CaptureFixture[str], 
     assert not [r for r in rows if "not reached" in r], out
     for inv_id, reason in reasons.items():
         assert _row(out, inv_id).endswith(f"not run ({reason})"), _row(out, inv_id)
+
+
+@pytest.mark.parametrize(("agent", "built"), [("nr_built_no_call_agent", True),
+                                              ("nr_elsewhere_agent", False),
+                                              ("nr_no_call_agent", False)])
+def test_vim186_fix_tells_a_client_never_called_from_one_built_elsewhere(
+        capsys: pytest.CaptureFixture[str], agent: str, built: bool) -> None:
+    # the fix said "build the client from the arguments" to an agent that had done so and
+    # never called it
+    from vime.contract.checks.agent import BUILT_BUT_NOT_CALLED_FIX
+    from vime.contract.invariants import INVARIANTS
+
+    code, out = _run(capsys, "--agent-function-path", f"{agent}.run_agent")
+    assert code == 1
+    fixes = {line.strip() for line in out.splitlines()
+             if line.strip().startswith("fix: ") and "model call" in line}
+    expected = BUILT_BUT_NOT_CALLED_FIX if built else INVARIANTS["VIM186"].fix
+    assert fixes == {f"fix: {expected}"}, out
+    assert "await" in expected and ("base_url=base_url" in expected) != built
+
+
+def test_uses_base_url_reads_the_agents_source() -> None:
+    from vime.contract.checks.agent import check_vim186, uses_base_url
+
+    async def by_keyword(args, sample, base_url, api_key):  # noqa: ANN001, ANN202
+        return Client(base_url=base_url)  # noqa: F821
+
+    async def positional(args, sample, base_url, api_key):  # noqa: ANN001, ANN202
+        return make(base_url, api_key)  # noqa: F821
+
+    async def from_env(args, sample, base_url, api_key):  # noqa: ANN001, ANN202
+        return Client(base_url="http://other")  # noqa: F821
+
+    assert uses_base_url(by_keyword) is True and uses_base_url(positional) is True
+    assert uses_base_url(from_env) is False and uses_base_url(len) is None
+    assert check_vim186(1, "agent run", by_keyword) is None
+    v = check_vim186(0, "agent run", by_keyword)
+    w = check_vim186(0, "agent run", from_env)
+    assert v is not None and w is not None and v.fix != w.fix and v.message == w.message
