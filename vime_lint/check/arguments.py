@@ -132,10 +132,19 @@ def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             unknown argument or a count below 1 (``vime.config.validation.count_problem``:
             ``--rollout-batch-size 0``); 0 after ``--help``.
     """
+    import sys
+
     from vime.config.validation import count_problem
 
     parser = build_parser()
     ns = parse_command_line(parser, argv)
+    # the options whose value is the check's own default (neither the command line nor the
+    # --config file set it): the report says so where that default decided what ran
+    words = list(sys.argv[1:] if argv is None else argv)
+    given = {a.dest for a in parser._actions for o in a.option_strings
+             if any(w == o or w.startswith(o + "=") for w in words)}
+    ns.dry_run_defaulted = sorted(d for d, v in DRY_RUN_DEFAULTS.items()
+                                  if d not in given and parser.get_default(d) == v)
     if not ns.rollout_function_path:  # the default rollout, as `vime train` runs it
         ns.rollout_function_path = HOOKS["rollout_function_path"].default
     found = count_problem(ns, required=False)   # a batch of 0 is the command's, not the rollout's

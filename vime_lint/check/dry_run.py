@@ -34,7 +34,7 @@ from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS, hook_spec
 from vime.contract.invariants import INVARIANTS
-from vime.rollout.budget_refusals import BudgetRefusal
+from vime.rollout.budget_refusals import BudgetRefusal, EngineCall, engine_calls
 from vime.rollout.budget_refusals import recording as budget_recording
 from vime_lint.check.arguments import DRY_RUN_DEFAULTS
 from vime_lint.check.calls import (
@@ -526,6 +526,30 @@ class DryRun:
                                      f"launch's {first.flag} (or a larger one) to run them")
             self.report.unexercised.append("turns refused for lack of budget did not run")
 
+    def _first_call_note(self, calls: list[EngineCall], refused: list[BudgetRefusal]) -> None:
+        """A note when the custom generate's first engine call used the whole response budget
+        on every sample (finish reason length, TRUNCATED): a later turn had no room, whether
+        vime refused it (:meth:`_budget_notes`) or the generate's own budget check skipped it,
+        so the dry run never ran one; the verdict then says "clean as far as it ran"."""
+        dest = "custom_generate_function_path"
+        firsts = [c for c in calls if c.before == 0]
+        if dest not in self.hooks or not firsts or not all(c.filled for c in firsts) \
+                or any(r.where == "generate" for r in refused):   # that note says it
+            return
+        first = firsts[0]
+        flag = first.flag
+        budget = f"{flag}={first.budget}"
+        if flag == "--rollout-max-response-len" and \
+                "rollout_max_response_len" in getattr(self.ns, "dry_run_defaulted", ()):
+            budget += " (the check's default: your launch did not pass one)"
+        self.report.notes.append(
+            f"{hook_label(dest, self.hooks[dest][0])}: its first engine call used the whole "
+            f"response budget on every sample ({len(firsts)} call(s), finish reason length: "
+            f"TRUNCATED at {budget}), so no later turn had room: the turns after the first "
+            f"were not exercised; pass your launch's {flag} (or a larger one) to run them")
+        self.report.unexercised.append("turns after a first call that filled the budget did "
+                                       "not run")
+
     def _not_run_reasons(self) -> None:
         """The reason of each runtime check that neither ran nor has one yet (``not run
         (REASON)``): its hooks are not configured, its stage stopped, it is the trainer's."""
@@ -616,13 +640,15 @@ class DryRun:
         policy_log.setLevel(logging.CRITICAL)
         try:
             with warnings.catch_warnings(record=True) as caught, \
-                    observed_boundaries() as seen, budget_recording() as refused:
+                    observed_boundaries() as seen, budget_recording() as refused, \
+                    engine_calls() as calls:
                 warnings.simplefilter("always", ContractWarning)
                 for stage in (self.run_hooks, self.train_stage, self.eval_stage):
                     self._run_stage(stage)
         finally:
             policy_log.setLevel(level)
         self._budget_notes(refused)
+        self._first_call_note(calls, refused)
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)

@@ -52,7 +52,8 @@ def test_a_generate_boundary_finding_names_the_custom_generate(
                             if "VIM140" not in c), contexts
     assert "rollout_fn.py" not in out, out
     # the rollout raised, so its output (B5) was never checked: not "pass"
-    assert re.search(r"^VIM124\s+length-budget\s+not run$", out, re.M), out
+    assert re.search(r"^VIM124\s+length-budget\s+not run \(the train step stopped\)$", out,
+                     re.M), out
 
 
 def test_a_reward_finding_on_the_output_names_the_reward(
