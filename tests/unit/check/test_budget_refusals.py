@@ -172,3 +172,20 @@ def test_turn_2_that_ran_gets_no_budget_note(capsys: pytest.CaptureFixture[str],
     assert parse_check_args(["--rollout-max-response-len", "32"]).dry_run_defaulted == [
         "n_samples_per_prompt", "rollout_batch_size"]
     assert "rollout_max_response_len" in parse_check_args([]).dry_run_defaulted
+
+
+def test_engine_calls_are_kept_only_while_someone_listens() -> None:
+    from vime.rollout.budget_refusals import (
+        EngineCall,
+        engine_calls,
+        listening_to_calls,
+        note_call,
+    )
+
+    call = EngineCall(0, 0, 32, True, 32, "--rollout-max-response-len")
+    assert not listening_to_calls()
+    note_call(call)                                   # no one listens: nothing is kept
+    with engine_calls() as outer, engine_calls() as inner:
+        assert listening_to_calls()
+        note_call(call)
+    assert outer == inner == [call] and not listening_to_calls()
