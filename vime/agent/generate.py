@@ -359,8 +359,8 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
                            f"{sample.index})")
     rid = state.rollout_id
     rt.check_agent_result(result, args, hook_path=path, rollout_id=rid, index=sample.index,
-                          calls=len(session.calls), in_flight=in_flight)
-    no_call = check_vim186(len(session.calls), f"agent run (index={sample.index})")
+                          calls=len(session.calls), in_flight=in_flight, fn=fn)
+    no_call = check_vim186(len(session.calls), f"agent run (index={sample.index})", fn)
     require([no_call] if no_call is not None else [])   # always: nothing to train on
     segments = segment_calls(session.calls)
     _count(args, rid, session, segments, in_flight)

@@ -993,7 +993,8 @@ _ALL: tuple[Invariant, ...] = (
          "elsewhere.",
          "agent talks to the wrong server",
          "{problem}",
-         "build the client from the arguments: AsyncOpenAI(base_url=base_url, api_key=api_key)",
+         "build the client from the arguments (AsyncOpenAI(base_url=base_url, api_key=api_key)) "
+         "and await at least one model call on it before run returns",
          boundaries=("B2",)),
     _inv("VIM187", "runtime", "warning", "agent-call-in-flight",
          "An agent run has no model call still in flight when it returns.",

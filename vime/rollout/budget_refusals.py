@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["BudgetRefusal", "note_refusal", "recording"]
+__all__ = ["BudgetRefusal", "EngineCall", "engine_calls", "listening_to_calls", "note_call",
+           "note_refusal", "recording"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +62,47 @@ def note_refusal(refusal: BudgetRefusal) -> None:
     """Tell the open :func:`recording` blocks (none: nothing happens)."""
     for found in _listeners:
         found.append(refusal)
+
+
+@dataclass(frozen=True)
+class EngineCall:
+    """One engine call of vime's built-in generate that was sent and answered: how much of
+    the response budget it used (a first call that fills it leaves a later turn no room)."""
+
+    #: The sample's ``index`` (None when unknown).
+    index: int | None
+    #: Response tokens the sample held before the call (0: the sample's first call).
+    before: int
+    #: Tokens the engine generated in this call.
+    generated: int
+    #: The call stopped at the budget (finish reason ``length``: the sample is TRUNCATED), or
+    #: its tokens reached it.
+    filled: bool
+    #: The whole budget, and the flag that sets it.
+    budget: int
+    flag: str
+
+
+_call_listeners: list[list[EngineCall]] = []
+
+
+def listening_to_calls() -> bool:
+    """True while an :func:`engine_calls` block is open (the generate skips the record else)."""
+    return bool(_call_listeners)
+
+
+@contextmanager
+def engine_calls() -> Iterator[list[EngineCall]]:
+    """The engine calls noted while the block runs (a list, filled as they happen)."""
+    found: list[EngineCall] = []
+    _call_listeners.append(found)
+    try:
+        yield found
+    finally:
+        _call_listeners[:] = [f for f in _call_listeners if f is not found]
+
+
+def note_call(call: EngineCall) -> None:
+    """Tell the open :func:`engine_calls` blocks (none: nothing happens)."""
+    for found in _call_listeners:
+        found.append(call)

@@ -104,7 +104,23 @@ def build_parser() -> argparse.ArgumentParser:
     # hooks the user names (make_args gives the hooks vime's defaults on args afterwards).
     parser.set_defaults(**{dest: None for dest in HOOKS})
     parser.set_defaults(**DRY_RUN_DEFAULTS)
+    _say_dry_run_defaults(parser)
     return parser
+
+
+def _say_dry_run_defaults(parser: argparse.ArgumentParser) -> None:
+    """The help of each option in :data:`DRY_RUN_DEFAULTS` says the check's default (vime's
+    ``(required)`` of ``--rollout-batch-size`` is not true here: the check runs without it)."""
+    for action in parser._actions:
+        if action.dest not in DRY_RUN_DEFAULTS:
+            continue
+        text = (action.help or "").strip()
+        required = "(required)" in text
+        text = text.replace(" (required)", "").replace("(required)", "").rstrip()
+        said = f"vime-lint check default: {DRY_RUN_DEFAULTS[action.dest]}"
+        said += "; `vime train` requires it" if required else ""
+        end = "." if text.endswith(".") else ""
+        action.help = f"{text.removesuffix('.')} ({said}){end}" if text else said.capitalize()
 
 
 def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -116,10 +132,19 @@ def parse_check_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             unknown argument or a count below 1 (``vime.config.validation.count_problem``:
             ``--rollout-batch-size 0``); 0 after ``--help``.
     """
+    import sys
+
     from vime.config.validation import count_problem
 
     parser = build_parser()
     ns = parse_command_line(parser, argv)
+    # the options whose value is the check's own default (neither the command line nor the
+    # --config file set it): the report says so where that default decided what ran
+    words = list(sys.argv[1:] if argv is None else argv)
+    given = {a.dest for a in parser._actions for o in a.option_strings
+             if any(w == o or w.startswith(o + "=") for w in words)}
+    ns.dry_run_defaulted = sorted(d for d, v in DRY_RUN_DEFAULTS.items()
+                                  if d not in given and parser.get_default(d) == v)
     if not ns.rollout_function_path:  # the default rollout, as `vime train` runs it
         ns.rollout_function_path = HOOKS["rollout_function_path"].default
     found = count_problem(ns, required=False)   # a batch of 0 is the command's, not the rollout's

@@ -34,7 +34,7 @@ from vime.contract.checks.settings import CheckContext, CheckSettings
 from vime.contract.errors import ContractError, ContractWarning, Violation
 from vime.contract.hooks import BUILTIN_GENERATE_PATH, HOOKS, hook_spec
 from vime.contract.invariants import INVARIANTS
-from vime.rollout.budget_refusals import BudgetRefusal
+from vime.rollout.budget_refusals import BudgetRefusal, EngineCall, engine_calls
 from vime.rollout.budget_refusals import recording as budget_recording
 from vime_lint.check.arguments import DRY_RUN_DEFAULTS
 from vime_lint.check.calls import (
@@ -75,6 +75,19 @@ _STAGES = {"run_hooks": "hook stage (generate, reward, filters)",
            "train_stage": "train step", "eval_stage": "eval step"}
 
 
+#: What each hook that a check's boundary calls is, for a "not run (no ...)" reason.
+_HOOK_NOUNS = {"custom_generate_function_path": "custom generate",
+               "agent_function_path": "agent", "custom_rm_path": "custom reward",
+               "dynamic_sampling_filter_path": "filter", "buffer_filter_path": "filter",
+               "rollout_sample_hook_path": "sample hook",
+               "custom_reward_post_process_path": "reward post-process",
+               "custom_convert_samples_to_train_data_path": "convert hook"}
+
+#: The stage whose step checks each boundary (a stage that stopped leaves them not run).
+_BOUNDARY_STAGES = {"B1": "train_stage", "B5": "train_stage", "B6": "eval_stage",
+                    "B2": "run_hooks", "B3": "run_hooks", "B4": "run_hooks"}
+
+
 def _ids(*boundaries: str) -> list[str]:
     """Runtime/load invariant ids checked at any of ``boundaries``."""
     return [i for i, inv in INVARIANTS.items() if set(inv.boundaries) & set(boundaries)]
@@ -102,6 +115,8 @@ class DryRun:
         self.reward_probe: ProbeOutcome | None = None
         #: The agent compiled or ran the stand-in's scripted answers as programs.
         self.ran_scripted_answers = False
+        #: The stages that stopped where a hook raised or the engine failed (_STAGES keys).
+        self.stopped: set[str] = set()
 
     def _check(self, name: str, dest: str, path: str, *values: Any,
                **options: Any) -> list[Violation]:
@@ -336,7 +351,6 @@ class DryRun:
                 self.report.add(in_context(some, owner_dest, owner_path), ids)
             return None
         found += collect_rollout_output(out, self.settings, evaluation=evaluation, name=path)
-        ids = self._eval_ids(out, ids) if evaluation else self._train_ids(out, ids)
         if evaluation and getattr(self.args, "eval_datasets", None):
             # VIM131: not the training prompts (checked when eval sets are given: without
             # them the dry run's eval step has nothing held out to compare with)
@@ -345,6 +359,7 @@ class DryRun:
             get = getattr(source, "training_prompts", None)
             keys = frozenset(map(prompt_key, (get() if callable(get) else None) or []))
             found += check_vim131(getattr(out, "data", None), keys, eval_prompt_keys(source))
+        ids = self._eval_ids(out, ids, found) if evaluation else self._train_ids(out, ids)
         self.report.add([], ids)     # checked, with or without findings
         for (owner_dest, owner_path), some in owners(found, dest, path, self.hooks).items():
             self.report.add(in_context(some, owner_dest, owner_path), ids)
@@ -365,15 +380,19 @@ class DryRun:
                 self.report.not_run.setdefault(inv_id, "no train samples")
         return [i for i in ids if i in kept]
 
-    def _eval_ids(self, out: Any, ids: list[str]) -> list[str]:
+    def _eval_ids(self, out: Any, ids: list[str], found: list[Violation]) -> list[str]:
         """``ids`` less the eval checks (B6) that had nothing to check: all of them when the
         eval step returned no sample, VIM131 when no eval sets were given (its reference);
-        the report shows those as "not run" with the reason and a note names the flags."""
+        the report shows those as "not run" with the reason and a note names the flags. An id
+        with a finding in ``found`` ran (an eval output of the wrong shape holds no sample
+        but fails VIM130): it is neither "not run" nor in the note."""
         data = getattr(out, "data", None)
         n = sum(len(entry.get("samples") or []) for entry in data.values()
                 if isinstance(entry, dict)) if isinstance(data, dict) else 0
         configured = bool(getattr(self.args, "eval_datasets", None))
         skip = set(_ids("B6")) if n == 0 else set() if configured else {"VIM131"}
+        failed = {v.id for v in found}
+        skip -= failed
         if not skip:
             return ids
         reason = "no eval datasets" if not configured else "no eval samples"
@@ -381,10 +400,11 @@ class DryRun:
             self.report.not_run[inv_id] = reason
         flags = ("--eval-datasets NAME gives the dry run a synthetic held-out set, "
                  "--eval-prompt-data NAME FILE your own")
-        what = ("the eval step returned no sample" if n == 0
+        what = ("the eval step returned no sample" if n == 0 and "VIM130" not in failed
                 else "the eval output has no held-out set to compare with the training prompts")
         why = ("no eval datasets configured" if not configured
-               else "the eval output's datasets hold no samples")
+               else "the eval output's datasets hold no samples" if "VIM130" not in failed
+               else "no eval sample could be read from the eval output (VIM130 above)")
         self.report.notes.append(f"{', '.join(sorted(skip))} not run: {why}, so {what}"
                                  + (f" ({flags})" if not configured else ""))
         return [i for i in ids if i not in skip]
@@ -438,6 +458,13 @@ class DryRun:
     def _stage(self, stage: Any) -> None:
         try:
             stage()
+        except (StageFindings, EngineFailure, HarnessError):
+            self.stopped.add(stage.__name__)
+            raise
+
+    def _run_stage(self, stage: Any) -> None:
+        try:
+            self._stage(stage)
         except StageFindings as exc:
             found = exc.violations
             for dest, path in self.sources:   # the hook that raised: its context and def
@@ -499,6 +526,64 @@ class DryRun:
                                      f"launch's {first.flag} (or a larger one) to run them")
             self.report.unexercised.append("turns refused for lack of budget did not run")
 
+    def _first_call_note(self, calls: list[EngineCall], refused: list[BudgetRefusal]) -> None:
+        """A note when the custom generate's first engine call used the whole response budget
+        on every sample (finish reason length, TRUNCATED): a later turn had no room, whether
+        vime refused it (:meth:`_budget_notes`) or the generate's own budget check skipped it,
+        so the dry run never ran one; the verdict then says "clean as far as it ran"."""
+        dest = "custom_generate_function_path"
+        firsts = [c for c in calls if c.before == 0]
+        if dest not in self.hooks or not firsts or not all(c.filled for c in firsts) \
+                or any(r.where == "generate" for r in refused):   # that note says it
+            return
+        first = firsts[0]
+        flag = first.flag
+        budget = f"{flag}={first.budget}"
+        if flag == "--rollout-max-response-len" and \
+                "rollout_max_response_len" in getattr(self.ns, "dry_run_defaulted", ()):
+            budget += " (the check's default: your launch did not pass one)"
+        self.report.notes.append(
+            f"{hook_label(dest, self.hooks[dest][0])}: its first engine call used the whole "
+            f"response budget on every sample ({len(firsts)} call(s), finish reason length: "
+            f"TRUNCATED at {budget}), so no later turn had room: the turns after the first "
+            f"were not exercised; pass your launch's {flag} (or a larger one) to run them")
+        self.report.unexercised.append("turns after a first call that filled the budget did "
+                                       "not run")
+
+    def _not_run_reasons(self) -> None:
+        """The reason of each runtime check that neither ran nor has one yet (``not run
+        (REASON)``): its hooks are not configured, its stage stopped, it is the trainer's."""
+        report = self.report
+        have = {v.id for v in report.findings} | report.checked | report.unjudged
+        for inv_id, inv in INVARIANTS.items():
+            if inv.scope in ("static", "template") or inv_id in have or inv_id in report.not_run:
+                continue
+            dests = [b.hook for b in HOOK_BOUNDARIES.values() if inv_id in b.ids and b.hook]
+            stages = {_BOUNDARY_STAGES.get(b) for b in inv.boundaries}
+            missing = bool(dests) and not any(d in self.hooks for d in dests)
+            if inv.scope == "probe":
+                reason = "not probed"
+            elif "B7" in inv.boundaries:
+                reason = "trainer hooks: vime train only"
+            elif inv_id == "VIM128":
+                reason = "seen only where code raises"
+            elif inv_id == "VIM194" and getattr(self.args, "check_token_boundaries", 1) == 0:
+                reason = "--check-token-boundaries 0"
+            elif stopped := stages & self.stopped - ({"run_hooks"} if missing else set()):
+                # a stage that stopped (not the hook stage for a hook that is not configured)
+                stage = next(s for s in _STAGES if s in stopped)
+                reason = f"the {_STAGES[stage].split(' (')[0]} stopped"
+            elif missing:
+                nouns = list(dict.fromkeys(_HOOK_NOUNS.get(d, d) for d in dests))
+                reason = "no " + (nouns[0] if len(nouns) == 1
+                                  else f"{', '.join(nouns[:-1])} or {nouns[-1]}")
+            elif inv_id == "VIM194":    # compared in the rollout, on multi-turn samples only
+                reason = ("the train step stopped" if "train_stage" in self.stopped
+                          else "no multi-turn sample compared")
+            else:
+                reason = "not reached"
+            report.not_run[inv_id] = reason
+
     def _crash_message(self, exc: HarnessError) -> str:
         """``exc``'s message, naming the user's hook whose file it came from when the hook
         called was vime's (the default rollout running an agent that raised): the same crash
@@ -555,13 +640,15 @@ class DryRun:
         policy_log.setLevel(logging.CRITICAL)
         try:
             with warnings.catch_warnings(record=True) as caught, \
-                    observed_boundaries() as seen, budget_recording() as refused:
+                    observed_boundaries() as seen, budget_recording() as refused, \
+                    engine_calls() as calls:
                 warnings.simplefilter("always", ContractWarning)
                 for stage in (self.run_hooks, self.train_stage, self.eval_stage):
-                    self._stage(stage)
+                    self._run_stage(stage)
         finally:
             policy_log.setLevel(level)
         self._budget_notes(refused)
+        self._first_call_note(calls, refused)
         shown = self._add_observed(seen) | {v.format() for v in self.report.findings}
         self.report.findings.extend(v for v in warning_findings(caught, "while running user code")
                                     if v.message.removeprefix("ContractWarning: ") not in shown)
@@ -574,6 +661,7 @@ class DryRun:
         constant_reward_in_the_dry_run(self.report, self.args, self.engine_note, self.hooks)
         probe_filter(self.ns, self.args, self.report)
         self.report.findings = [located(v, self.sources) for v in self.report.findings]
+        self._not_run_reasons()
         mode = getattr(self.ns, "contract_check", "raise")
         if mode != "raise":
             self.report.notes.append(f"--contract-check {mode} sets what vime train does with "

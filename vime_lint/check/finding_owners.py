@@ -32,7 +32,9 @@ def owners(found: list[Violation], dest: str, path: str, hooks: dict[str, Any]
     for v in found:
         owner = (dest, path)
         if own:
-            field = v.where.rsplit(".", 1)[-1].split("[", 1)[0] if "." in v.where else ""
+            # "samples[0][0].status (index=0)" -> "status"
+            field = v.where.split(" (", 1)[0].rsplit(".", 1)[-1].split("[", 1)[0] \
+                if "." in v.where.split(" (", 1)[0] else ""
             at = INVARIANTS[v.id].boundaries if v.id in INVARIANTS else ()
             wanted = (("custom_rm_path", "agent_function_path")
                       if v.id in _REWARD_IDS or field == "reward" or at == ("B3",) else

@@ -96,6 +96,7 @@ def located(v: Violation, sources: dict[tuple[str, str], str]) -> Violation:
     argument stay in the text."""
     for (dest, path), at in sources.items():
         arg = HOOKS[dest].arg
+        at = _shown(dest, path, at)
         if v.context:
             if f"`{path}` ({arg})" in v.context and not v.context.startswith(at):
                 return dataclasses.replace(v, context=f"{at}: {v.context}")
@@ -103,3 +104,21 @@ def located(v: Violation, sources: dict[tuple[str, str], str]) -> Violation:
             return dataclasses.replace(
                 v, context=f"{at}: {CheckContext.for_hook(dest, path).describe()}")
     return v
+
+
+def _shown(dest: str, path: str, at: str) -> str:
+    """How a finding names where hook ``path`` is: ``FILE:LINE`` of its ``def`` in the user's
+    code; vime's own hook (the default rollout, whose findings are about no user hook: those
+    go to the user's reward or generate, ``vime_lint.check.finding_owners``) by name, not by a
+    file inside vime."""
+    from pathlib import Path
+
+    import vime
+
+    root = Path(vime.__file__).resolve().parent
+    file = Path(at.rpartition(":")[0]).resolve()
+    if root not in file.parents:        # not vime's (the user's, an installed package's)
+        return at
+    if dest == "rollout_function_path" and path == HOOKS[dest].default:
+        return "vime's default rollout"
+    return f"vime's own {HOOKS[dest].arg}"

@@ -200,6 +200,22 @@ class _Caller:
         #: and how many rows that was.
         self.no_number: set[str] = set()
         self.unnumbered = 0
+        #: Calls that raised, and the first one's ``TYPE: TEXT at FILE:LINE in NAME`` (the
+        #: user's frame where there is one).
+        self.raised = 0
+        self.first_raise = ""
+
+    def _raised(self, exc: BaseException, n: int = 1) -> str:
+        from vime_lint.check.calls import raised_at, user_origin
+
+        self.raised += n
+        shown, frame = user_origin(exc)
+        text = f"{type(shown).__name__}: {str(shown)[:160]}"
+        if not self.first_raise:
+            at = raised_at(exc) if frame is None else \
+                f" at {frame.filename}:{frame.lineno} in {frame.name}"
+            self.first_raise = text + at
+        return text
 
     def sample(self, row: ProbeRow, text: str, status: str, index: int, label: str) -> Any:
         from vime.utils.types import Sample
@@ -238,7 +254,7 @@ class _Caller:
             except asyncio.TimeoutError:
                 return None, f"TimeoutError: no reward within --rm-timeout {self.timeout} s"
             except Exception as exc:  # noqa: BLE001 - the probe reports it (VIM303)
-                return None, f"{type(exc).__name__}: {str(exc)[:160]}"
+                return None, self._raised(exc)
             finally:
                 self.runs_code |= seen.ran
         value, why = reward_scalar(self.args, value)
@@ -252,7 +268,8 @@ class _Caller:
                    for i, (t, s) in enumerate(items)]
         try:
             values = asyncio.run(self._bounded(lambda: batched_async_rm(self.args, samples)))
-        except Exception:  # noqa: BLE001 - the group probe needs numbers; VIM303 says why
+        except Exception as exc:  # noqa: BLE001 - the group probe needs numbers; VIM303 says why
+            self._raised(exc, len(items))
             return [None] * len(items)
         return [reward_scalar(self.args, v)[0] for v in values]
 
@@ -398,7 +415,13 @@ def run_probes(args: argparse.Namespace, rows: Sequence[ProbeRow], *,
             "the trainer needs a finite float per sample; return 1.0 / 0.0 (or float(text) for "
             "a score held as text; a dict needs --reward-key)")
         unjudged -= caller.unnumbered
-    if unjudged:
+    if caller.calls and caller.raised == caller.calls:
+        # the reward raises on every response: its answer format is not the question
+        out.notes.append(
+            f"reward probes: every one of the {caller.calls} probe call(s) of {where} raised "
+            f"(the first: {caller.first_raise}), so no prompt was judged; fix that error, then "
+            "run `vime-lint check` again")
+    elif unjudged:
         out.notes.append(
             f"reward probes: for {unjudged} of {probed} prompt(s) no rendering of the label "
             f"({', '.join(RENDERINGS)}) scored above both an empty and a wrong answer, so the reward's answer "

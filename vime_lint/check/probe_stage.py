@@ -68,11 +68,17 @@ def probe_reward(ns: argparse.Namespace, args: argparse.Namespace, report: Repor
     """The reward probes (:mod:`vime_lint.check.probe_run`) when the launch has a reward
     and ``--no-probe`` is not given, on ``--prompt-data`` rows (else the synthetic prompts),
     at most 6 (about 170 reward calls); their outcome, None when not run."""
+    from vime_lint.check.probes import FILTER_PROBES, PROBES
+
+    reward_ids = [p.id for p in PROBES if p.id not in FILTER_PROBES]
     if not getattr(ns, "probe", True) or not (args.custom_rm_path or args.rm_type):
+        why = "--no-probe" if not getattr(ns, "probe", True) else "no reward function to probe"
+        report.not_run.update(dict.fromkeys(reward_ids, why))
         return None
     if args.rm_type == "random":
         report.notes.append("reward probes: --rm-type random is a control reward "
                             "(0 or 1 at random); not probed")
+        report.not_run.update(dict.fromkeys(reward_ids, "--rm-type random"))
         return None
     from vime_lint.check.probe_run import run_probes
     from vime_lint.check.probes import ProbeRow
@@ -102,14 +108,16 @@ def probe_reward(ns: argparse.Namespace, args: argparse.Namespace, report: Repor
                              metadata_from_hooks=own_rollout)
     except ContractError as exc:
         raise HarnessError(str(exc)) from None
-    from vime_lint.check.probes import FILTER_PROBES, PROBES
-
     # an id counts as checked only when some prompt was judged (else it stays "not run")
     report.add(outcome.findings, [p.id for p in PROBES
                                   if outcome.judged and p.id not in FILTER_PROBES
                                   and (p.id != "VIM307" or args.group_rm)
                                   and not (outcome.code_reward
                                            and p.id in ANSWER_PROBES)])
+    if not outcome.judged:
+        report.not_run.update(dict.fromkeys(reward_ids, "no prompt judged: see the notes"))
+    elif not args.group_rm:
+        report.not_run["VIM307"] = "no --group-rm"
     if outcome.code_reward:
         report.unjudged.update(ANSWER_PROBES)
     report.notes.extend(outcome.notes)
@@ -179,14 +187,19 @@ def probe_filter(ns: argparse.Namespace, args: argparse.Namespace, report: Repor
     """The dynamic sampling filter's probes (VIM308, VIM309;
     :func:`vime_lint.check.probe_run.run_filter_probes`) when the launch has
     ``--dynamic-sampling-filter-path`` and ``--no-probe`` is not given."""
+    from vime_lint.check.probes import FILTER_PROBES
+
     if not getattr(ns, "probe", True) or not args.dynamic_sampling_filter_path:
+        report.not_run.update(dict.fromkeys(FILTER_PROBES, "--no-probe" if not getattr(
+            ns, "probe", True) else "no dynamic filter to probe"))
         return
     from vime_lint.check.probe_run import run_filter_probes
-    from vime_lint.check.probes import FILTER_PROBES
 
     try:
         outcome = run_filter_probes(args)
     except ContractError as exc:
         raise HarnessError(str(exc)) from None
     report.add(outcome.findings, list(FILTER_PROBES) if outcome.judged else [])
+    if not outcome.judged:
+        report.not_run.update(dict.fromkeys(FILTER_PROBES, "nothing judged: see the notes"))
     report.notes.extend(outcome.notes)

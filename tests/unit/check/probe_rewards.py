@@ -217,3 +217,8 @@ async def boxed_only(args, sample):             # pays only for \boxed{label}: c
 async def never_pays(args, sample):             # 0.0 whatever the answer (a broken grader)
     found = re.findall(r"\\boxed\{([^{}]*)\}", sample.response)
     return 1.0 if found and found[-1] == f"\\boxed{{{sample.label}}}" else 0.0
+
+
+async def raises_key_error(args, sample):       # VIM303: a KeyError on every call
+    value = {"a": 1}["b"]
+    return float(value)

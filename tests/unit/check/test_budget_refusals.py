@@ -108,3 +108,84 @@ def test_refusals_are_kept_only_while_recording() -> None:
         note_refusal(refusal)
     note_refusal(refusal)
     assert inner == [refusal] and outer == [refusal, refusal]
+
+
+#: a two-turn generate with its own budget check before turn 2 (as the docs suggest): at the
+#: check's default budget a first call that fills it skips turn 2 without a refusal
+OWN_CHECK = '''
+from vime.rollout.vllm_rollout import generate as vllm_generate
+
+FEEDBACK = [10, 65, 114, 101, 32, 121, 111, 117, 32, 115, 117, 114, 101, 63, 10]
+
+
+async def generate(args, sample, sampling_params, evaluation=False):
+    budget = sampling_params["max_tokens"]
+    sample = await vllm_generate(args, sample, sampling_params)          # turn 1
+    if sample.response_length >= budget:
+        return sample
+    sample.append_response_tokens(args, tokens=FEEDBACK, trainable=False,
+                                  text="\\nAre you sure?\\n")
+    sample.status = sample.Status.PENDING
+    return await vllm_generate(args, sample, sampling_params)            # turn 2
+'''
+
+#: the stand-in's replies made longer than the check's 32-token default (a real model's)
+LONG = ("42 is the answer, as the sum of the two numbers in the question shows when added "
+        "up", "no idea what the answer to this question is, I cannot work it out at all")
+
+
+@pytest.mark.parametrize(("argv", "default"), [((), True),
+                                               (("--rollout-max-response-len", "2"), False)])
+def test_a_first_call_that_fills_the_budget_leaves_no_room_for_turn_2(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        argv: tuple[str, ...], default: bool) -> None:
+    # the trial: turn 2 never ran at the 32-token default and the check said "clean"
+    import vime_lint.check.engine as engine
+
+    monkeypatch.setattr(engine, "STAND_IN_REPLIES", LONG)
+    (tmp_path / "br_own_check.py").write_text(OWN_CHECK)
+    code, out = _run(capsys, "--custom-generate-function-path", "br_own_check.generate",
+                     "--rm-type", "math", "--label-key", "label", *argv)
+    budget = "32 (the check's default: your launch did not pass one)" if default else "2"
+    assert ("note: --custom-generate-function-path `br_own_check.generate`: its first engine "
+            "call used the whole response budget on every sample (") in out, out
+    assert (f"finish reason length: TRUNCATED at --rollout-max-response-len={budget}), so no "
+            "later turn had room: the turns after the first were not exercised; pass your "
+            "launch's --rollout-max-response-len (or a larger one) to run them") in out
+    assert "never sent for lack of response budget" not in out   # no call was refused
+    assert out.splitlines()[-1] == ("vime-lint check: clean as far as it ran (turns after a "
+                                    "first call that filled the budget did not run: see the "
+                                    "notes)"), out
+    assert code == 0
+
+
+def test_turn_2_that_ran_gets_no_budget_note(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    (tmp_path / "br_own_check.py").write_text(OWN_CHECK)
+    code, out = _run(capsys, "--custom-generate-function-path", "br_own_check.generate",
+                     "--rm-type", "math", "--label-key", "label")
+    assert "first engine call used the whole response budget" not in out
+    assert out.splitlines()[-1] == "vime-lint check: clean", out
+    # a passed budget equal to the default is not "the check's default"
+    from vime_lint.check.arguments import parse_check_args
+
+    assert parse_check_args(["--rollout-max-response-len", "32"]).dry_run_defaulted == [
+        "n_samples_per_prompt", "rollout_batch_size"]
+    assert "rollout_max_response_len" in parse_check_args([]).dry_run_defaulted
+
+
+def test_engine_calls_are_kept_only_while_someone_listens() -> None:
+    from vime.rollout.budget_refusals import (
+        EngineCall,
+        engine_calls,
+        listening_to_calls,
+        note_call,
+    )
+
+    call = EngineCall(0, 0, 32, True, 32, "--rollout-max-response-len")
+    assert not listening_to_calls()
+    note_call(call)                                   # no one listens: nothing is kept
+    with engine_calls() as outer, engine_calls() as inner:
+        assert listening_to_calls()
+        note_call(call)
+    assert outer == inner == [call] and not listening_to_calls()

@@ -28,6 +28,27 @@ def test_check_help_lists_vime_flags(capsys: pytest.CaptureFixture[str]) -> None
         assert flag in out, flag
 
 
+def test_check_help_says_the_dry_run_defaults_not_vimes_required(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `vime-lint check --help` said "--rollout-batch-size ... (required)"; the check runs
+    # without it (DRY_RUN_DEFAULTS)
+    from vime_lint.check.arguments import DRY_RUN_DEFAULTS, build_parser
+
+    helps = {a.dest: " ".join((a.help or "").split()) for a in build_parser()._actions}
+    assert helps["rollout_batch_size"] == ("Prompt groups per rollout step (vime-lint check "
+                                           "default: 2; `vime train` requires it).")
+    for dest, value in DRY_RUN_DEFAULTS.items():
+        assert f"(vime-lint check default: {value}" in helps[dest], helps[dest]
+        assert "(required)" not in helps[dest]
+    assert cli.main(["check", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "(required)" not in out.split("--rollout-batch-size")[1].split("--n-samples")[0]
+    from vime.config.parser import get_parser as vime_parser
+
+    train = {a.dest: a.help for a in vime_parser()._actions}
+    assert "(required)" in (train["rollout_batch_size"] or "")   # vime train's help unchanged
+
+
 def test_every_vime_option_is_accepted() -> None:
     from vime.config import get_parser
 

@@ -191,7 +191,8 @@ def test_an_unjudged_reward_is_not_run_not_pass(capsys: pytest.CaptureFixture[st
     main(["--rollout-function-path", ROLLOUT, "--custom-rm-path",
           "probe_rewards.json_only_format"])
     out = capsys.readouterr().out
-    assert re.search(r"^VIM300\s+probe-gold-above-wrong\s+not run$", out, re.M), out
+    assert re.search(r"^VIM300\s+probe-gold-above-wrong\s+not run \(no prompt judged: see "
+                     r"the notes\)$", out, re.M), out
 
 
 def test_a_reward_that_reads_what_is_unset_at_reward_time_is_named() -> None:
@@ -340,3 +341,20 @@ def test_findings_on_the_default_rollouts_output_name_the_users_hook(
     context = stored[1].split("\n  in ", 1)[1].splitlines()[0]
     assert "probe_rewards.py:" in context and "text_score" in context, context
     assert "rollout_fn.py" not in out
+
+
+def test_a_reward_that_raises_on_every_call_is_said_to_raise_not_to_have_an_unknown_format(
+        ) -> None:
+    # a KeyError on every call read "no rendering of the label ... scored above both an empty
+    # and a wrong answer, so the reward's answer format is unknown"
+    ids, texts, notes = probe("--custom-rm-path", "probe_rewards.raises_key_error")
+    assert ids == {"VIM303"}, texts
+    assert not any("answer format is unknown" in n for n in notes), notes
+    (note,) = [n for n in notes if "raised" in n]
+    assert "every one of the " in note and " probe call(s) of " in note
+    assert "probe_rewards.py:" in note.split(" raised ")[0]        # the reward's def
+    assert f"(the first: KeyError: 'b' at {HERE / 'probe_rewards.py'}:" in note
+    assert " in raises_key_error), so no prompt was judged; fix that error" in note
+    # a reward that raises on some responses only keeps the unknown-format note
+    _, _, notes = probe("--custom-rm-path", "probe_rewards.raises_without_number")
+    assert not any("every one of the" in n for n in notes), notes

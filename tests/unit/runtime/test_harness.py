@@ -51,7 +51,7 @@ def test_reference_rollout_alone_uses_builtin_generator(capsys: pytest.CaptureFi
     code, out, _ = _run(capsys, "--rollout-function-path", "vime_ref_good.generate_rollout")
     assert code == 0, out
     assert "built-in deterministic generator" in out
-    assert "VIM140  generate-boundary" in out and "not run" in out.split("VIM140")[1].split("\n")[0]
+    assert "VIM140  generate-boundary             not run (no custom generate)\n" in out
 
 
 def test_uneven_groups_exit_1_with_id(capsys: pytest.CaptureFixture[str]) -> None:
@@ -282,7 +282,7 @@ def test_agent_runs_in_the_default_mode_scored_by_its_own_reward(
     assert "scripted engine stand-in" in out
     for inv_id in ("VIM185", "VIM186", "VIM187"):
         assert _row(out, inv_id).endswith("pass"), _row(out, inv_id)
-    assert _row(out, "VIM150").endswith("not run")     # the agent's reward: no reward function
+    assert _row(out, "VIM150").endswith("not run (no custom reward)")   # the agent scores
     assert "error" not in out.split("vime-lint check:")[-1].replace("0 error(s)", ""), out
     assert code in (0, 1) and "Traceback" not in err
 
@@ -307,7 +307,8 @@ def test_vim194_the_agent_step_compares_its_trajectories_with_the_template(
     code, out, err = _agent_check(capsys, "good_agent", "--check-token-boundaries", "1")
     assert _row(out, "VIM194").endswith("pass"), _row(out, "VIM194")
     code, out, err = _agent_check(capsys, "good_agent", "--check-token-boundaries", "0")
-    assert _row(out, "VIM194").endswith("not run"), _row(out, "VIM194")
+    assert _row(out, "VIM194").endswith("not run (--check-token-boundaries 0)"), \
+        _row(out, "VIM194")
 
 
 @pytest.mark.parametrize(("agent", "inv_id", "text"), [

@@ -24,7 +24,8 @@ from vime.contract.checks.values import reward_problem
 from vime.contract.errors import Violation
 from vime.contract.invariants import INVARIANTS
 
-__all__ = ["agent_result_problems", "check_vim185", "check_vim186", "check_vim187"]
+__all__ = ["BUILT_BUT_NOT_CALLED_FIX", "agent_result_problems", "check_vim185", "check_vim186",
+           "check_vim187", "uses_base_url"]
 
 
 def check_vim185(result: Any, s: CheckSettings, where: str) -> Violation | None:
@@ -46,13 +47,42 @@ def check_vim185(result: Any, s: CheckSettings, where: str) -> Violation | None:
                          problem=f"{text} (the agent returned {describe_value(result)})")
 
 
-def check_vim186(calls: int, where: str) -> Violation | None:
-    """VIM186: the run recorded at least one model call (``calls`` > 0)."""
+#: VIM186's fix for an agent that builds its client from ``base_url`` (:func:`uses_base_url`):
+#: the client is right, no call on it completed before ``run`` returned.
+BUILT_BUT_NOT_CALLED_FIX = ("the agent passes base_url to a call (its client is built from "
+                            "the arguments) but no call on that client completed before run "
+                            "returned: await a model call on it (await client.chat.completions"
+                            ".create(...)) before returning")
+
+
+def uses_base_url(fn: Any) -> bool | None:
+    """True when the source of agent function ``fn`` passes its ``base_url`` parameter to a
+    call (``AsyncOpenAI(base_url=base_url, ...)``: the client is built from the arguments),
+    False when it does not, None when its source cannot be read."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    return any(isinstance(a, ast.Name) and a.id == "base_url"
+               for node in ast.walk(tree) if isinstance(node, ast.Call)
+               for a in (*node.args, *(k.value for k in node.keywords)))
+
+
+def check_vim186(calls: int, where: str, fn: Any = None) -> Violation | None:
+    """VIM186: the run recorded at least one model call (``calls`` > 0). ``fn``, the agent
+    function, tells a client built from the arguments but never called
+    (:data:`BUILT_BUT_NOT_CALLED_FIX`) from one built elsewhere (the invariant's fix)."""
     if calls > 0:
         return None
+    built = fn is not None and uses_base_url(fn) is True
     return INVARIANTS["VIM186"].violation(where, problem=(
         "recorded no model call: run returned without a completed request to the base_url "
-        "and api_key it was given, so the trajectory has no model tokens to train on"))
+        "and api_key it was given, so the trajectory has no model tokens to train on"),
+        fix=BUILT_BUT_NOT_CALLED_FIX if built else None)
 
 
 def check_vim187(in_flight: int, where: str) -> Violation | None:
@@ -65,9 +95,10 @@ def check_vim187(in_flight: int, where: str) -> Violation | None:
 
 
 def agent_result_problems(result: Any, s: CheckSettings, *, calls: int, in_flight: int,
-                          index: int | None = None) -> list[Violation]:
-    """VIM185, VIM186 and VIM187 on one agent run, in that order."""
+                          index: int | None = None, fn: Any = None) -> list[Violation]:
+    """VIM185, VIM186 and VIM187 on one agent run, in that order (``fn``: the agent function,
+    see :func:`check_vim186`)."""
     at = f" (index={index})" if index is not None else ""
     found = [check_vim185(result, s, f"agent function result{at}"),
-             check_vim186(calls, f"agent run{at}"), check_vim187(in_flight, f"agent run{at}")]
+             check_vim186(calls, f"agent run{at}", fn), check_vim187(in_flight, f"agent run{at}")]
     return [v for v in found if v is not None]

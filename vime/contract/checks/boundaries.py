@@ -133,8 +133,8 @@ def _sync_hook_result(v: Sequence[Any], s: CheckSettings, ctx: CheckContext) -> 
 
 
 def _agent(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *, calls: int = 0,
-           in_flight: int = 0, index: int | None = None) -> list[Violation]:
-    return agent_result_problems(v[0], s, calls=calls, in_flight=in_flight, index=index)
+           in_flight: int = 0, index: int | None = None, fn: Any = None) -> list[Violation]:
+    return agent_result_problems(v[0], s, calls=calls, in_flight=in_flight, index=index, fn=fn)
 
 
 def _token_boundaries(v: Sequence[Any], s: CheckSettings, ctx: CheckContext, *,
@@ -336,12 +336,13 @@ def check_sync_hook_result(result: Any, args: Any, *, hook: str, hook_path: str 
 
 def check_agent_result(result: Any, args: Any, *, hook_path: str | None = None,
                        rollout_id: int | None = None, index: int | None = None, calls: int = 0,
-                       in_flight: int = 0) -> list[Violation]:
+                       in_flight: int = 0, fn: Any = None) -> list[Violation]:
     """B2, once per ``--agent-function-path`` run: what ``run`` returned (VIM185), the number
-    of recorded model ``calls`` (VIM186) and of calls still ``in_flight`` when it returned
-    (VIM187). See :func:`check_boundary`."""
+    of recorded model ``calls`` (VIM186; ``fn``, the agent function, names the fix) and of
+    calls still ``in_flight`` when it returned (VIM187). See :func:`check_boundary`."""
     return check_boundary("agent_result", result, args=args, hook_path=hook_path,
-                          rollout_id=rollout_id, index=index, calls=calls, in_flight=in_flight)
+                          rollout_id=rollout_id, index=index, calls=calls, in_flight=in_flight,
+                          fn=fn)
 
 
 def check_token_boundaries(trajectories: Sequence[tuple[str, Sequence[int],

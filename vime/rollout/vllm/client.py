@@ -130,6 +130,21 @@ def _note_refusal(sample: Sample, params: dict[str, Any], limit: str,
                                limit))
 
 
+def _note_call(sample: Sample, params: dict[str, Any], limit: str, max_context: Any,
+               before: int, generated: int) -> None:
+    """Tell :mod:`vime.rollout.budget_refusals` (while it listens) how much of the budget one
+    answered call of ``sample`` used."""
+    from vime.rollout.budget_refusals import EngineCall, listening_to_calls, note_call
+
+    if not listening_to_calls():
+        return
+    total = params.get("max_tokens") if limit == "--rollout-max-response-len" else max_context
+    budget = int(total or 0)
+    filled = sample.status == Sample.Status.TRUNCATED or (
+        limit == "--rollout-max-response-len" and budget > 0 and before + generated >= budget)
+    note_call(EngineCall(sample.index, before, generated, filled, budget, limit))
+
+
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
     """Generate (or continue) one sample's response with one engine call; grows the sample with
     ``Sample.append_response_tokens`` and sets its status from the finish reason.
@@ -217,9 +232,12 @@ async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, A
             if not sample.tokens:
                 sample.tokens = prompt_ids
             text = state.tokenizer.decode(result.token_ids, skip_special_tokens=skip_special)
+            before = int(sample.response_length)
             sample.append_response_tokens(args, tokens=result.token_ids,
                                           log_probs=result.log_probs, trainable=True,
                                           meta_info=result.meta_info(), text=text)
+            _note_call(sample, sampling_params, limit, max_context, before,
+                       len(result.token_ids))
             if sample.status != Sample.Status.ABORTED or state.aborted:
                 return sample
             what = (f"the engine aborted request {request_id} on its own after "
