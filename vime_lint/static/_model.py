@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vime.contract import HookSpec, Severity
+from vime.contract import GROUP_RM_SPEC, HookSpec, Severity
 
 __all__ = [
     "Edit", "Finding", "HookBinding", "Invalid", "LintOptions", "LintResult", "ParseFailure",
@@ -168,6 +168,14 @@ class LintOptions:
         """``[(launch file, its flags)]`` for each launch file that names ``binding`` (empty
         when no launch script or config names the hook)."""
         return [(f, self.launch_files[f]) for f in binding.launches if f in self.launch_files]
+
+    def group_rm(self, binding: HookBinding) -> bool:
+        """True when ``binding`` runs as a ``--group-rm`` reward: its spec is the group
+        reward's (discovery found a launch naming it that sets ``--group-rm``), or a launch
+        file naming it sets ``--group-rm``. A ``--group-rm`` of a launch that does not name
+        the function (another module's reward) does not count."""
+        return binding.spec is GROUP_RM_SPEC or any(
+            "--group-rm" in flags for _, flags in self.launches_of(binding))
 
     @property
     def eval_configured(self) -> bool:
