@@ -247,6 +247,13 @@ class HookSignature(Rule):
                 return None
         """, line=1, col=4, options={"hooks": {"log_rollout_data":
                                               "custom_rollout_log_function_path"}}),
+        # ... and the documented agent signature, whose `evaluation` is a keyword the hook is
+        # passed (HookSpec.optional_kwargs), is not taken for one with extra parameters: a
+        # plain def stays an error
+        Invalid("""
+            def run_agent(args, sample, base_url, api_key, evaluation=False):
+                return 1.0
+        """, line=1, col=4, severity="error"),
         # ... while one whose parameters are all the hook's stays an error by name alone
         Invalid("""
             def log_rollout_data(rollout_id, args, samples):
