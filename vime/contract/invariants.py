@@ -416,10 +416,12 @@ _ALL: tuple[Invariant, ...] = (
          "and `status` set on some train path (`evaluation=False`); the sample a "
          "custom generate function returns has "
          "`tokens`, `response_length` and `status`.",
-         "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
-         "training data (no tokens, no reward) or is dropped as pending, after the engines and "
-         "the trainer have started; a generated sample without a response fails the generate "
-         "boundary check (a status left PENDING only warns there, so that case is a warning).",
+         "A sample that reaches `RolloutFnTrainOutput` without tokens, a response length or a "
+         "reward fails conversion to training data after the engines and the trainer have "
+         "started; a generated sample without a response fails the generate boundary check. "
+         "A status never set stays PENDING, which vime only warns about (VIM111) and trains "
+         "as not truncated, so a response cut at the length limit trains as a finished one: "
+         "that case alone is a warning (vime.contract.sample.UNSET_FIELD_SEVERITY).",
          "required field never set",
          "{hook} `{name}`: {problem}",
          "set the field (sample.reward = ..., Sample(tokens=...)), or produce the samples with "

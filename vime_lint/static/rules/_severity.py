@@ -77,7 +77,9 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
               "class attribute is not reported",
     "VIM034": "warning: the run works on labels that are all None",
     "VIM035": "warning: the reward model is skipped, the run works",
-    "VIM036": "error: conversion to training data fails on the missing field",
+    "VIM036": "error: no tokens, response length or reward: conversion to training data "
+              "fails; warning: only the status never set, which stays PENDING, warns at run "
+              "time (VIM111) and trains as not truncated",
     "VIM037": "warning: a bare bool is wrapped at run time; error: None drops every group",
     "VIM038": "warning: the read raises AttributeError at run time, unless a "
               "--custom-config-path file sets the name (which the linter cannot see)",
