@@ -142,6 +142,10 @@ class HookBinding:
                 "no launch, `[tool.vime_lint] hooks` or Protocol annotation names it)")
 
 
+#: The flags that configure evaluation steps (VIM002's severity).
+_EVAL_FLAGS = frozenset({"--eval-interval", "--eval-prompt-data", "--eval-config"})
+
+
 @dataclass(frozen=True, slots=True)
 class LintOptions:
     """What the linter knows about the run configuration of the file it lints.
@@ -177,10 +181,15 @@ class LintOptions:
         return binding.spec is GROUP_RM_SPEC or any(
             "--group-rm" in flags for _, flags in self.launches_of(binding))
 
-    @property
-    def eval_configured(self) -> bool:
-        """True when launch scripts configure evaluation (VIM002 is then an error)."""
-        return bool(self.launch_flags & {"--eval-interval", "--eval-prompt-data", "--eval-config"})
+    def eval_configured(self, binding: HookBinding) -> bool:
+        """True when the run of ``binding`` configures evaluation (VIM002 is then an error): a
+        launch file naming it sets ``--eval-interval``, ``--eval-prompt-data`` or
+        ``--eval-config``; for a hook that ``[tool.vime_lint] hooks`` names and no launch
+        does, any launch file. A function found by its conventional name or an annotation
+        alone is in no launch's run: another launch's evaluation does not count."""
+        if binding.launches:
+            return any(flags & _EVAL_FLAGS for _, flags in self.launches_of(binding))
+        return binding.explicit and bool(self.launch_flags & _EVAL_FLAGS)
 
 
 def dedent_case(code: str) -> str:

@@ -29,7 +29,8 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM001": "error: the first call raises (wrong mode, missing slot or default); warning: a "
               "stale positional name (`data_buffer`), which works because it is passed "
               "positionally (other positional names are matched by position: no finding)",
-    "VIM002": "error when the launch configures evaluation (the eval step is rejected); "
+    "VIM002": "error when the launch that names the rollout function configures evaluation "
+              "(the eval step is rejected); "
               "warning otherwise (no eval step runs)",
     "VIM003": "error: None, a tuple, a generator, a dict in train mode or a list in eval mode "
               "raise VIM101; warning: the bare list (train) or dict (eval) that call_rollout_fn "

@@ -368,3 +368,26 @@ def test_group_rm_false_is_not_the_group_rm_flag(tmp_path: Path) -> None:
     launch = scan_launch_files(tmp_path, ())
     assert "--group-rm" not in launch.flags
     assert [t.spec.params for t in launch.targets] == [("args", "sample")]
+
+
+NO_EVAL_BRANCH = ("from vime.rollout.base_types import RolloutFnTrainOutput\n\n\n"
+                  "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                  "    return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n")
+
+
+@pytest.mark.parametrize(("config", "severity"), [
+    # a config that evaluates another module's rollout says nothing about this one
+    ("rollout-function-path: x.generate_rollout\neval-interval: 5\n", "warning"),
+    ("rollout-function-path: rollout.generate_rollout\n", "warning"),
+    # the launch that names this function evaluates: its eval steps are rejected
+    ("rollout-function-path: rollout.generate_rollout\neval-interval: 5\n", "error"),
+])
+def test_eval_flags_of_a_config_apply_only_to_the_rollout_it_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        config: str, severity: str) -> None:
+    (tmp_path / "rollout.py").write_text(NO_EVAL_BRANCH)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "run.yaml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    _, findings = _json(capsys, "rollout", "rollout.py")
+    assert [f["severity"] for f in findings if f["code"] == "VIM002"] == [severity]
