@@ -144,13 +144,33 @@ def _file_flags(text: str) -> frozenset[str]:
     return frozenset(flags)
 
 
-def _mentions(text: str, rel: str) -> bool:
-    """True when ``text`` names the file ``rel`` (its relative path, or its file name as a
-    word of its own: ``--custom-config-path configs/rm.yaml``, ``config: rm.yaml``)."""
-    if rel in text:
-        return True
-    name = rel.rpartition("/")[2]
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", text) is not None
+def _names_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", text) is not None
+
+
+def _mentioned(text: str, launch: str, files: Iterable[str]) -> list[str]:
+    """The scanned files (root-relative) that the launch file ``launch``'s ``text`` names: by
+    their root-relative path, by their path from the launch's folder
+    (``--custom-config-path configs/rm.yaml``, ``config: rm.yaml`` beside it), or by their
+    file name alone when no other scanned file has that name: a bare ``grpo.yaml`` does not
+    pull in the flags of every ``grpo.yaml`` of the tree."""
+    folder = launch.rpartition("/")[0]
+    by_name: dict[str, list[str]] = {}
+    out: list[str] = []
+    for rel in files:
+        if rel == launch:
+            continue
+        local = rel[len(folder) + 1:] if folder and rel.startswith(folder + "/") else (
+            rel if not folder else "")
+        if _names_word(text, rel) or (local and _names_word(text, local)):
+            out.append(rel)
+        else:
+            by_name.setdefault(rel.rpartition("/")[2], []).append(rel)
+    named = {rel.rpartition("/")[2] for rel in out}
+    for name, rels in by_name.items():
+        if len(rels) == 1 and name not in named and _names_word(text, name):
+            out.append(rels[0])
+    return out
 
 
 def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
@@ -199,9 +219,8 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
     files: dict[str, frozenset[str]] = {}
     for rel, text in launch_texts.items():
         merged = set(file_flags[rel])
-        for other, other_flags in file_flags.items():
-            if other != rel and _mentions(text, other):
-                merged |= other_flags
+        for other in _mentioned(text, rel, file_flags):
+            merged |= file_flags[other]
         files[rel] = frozenset(merged)
     for t in rm_targets:
         group = t.launch is not None and "--group-rm" in files.get(t.launch, frozenset())

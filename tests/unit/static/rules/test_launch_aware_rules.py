@@ -391,3 +391,24 @@ def test_eval_flags_of_a_config_apply_only_to_the_rollout_it_names(
     monkeypatch.chdir(tmp_path)
     _, findings = _json(capsys, "rollout", "rollout.py")
     assert [f["severity"] for f in findings if f["code"] == "VIM002"] == [severity]
+
+
+def test_a_config_named_by_its_file_name_alone_is_the_one_beside_the_launch(
+        tmp_path: Path) -> None:
+    # two `grpo.yaml`: the launch's bare `grpo.yaml` is the one in its own folder; the other
+    # folder's (which sets --group-rm for its own run) does not leak into this launch
+    for d, text in (("a", "reward_key: acc\n"), ("b", "group-rm: true\n")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "grpo.yaml").write_text(text)
+    (tmp_path / "a" / "run.sh").write_text(
+        'cd "$(dirname "$0")"\nvime train --custom-rm-path pkg.rm.a --config grpo.yaml\n')
+    (tmp_path / "c.sh").write_text("vime train --custom-rm-path pkg.rm.c --config rm.yaml\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "rm.yaml").write_text("label_key: answer\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert "--reward-key" in launch.files["a/run.sh"]
+    assert "--group-rm" not in launch.files["a/run.sh"]
+    assert [t.spec.params for t in launch.targets if t.dotted == "pkg.rm.a"] == [
+        ("args", "sample")]
+    # a file name that only one scanned file has still finds it wherever it is
+    assert "--label-key" in launch.files["c.sh"]
