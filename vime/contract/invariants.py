@@ -416,10 +416,12 @@ _ALL: tuple[Invariant, ...] = (
          "and `status` set on some train path (`evaluation=False`); the sample a "
          "custom generate function returns has "
          "`tokens`, `response_length` and `status`.",
-         "A sample that reaches `RolloutFnTrainOutput` without them fails conversion to "
-         "training data (no tokens, no reward) or is dropped as pending, after the engines and "
-         "the trainer have started; a generated sample without a response fails the generate "
-         "boundary check (a status left PENDING only warns there, so that case is a warning).",
+         "A sample that reaches `RolloutFnTrainOutput` without tokens, a response length or a "
+         "reward fails conversion to training data after the engines and the trainer have "
+         "started; a generated sample without a response fails the generate boundary check. "
+         "A status never set stays PENDING, which vime only warns about (VIM111) and trains "
+         "as not truncated, so a response cut at the length limit trains as a finished one: "
+         "that case alone is a warning (vime.contract.sample.UNSET_FIELD_SEVERITY).",
          "required field never set",
          "{hook} `{name}`: {problem}",
          "set the field (sample.reward = ..., Sample(tokens=...)), or produce the samples with "
@@ -1073,7 +1075,7 @@ _ALL: tuple[Invariant, ...] = (
          "None on one path, or a list of samples where the output dataclass is due fails the "
          "runtime check or the conversion, or trains on a wrong value.",
          "wrong hook return type",
-         "{context}: {fix}; mypy: {detail}",
+         "{context}; mypy: {detail}",
          "return the contract's type on every path (a Python `float(...)` for a reward, "
          "`RolloutFnTrainOutput(samples=...)` from a rollout function)"),
     _inv("VIM201", "static", "error", "contract-type-misuse",
@@ -1090,7 +1092,7 @@ _ALL: tuple[Invariant, ...] = (
          "its parameters (a missing `rollout_id` that shifts the others, a misspelt keyword) "
          "raises TypeError when the hook runs, and is this error too.",
          "value used as the wrong type",
-         "{context}: {fix}; mypy: {detail}",
+         "{context}; mypy: {detail}",
          "narrow the value first (`isinstance(sample.prompt, str)`, "
          "`sample.get_reward_value(args)`) or convert it; call vime's functions with the "
          "parameters they take, in order (`finalize_rollout_groups(args, rollout_id, groups)`)"),
@@ -1100,7 +1102,7 @@ _ALL: tuple[Invariant, ...] = (
          "`status = \"completed\"` never equals `Sample.Status.COMPLETED`, a list or a string "
          "in `metrics` breaks the metric log.",
          "field set to the wrong type",
-         "{context}: {fix}; mypy: {detail}",
+         "{context}; mypy: {detail}",
          "store a value of the field's declared type, which the finding names (a Python "
          "float for `reward`, a `Sample.Status` member for `status`, one float per key of "
          "`metrics`)"),
@@ -1109,7 +1111,7 @@ _ALL: tuple[Invariant, ...] = (
          "vime passes and expects the contract's types whatever the annotation says: a "
          "conflicting annotation misleads readers and type checkers, and hides real errors.",
          "annotation contradicts the contract",
-         "{context}: {fix}; mypy: {detail}",
+         "{context}; mypy: {detail}",
          "annotate with the contract's type (docs/contract.md §4) or a narrower one"),
     _inv("VIM204", "static", "warning", "mypy-strictness",
          "mypy's own strictness in a hook, where no contract type is violated (off by default).",
@@ -1121,7 +1123,7 @@ _ALL: tuple[Invariant, ...] = (
          "TypedDicts). The code runs and trains as written in the usual launch; only "
          "`--extend-select VIM204` (or a select naming VIM204) reports them.",
          "mypy strictness",
-         "{context}: {fix}; mypy: {detail}",
+         "{context}; mypy: {detail}",
          "annotate or narrow the value (`assert x is not None`, `isinstance`), or leave it: "
          "VIM204 is off by default"),
     # ---- 6d: reward probes (vime-lint check; vime_lint/check/probes.py) ----------------------

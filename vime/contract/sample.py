@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from vime.contract.errors import Severity
+
 __all__ = [
     "FIELDS_BY_NAME",
     "FINISH_REASON_STATUS",
@@ -29,6 +31,7 @@ __all__ = [
     "REQUIRED_TRAIN_FIELDS",
     "RESPONSE_LENGTH_FIELDS",
     "SAMPLE_FIELDS",
+    "UNSET_FIELD_SEVERITY",
     "WRITTEN_IN_PLACE_FIELDS",
     "SAMPLE_FIELD_NAMES",
     "STATUS_VALUES",
@@ -166,6 +169,16 @@ REQUIRED_TRAIN_FIELDS: tuple[str, ...] = ("tokens", "response_length", "reward",
 #: ``--custom-generate-function-path`` function must): the reward comes after, from the
 #: reward function (docs/contract.md §2, §6a; VIM036).
 GENERATED_FIELDS: tuple[str, ...] = ("tokens", "response_length", "status")
+#: What a field of :data:`REQUIRED_TRAIN_FIELDS` (and :data:`GENERATED_FIELDS`) left at its
+#: default does at run time, as the severity of the finding that says so (an error only where
+#: the run fails or trains on a wrong value): no tokens or response length leaves nothing to
+#: train on, and a reward left None fails conversion to training data (VIM110); a status left
+#: ``PENDING`` (``Sample.status``'s default) is only warned about (VIM111, at the generate
+#: boundary and in the train output) and converts as not truncated (conversion's ``truncated``
+#: column is 1 for ``TRUNCATED`` alone), as a ``COMPLETED`` sample does. Read by VIM111 and
+#: vime-lint's VIM036.
+UNSET_FIELD_SEVERITY: MappingProxyType[str, Severity] = MappingProxyType({
+    "tokens": "error", "response_length": "error", "reward": "error", "status": "warning"})
 
 #: ``Sample.Status`` members as (NAME, value), in order.
 STATUS_VALUES: tuple[tuple[str, str], ...] = (

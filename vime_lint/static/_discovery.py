@@ -129,21 +129,48 @@ def strip_comments(text: str, suffix: str) -> str:
     return "\n".join(lines)
 
 
+#: ``group-rm: true`` / ``group_rm = true`` (YAML, TOML, JSON keys; ``--group-rm`` is a flag).
+_GROUP_RM_TRUE = re.compile(r"(?<![\w-])[\"']?group[_-]rm[\"']?[ \t]*[:=][ \t]*[\"']?[Tt]rue\b")
+
+
 def _file_flags(text: str) -> frozenset[str]:
     flags = {f"--{m.group('name')}" for m in _FLAG.finditer(text)}
-    flags |= {"--" + m.group("name").replace("_", "-") for m in _KEY.finditer(text)}
+    keys = {"--" + m.group("name").replace("_", "-") for m in _KEY.finditer(text)}
+    if "--group-rm" in keys and "--group-rm" not in flags and not _GROUP_RM_TRUE.search(text):
+        keys.discard("--group-rm")  # `group_rm: false` does not set --group-rm
+    flags |= keys
     if "$@" in text or "$*" in text or "${@" in text:
         flags.add(FORWARDED_ARGS)
     return frozenset(flags)
 
 
-def _mentions(text: str, rel: str) -> bool:
-    """True when ``text`` names the file ``rel`` (its relative path, or its file name as a
-    word of its own: ``--custom-config-path configs/rm.yaml``, ``config: rm.yaml``)."""
-    if rel in text:
-        return True
-    name = rel.rpartition("/")[2]
-    return re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", text) is not None
+def _names_word(text: str, word: str) -> bool:
+    return re.search(rf"(?<![\w.-]){re.escape(word)}(?![\w.-])", text) is not None
+
+
+def _mentioned(text: str, launch: str, files: Iterable[str]) -> list[str]:
+    """The scanned files (root-relative) that the launch file ``launch``'s ``text`` names: by
+    their root-relative path, by their path from the launch's folder
+    (``--custom-config-path configs/rm.yaml``, ``config: rm.yaml`` beside it), or by their
+    file name alone when no other scanned file has that name: a bare ``grpo.yaml`` does not
+    pull in the flags of every ``grpo.yaml`` of the tree."""
+    folder = launch.rpartition("/")[0]
+    by_name: dict[str, list[str]] = {}
+    out: list[str] = []
+    for rel in files:
+        if rel == launch:
+            continue
+        local = rel[len(folder) + 1:] if folder and rel.startswith(folder + "/") else (
+            rel if not folder else "")
+        if _names_word(text, rel) or (local and _names_word(text, local)):
+            out.append(rel)
+        else:
+            by_name.setdefault(rel.rpartition("/")[2], []).append(rel)
+    named = {rel.rpartition("/")[2] for rel in out}
+    for name, rels in by_name.items():
+        if len(rels) == 1 and name not in named and _names_word(text, name):
+            out.append(rels[0])
+    return out
 
 
 def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
@@ -152,12 +179,15 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
     A file naming at least one hook target is a launch configuration: its flags (with those of
     the scanned config files it names, e.g. a YAML given to ``--custom-config-path``) are kept
     per file in :attr:`LaunchConfig.files`, for the configuration-aware rules (VIM019).
+
+    A ``--custom-rm-path`` target is a group reward (``GROUP_RM_SPEC``) only when its own
+    launch file, or a config file that launch names, sets ``--group-rm``: a ``group-rm: true``
+    elsewhere in the repository says nothing about the rewards it does not name.
     """
     targets: list[Target] = []
     flags: set[str] = set()
     scanned = 0
-    group_rm_files: set[Path] = set()
-    rm_targets: list[tuple[Path, Target]] = []
+    rm_targets: list[Target] = []
     file_flags: dict[str, frozenset[str]] = {}
     launch_texts: dict[str, str] = {}
     for p in _walk(root, exclude):
@@ -172,8 +202,6 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
         here = _file_flags(text)
         file_flags[rel] = here
         flags |= here
-        if "--group-rm" in text or re.search(r"\bgroup[_-]rm\b\s*[:=]\s*[Tt]rue", text):
-            group_rm_files.add(p)
         if "path" not in text or p.name == "pyproject.toml":
             continue  # pyproject's [tool.vime_lint] hooks are step b, not a launch config
         for m in _PATH_ARG.finditer(text):
@@ -185,19 +213,18 @@ def scan_launch_files(root: Path, exclude: Sequence[str]) -> LaunchConfig:
             t = Target(m.group("value"), spec, f"{rel}:{line} ({arg})", rel)
             launch_texts[rel] = text
             if spec.dest == "custom_rm_path":
-                rm_targets.append((p, t))
+                rm_targets.append(t)
             else:
                 targets.append(t)
-    for p, t in rm_targets:
-        spec = GROUP_RM_SPEC if p in group_rm_files else t.spec
-        targets.append(Target(t.dotted, spec, t.source, t.launch))
     files: dict[str, frozenset[str]] = {}
     for rel, text in launch_texts.items():
         merged = set(file_flags[rel])
-        for other, other_flags in file_flags.items():
-            if other != rel and _mentions(text, other):
-                merged |= other_flags
+        for other in _mentioned(text, rel, file_flags):
+            merged |= file_flags[other]
         files[rel] = frozenset(merged)
+    for t in rm_targets:
+        group = t.launch is not None and "--group-rm" in files.get(t.launch, frozenset())
+        targets.append(replace(t, spec=GROUP_RM_SPEC) if group else t)
     return LaunchConfig(tuple(targets), frozenset(flags), scanned, files)
 
 

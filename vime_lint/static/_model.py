@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from vime.contract import HookSpec, Severity
+from vime.contract import GROUP_RM_SPEC, HookSpec, Severity
 
 __all__ = [
     "Edit", "Finding", "HookBinding", "Invalid", "LintOptions", "LintResult", "ParseFailure",
@@ -142,6 +142,10 @@ class HookBinding:
                 "no launch, `[tool.vime_lint] hooks` or Protocol annotation names it)")
 
 
+#: The flags that configure evaluation steps (VIM002's severity).
+_EVAL_FLAGS = frozenset({"--eval-interval", "--eval-prompt-data", "--eval-config"})
+
+
 @dataclass(frozen=True, slots=True)
 class LintOptions:
     """What the linter knows about the run configuration of the file it lints.
@@ -169,10 +173,23 @@ class LintOptions:
         when no launch script or config names the hook)."""
         return [(f, self.launch_files[f]) for f in binding.launches if f in self.launch_files]
 
-    @property
-    def eval_configured(self) -> bool:
-        """True when launch scripts configure evaluation (VIM002 is then an error)."""
-        return bool(self.launch_flags & {"--eval-interval", "--eval-prompt-data", "--eval-config"})
+    def group_rm(self, binding: HookBinding) -> bool:
+        """True when ``binding`` runs as a ``--group-rm`` reward: its spec is the group
+        reward's (discovery found a launch naming it that sets ``--group-rm``), or a launch
+        file naming it sets ``--group-rm``. A ``--group-rm`` of a launch that does not name
+        the function (another module's reward) does not count."""
+        return binding.spec is GROUP_RM_SPEC or any(
+            "--group-rm" in flags for _, flags in self.launches_of(binding))
+
+    def eval_configured(self, binding: HookBinding) -> bool:
+        """True when the run of ``binding`` configures evaluation (VIM002 is then an error): a
+        launch file naming it sets ``--eval-interval``, ``--eval-prompt-data`` or
+        ``--eval-config``; for a hook that ``[tool.vime_lint] hooks`` names and no launch
+        does, any launch file. A function found by its conventional name or an annotation
+        alone is in no launch's run: another launch's evaluation does not count."""
+        if binding.launches:
+            return any(flags & _EVAL_FLAGS for _, flags in self.launches_of(binding))
+        return binding.explicit and bool(self.launch_flags & _EVAL_FLAGS)
 
 
 def dedent_case(code: str) -> str:

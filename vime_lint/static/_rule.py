@@ -140,10 +140,13 @@ def _plausible(target: HookTarget | None, spec: HookSpec) -> bool:
 def _loose(target: HookTarget | None, spec: HookSpec) -> bool:
     """Whether a function bound by a conventional name alone takes a parameter the hook does
     not pass by that name (``HookBinding.loose``); never for the rollout and eval functions,
-    whose name is what every rollout module is written under."""
+    whose name is what every rollout module is written under. The keywords the call site
+    passes when declared (``HookSpec.optional_kwargs``: the agent's and generate's
+    ``evaluation``) are the hook's own parameters, not extra ones."""
     if target is None or spec.dest in ROLLOUT_DESTS:
         return False
-    return any(p.name not in spec.params for p in target.params
+    passed = {*spec.params, *spec.optional_kwargs}
+    return any(p.name not in passed for p in target.params
                if p.kind not in ("VAR_POSITIONAL", "VAR_KEYWORD"))
 
 

@@ -81,8 +81,9 @@ def types_section() -> str:
         "(a `list[Sample]` parameter keeps the contract's type), and the helpers they reach "
         "inherit it.",
         "",
-        "Each message leads with the contract type and the fix, then mypy's sentence "
-        "(`...; mypy: Item \"list[dict[str, Any]]\" of ...`); a clean run prints `All checks "
+        "Each message leads with the contract type, then mypy's sentence "
+        "(`...; mypy: Item \"list[dict[str, Any]]\" of ...`); the `help:` line under it is "
+        "the fix for that field or value. A clean run prints `All checks "
         "passed!`. It needs mypy: `pip install 'vime[types]'`. Output formats, "
         "`--select`/`--ignore`, `per-file-ignores` and `# noqa: VIM201` work as for "
         "`vime-lint rollout`; only findings inside hooks and the helpers they reach are "

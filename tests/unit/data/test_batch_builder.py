@@ -243,3 +243,22 @@ def test_global_batch_size_default() -> None:
     assert global_batch_size(make_args(rollout_batch_size=4, n_samples_per_prompt=2)) == 8
     assert global_batch_size(make_args(rollout_batch_size=4, n_samples_per_prompt=2,
                                        num_steps_per_rollout=2)) == 4
+
+
+def test_a_status_never_set_converts_as_not_truncated() -> None:
+    # Sample.status defaults to PENDING; nothing at conversion fails on it: the sample trains
+    # as a COMPLETED one would (truncated 0), which is why a status never set is a warning in
+    # lint (VIM036) and at run time (VIM111): vime.contract.sample.UNSET_FIELD_SEVERITY
+    from vime.contract.sample import UNSET_FIELD_SEVERITY
+
+    pending = [sample(5, 0, 1.0), sample(6, 0, 0.0)]
+    for s in pending:
+        s.status = Sample.Status.PENDING
+    assert Sample().status is Sample.Status.PENDING
+    data = BatchBuilder.convert(make_args(), pending)
+    done = BatchBuilder.convert(make_args(), [sample(5, 0, 1.0), sample(6, 0, 0.0)])
+    assert data["truncated"] == [0, 0]
+    assert data == done
+    assert UNSET_FIELD_SEVERITY["status"] == "warning"
+    assert {UNSET_FIELD_SEVERITY[f] for f in ("tokens", "response_length", "reward")} == {
+        "error"}

@@ -29,8 +29,10 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         async def reward_func(args, sample):
             text = sample.prompt.lower()
             return float("answer" in text)
-        ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt): "
-                           "narrow it first: `if isinstance(sample.prompt, str)")]),
+        ''', [(2, "VIM201", "`sample.prompt` is `str | list[dict[str, Any]]` (Sample.prompt); mypy: "
+                           'Item "list[dict[str, Any]]" of "str | list[dict[str, Any]]" has no '
+                           'attribute "lower"\nhelp: narrow it first: '
+                           "`if isinstance(sample.prompt, str)")]),
     # openreward-cookbook's shape: metadata kept as JSON text (slime keeps the data's string;
     # vime parses a JSON-string metadata column into a dict)
     "metadata_as_json_text.py": ('''
@@ -84,6 +86,14 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
             print(rollout_id, len(rollout_data))
         ''', [(1, "VIM200", "by its conventional name alone, and it has parameters that "
                            "hook does not pass")]),
+    # the documented agent signature (docs/contract.md: `async def run_agent(args, sample,
+    # base_url, api_key, evaluation=...)`) found by its conventional name: `evaluation` is a
+    # keyword the hook is passed, not an extra parameter, so the finding stays an error
+    "agent_documented_signature.py": ('''
+        async def run_agent(args, sample, base_url, api_key, evaluation=False):
+            return "1.0"
+        ''', [(2, "VIM200", "`run_agent` returns `float | dict[str, Any] | None` "
+                           "(AgentFunction); mypy: Incompatible return value type")]),
     # a helper annotated with a contract type it does not return hides the value from the
     # hook's own check: an error at the helper's return
     "helper_returns_other_than_its_contract_annotation.py": ('''
@@ -292,9 +302,7 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
                            "`rollout_id`; `groups` lands in `rollout_id`: vime's "
                            "`finalize_rollout_groups(args, rollout_id, groups, metrics=None, *, "
                            "controller=None)` (vime.rollout.base_types) raises TypeError on it "
-                           "when the hook runs: pass the hook's own `rollout_id` as the 2nd "
-                           "argument: `finalize_rollout_groups(args, rollout_id, groups)`; mypy: "
-                           'Missing positional argument "groups"')]),
+                           "when the hook runs; mypy: Missing positional argument \"groups\"")]),
     "call_default_rollout_without_rollout_id.py": ('''
         from vime.rollout import sft_rollout
         from vime.rollout.vllm_rollout import generate_rollout as base_rollout
@@ -307,7 +315,7 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
                            "no `rollout_id`; `data_source` lands in `rollout_id`: vime's "
                            "`generate_rollout(args, rollout_id, data_source, evaluation=False)` "
                            "(vime.rollout.vllm_rollout)"),
-              (7, "VIM201", "pass the hook's own `rollout_id` as the 2nd argument: "
+              (7, "VIM201", "\nhelp: pass the hook's own `rollout_id` as the 2nd argument: "
                             "`sft_rollout.generate_rollout(args, rollout_id, data_source)`")]),
     "call_generate_and_a_data_source_method.py": ('''
         import vime.rollout.vllm_rollout as vr
@@ -322,16 +330,15 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         ''', [(5, "VIM201", "the call `vr.generate(args, sample)` passes no `sampling_params`"
                            ": vime's `generate(args, sample, sampling_params)` "
                            "(vime.rollout.vllm_rollout) raises TypeError on it when the hook "
-                           "runs: pass the hook's own `sampling_params` as the 3rd argument: "
-                           "`vr.generate(args, sample, sampling_params)`"),
+                           "runs; mypy: Missing positional argument \"sampling_params\" in call to "
+                           "\"generate\"\nhelp: pass the hook's own `sampling_params` as the "
+                           "3rd argument: `vr.generate(args, sample, sampling_params)`"),
               (6, "VIM201", "passes 4 positional arguments where it takes 3: vime's "
                             "`generate(args, sample, sampling_params)` (vime.rollout.vllm_rollout)"
-                            " raises TypeError on it when the hook runs: pass only its 3 "
-                            "positional parameters: `vr.generate(args, sample, sampling_params)`"),
+                            " raises TypeError on it when the hook runs; mypy: "),
               (9, "VIM201", "the call `data_source.get_samples()` passes no `num_samples`: "
                             "vime's `get_samples(num_samples)` (vime.rollout.data_source."
-                            "DataSource) raises TypeError on it when the hook runs: pass a "
-                            "value for `num_samples` as the 1st argument")]),
+                            "DataSource) raises TypeError on it when the hook runs; mypy: ")]),
     "call_with_a_misspelt_keyword.py": ('''
         from vime.rollout.base_types import RolloutFnTrainOutput, finalize_rollout_groups
 
@@ -343,9 +350,8 @@ CASES: dict[str, tuple[str, list[tuple[int, str, str]]]] = {
         ''', [(6, "VIM201", "passes `metric=`, which it has no parameter for: vime's "
                            "`finalize_rollout_groups(args, rollout_id, groups, metrics=None, *, "
                            "controller=None)` (vime.rollout.base_types) raises TypeError on it "
-                           "when the hook runs: rename `metric=` to `metrics=`: "
-                           "`finalize_rollout_groups(args, rollout_id, groups, metrics={})`"),
-              (7, "VIM201", "rename `sample=` to `samples=`: "
+                           "when the hook runs; mypy: Unexpected keyword argument \"metric\""),
+              (7, "VIM201", "\nhelp: rename `sample=` to `samples=`: "
                             "`RolloutFnTrainOutput(samples=groups)`")]),
 }
 
@@ -600,8 +606,11 @@ def test_each_mistake_is_caught_at_its_line(checked: tuple[TypesOutcome, Path, d
     assert not outcome.problems, outcome.problems
     found = _findings(outcome, name)
     expected = CASES[name][1]
+    # each text is matched against what `vime-lint types` prints: the message, then the
+    # `help:` line (the fix, said once)
     for line, code, text in expected:
-        assert any(f.line == line and f.code == code and text in f.message for f in found), (
+        assert any(f.line == line and f.code == code and text in f"{f.message}\nhelp: "
+                   f"{f.fix_hint}" for f in found), (
             f"{name}: no {code} at line {line} with {text!r}; got "
             + "; ".join(f"{f.line}:{f.code} {f.message}" for f in found))
     assert len(found) == len(expected), [f"{f.line}:{f.code} {f.message}" for f in found]
@@ -630,8 +639,8 @@ def test_a_bare_list_of_groups_is_a_warning_as_at_run_time(checked: Any) -> None
         f.message
     assert ("a bare list on a path that `evaluation` does not split, which the train step "
             "takes: a legacy form there, which vime wraps with a DeprecationWarning; on the "
-            "eval path it is an error at run time (VIM101): wrap the groups") in f.message, \
-        f.message
+            "eval path it is an error at run time (VIM101); mypy: ") in f.message, f.message
+    assert f.fix_hint.startswith("wrap the groups"), f.fix_hint
     (f,) = _findings(outcome, "reward_tensor.py")
     assert f.severity == "error"
     # a bare dict: what was returned first (a new user read "returns `RolloutFnTrainOutput |
@@ -686,13 +695,19 @@ def test_a_helper_finding_names_the_hook_that_reaches_it(checked: Any) -> None:
                          in f.message for f in found), [f.message for f in found]
 
 
-def test_messages_lead_with_the_contract_and_the_fix_then_mypy(checked: Any) -> None:
+def test_messages_lead_with_the_contract_then_mypy_and_say_the_fix_once(checked: Any) -> None:
+    # the fix is the `help:` line only (the message said it too, so the text output, the
+    # editor's "fix:" line and JSON's fix_hint repeated it)
     outcome, *_ = checked
     (f,) = _findings(outcome, "reward_tensor.py")
     head, _, mypy = f.message.partition("; mypy: ")
-    assert head.startswith("`reward_func` returns `float | dict[str, Any]` (RewardFunction): "
-                           "return a Python number: `float(value)`"), f.message
+    assert head == "`reward_func` returns `float | dict[str, Any]` (RewardFunction)", f.message
     assert mypy.startswith("Incompatible return value type (got \"Tensor\"")
+    assert f.fix_hint.startswith("return a Python number: `float(value)`"), f.fix_hint
+    for r in outcome.results:
+        for g in r.findings:
+            if g.code.startswith("VIM20") and g.fix_hint:
+                assert g.fix_hint not in g.message, g
 
 
 def test_the_help_line_is_the_fix_of_this_field_and_type(checked: Any) -> None:
@@ -770,3 +785,15 @@ def test_one_contract_decides_a_raw_rollout_return(value: Any, mode: str) -> Non
     assert v.severity == want, v
     raw = {list: "a bare list", dict: "a bare dict"}.get(kind, "None")  # type: ignore[call-overload]
     assert _severity(raw, mode) == want  # type: ignore[arg-type]
+
+
+def test_the_documented_agent_signature_is_not_taken_for_extra_parameters(checked: Any) -> None:
+    # `evaluation` is one of the agent hook's own keywords (HookSpec.optional_kwargs): the
+    # finding keeps its error and does not say "it has parameters that hook does not pass"
+    outcome, *_ = checked
+    (f,) = _findings(outcome, "agent_documented_signature.py")
+    assert f.severity == "error", f
+    assert "parameters that hook does not pass" not in f.message, f.message
+    # the slime-style `log_rollout_data(rollout_id, args, rollout_data)` still is one
+    (g,) = _findings(outcome, "loose_log_rollout_data.py")
+    assert g.severity == "warning" and "parameters that hook does not pass" in g.message, g

@@ -42,9 +42,10 @@ def test_concise_lines_and_exit_codes(repo: Path, types_cache: Path,
     assert code == 1, err
     lines = out.splitlines()
     assert lines[0].startswith("rm.py:2:12: VIM201 `sample.prompt` is `str | list[dict[str, "
-                               "Any]]` (Sample.prompt): narrow it first: ")
-    assert '; mypy: Item "list[dict[str, Any]]" of ' in lines[0]
-    # the finding's own fix, as in `rollout` (not the rule's general text)
+                               'Any]]` (Sample.prompt); mypy: Item "list[dict[str, Any]]" of ')
+    # the finding's own fix, as in `rollout` (not the rule's general text), said once: on
+    # the help line, not in the message too
+    assert "narrow it first" not in lines[0]
     assert lines[1] == ("  help: narrow it first: `if isinstance(sample.prompt, str): ...` "
                         "(else a message list)")
     assert lines[2].startswith("rm.py:3:21: VIM202 `sample.status` is `Sample.Status`")

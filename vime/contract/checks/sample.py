@@ -45,7 +45,7 @@ from vime.contract.checks.values import array_number, reward_problem
 from vime.contract.errors import Severity, Violation
 from vime.contract.invariants import INVARIANTS
 from vime.contract.reward import reward_fix
-from vime.contract.sample import SAMPLE_FIELDS, FieldSpec
+from vime.contract.sample import SAMPLE_FIELDS, UNSET_FIELD_SEVERITY, FieldSpec
 from vime.utils.types import Sample
 
 __all__ = [
@@ -465,7 +465,10 @@ def check_vim111(sample: Sample, loc: Loc, s: CheckSettings, stage: Stage) -> li
         return [inv.violation(where, problem=f"is {describe_value(status)}, expected a "
                               "Sample.Status member", fix=fix)]
     if status is Sample.Status.PENDING:
-        return [inv.violation(where, severity="warning", problem="is PENDING after generation")]
+        # the default, never set: the sample trains as not truncated (UNSET_FIELD_SEVERITY)
+        return [inv.violation(where, severity=UNSET_FIELD_SEVERITY["status"],
+                              problem="is PENDING after generation (it trains as not "
+                              "truncated)")]
     if (stage == "train" and status is Sample.Status.ABORTED and not sample.remove_sample
             and (sample.loss_mask is None or any(sample.loss_mask))):
         return [inv.violation(where, severity="warning",

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from vime.contract.hooks import GROUP_RM_SPEC
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import HookBinding
 from vime_lint.static._rule import FileContext, FunctionTracker
@@ -55,9 +54,10 @@ class RewardRule(FunctionTracker):
 
 
 def is_batched_reward(binding: HookBinding, fn: cst.FunctionDef, context: FileContext) -> bool:
-    """True for a ``--group-rm`` reward function: its spec says so, the launch configuration
-    sets ``--group-rm``, or its second parameter is ``samples``."""
-    if binding.spec is GROUP_RM_SPEC or "--group-rm" in context.options.launch_flags:
+    """True for a ``--group-rm`` reward function: its spec says so, a launch configuration
+    naming it sets ``--group-rm`` (:meth:`LintOptions.group_rm`), or its second parameter is
+    ``samples``."""
+    if context.options.group_rm(binding):
         return True
     params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
     return len(params) >= 2 and params[1] == "samples"

@@ -29,7 +29,8 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
     "VIM001": "error: the first call raises (wrong mode, missing slot or default); warning: a "
               "stale positional name (`data_buffer`), which works because it is passed "
               "positionally (other positional names are matched by position: no finding)",
-    "VIM002": "error when the launch configures evaluation (the eval step is rejected); "
+    "VIM002": "error when the launch that names the rollout function configures evaluation "
+              "(the eval step is rejected); "
               "warning otherwise (no eval step runs)",
     "VIM003": "error: None, a tuple, a generator, a dict in train mode or a list in eval mode "
               "raise VIM101; warning: the bare list (train) or dict (eval) that call_rollout_fn "
@@ -77,7 +78,9 @@ SEVERITY_REASONS: MappingProxyType[str, str] = MappingProxyType({
               "class attribute is not reported",
     "VIM034": "warning: the run works on labels that are all None",
     "VIM035": "warning: the reward model is skipped, the run works",
-    "VIM036": "error: conversion to training data fails on the missing field",
+    "VIM036": "error: no tokens, response length or reward: conversion to training data "
+              "fails; warning: only the status never set, which stays PENDING, warns at run "
+              "time (VIM111) and trains as not truncated",
     "VIM037": "warning: a bare bool is wrapped at run time; error: None drops every group",
     "VIM038": "warning: the read raises AttributeError at run time, unless a "
               "--custom-config-path file sets the name (which the linter cannot see)",

@@ -24,8 +24,10 @@ class EvaluationBranch(FunctionTracker):
     ## What it does
     Reports a rollout function whose ``evaluation`` parameter is never read or forwarded, and
     a ``return RolloutFnTrainOutput(...)`` under ``if evaluation:`` (or a
-    ``RolloutFnEvalOutput`` on the train path). An error when the launch scripts configure
-    evaluation (``--eval-interval``, ``--eval-prompt-data``, ``--eval-config``), else a warning.
+    ``RolloutFnEvalOutput`` on the train path). An error when the launch that names the
+    function configures evaluation (``--eval-interval``, ``--eval-prompt-data``,
+    ``--eval-config``; for a hook named in ``[tool.vime_lint] hooks``, any launch), else a
+    warning: another launch's evaluation says nothing about a function it does not name.
 
     ## Why is this bad?
     Eval steps call the same function with ``evaluation=True``. A function that ignores the
@@ -97,7 +99,14 @@ class EvaluationBranch(FunctionTracker):
         Invalid("""
             def generate_rollout(args, rollout_id, data_source, evaluation=False):
                 return RolloutFnTrainOutput(samples=[])
-        """, line=1, col=52, severity="error", options={"launch_flags": ["--eval-interval"]}),
+        """, line=1, col=52, severity="error",
+           options={"hooks": {"generate_rollout": "rollout_function_path"},
+                    "launch_flags": ["--eval-interval"]}),
+        # a launch that configures evaluation but names another rollout function: a warning
+        Invalid("""
+            def generate_rollout(args, rollout_id, data_source, evaluation=False):
+                return RolloutFnTrainOutput(samples=[])
+        """, line=1, col=52, severity="warning", options={"launch_flags": ["--eval-interval"]}),
         Invalid("""
             def generate_rollout(args, rollout_id, data_source, evaluation=False):
                 if evaluation:
@@ -150,7 +159,7 @@ class EvaluationBranch(FunctionTracker):
         if binding is None or binding.spec.dest not in ROLLOUT_DESTS:
             return
         name = binding.function
-        severity: Severity = "error" if self.context.options.eval_configured else "warning"
+        severity: Severity = "error" if self.context.options.eval_configured(binding) else "warning"
         param = next((p for p in (*node.params.params, *node.params.kwonly_params)
                       if p.name.value == "evaluation"), None)
         if param is None:

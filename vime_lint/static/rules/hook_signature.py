@@ -66,6 +66,14 @@ class HookSignature(Rule):
         Valid("""
             async def reward_func(args, samples, **kwargs):
                 return [1.0]
+        """, options={"hooks": {"reward_func": "custom_rm_path"},
+                      "launch_flags": ["--group-rm"]}),
+        # A launch config sets --group-rm for another module's reward (`x.reward_func`, not
+        # this file's): this file's single reward, found by its conventional name, keeps the
+        # single-sample signature.
+        Valid("""
+            async def reward_func(args, sample):
+                return 1.0
         """, options={"launch_flags": ["--group-rm"]}),
         Valid("""
             def sample_hook(args, sample, rollout_id=None):
@@ -141,7 +149,8 @@ class HookSignature(Rule):
                 async def __call__(self, args, samples, **kwargs):
                     return [1.0] * len(samples)
             reward_func = Judge()
-        """, options={"launch_flags": ["--group-rm"]}),
+        """, options={"hooks": {"reward_func": "custom_rm_path"},
+                      "launch_flags": ["--group-rm"]}),
         Valid("async def score_group(args, batch, **kwargs):\n    return [0.0 for _ in batch]\n",
               options={"launch_flags": ["--group-rm"],
                        "hooks": {"score_group": "custom_rm_path"}}),
@@ -150,7 +159,8 @@ class HookSignature(Rule):
             async def _rm(args, samples, scale=1.0, **kwargs):
                 return [scale] * len(samples)
             reward_func = functools.partial(_rm, scale=2.0)
-        """, options={"launch_flags": ["--group-rm"]}),
+        """, options={"hooks": {"reward_func": "custom_rm_path"},
+                      "launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
         Invalid("""
@@ -160,7 +170,9 @@ class HookSignature(Rule):
         Invalid("""
             async def reward_func(args, sample):
                 return 1.0
-        """, line=1, col=10, options={"launch_flags": ["--group-rm"]}, severity="warning", fixed="""
+        """, line=1, col=10, options={"hooks": {"reward_func": "custom_rm_path"},
+                                      "launch_flags": ["--group-rm"]},
+           severity="warning", fixed="""
             async def reward_func(args, samples):
                 return 1.0
         """),
@@ -235,6 +247,13 @@ class HookSignature(Rule):
                 return None
         """, line=1, col=4, options={"hooks": {"log_rollout_data":
                                               "custom_rollout_log_function_path"}}),
+        # ... and the documented agent signature, whose `evaluation` is a keyword the hook is
+        # passed (HookSpec.optional_kwargs), is not taken for one with extra parameters: a
+        # plain def stays an error
+        Invalid("""
+            def run_agent(args, sample, base_url, api_key, evaluation=False):
+                return 1.0
+        """, line=1, col=4, severity="error"),
         # ... while one whose parameters are all the hook's stays an error by name alone
         Invalid("""
             def log_rollout_data(rollout_id, args, samples):
@@ -245,6 +264,6 @@ class HookSignature(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         for binding, target in _hook_targets(self, rollout=False):
             spec = binding.spec
-            if spec.dest == "custom_rm_path" and "--group-rm" in self.context.options.launch_flags:
+            if spec.dest == "custom_rm_path" and self.context.options.group_rm(binding):
                 spec = GROUP_RM_SPEC
             _check(self, target, binding, spec, "VIM004")

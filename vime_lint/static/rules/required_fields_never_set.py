@@ -15,7 +15,8 @@ import sys
 
 import libcst as cst
 
-from vime.contract import INVARIANTS
+from vime.contract import INVARIANTS, Severity
+from vime.contract.sample import UNSET_FIELD_SEVERITY
 from vime_lint.static._model import HookBinding, Invalid, Valid
 from vime_lint.static._rule import FunctionTracker
 from vime_lint.static.analysis import GENERATED_FIELDS, REQUIRED_FIELDS, TRAIN_OUT, fields_set
@@ -45,6 +46,18 @@ _HOW_TO_SET = {"tokens": "sample.tokens = prompt_ids + response_ids",
                "response_length": "sample.response_length = len(response_ids)",
                "reward": "sample.reward = float(score)",
                "status": "sample.status = Sample.Status.COMPLETED"}
+
+
+def _severity(missing: list[str]) -> Severity:
+    """The finding's severity: the worst of what each ``missing`` field left at its default
+    does at run time (``vime.contract.sample.UNSET_FIELD_SEVERITY``: a status left PENDING
+    only warns and trains as not truncated; no tokens, length or reward fails)."""
+    return "error" if any(UNSET_FIELD_SEVERITY[f] == "error" for f in missing) else "warning"
+
+
+#: Said of a finding whose only missing field is the status (UNSET_FIELD_SEVERITY).
+_PENDING_NOTE = ("the status stays PENDING, which vime warns about (VIM111) and trains as not "
+                 "truncated, so a response cut at the length limit trains as a finished one")
 
 
 def _set_fields_fix(missing: list[str]) -> str:
@@ -84,10 +97,12 @@ class RequiredFieldsNeverSet(FunctionTracker):
     what it is, no sample at all, which the generate boundary check fails.
 
     ## Why is this bad?
-    A sample without tokens, a response length, a reward or a final status cannot be
-    converted to training data: the step fails (or the sample is dropped as pending) after
-    the engines and the trainer have started. A rollout that forgets ``reward`` looks fine
-    until then (failure kind: "required field never set").
+    A sample without tokens, a response length or a reward cannot be converted to training
+    data: the step fails after the engines and the trainer have started. A rollout that
+    forgets ``reward`` looks fine until then (failure kind: "required field never set"). A
+    status never set stays ``PENDING``: vime warns (VIM111) and trains the sample as not
+    truncated, so a response cut at the length limit trains as a finished one; a finding
+    whose only missing field is the status is a warning.
 
     ## Example
     ```python
@@ -383,6 +398,26 @@ class RequiredFieldsNeverSet(FunctionTracker):
                     return RolloutFnTrainOutput(samples=groups)
             generate_rollout = Rollout()
         """, line=6, col=15),
+        # Tokens, length and reward set, the status never: it stays PENDING, which vime only
+        # warns about (VIM111) and trains as not truncated: a warning ...
+        Invalid(_HEAD + _SIG + """\
+    groups = data_source.get_samples(2)
+    for g in groups:
+        for s in g:
+            s.tokens = [1, 2]
+            s.response_length = 1
+            s.reward = 1.0
+    return RolloutFnTrainOutput(samples=groups)
+""", line=10, col=11, severity="warning"),
+        # ... and with the reward missing too, an error (a None reward fails conversion).
+        Invalid(_HEAD + _SIG + """\
+    groups = data_source.get_samples(2)
+    for g in groups:
+        for s in g:
+            s.tokens = [1, 2]
+            s.response_length = 1
+    return RolloutFnTrainOutput(samples=groups)
+""", line=9, col=11, severity="error"),
         # A custom generate function that stores only the text: no tokens, length or status.
         Invalid("""
             async def generate(args, sample, sampling_params):
@@ -457,8 +492,9 @@ class RequiredFieldsNeverSet(FunctionTracker):
             f"{'them' if len(missing) > 1 else 'it'} (vime's generate / generate_and_rm, "
             "rm_hub, append_response_tokens, a helper of this module given the sample)"
             + (f"; {only} {'is' if len(eval_only) == 1 else 'are'} set only under "
-               "`if evaluation:`, which never reaches the train output" if eval_only else ""),
-            hook="rollout function"),
+               "`if evaluation:`, which never reaches the train output" if eval_only else "")
+            + (f": {_PENDING_NOTE}" if _severity(missing) == "warning" else ""),
+            hook="rollout function"), severity=_severity(missing),
             fix_hint=("set the field on the train path too (outside `if evaluation:`, or in "
                       "its else branch)" if eval_only else _set_fields_fix(missing)))
 
@@ -516,16 +552,14 @@ class RequiredFieldsNeverSet(FunctionTracker):
         names = ", ".join(f"`{f}`" for f in missing)
         value = returns[0].value
         assert value is not None
-        only_status = missing == ["status"]
         self.report(value, self.INVARIANT.render(
             hook="custom generate function", name=binding.function,
             problem=f"returns its sample without {names} ever being set: no attribute store, "
             "no `Sample(...)` keyword and no call that sets "
             f"{'them' if len(missing) > 1 else 'it'} (vime's generate, "
             "append_response_tokens, update_from_meta_info, a helper of this module given "
-            "the sample)" + (": the status stays PENDING (a warning at the generate boundary)"
-                             if only_status else "")),
-            severity="warning" if only_status else None,
+            "the sample)" + (f": {_PENDING_NOTE}" if _severity(missing) == "warning" else "")),
+            severity=_severity(missing),
             fix_hint=("set sample.tokens / sample.response_length (append_response_tokens "
                       "does both) and sample.status from the finish reason, or call vime's "
                       "generate, which sets them"))

@@ -113,7 +113,7 @@ class RewardReturnKind(RewardRule):
         Valid("""
             async def reward_func(args, samples, **kwargs):
                 return [{'score': float(bool(s.response))} for s in samples]
-        """, options={"launch_flags": ["--group-rm"]}),
+        """, options={"hooks": {"reward_func": RM}, "launch_flags": ["--group-rm"]}),
     ]
     INVALID = [
         Invalid("async def reward_func(args, sample, **kwargs):\n"
@@ -173,7 +173,7 @@ class RewardReturnKind(RewardRule):
         Invalid("""
             async def reward_func(args, samples, **kwargs):
                 return [{'score': 1.0} if s.response else 0.0 for s in samples]
-        """, line=2, col=46, options={"launch_flags": ["--group-rm"]}),
+        """, line=2, col=46, options={"hooks": {"reward_func": RM}, "launch_flags": ["--group-rm"]}),
         Invalid("""
             import numpy as xp
             async def reward_func(args, sample, **kwargs):

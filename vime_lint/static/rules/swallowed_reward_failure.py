@@ -9,7 +9,13 @@ import libcst as cst
 from vime.contract import INVARIANTS
 from vime_lint.static._cst import code_of
 from vime_lint.static._model import HookBinding, Invalid, Valid
-from vime_lint.static.rules._reward_rule import STR_CALLS, RewardRule, reward_functions, short
+from vime_lint.static.rules._reward_rule import (
+    RM,
+    STR_CALLS,
+    RewardRule,
+    reward_functions,
+    short,
+)
 
 __all__ = ["SwallowedRewardFailure"]
 
@@ -121,7 +127,7 @@ class SwallowedRewardFailure(RewardRule):
                     except ValueError:
                         out.append(0.0)
                 return out
-        """, options={"launch_flags": ["--group-rm"]}),
+        """, options={"hooks": {"reward_func": RM}, "launch_flags": ["--group-rm"]}),
         Valid("""
             def parse(text):
                 try:
@@ -202,7 +208,7 @@ class SwallowedRewardFailure(RewardRule):
                     except Exception:
                         out.append(0.0)
                 return out
-        """, line=7, col=23, options={"launch_flags": ["--group-rm"]}),
+        """, line=7, col=23, options={"hooks": {"reward_func": RM}, "launch_flags": ["--group-rm"]}),
         Invalid("""
             FAILED = 0.0
             async def reward_func(args, sample, **kwargs):

@@ -354,7 +354,8 @@ def test_vim111_not_a_member_names_the_member_a_string_means() -> None:
 def test_vim111_pending_and_trainable_aborted() -> None:
     for stage in ("generate", "train"):
         assert check_vim111(good(status=ST.PENDING), L, S, stage) == [
-            v("VIM111", ".status", "is PENDING after generation", severity="warning")]
+            v("VIM111", ".status", "is PENDING after generation (it trains as not truncated)",
+              severity="warning")]
     aborted = v("VIM111", ".status", "is ABORTED but the sample is trainable (remove_sample is "
                 "False and its loss_mask has ones)", severity="warning",
                 fix="set remove_sample=True on aborted samples, or recycle the group with "

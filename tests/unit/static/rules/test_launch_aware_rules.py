@@ -311,3 +311,104 @@ def test_vim004_on_a_loose_conventional_binding_is_a_warning_that_says_why() -> 
     vim001 = [h for h in found if h.code == "VIM001"]
     assert "error" in {h.severity for h in vim001}, found    # `evaluation` is missing
     assert not any("conventional name alone" in h.message for h in vim001), found
+
+
+# ---- --group-rm belongs to the launch that names the reward --------------------------------
+
+SINGLE_RM = "async def reward_func(args, sample):\n    return 1.0 if sample.response else 0.0\n"
+
+
+@pytest.mark.parametrize(("config", "vim004"), [
+    # another module's reward (the new-user trial: no pyproject.toml, sub/run.yaml)
+    ("custom-rm-path: x.reward_func\ngroup-rm: true\n", False),
+    # the file's own reward, but --group-rm is off
+    ("custom-rm-path: stale2.reward_func\ngroup_rm: false\n", False),
+    ("custom-rm-path: stale2.reward_func\n", False),
+    # the file's own reward under --group-rm: the batch signature is expected
+    ("custom-rm-path: stale2.reward_func\ngroup-rm: true\n", True),
+    ("custom_rm_path: stale2.reward_func\ngroup_rm: True\n", True),
+])
+def test_group_rm_of_a_config_applies_only_to_the_reward_it_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        config: str, vim004: bool) -> None:
+    (tmp_path / "stale2.py").write_text(SINGLE_RM)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "run.yaml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    _, findings = _json(capsys, "rollout", "stale2.py")
+    found = _codes(findings, "VIM004")
+    if vim004:
+        assert [(r, c) for r, c, _ in found] == [(1, 11)]
+        assert "did you mean `samples`?" in str(found[0][2])
+    else:
+        assert found == []
+    # --fix never renames a correct single reward's `sample`
+    main(["rollout", "--fix", "stale2.py"])
+    capsys.readouterr()
+    fixed = (tmp_path / "stale2.py").read_text()
+    assert ("samples" in fixed) is vim004
+
+
+def test_group_rm_in_a_config_the_launch_names_makes_its_reward_a_group_reward(
+        tmp_path: Path) -> None:
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "grpo.yaml").write_text("group-rm: true\n")
+    (tmp_path / "configs" / "other.yaml").write_text("group-rm: true\n")
+    (tmp_path / "a.sh").write_text("vime train --custom-rm-path pkg.rm.a "
+                                   "--config configs/grpo.yaml\n")
+    (tmp_path / "b.sh").write_text("vime train --custom-rm-path pkg.rm.b\n")
+    launch = scan_launch_files(tmp_path, ())
+    groups = {t.dotted: t.spec.params for t in launch.targets}
+    assert groups == {"pkg.rm.a": ("args", "samples"), "pkg.rm.b": ("args", "sample")}
+    assert "--group-rm" not in launch.files["b.sh"]
+
+
+def test_group_rm_false_is_not_the_group_rm_flag(tmp_path: Path) -> None:
+    (tmp_path / "run.yaml").write_text("custom-rm-path: pkg.rm.a\ngroup_rm: false\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert "--group-rm" not in launch.flags
+    assert [t.spec.params for t in launch.targets] == [("args", "sample")]
+
+
+NO_EVAL_BRANCH = ("from vime.rollout.base_types import RolloutFnTrainOutput\n\n\n"
+                  "def generate_rollout(args, rollout_id, data_source, evaluation=False):\n"
+                  "    return RolloutFnTrainOutput(samples=data_source.get_samples(1))\n")
+
+
+@pytest.mark.parametrize(("config", "severity"), [
+    # a config that evaluates another module's rollout says nothing about this one
+    ("rollout-function-path: x.generate_rollout\neval-interval: 5\n", "warning"),
+    ("rollout-function-path: rollout.generate_rollout\n", "warning"),
+    # the launch that names this function evaluates: its eval steps are rejected
+    ("rollout-function-path: rollout.generate_rollout\neval-interval: 5\n", "error"),
+])
+def test_eval_flags_of_a_config_apply_only_to_the_rollout_it_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        config: str, severity: str) -> None:
+    (tmp_path / "rollout.py").write_text(NO_EVAL_BRANCH)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "run.yaml").write_text(config)
+    monkeypatch.chdir(tmp_path)
+    _, findings = _json(capsys, "rollout", "rollout.py")
+    assert [f["severity"] for f in findings if f["code"] == "VIM002"] == [severity]
+
+
+def test_a_config_named_by_its_file_name_alone_is_the_one_beside_the_launch(
+        tmp_path: Path) -> None:
+    # two `grpo.yaml`: the launch's bare `grpo.yaml` is the one in its own folder; the other
+    # folder's (which sets --group-rm for its own run) does not leak into this launch
+    for d, text in (("a", "reward_key: acc\n"), ("b", "group-rm: true\n")):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "grpo.yaml").write_text(text)
+    (tmp_path / "a" / "run.sh").write_text(
+        'cd "$(dirname "$0")"\nvime train --custom-rm-path pkg.rm.a --config grpo.yaml\n')
+    (tmp_path / "c.sh").write_text("vime train --custom-rm-path pkg.rm.c --config rm.yaml\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "rm.yaml").write_text("label_key: answer\n")
+    launch = scan_launch_files(tmp_path, ())
+    assert "--reward-key" in launch.files["a/run.sh"]
+    assert "--group-rm" not in launch.files["a/run.sh"]
+    assert [t.spec.params for t in launch.targets if t.dotted == "pkg.rm.a"] == [
+        ("args", "sample")]
+    # a file name that only one scanned file has still finds it wherever it is
+    assert "--label-key" in launch.files["c.sh"]
