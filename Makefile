@@ -37,16 +37,18 @@ typecheck: setup
 # The unit tests run on every core (pytest-xdist: 138 s on 2 cores against 234 s in one
 # process). The tests that start engines or Ray (markers integration and e2e) run after them on
 # two workers: one process used about half a core of two, as they wait on engine start-ups,
-# polls and subprocesses. Each file stays on one worker (tests/conftest.py groups them, so its
-# module fixtures start once); each worker has its own session engine and Ray cluster, and the
+# polls and subprocesses. --dist loadfile keeps each file on one worker, so its module fixtures
+# (engines, clusters) start once (pytest-xdist's loadgroup marks are ignored under pytest 9.2:
+# pytest-dev/pytest-xdist#1386); each worker has its own session engine and Ray cluster, and the
 # process-leak tests look only at their own run's processes. PYTEST_ARGS goes to both.
+
 test: setup lint typecheck test-unit test-engines
 
 test-unit: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m "not integration and not e2e" $(PYTEST_ARGS)
 
 test-engines: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "integration or e2e" \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "integration or e2e" \
 		tests/integration tests/e2e $(PYTEST_ARGS)
 
 clean:

@@ -44,12 +44,7 @@ ENGINE_HEADERS = {"Authorization": f"Bearer {os.environ['VIME_ENGINE_API_KEY']}"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Groups for ``pytest -n N --dist loadgroup`` (``make test-engines``): a file's tests run
-    on one worker, so its module-scoped engines and clusters start once; the files that use the
-    real model (``real_model_dir``, converted once per session: about 30 s) share a worker. The
-    marks do nothing under other ``--dist`` modes (the unit tests' ``load``).
-
-    ``make test-engines`` collects only tests/integration and tests/e2e (collecting the unit
+    """``make test-engines`` collects only tests/integration and tests/e2e (collecting the unit
     tests as well costs about 20 s of CPU per worker), so a test marked ``integration`` or
     ``e2e`` elsewhere would run in neither of ``make test``'s two runs: that is an error."""
     for item in items:
@@ -58,9 +53,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid} is marked integration or e2e: move it under "
                                     "tests/integration or tests/e2e, the folders that "
                                     "`make test-engines` runs")
-        uses_real_model = "real_model_dir" in getattr(item, "fixturenames", ())
-        group = "real_model" if uses_real_model else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
