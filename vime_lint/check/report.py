@@ -129,7 +129,7 @@ def render(report: Report, out: TextIO, max_violations: int | None = None) -> in
     warns = len(report.findings) + stopped - errors
     bad = report.findings or report.crashes or report.engine_failures
     verdict = "clean" if not bad else f"{errors} error(s), {warns} warning(s)"
-    if not bad and report.unexercised:
+    if report.unexercised:   # findings or not: the code that did not run was not checked
         verdict += (f" as far as it ran ({'; '.join(dict.fromkeys(report.unexercised))}: "
                     "see the notes)")
     print(f"{PROG}: {verdict}", file=out)

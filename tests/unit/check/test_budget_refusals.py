@@ -4,6 +4,7 @@ and an agent's calls the endpoint refused; "clean" is then "clean as far as it r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,18 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+
+def _verdict(out: str) -> str:
+    """The last line's qualification after ``clean`` or ``0 error(s), N warning(s)``; fails on
+    any error. The stand-in alternates its two replies in the order requests arrive, so which
+    samples of a group score alike varies from run to run: a VIM171 warning (zero reward
+    spread in every group) may come or not, and must not change the qualification."""
+    last = out.splitlines()[-1]
+    found = re.fullmatch(r"vime-lint check: (?:clean|0 error\(s\), \d+ warning\(s\))"
+                         r"(?: (.*))?", last)
+    assert found, out
+    return found.group(1) or ""
+
 def test_a_second_turn_with_no_budget_left_is_named_and_clean_is_qualified(
         capsys: pytest.CaptureFixture[str]) -> None:
     code, out = _run(capsys, "--custom-generate-function-path", "br_resume.generate",
@@ -68,8 +81,8 @@ def test_a_second_turn_with_no_budget_left_is_named_and_clean_is_qualified(
     assert ("sample index=0 already held 2 response tokens (2 from the engine's turn(s) "
             "before) against --rollout-max-response-len=2; pass your launch's "
             "--rollout-max-response-len") in out
-    assert out.splitlines()[-1] == ("vime-lint check: clean as far as it ran (turns refused "
-                                    "for lack of budget did not run: see the notes)")
+    assert _verdict(out) == ("as far as it ran (turns refused for lack of budget did not "
+                             "run: see the notes)")
 
 
 def test_the_checks_default_budget_is_named_with_what_turn_1_used(
@@ -153,10 +166,8 @@ def test_a_first_call_that_fills_the_budget_leaves_no_room_for_turn_2(
             "later turn had room: the turns after the first were not exercised; pass your "
             "launch's --rollout-max-response-len (or a larger one) to run them") in out
     assert "never sent for lack of response budget" not in out   # no call was refused
-    assert out.splitlines()[-1] == ("vime-lint check: clean as far as it ran (turns after a "
-                                    "first call that filled the budget did not run: see the "
-                                    "notes)"), out
-    assert code == 0
+    assert _verdict(out) == ("as far as it ran (turns after a first call that filled the "
+                             "budget did not run: see the notes)"), out
 
 
 def test_turn_2_that_ran_gets_no_budget_note(capsys: pytest.CaptureFixture[str],
@@ -165,7 +176,7 @@ def test_turn_2_that_ran_gets_no_budget_note(capsys: pytest.CaptureFixture[str],
     code, out = _run(capsys, "--custom-generate-function-path", "br_own_check.generate",
                      "--rm-type", "math", "--label-key", "label")
     assert "first engine call used the whole response budget" not in out
-    assert out.splitlines()[-1] == "vime-lint check: clean", out
+    assert _verdict(out) == "", out
     # a passed budget equal to the default is not "the check's default"
     from vime_lint.check.arguments import parse_check_args
 
