@@ -154,9 +154,9 @@ def test_dynamic_filter_drops_are_counted(cluster, tiny_model_dir):
 def test_partial_rollout_aborts_and_recycles(cluster, tiny_model_dir):
     args = _args(cluster, tiny_model_dir, partial_rollout=True,
                  mask_offpolicy_in_partial_rollout=True, rollout_max_response_len=600,
-                 over_sampling_batch_size=6)
+                 over_sampling_batch_size=10)
     # Two groups that are nearly done (595 of 600 tokens already) finish first (usually); the
-    # other four groups need up to 600 tokens and are still generating when the step is full.
+    # other eight groups need up to 600 tokens and are still generating when the step is full.
     from vime.utils.tiny_model import build_tokenizer
 
     tok = build_tokenizer()
@@ -188,7 +188,11 @@ def test_partial_rollout_aborts_and_recycles(cluster, tiny_model_dir):
         assert s.loss_mask[:595] == [0] * 595
         assert s.loss_mask[595:] == [1] * (s.response_length - 595)
         assert s.response_length <= 600
-    assert source.added, "the aborted in-flight groups go back to the data source"
+    # The groups still generating when the step is full are aborted and go back to the data
+    # source. Whether any still is, is the same race: with two test workers on 2 cores every
+    # group once finished during the abort's drain (a CI run), so nothing was left to recycle.
+    # Eight spare groups make that rare; the recycling itself is tested without an engine in
+    # tests/unit/rollout/vllm/test_rollout_wiring.py (test_abort_mode_request_partial_...).
     assert out.metrics["rollout/vllm_rollout/recycled_groups"] == len(source.added)
     for group in source.added:
         leaves = list(iter_samples(group))
