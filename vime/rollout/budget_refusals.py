@@ -21,6 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 __all__ = ["BudgetRefusal", "EngineCall", "engine_calls", "listening_to_calls", "note_call",
            "note_refusal", "recording"]
@@ -43,27 +46,6 @@ class BudgetRefusal:
     flag: str
 
 
-_listeners: list[list[BudgetRefusal]] = []
-
-
-@contextmanager
-def recording() -> Iterator[list[BudgetRefusal]]:
-    """The refusals noted while the block runs (a list, filled as they happen)."""
-    found: list[BudgetRefusal] = []
-    _listeners.append(found)
-    try:
-        yield found
-    finally:
-        # by identity: two open recordings may hold equal lists
-        _listeners[:] = [f for f in _listeners if f is not found]
-
-
-def note_refusal(refusal: BudgetRefusal) -> None:
-    """Tell the open :func:`recording` blocks (none: nothing happens)."""
-    for found in _listeners:
-        found.append(refusal)
-
-
 @dataclass(frozen=True)
 class EngineCall:
     """One engine call of vime's built-in generate that was sent and answered: how much of
@@ -83,26 +65,43 @@ class EngineCall:
     flag: str
 
 
-_call_listeners: list[list[EngineCall]] = []
+class _Recorder(Generic[T]):
+    """Items noted while a :meth:`recording` block is open, one list per open block."""
+
+    def __init__(self) -> None:
+        self._open: list[list[T]] = []
+
+    def active(self) -> bool:
+        """True while a :meth:`recording` block is open."""
+        return bool(self._open)
+
+    @contextmanager
+    def recording(self) -> Iterator[list[T]]:
+        """The items noted while the block runs (a list, filled as they happen)."""
+        found: list[T] = []
+        self._open.append(found)
+        try:
+            yield found
+        finally:
+            # by identity: two open recordings may hold equal lists
+            self._open[:] = [f for f in self._open if f is not found]
+
+    def note(self, item: T) -> None:
+        """Tell the open :meth:`recording` blocks (none: nothing happens)."""
+        for found in self._open:
+            found.append(item)
 
 
-def listening_to_calls() -> bool:
-    """True while an :func:`engine_calls` block is open (the generate skips the record else)."""
-    return bool(_call_listeners)
+_REFUSALS: _Recorder[BudgetRefusal] = _Recorder()
+_CALLS: _Recorder[EngineCall] = _Recorder()
 
-
-@contextmanager
-def engine_calls() -> Iterator[list[EngineCall]]:
-    """The engine calls noted while the block runs (a list, filled as they happen)."""
-    found: list[EngineCall] = []
-    _call_listeners.append(found)
-    try:
-        yield found
-    finally:
-        _call_listeners[:] = [f for f in _call_listeners if f is not found]
-
-
-def note_call(call: EngineCall) -> None:
-    """Tell the open :func:`engine_calls` blocks (none: nothing happens)."""
-    for found in _call_listeners:
-        found.append(call)
+#: ``with recording() as refused``: the :class:`BudgetRefusal` of the calls refused in the block.
+recording = _REFUSALS.recording
+#: Note one refused call (nothing happens while no :func:`recording` block is open).
+note_refusal = _REFUSALS.note
+#: ``with engine_calls() as calls``: the :class:`EngineCall` of the calls answered in the block.
+engine_calls = _CALLS.recording
+#: Note one answered call (nothing happens while no :func:`engine_calls` block is open).
+note_call = _CALLS.note
+#: True while an :func:`engine_calls` block is open (the generate skips the record else).
+listening_to_calls = _CALLS.active
