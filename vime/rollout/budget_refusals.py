@@ -26,7 +26,7 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 __all__ = ["BudgetRefusal", "EngineCall", "engine_calls", "listening_to_calls", "note_call",
-           "note_refusal", "recording"]
+           "note_refusal", "recording", "recording_refusals"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,8 @@ _CALLS: _Recorder[EngineCall] = _Recorder()
 recording = _REFUSALS.recording
 #: Note one refused call (nothing happens while no :func:`recording` block is open).
 note_refusal = _REFUSALS.note
+#: True while a :func:`recording` block is open.
+recording_refusals = _REFUSALS.active
 #: ``with engine_calls() as calls``: the :class:`EngineCall` of the calls answered in the block.
 engine_calls = _CALLS.recording
 #: Note one answered call (nothing happens while no :func:`engine_calls` block is open).

@@ -24,6 +24,7 @@ from vime.config import arg
 from vime.contract.checks.enforced import require
 from vime.contract.checks.hook_results import generate_status_problems
 from vime.contract.errors import ContractError
+from vime.rollout import budget_refusals
 from vime.rollout.vllm.state import RolloutState, get_state
 from vime.rollout.vllm_protocol import (
     build_generate_request,
@@ -116,33 +117,39 @@ async def _post_generate(state: RolloutState, url: str, body: dict[str, Any],
             state.inflight.discard(request_id)
 
 
+def _budget(params: dict[str, Any], limit: str, max_context: Any) -> int:
+    """The whole budget (tokens) that ``limit`` names: the response's ``max_tokens`` or the
+    context length (0 when unset)."""
+    total = params.get("max_tokens") if limit == "--rollout-max-response-len" else max_context
+    return int(total or 0)
+
+
 def _note_refusal(sample: Sample, params: dict[str, Any], limit: str,
                   max_context: Any) -> None:
-    """Tell :mod:`vime.rollout.budget_refusals` that no request was sent for ``sample``."""
-    from vime.rollout.budget_refusals import BudgetRefusal, note_refusal
-
+    """Tell :mod:`vime.rollout.budget_refusals` (while it listens) that no request was sent
+    for ``sample``."""
+    if not budget_refusals.recording_refusals():
+        return
     used = int(sample.response_length)
     mask = sample.loss_mask
     # no loss mask: every response token is trainable (the model's)
     generated = sum(1 for m in mask if m) if isinstance(mask, list) else used
-    total = params.get("max_tokens") if limit == "--rollout-max-response-len" else max_context
-    note_refusal(BudgetRefusal("generate", sample.index, used, int(generated), int(total or 0),
-                               limit))
+    budget_refusals.note_refusal(budget_refusals.BudgetRefusal(
+        "generate", sample.index, used, int(generated), _budget(params, limit, max_context),
+        limit))
 
 
 def _note_call(sample: Sample, params: dict[str, Any], limit: str, max_context: Any,
                before: int, generated: int) -> None:
     """Tell :mod:`vime.rollout.budget_refusals` (while it listens) how much of the budget one
     answered call of ``sample`` used."""
-    from vime.rollout.budget_refusals import EngineCall, listening_to_calls, note_call
-
-    if not listening_to_calls():
+    if not budget_refusals.listening_to_calls():
         return
-    total = params.get("max_tokens") if limit == "--rollout-max-response-len" else max_context
-    budget = int(total or 0)
+    budget = _budget(params, limit, max_context)
     filled = sample.status == Sample.Status.TRUNCATED or (
         limit == "--rollout-max-response-len" and budget > 0 and before + generated >= budget)
-    note_call(EngineCall(sample.index, before, generated, filled, budget, limit))
+    budget_refusals.note_call(budget_refusals.EngineCall(sample.index, before, generated,
+                                                         filled, budget, limit))
 
 
 async def generate(args: Namespace, sample: Sample, sampling_params: dict[str, Any]) -> Sample:
