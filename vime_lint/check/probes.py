@@ -174,7 +174,7 @@ def substring_answers(label: str) -> dict[str, str]:
     """Wrong answers that hold ``label`` as a substring (VIM311): name -> answer text.
 
     ``label-then-digit`` (``"41"`` for ``"4"``) when the label ends with a digit;
-    ``candidates`` (``"3, 4, 5 or 6"``) when it is an integer. None for other labels (a word
+    ``candidates`` (``"3, 4, 5 or 6"``) when it is an integer; an empty dict for other labels (a word
     inside a longer answer may be right)."""
     label = label.strip()
     out: dict[str, str] = {}
