@@ -174,8 +174,8 @@ def substring_answers(label: str) -> dict[str, str]:
     """Wrong answers that hold ``label`` as a substring (VIM311): name -> answer text.
 
     ``label-then-digit`` (``"41"`` for ``"4"``) when the label ends with a digit;
-    ``candidates`` (``"3, 4, 5 or 6"``) when it is an integer; an empty dict for other labels (a word
-    inside a longer answer may be right)."""
+    ``candidates`` (``"3, 4, 5 or 6"``) when it is an integer; an empty dict for other labels
+    (a word inside a longer answer may be right)."""
     label = label.strip()
     out: dict[str, str] = {}
     if label[-1:].isdigit():
