@@ -110,12 +110,16 @@ _EXCEPTION_LINE = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:[A-Z]+ \S+ \S+ \[\S+\] )
                              r"((?:\w+\.)*\w*(?:Error|Exception): .+)$")
 
 
-def first_error_line(path: Path) -> str | None:
-    """The first exception line (``ValueError: ...``) of the log at ``path``, without vLLM's
-    process and level prefix: the root cause of a failed start, which the log's last lines
-    (stack frames of the processes that died after it) often do not show; None if none."""
+def first_error_line(path: Path, start: int = 0) -> str | None:
+    """The first exception line (``ValueError: ...``) of the log at ``path`` from byte
+    ``start`` on (where this start's lines begin in a log that earlier starts appended to),
+    without vLLM's process and level prefix: the root cause of a failed start, which the log's
+    last lines (stack frames of the processes that died after it) often do not show; None if
+    none."""
     try:
-        text = path.read_text(errors="replace")
+        with open(path, "rb") as log:
+            log.seek(start)
+            text = log.read().decode(errors="replace")
     except OSError:
         return None
     for line in text.splitlines():

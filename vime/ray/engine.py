@@ -41,6 +41,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import urllib.error
@@ -92,6 +93,10 @@ __all__ = ["EngineStartError", "VLLMServer", "cause_fix"]
 #: A KV cache too small for one request of the model's whole context (vLLM 0.32's
 #: ``check_enough_kv_cache_memory``: "To serve at least one request with the models's max seq len
 #: (8192), 0.94 GiB KV cache is needed, which is larger than the available KV cache memory").
+#: How often :meth:`VLLMServer.start` starts again on a new port after losing its picked one.
+PORT_RETRIES = 2
+#: The log's first exception line when another process took the port first.
+_PORT_TAKEN = "Address already in use"
 _KV_TOO_SMALL = re.compile(r"max seq len \((\d+)\).*KV cache is needed", re.S)
 
 
@@ -227,6 +232,7 @@ class VLLMServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.reaper: subprocess.Popen[bytes] | None = None
         self.command: list[str] = []
+        self._log_start = 0  # where the current start's lines begin in the log (bytes)
 
     @property
     def url(self) -> str:
@@ -254,13 +260,30 @@ class VLLMServer:
             EngineStartError: the process exited, or ``/health`` did not answer and the log
                 did not grow for ``startup_timeout`` seconds, or ``/health`` did not answer
                 within three times that (the process group is killed first); the message ends
-                with the log's last 40 lines.
+                with the log's last 40 lines. A start that lost the port vime picked to another
+                process before vLLM bound it (``Address already in use``) is retried on a new
+                port, up to :data:`PORT_RETRIES` times; a port the caller gave is not.
         """
         if self.process is not None and self.process.poll() is None:
             return self.url
+        picked = self.port is None
+        for attempt in range(PORT_RETRIES + 1):
+            if picked:
+                self.port = find_free_port(self.host)
+            try:
+                return self._start_once()
+            except EngineStartError:
+                cause = first_error_line(self.log_path, self._log_start) or ""
+                if not picked or attempt == PORT_RETRIES or _PORT_TAKEN not in cause:
+                    raise
+                print(f"vime: engine {self.name}: port {self.port} was taken before vLLM bound "
+                      "it; starting it again on another port", file=sys.stderr, flush=True)
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> str:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        if self.port is None:
-            self.port = find_free_port(self.host)
+        self._log_start = log_size(self.log_path)
+        assert self.port is not None
         self.command = build_server_command(self.model, self.port, host=self.host,
                                             extra_args=self.extra_args,
                                             kv_cache_bytes=self.kv_cache_bytes,
@@ -311,7 +334,7 @@ class VLLMServer:
                    max_timeout=3 * self.startup_timeout)
 
     def _failure(self, what: str) -> str:
-        cause = first_error_line(self.log_path)
+        cause = first_error_line(self.log_path, self._log_start)
         fix = cause_fix(cause) if cause else None
         return (f"vLLM engine {self.name} ({self.url}, model {self.model}) {what}\n"
                 + (f"  cause: {cause}\n" if cause else "")

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from vime.ray.cores import is_vllm_cpu
 from vime.utils.quiet_env import QUIET_ENV
 
 __all__ = ["DEFAULT_CPU_KV_CACHE_BYTES", "GUARD_MIDDLEWARE", "QUIET_DEFAULTS", "SAMPLER_DEFAULTS",
-           "SERVER_ENV", "SHUTDOWN_DRAIN_S", "build_server_command", "cpu_worker_env",
-           "extra_args_to_cli",
-           "find_free_port", "without_host"]
+           "FIRST_PICKED_PORT", "SERVER_ENV", "SHUTDOWN_DRAIN_S", "build_server_command",
+           "cpu_worker_env", "ephemeral_port_range", "extra_args_to_cli", "find_free_port",
+           "without_host"]
 
 #: KV cache given to CPU engines unless ``--vllm-kv-cache-memory-bytes`` says otherwise (bytes).
 DEFAULT_CPU_KV_CACHE_BYTES = 256 * 1024 * 1024
@@ -109,8 +111,44 @@ def cpu_worker_env(environ: Mapping[str, str], *, tensor_parallel_size: int = 1,
 
 #: vLLM ``--middleware`` of network engines (``--rollout-host`` beyond the loopback).
 GUARD_MIDDLEWARE = "vime.ray.engine_guard.EngineGuard"
+
+
+#: The lowest port :func:`find_free_port` picks: above Ray's worker ports (``--min-worker-port``
+#: 10002 to ``--max-worker-port`` 19999 by default, ``ray start --help``).
+FIRST_PICKED_PORT = 20000
+
+
+def ephemeral_port_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The kernel's ephemeral port range ``(low, high)``, from which it gives a ``bind(port 0)``
+    and every outgoing connection their local port; Linux's default ``(32768, 60999)`` where
+    ``path`` cannot be read."""
+    try:
+        low, high = (int(x) for x in Path(path).read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
 def find_free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free on ``host`` right now (the OS picks it)."""
+    """A TCP port that is free on ``host`` right now, picked at random between
+    :data:`FIRST_PICKED_PORT` and the start of the kernel's ephemeral range.
+
+    A server binds its port seconds after the pick (vLLM imports first); a port of the
+    ephemeral range can be handed meanwhile to any process's ``bind(0)`` or outgoing connection
+    (torch.distributed's rendezvous, Ray's clients), one below it only to another explicit pick.
+    Falls back to the kernel's pick (``bind(0)``) when no port of that span is free in 64 tries.
+    """
+    low = FIRST_PICKED_PORT
+    high = ephemeral_port_range()[0] - 1
+    rng = random.SystemRandom()
+    for _ in range(64 if high > low else 0):
+        port = rng.randint(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])

@@ -84,3 +84,84 @@ def test_check_reports_an_engine_that_did_not_start_as_an_engine_failure(
                           "engine dry-run")
     assert "cause: ValueError: 0.94 GiB KV cache is needed" in err
     assert "not an error in your code" in err
+
+
+#: A stand-in for the API server's start-up: bind the port as vLLM does (a taken one exits with
+#: ``OSError: [Errno 98] Address already in use``), then answer ``GET /health``.
+HEALTH_SERVER = """\
+import http.server, sys
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+"""
+
+
+def _health_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from vime.ray import engine
+
+    monkeypatch.setattr(engine, "build_server_command",
+                        lambda model, port, **kw: [sys.executable, "-c", HEALTH_SERVER, str(port)])
+
+
+def test_a_start_that_lost_its_picked_port_starts_again_on_another(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from vime.ray import engine
+    from vime.ray.engine_command import find_free_port
+
+    _health_server(monkeypatch)
+    taken = socket.socket()  # bound, not listening: GET /health is refused at once
+    taken.bind(("127.0.0.1", 0))
+    taken_port = taken.getsockname()[1]
+    picks = iter([taken_port, taken_port, find_free_port()])
+    monkeypatch.setattr(engine, "find_free_port", lambda host: next(picks))
+    server = engine.VLLMServer("m", log_dir=tmp_path, name="e", startup_timeout=30)
+    try:
+        server.start()
+        assert server.port not in (None, taken_port)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5):
+            pass
+    finally:
+        server.stop()
+        taken.close()
+    err = capsys.readouterr().err
+    assert err.count(f"port {taken_port} was taken before vLLM bound it") == 2
+    assert err.count("starting it again on another port") == 2
+
+
+def test_a_port_the_caller_gave_is_not_swapped_and_the_cause_is_this_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from vime.ray import engine
+
+    _health_server(monkeypatch)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        server = engine.VLLMServer("m", log_dir=tmp_path, name="e", port=port, startup_timeout=30)
+        # a line an earlier start left in the appended log is not this start's cause
+        server.log_path.write_text("ValueError: an earlier start's failure\n")
+        with pytest.raises(engine.EngineStartError) as failed:
+            server.start()
+    assert server.port == port
+    assert "  cause: OSError: [Errno 98] Address already in use" in str(failed.value)
+    assert "earlier start" not in str(failed.value).splitlines()[1]
+
+
+def test_picked_ports_lie_below_the_kernels_ephemeral_range(tmp_path: Path) -> None:
+    from vime.ray.engine_command import FIRST_PICKED_PORT, ephemeral_port_range, find_free_port
+
+    low, _ = ephemeral_port_range()
+    assert all(FIRST_PICKED_PORT <= find_free_port() < low for _ in range(20))
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("40000\t50000\n")
+    assert ephemeral_port_range(str(ranges)) == (40000, 50000)
+    assert ephemeral_port_range(str(tmp_path / "absent")) == (32768, 60999)
