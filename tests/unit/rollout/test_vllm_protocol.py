@@ -73,13 +73,27 @@ def test_unknown_sampling_key_is_named_with_suggestion():
 def test_request_carries_ids_session_and_model():
     body, headers = build_generate_request(prompt_ids=[257, 117], sampling_params={"top_p": 1},
                                            request_id="r1", model="/m", session_id="s1")
-    assert body == {"token_ids": [257, 117], "sampling_params": {"top_p": 1},
+    assert body == {"token_ids": [257, 117], "sampling_params": {"top_p": 1, "detokenize": False},
                     "request_id": "r1", "stream": False, "model": "/m"}
     assert headers == {"X-Request-Id": "r1", "X-Session-ID": "s1"}
     body, headers = build_generate_request(prompt_ids=[1], sampling_params={}, request_id="r2")
     assert "model" not in body and headers == {"X-Request-Id": "r2"}
     with pytest.raises(ValueError, match="request r3: empty prompt"):
         build_generate_request(prompt_ids=[], sampling_params={}, request_id="r3")
+
+
+@pytest.mark.parametrize("params, detokenize", [
+    ({"max_tokens": 8}, False),            # token ids in, token ids out: no text is decoded
+    ({"stop": []}, False),
+    ({"stop": ["\n"]}, None),              # stop strings are matched on the text
+    ({"detokenize": True}, True),          # the caller's own choice stands
+    ({"stop": ["x"], "detokenize": False}, False),
+])
+def test_a_request_asks_for_no_text_unless_stop_strings_need_it(params, detokenize):
+    given = dict(params)
+    body, _ = build_generate_request(prompt_ids=[1], sampling_params=params, request_id="r")
+    assert body["sampling_params"].get("detokenize") == detokenize
+    assert params == given                  # the caller's dict is not changed
 
 
 # ---- recorded responses ----------------------------------------------------------------------
@@ -134,6 +148,11 @@ def test_recorded_responses_match_vllm_schema():
                                      model="/m")
     request = protocol.GenerateRequest.model_validate(body)
     assert request.sampling_params.max_tokens == 8 and request.request_id == "r"
+    # without stop strings the request asks for no text, which vLLM accepts in "tokens" mode
+    del params["stop"]
+    body, _ = build_generate_request(prompt_ids=[1, 2], sampling_params=params, request_id="r")
+    request = protocol.GenerateRequest.model_validate(body)
+    assert request.sampling_params.detokenize is False and request.output_mode == "tokens"
 
 
 def test_logprob_count_mismatch_is_an_engine_error_naming_the_request():
