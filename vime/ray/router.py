@@ -127,9 +127,13 @@ class VLLMRouter:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         if self.port is None:
             self.port = find_free_port(self.host)
+        # the router always serves Prometheus metrics, on port 29000 unless told: a second
+        # router on the machine (two runs, two test workers) then panics with "Address already
+        # in use", so each gets a port of its own
         self.command = [router_binary(), "--host", self.host, "--port", str(self.port),
                         "--worker-urls", *self.worker_urls, "--policy", self.policy,
-                        "--request-timeout-secs", str(self.request_timeout_secs)]
+                        "--request-timeout-secs", str(self.request_timeout_secs),
+                        "--prometheus-port", str(find_free_port("127.0.0.1"))]
         with open(self.log_path, "ab") as log:
             log.write(f"$ {' '.join(self.command)}\n".encode())
             log.flush()

@@ -165,3 +165,29 @@ def test_picked_ports_lie_below_the_kernels_ephemeral_range(tmp_path: Path) -> N
     ranges.write_text("40000\t50000\n")
     assert ephemeral_port_range(str(ranges)) == (40000, 50000)
     assert ephemeral_port_range(str(tmp_path / "absent")) == (32768, 60999)
+
+
+def test_two_routers_run_side_by_side(tmp_path: Path) -> None:
+    # vllm-router serves Prometheus metrics on port 29000 unless told: the second router on a
+    # machine (two runs, two test workers) panicked with "Address already in use"
+    import subprocess
+    import sys
+
+    from vime.ray.engine_command import find_free_port
+    from vime.ray.router import VLLMRouter
+
+    port = find_free_port()
+    worker = subprocess.Popen([sys.executable, "-c", HEALTH_SERVER, str(port)])
+    url = f"http://127.0.0.1:{port}"
+    first = VLLMRouter([url], log_dir=tmp_path / "a", startup_timeout=30)
+    second = VLLMRouter([url], log_dir=tmp_path / "b", startup_timeout=30)
+    try:
+        first.start()
+        second.start()
+        assert first.workers() == second.workers() == [url]
+        ports = [r.command[r.command.index("--prometheus-port") + 1] for r in (first, second)]
+        assert ports[0] != ports[1]
+    finally:
+        first.stop()
+        second.stop()
+        worker.kill()
