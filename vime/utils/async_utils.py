@@ -10,7 +10,7 @@ Rollout functions are plain ``def`` (docs/contract.md §4); their async work (HT
 async reward functions) goes through :func:`run`, never ``asyncio.run``: the loop, and the shared
 HTTP client that lives on it (``vime.utils.http_utils``), outlive one call, so connections are
 pooled across rollout steps. The loop runs in a daemon thread; a forked child process gets its
-own loop on first use.
+own loop on first use; at interpreter exit the loop closes its HTTP sessions and stops.
 
 See ``docs/contract.md`` §4.
 """
@@ -18,6 +18,7 @@ See ``docs/contract.md`` §4.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from collections.abc import Coroutine
@@ -28,7 +29,9 @@ __all__ = ["get_loop", "run", "shutdown_loop"]
 T = TypeVar("T")
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"loop": None, "thread": None, "pid": None}
+_state: dict[str, Any] = {"loop": None, "thread": None, "pid": None, "exit_hook": None}
+#: Seconds the exit hook waits for the HTTP sessions to close and for the loop to stop.
+EXIT_TIMEOUT_S = 1.0
 
 
 def get_loop() -> asyncio.AbstractEventLoop:
@@ -48,6 +51,11 @@ def get_loop() -> asyncio.AbstractEventLoop:
         thread = threading.Thread(target=_serve, name="vime-async-loop", daemon=True)
         thread.start()
         ready.wait()
+        if _state["exit_hook"] != os.getpid():
+            # the shared HTTP sessions are closed on their loop before the interpreter tears
+            # down (else aiohttp reports each one as an unclosed session on stderr)
+            atexit.register(shutdown_loop, EXIT_TIMEOUT_S)
+            _state["exit_hook"] = os.getpid()
         _state.update(loop=loop, thread=thread, pid=os.getpid())
         return loop
 

@@ -1,4 +1,5 @@
-"""Async HTTP helpers on one shared, pooled ``httpx.AsyncClient`` per process and event loop.
+"""Async HTTP helpers on one shared, pooled ``aiohttp.ClientSession`` per process, event loop
+and pool.
 
 Usage::
 
@@ -10,10 +11,15 @@ Usage::
                     headers={"X-Session-ID": sid}))            # parsed JSON (dict/list/None)
     health = run(get("http://127.0.0.1:8000/health", retries=0))
 
-Connection errors (refused, reset, protocol errors) and HTTP 502/503/504 are retried with
-exponential back-off (``backoff * 2**attempt`` seconds, at most ``max_backoff``; the first retry
-of a connection error goes at once, as that is most often a kept-alive connection the server
-had closed); other HTTP errors raise at once with the response body in the message.
+Connection errors (refused, reset, dropped) and HTTP 502/503/504 are retried with exponential
+back-off (``backoff * 2**attempt`` seconds, at most ``max_backoff``; the first retry of a
+connection error goes at once, as that is most often a kept-alive connection the server had
+closed); other HTTP errors raise at once with the response body in the message.
+
+aiohttp, not httpx: at 256 concurrent generate calls (the demo's GRPO step) httpx's connection
+pool cost about 2 ms of CPU per request (it scans every connection and queued request as each
+one starts and ends), aiohttp's 0.2 ms (``benchmarks/http_client.py``); the rollout manager
+shares the engine's cores, so that CPU was taken from generation.
 
 See ``docs/contract.md`` §1 and §8.
 """
@@ -21,25 +27,17 @@ See ``docs/contract.md`` §1 and §8.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import httpx
+    import aiohttp
 
 __all__ = ["HTTPError", "aclose_client", "configure_client", "get", "get_client", "post"]
 
 #: HTTP statuses that mean "try again later" (gateway errors, overload).
 RETRY_STATUSES = frozenset({502, 503, 504})
-
-#: Connections per pooled client. httpcore's pool scans all its connections and queued requests
-#: whenever a request starts or ends, so one client of N connections costs O(N) CPU per request
-#: (measured: about half of the client's CPU at 256 concurrent requests); a large pool is split
-#: into ``ceil(max_connections / CONNECTIONS_PER_CLIENT)`` clients used in turn (they share one
-#: SSL context: building one per client costs about 20 ms).
-CONNECTIONS_PER_CLIENT = 16
 
 #: Connection pools of a loop: ``"generate"`` carries the default rollout's generate calls,
 #: ``"default"`` everything else (engine control: abort, pause, weight reload; remote reward
@@ -48,9 +46,8 @@ CONNECTIONS_PER_CLIENT = 16
 POOLS = ("default", "generate")
 
 _config: dict[str, Any] = {"max_connections": 1024, "timeout": 14400.0, "connect_timeout": 30.0}
-#: (pid, id(loop), pool) -> the clients of that pool; a client is bound to the loop that made it.
-_clients: dict[tuple[int, int, str], list[Any]] = {}
-_turn = itertools.count()
+#: (pid, id(loop), pool) -> the session of that pool; a session is bound to the loop that made it.
+_sessions: dict[tuple[int, int, str], Any] = {}
 
 
 class HTTPError(RuntimeError):
@@ -66,13 +63,14 @@ class HTTPError(RuntimeError):
 
 def configure_client(*, max_connections: int | None = None, timeout: float | None = None,
                      connect_timeout: float | None = None) -> None:
-    """Set the pool size and timeouts (seconds) of clients created from now on (call
-    :func:`aclose_client` to apply them to a loop that already has clients).
+    """Set the pool size and timeouts (seconds) of sessions created from now on (call
+    :func:`aclose_client` to apply them to a loop that already has sessions).
 
-    ``max_connections`` bounds concurrent connections per pool (:data:`POOLS`) over all of its
-    clients (the rollout sets it to ``vllm_server_concurrency * num_engines`` before its first
-    generate call, so the ``"generate"`` pool gets that size); ``timeout`` is the read/write/pool
-    timeout (the rollout uses ``--router-request-timeout-secs``).
+    ``max_connections`` bounds concurrent connections per pool (:data:`POOLS`; the rollout sets
+    it to ``vllm_server_concurrency * num_engines`` before its first generate call, so the
+    ``"generate"`` pool gets that size); ``timeout`` is the longest wait for a free connection
+    and between two reads of a response (the rollout uses ``--router-request-timeout-secs``);
+    ``connect_timeout`` bounds opening a connection.
     """
     if max_connections is not None:
         _config["max_connections"] = int(max_connections)
@@ -82,62 +80,72 @@ def configure_client(*, max_connections: int | None = None, timeout: float | Non
         _config["connect_timeout"] = float(connect_timeout)
 
 
-def _pool(name: str = "default") -> list[httpx.AsyncClient]:
-    import httpx
+def _session(name: str = "default") -> aiohttp.ClientSession:
+    import aiohttp
 
     if name not in POOLS:
         raise ValueError(f"http_utils: unknown pool {name!r}; use one of {POOLS}")
     loop = asyncio.get_running_loop()
     key = (os.getpid(), id(loop), name)
-    clients = _clients.get(key)
-    if clients is None or clients[0].is_closed:   # closed together (aclose_client)
-        total = max(1, int(_config["max_connections"]))
-        count = -(-total // CONNECTIONS_PER_CLIENT)
-        per = total // count
-        limits = httpx.Limits(max_connections=per, max_keepalive_connections=per)
-        timeout = httpx.Timeout(_config["timeout"], connect=_config["connect_timeout"])
-        ssl_context = httpx.create_ssl_context(trust_env=False)
-        clients = [httpx.AsyncClient(limits=limits, timeout=timeout, trust_env=False,
-                                     verify=ssl_context) for _ in range(count)]
-        _clients[key] = clients
-    return clients
+    session = _sessions.get(key)
+    if session is None or session.closed:
+        timeout = aiohttp.ClientTimeout(total=None, connect=_config["timeout"],
+                                        sock_connect=_config["connect_timeout"],
+                                        sock_read=_config["timeout"])
+        connector = aiohttp.TCPConnector(limit=max(1, int(_config["max_connections"])),
+                                         limit_per_host=0)
+        session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False)
+        _sessions[key] = session
+    return session
 
 
-def get_client() -> httpx.AsyncClient:
-    """The first shared ``httpx.AsyncClient`` of the running loop (created on first use); the
-    requests of :func:`post` and :func:`get` use the loop's clients in turn.
+def get_client() -> aiohttp.ClientSession:
+    """The running loop's shared ``aiohttp.ClientSession`` of the ``"default"`` pool (created
+    on first use), which :func:`post` and :func:`get` use.
 
     Raises:
         RuntimeError: called outside a running event loop.
     """
-    return _pool()[0]
+    return _session()
 
 
 async def aclose_client() -> None:
-    """Close the running loop's shared clients (new ones are created on the next request)."""
+    """Close the running loop's shared sessions (new ones are created on the next request)."""
     loop = asyncio.get_running_loop()
     for name in POOLS:
-        for client in _clients.pop((os.getpid(), id(loop), name), None) or []:
-            await client.aclose()
+        session = _sessions.pop((os.getpid(), id(loop), name), None)
+        if session is not None:
+            await session.close()
+
+
+def _connect_timeout(exc: BaseException) -> bool:
+    import aiohttp
+
+    return isinstance(exc, getattr(aiohttp, "ConnectionTimeoutError", ())) or (
+        isinstance(exc, aiohttp.ClientConnectorError)
+        and isinstance(exc.os_error, TimeoutError))
 
 
 async def _request(method: str, url: str, *, json_body: Any = None, params: Any = None,
                    headers: dict[str, str] | None = None, timeout: float | None = None,
                    retries: int = 3, backoff: float = 0.5, max_backoff: float = 8.0,
                    pool: str = "default") -> Any:
-    import httpx
+    import aiohttp
 
-    clients = _pool(pool)
-    client = clients[next(_turn) % len(clients)]
+    session = _session(pool)
+    # aiohttp reads timeout=None as "no timeout at all": the session's own applies when not given
+    call_timeout = session.timeout if timeout is None else aiohttp.ClientTimeout(total=timeout)
     attempt = 0
     while True:
         try:
-            response = await client.request(
-                method, url, json=json_body, params=params, headers=headers,
-                timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout)
-        except (httpx.TransportError, httpx.RemoteProtocolError) as exc:
-            if isinstance(exc, httpx.TimeoutException) and not isinstance(exc,
-                                                                           httpx.ConnectTimeout):
+            async with session.request(method, url, json=json_body, params=params,
+                                       headers=headers, timeout=call_timeout) as response:
+                status = response.status
+                data = await response.read()
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
+                aiohttp.ClientResponseError, asyncio.TimeoutError) as exc:
+            # ClientResponseError here is a reply that is not HTTP (no status was read)
+            if isinstance(exc, asyncio.TimeoutError) and not _connect_timeout(exc):
                 raise HTTPError(f"{method} {url} timed out ({type(exc).__name__}) after "
                                 f"{timeout if timeout is not None else _config['timeout']} s",
                                 url=url) from exc
@@ -148,18 +156,17 @@ async def _request(method: str, url: str, *, json_body: Any = None, params: Any 
                 attempt += 1
                 continue
         else:
-            if response.status_code < 400:
-                if not response.content:
+            if status < 400:
+                if not data:
                     return None
                 try:
-                    return response.json()
-                except json.JSONDecodeError:
-                    return response.text
-            body = response.text
-            if response.status_code not in RETRY_STATUSES or attempt >= retries:
-                raise HTTPError(f"{method} {url} returned HTTP {response.status_code}: "
-                                f"{body[:2000]}", url=url, status=response.status_code,
-                                body=body)
+                    return json.loads(data)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    return data.decode(errors="replace")
+            body = data.decode(errors="replace")
+            if status not in RETRY_STATUSES or attempt >= retries:
+                raise HTTPError(f"{method} {url} returned HTTP {status}: {body[:2000]}",
+                                url=url, status=status, body=body)
         await asyncio.sleep(min(max_backoff, backoff * (2 ** attempt)))
         attempt += 1
 

@@ -127,7 +127,7 @@ def test_a_vime_launch_flag_runs_clean(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_check_arguments_import_nothing_heavy() -> None:
-    heavy = ["torch", "ray", "vllm", "transformers", "httpx"]
+    heavy = ["torch", "ray", "vllm", "transformers", "httpx", "aiohttp"]
     code = (f"import sys, vime_lint.check.arguments; "
             f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -56,7 +56,7 @@ def test_arg_mutable_defaults_are_not_shared() -> None:
 
 
 def test_vime_config_imports_nothing_heavy() -> None:
-    heavy = ["torch", "ray", "vllm", "transformers", "httpx", "yaml", "numpy"]
+    heavy = ["torch", "ray", "vllm", "transformers", "httpx", "aiohttp", "yaml", "numpy"]
     code = (f"import sys, vime.config; "
             f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

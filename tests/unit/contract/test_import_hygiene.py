@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 LIGHT = ["vime", "vime.contract", "vime.contract.checks", "vime.utils.types",
          "vime.rollout.base_types", "vime_lint", "vime_lint.runtime", "vime_lint.check.dry_run",
          "vime.utils.misc", "vime.cli"]
-HEAVY = ["torch", "ray", "vllm", "transformers", "httpx"]
+HEAVY = ["torch", "ray", "vllm", "transformers", "httpx", "aiohttp"]
 
 
 @pytest.mark.parametrize("module", LIGHT)

@@ -63,7 +63,8 @@ def test_run_timeout():
 class _Server:
     """A local threaded HTTP server answering from a script of (status, body) replies (then
     ``200 {}``); a ``None`` reply closes the connection without answering (a kept-alive
-    connection the server dropped); ``delays`` maps a path to seconds to wait before answering.
+    connection the server dropped); ``delays`` maps a path to seconds to wait before answering; a ``bytes`` body is sent as it
+    is, any other as JSON.
     ``calls`` records each request as it arrives, ``answered`` each path as its reply is sent."""
 
     def __init__(self, replies=(), delays=None):
@@ -86,7 +87,7 @@ class _Server:
                     return
                 status, body = reply
                 outer.answered.append(self.path)
-                data = json.dumps(body).encode()
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -139,8 +140,43 @@ def test_client_errors_raise_at_once_with_status_and_body():
 
 def test_connection_refused_is_retried_then_named():
     url = f"http://127.0.0.1:{find_free_port()}/health"
-    with pytest.raises(HTTPError, match=r"GET .*/health failed after 3 attempt\(s\): ConnectError"):
+    with pytest.raises(HTTPError, match=r"GET .*/health failed after 3 attempt\(s\): "
+                                        r"ClientConnectorError") as failed:
         run(get(url, retries=2, backoff=0.01))
+    assert failed.value.status is None   # a connection error: the rollout's engine fail-over
+
+
+def test_a_read_timeout_raises_at_once_naming_the_seconds():
+    srv = _Server(delays={"/slow": 3.0})
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(HTTPError, match=r"POST .*/slow timed out \(\w+\) after 0.5 s") as e:
+            run(post(srv.url + "/slow", {}, timeout=0.5))
+        assert time.monotonic() - t0 < 2.5   # not retried
+    finally:
+        srv.close()
+    assert e.value.status is None and len(srv.calls) == 1
+
+
+def test_the_pools_read_timeout_applies_between_reads(one_connection_pools):
+    http_utils.configure_client(timeout=0.5)
+    run(http_utils.aclose_client())
+    srv = _Server(delays={"/slow": 3.0})
+    try:
+        with pytest.raises(HTTPError, match=r"timed out \(\w+\) after 0.5 s"):
+            run(post(srv.url + "/slow", {}, pool="generate"))
+    finally:
+        srv.close()
+
+
+def test_an_empty_body_is_none_and_a_text_body_is_text():
+    srv = _Server([(200, b""), (200, b"plain text"), (200, b'"json text"')])
+    try:
+        assert run(post(srv.url + "/e", {})) is None
+        assert run(post(srv.url + "/t", {})) == "plain text"
+        assert run(post(srv.url + "/j", {})) == "json text"
+    finally:
+        srv.close()
 
 
 def test_dropped_connection_is_retried_at_once():
@@ -209,3 +245,21 @@ def test_control_calls_do_not_queue_behind_generate_calls(one_connection_pools):
         srv.close()
     with pytest.raises(ValueError, match="unknown pool 'other'"):
         run(post(srv.url + "/fast", {}, pool="other"))
+
+
+def test_a_process_that_used_the_shared_sessions_exits_without_a_warning():
+    import subprocess
+    import sys
+
+    srv = _Server()
+    try:
+        code = ("from vime.utils.async_utils import run\n"
+                "from vime.utils.http_utils import get, post\n"
+                f"print(run(post({srv.url + '/g'!r}, {{}}, pool='generate')), "
+                f"run(get({srv.url + '/h'!r})))\n")
+        proc = subprocess.run([sys.executable, "-X", "dev", "-c", code], capture_output=True,
+                              text=True, timeout=60)
+    finally:
+        srv.close()
+    assert proc.returncode == 0 and proc.stdout == "{} {}\n", proc.stderr
+    assert "Unclosed" not in proc.stderr, proc.stderr

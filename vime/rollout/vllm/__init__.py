@@ -17,7 +17,7 @@ One job per module:
 Requests go to ``args.vllm_router_ip:args.vllm_router_port`` (a vllm-router, or a single engine
 itself); control calls (abort) go to every engine behind it, which registration finds with the
 router's ``GET /workers`` and checks with ``GET /openapi.json``. Concurrency is bounded by one
-semaphore of ``vllm_server_concurrency * num_engines`` requests, and the shared, pooled httpx
+semaphore of ``vllm_server_concurrency * num_engines`` requests, and the shared, pooled aiohttp
 client (``vime.utils.http_utils``) lives on the process's background loop
 (``vime.utils.async_utils.run``). The step's metrics are described in
 :mod:`vime.rollout.rollout_metrics`.
