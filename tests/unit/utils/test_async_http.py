@@ -63,8 +63,8 @@ def test_run_timeout():
 class _Server:
     """A local threaded HTTP server answering from a script of (status, body) replies (then
     ``200 {}``); a ``None`` reply closes the connection without answering (a kept-alive
-    connection the server dropped); ``delays`` maps a path to seconds to wait before answering; a ``bytes`` body is sent as it
-    is, any other as JSON.
+    connection the server dropped); ``delays`` maps a path to seconds to wait before answering;
+    a ``bytes`` body is sent as it is, any other as JSON.
     ``calls`` records each request as it arrives, ``answered`` each path as its reply is sent."""
 
     def __init__(self, replies=(), delays=None):
