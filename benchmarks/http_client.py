@@ -6,11 +6,12 @@ Usage::
     .venv/bin/python benchmarks/http_client.py                 # 256 concurrent x 10 rounds
     .venv/bin/python benchmarks/http_client.py --concurrency 64 --rounds 20
 
-A local aiohttp server (its own process) answers each POST with a recorded-size generate
-response (24 tokens with log-probs). Each client sends ``rounds`` waves of ``concurrency``
-requests after one warm-up wave; reported: the client process's CPU milliseconds per request
-and the wall time, alternating the two clients twice. The rollout manager runs this client on
-the cores the engine generates on, so its CPU per request is taken from generation.
+A local aiohttp server (its own process) answers each POST with a generate-shaped response
+(24 token ids with log-probs, as vLLM's tokens route sends them). Each client sends ``rounds``
+waves of ``concurrency`` requests after one warm-up wave; reported: the client process's CPU
+milliseconds per request and the wall time, alternating the two clients twice. The rollout
+manager runs this client on the cores the engine generates on, so its CPU per request is taken
+from generation.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -90,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
         deadline = time.monotonic() + 30
         while True:
             try:
-                import urllib.request
                 urllib.request.urlopen(urllib.request.Request(url, data=b"{}"), timeout=2)
                 break
             except OSError:

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
                    for name, runs in results.items()}
         summary["speedup"] = {"step": summary["sync"]["step_s"] / summary["async"]["step_s"]}
         print(json.dumps({"summary": summary, "model": opts.model or (
-            "examples/demo/grpo.yaml's" if opts.accuracy else "a fresh tiny model (seed 0)")}))
+            "runs/demo/sft_model (examples/demo/grpo.yaml)" if opts.accuracy else "a fresh tiny model (seed 0)")}))
     return 0
 
 

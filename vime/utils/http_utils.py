@@ -118,14 +118,6 @@ async def aclose_client() -> None:
             await session.close()
 
 
-def _connect_timeout(exc: BaseException) -> bool:
-    import aiohttp
-
-    return isinstance(exc, getattr(aiohttp, "ConnectionTimeoutError", ())) or (
-        isinstance(exc, aiohttp.ClientConnectorError)
-        and isinstance(exc.os_error, TimeoutError))
-
-
 async def _request(method: str, url: str, *, json_body: Any = None, params: Any = None,
                    headers: dict[str, str] | None = None, timeout: float | None = None,
                    retries: int = 3, backoff: float = 0.5, max_backoff: float = 8.0,
@@ -145,7 +137,10 @@ async def _request(method: str, url: str, *, json_body: Any = None, params: Any 
         except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
                 aiohttp.ClientResponseError, asyncio.TimeoutError) as exc:
             # ClientResponseError here is a reply that is not HTTP (no status was read)
-            if isinstance(exc, asyncio.TimeoutError) and not _connect_timeout(exc):
+            # a read timeout raises at once; one opening a connection (or waiting for a free
+            # one, aiohttp's ConnectionTimeoutError) is retried as a connection error
+            if (isinstance(exc, asyncio.TimeoutError)
+                    and not isinstance(exc, aiohttp.ConnectionTimeoutError)):
                 raise HTTPError(f"{method} {url} timed out ({type(exc).__name__}) after "
                                 f"{timeout if timeout is not None else _config['timeout']} s",
                                 url=url) from exc
